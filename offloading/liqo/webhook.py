@@ -1,0 +1,111 @@
+"""Preview of Liqo's pod mutating webhook (pod.mutate.liqo.io), liqo-semantics.md section e."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from offloading.liqo import constants as c
+
+__all__ = [
+    "MutationError",
+    "imposed_node_selector",
+    "merge_node_selectors",
+    "mutate_pod",
+    "virtual_node_toleration",
+]
+
+
+class MutationError(ValueError):
+    """The webhook would fail (HTTP 500 "failed constructing pod mutation"), e.g. unknown strategy."""
+
+
+def virtual_node_toleration() -> dict[str, str]:
+    """The toleration the webhook appends: virtual-node.liqo.io/not-allowed Exists/NoExecute."""
+    return dict(c.VIRTUAL_NODE_TOLERATION)
+
+
+def _type_requirement(operator: str) -> dict[str, Any]:
+    return {"key": c.VIRTUAL_NODE_TYPE_LABEL, "operator": operator, "values": [c.VIRTUAL_NODE_TYPE_VALUE]}
+
+
+def imposed_node_selector(spec: dict[str, Any]) -> dict[str, Any] | None:
+    """The NodeSelector the webhook imposes for a NamespaceOffloading spec; None when nothing is imposed.
+
+    Remote: every term (or a single empty term) gets `liqo.io/type In (virtual-node)`.
+    LocalAndRemote: no terms -> None; otherwise a `liqo.io/type NotIn (virtual-node)` term is appended.
+    """
+    strategy = spec.get("podOffloadingStrategy") or c.DEFAULT_POD_STRATEGY
+    selector = copy.deepcopy(spec.get("clusterSelector") or {})
+    terms: list[dict[str, Any]] = list(selector.get("nodeSelectorTerms") or [])
+    if strategy == c.REMOTE:
+        if not terms:
+            terms = [{}]
+        out = []
+        for term in terms:
+            term = dict(term)
+            term["matchExpressions"] = list(term.get("matchExpressions") or []) + [_type_requirement(c.OP_IN)]
+            out.append(term)
+        selector["nodeSelectorTerms"] = out
+        return selector
+    if strategy == c.LOCAL_AND_REMOTE:
+        if not terms:
+            return None
+        selector["nodeSelectorTerms"] = terms + [{"matchExpressions": [_type_requirement(c.OP_NOT_IN)]}]
+        return selector
+    if strategy == c.LOCAL:
+        return None
+    raise MutationError(f"unknown PodOffloadingStrategyType {strategy!r}")
+
+
+def merge_node_selectors(pod_selector: dict[str, Any], imposed: dict[str, Any]) -> dict[str, Any]:
+    """Liqo's MergeNodeSelector: the cross product of terms, pod expressions first; matchFields are dropped."""
+    terms: list[dict[str, Any]] = []
+    for a in pod_selector.get("nodeSelectorTerms") or []:
+        for b in imposed.get("nodeSelectorTerms") or []:
+            exprs = copy.deepcopy(list(a.get("matchExpressions") or [])) + copy.deepcopy(
+                list(b.get("matchExpressions") or [])
+            )
+            terms.append({"matchExpressions": exprs} if exprs else {})
+    return {"nodeSelectorTerms": terms}
+
+
+def mutate_pod(
+    spec: dict[str, Any], pod: dict[str, Any], liqo_runtime_class: str = c.LIQO_RUNTIME_CLASS
+) -> dict[str, Any]:
+    """The pod as Liqo's mutating webhook would leave it for a NamespaceOffloading with this spec.
+
+    Local strategy and pods with the Liqo runtime class are left unchanged. Otherwise the virtual-node
+    toleration is appended (never de-duplicated) and the imposed selector is set or merged into the
+    pod's required node affinity. Inputs are not modified. Raises MutationError for an unknown strategy.
+    """
+    out = copy.deepcopy(pod)
+    strategy = spec.get("podOffloadingStrategy") or c.DEFAULT_POD_STRATEGY
+    if strategy == c.LOCAL:
+        return out
+    pod_spec = out.setdefault("spec", {})
+    if (
+        pod_spec.get("runtimeClassName") is not None
+        and pod_spec.get("runtimeClassName") == liqo_runtime_class
+    ):
+        return out
+    if strategy not in (c.REMOTE, c.LOCAL_AND_REMOTE):
+        raise MutationError(f"unknown PodOffloadingStrategyType {strategy!r}")
+    pod_spec["tolerations"] = list(pod_spec.get("tolerations") or []) + [virtual_node_toleration()]
+    imposed = imposed_node_selector(spec)
+    if imposed is None:
+        return out
+    affinity = pod_spec.get("affinity")
+    if affinity is None:
+        pod_spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": imposed}}
+        return out
+    node_affinity = affinity.get("nodeAffinity")
+    if node_affinity is None:
+        affinity["nodeAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": imposed}
+        return out
+    required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+    if required is None or not required.get("nodeSelectorTerms"):
+        node_affinity["requiredDuringSchedulingIgnoredDuringExecution"] = imposed
+        return out
+    node_affinity["requiredDuringSchedulingIgnoredDuringExecution"] = merge_node_selectors(required, imposed)
+    return out
