@@ -1,0 +1,207 @@
+"""Settings for liqo-dash, read from the environment (see .env.example for every variable).
+
+The defaults run with nothing configured: SQLite under ``var/``, Redis on localhost, the kubeconfig
+from ``KUBECONFIG`` or ``~/.kube/config`` (or the in-cluster service account).
+"""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+
+import dj_database_url
+
+from liqo_dash import env
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(env.string("LIQO_DASH_VAR_DIR", str(BASE_DIR / "var")))
+VAR_DIR.mkdir(parents=True, exist_ok=True)
+
+
+def _secret_key() -> str:
+    """SECRET_KEY from the environment, else one generated once and kept in var/ (never in git)."""
+    configured = env.string("SECRET_KEY")
+    if configured:
+        return configured
+    key_file = VAR_DIR / "secret-key"
+    if not key_file.exists():
+        key_file.write_text(secrets.token_urlsafe(50))
+        key_file.chmod(0o600)
+    return key_file.read_text().strip()
+
+
+SECRET_KEY = _secret_key()
+DEBUG = env.boolean("DEBUG", False)
+ALLOWED_HOSTS = env.string_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
+CSRF_TRUSTED_ORIGINS = env.string_list("CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "django_htmx",
+    "django_filters",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "offloading",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+    "offloading.middleware.RequestContextMiddleware",
+]
+
+ROOT_URLCONF = "liqo_dash.urls"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "offloading.context_processors.snapshot_state",
+            ],
+        },
+    },
+]
+
+WSGI_APPLICATION = "liqo_dash.wsgi.application"
+
+DATABASES = {
+    "default": dj_database_url.parse(
+        env.string("DATABASE_URL", f"sqlite:///{VAR_DIR / 'db.sqlite3'}"),
+        conn_max_age=env.integer("DATABASE_CONN_MAX_AGE", 0),
+    )
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # Several processes (web, worker, beat) share the file: wait for locks instead of failing,
+    # and use WAL so readers never block the writer.
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {"timeout": 30, "transaction_mode": "IMMEDIATE", "init_command": "PRAGMA journal_mode=WAL;"}
+    )
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "offloading:namespace_list"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = env.string("TIME_ZONE", "UTC")
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "staticfiles"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+
+REDIS_URL = env.string("REDIS_URL", "redis://127.0.0.1:6379/0")
+
+# The cache holds short-lived per-namespace locks shared by all workers, so it must be Redis
+# whenever more than one process runs; the local-memory cache is only for eager unit tests.
+if env.boolean("LIQO_DASH_LOCAL_CACHE", False):
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+
+CELERY_BROKER_URL = REDIS_URL
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_ALWAYS_EAGER = env.boolean("CELERY_TASK_ALWAYS_EAGER", False)
+CELERY_TASK_EAGER_PROPAGATES = True
+# A task is acknowledged only after it ran, so a killed worker's task is redelivered; the apply is
+# idempotent, so a redelivery is harmless.
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_SOFT_TIME_LIMIT = env.integer("CELERY_TASK_SOFT_TIME_LIMIT", 60)
+CELERY_TASK_TIME_LIMIT = env.integer("CELERY_TASK_TIME_LIMIT", 90)
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env.integer("CELERY_VISIBILITY_TIMEOUT", 300)}
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_TASK_DEFAULT_QUEUE = "liqo-dash"
+
+LIQO_DASH = {
+    # Where the Kubernetes API is: "auto" tries in-cluster then KUBECONFIG / ~/.kube/config.
+    "KUBE_CONFIG_MODE": env.string("KUBE_CONFIG_MODE", "auto"),
+    "KUBECONFIG": env.string("KUBECONFIG", ""),
+    "KUBE_CONTEXT": env.string("KUBE_CONTEXT", ""),
+    "KUBE_REQUEST_TIMEOUT": env.number("KUBE_REQUEST_TIMEOUT", 10.0),
+    # The local cluster id, used for DefaultName remote namespace names; discovered when empty.
+    "LOCAL_CLUSTER_ID": env.string("LIQO_LOCAL_CLUSTER_ID", ""),
+    # Seconds between two periodic full refreshes of the snapshot.
+    "REFRESH_INTERVAL": env.number("LIQO_DASH_REFRESH_INTERVAL", 5.0),
+    # A snapshot older than this many seconds is shown as stale.
+    "STALE_AFTER": env.number("LIQO_DASH_STALE_AFTER", 30.0),
+    # Changes still queued/applying after this many seconds are re-enqueued by the sweeper.
+    "STUCK_AFTER": env.number("LIQO_DASH_STUCK_AFTER", 60.0),
+    "SWEEP_INTERVAL": env.number("LIQO_DASH_SWEEP_INTERVAL", 15.0),
+    # Transient Kubernetes errors are retried this many times with exponential backoff and jitter.
+    "APPLY_MAX_RETRIES": env.integer("LIQO_DASH_APPLY_MAX_RETRIES", 8),
+    "APPLY_RETRY_BASE": env.number("LIQO_DASH_APPLY_RETRY_BASE", 1.0),
+    # How long an unoffload waits for the object (and its finalizer) to disappear.
+    "DELETE_WAIT": env.number("LIQO_DASH_DELETE_WAIT", 120.0),
+    "FIELD_MANAGER": env.string("LIQO_DASH_FIELD_MANAGER", "liqo-dash"),
+}
+
+CELERY_BEAT_SCHEDULE = {
+    "refresh-snapshot": {"task": "offloading.tasks.refresh", "schedule": LIQO_DASH["REFRESH_INTERVAL"]},
+    "sweep-stuck-changes": {"task": "offloading.tasks.sweep", "schedule": LIQO_DASH["SWEEP_INTERVAL"]},
+}
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.SessionAuthentication",
+        "rest_framework.authentication.TokenAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "PAGE_SIZE": 100,
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "liqo-dash API",
+    "DESCRIPTION": "Namespace offloading for Liqo: peered clusters, namespaces, changes and audit.",
+    "VERSION": "0.1.0",
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "SERVE_INCLUDE_SCHEMA": False,
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env.string("LOG_LEVEL", "INFO")},
+    "loggers": {"kubernetes": {"level": "WARNING"}, "urllib3": {"level": "WARNING"}},
+}

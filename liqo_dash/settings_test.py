@@ -1,0 +1,17 @@
+"""Settings for the test suite: the real settings with eager Celery, a local-memory cache and a
+file-based SQLite test database (so worker processes started by end-to-end tests can share it)."""
+
+import os
+import tempfile
+
+os.environ.setdefault("LIQO_DASH_VAR_DIR", os.path.join(tempfile.gettempdir(), f"liqo-dash-test-{os.getpid()}"))
+os.environ.setdefault("CELERY_TASK_ALWAYS_EAGER", "true")
+os.environ.setdefault("LIQO_DASH_LOCAL_CACHE", "true")
+
+from liqo_dash.settings import *  # noqa: E402,F403
+from liqo_dash.settings import DATABASES, VAR_DIR  # noqa: E402
+
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test-db.sqlite3")}
+
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

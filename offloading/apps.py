@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class OffloadingConfig(AppConfig):
+    name = "offloading"
+    verbose_name = "Namespace offloading"

@@ -1,0 +1,154 @@
+"""Forms: they parse and normalise input; the rules themselves live in offloading.liqo and services."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+
+from . import services
+from .liqo import constants as liqo
+from .liqo import selectors as liqo_selectors
+from .models import Namespace
+
+# Form field name for each spec field named in a Problem (offloading.liqo.validate_spec).
+SPEC_FIELD_TO_FORM = {
+    "namespaceMappingStrategy": "namespace_mapping_strategy",
+    "remoteNamespaceName": "remote_namespace_name",
+    "podOffloadingStrategy": "pod_offloading_strategy",
+    "clusterSelector": "cluster_selector",
+    "namespace": None,
+}
+
+MAPPING_HELP = {
+    "DefaultName": "<namespace>-<local cluster id>, unique per consumer cluster.",
+    "EnforceSameName": "The same name as here; fails on clusters where that namespace already exists.",
+    "SelectedName": "A name you choose below, the same on every selected cluster.",
+}
+POD_HELP = {
+    "LocalAndRemote": "Pods may run here and on the selected clusters.",
+    "Remote": "Pods run only on the selected clusters.",
+    "Local": "Pods stay here; only the namespace and its resources are replicated.",
+}
+
+
+def selector_lines(text: str) -> list[str]:
+    """One selector per non-blank line; lines are ORed (each becomes one NodeSelectorTerm)."""
+    return [line.strip() for line in (text or "").splitlines() if line.strip()]
+
+
+def selector_text(spec: dict[str, Any] | None) -> str:
+    """The cluster selector of a stored spec written back as lines, for editing."""
+    terms = ((spec or {}).get("clusterSelector") or {}).get("nodeSelectorTerms") or []
+    return "\n".join(liqo_selectors.format_term(term) for term in terms)
+
+
+class OffloadForm(forms.Form):
+    """Offload a namespace, or edit its offloading (then the mapping fields are locked)."""
+
+    namespace_mapping_strategy = forms.ChoiceField(
+        label="Namespace mapping strategy",
+        choices=[(s, s) for s in liqo.MAPPING_STRATEGIES],
+        initial="DefaultName",
+        help_text="How the twin namespace is named on the remote clusters. It cannot be changed later.",
+    )
+    remote_namespace_name = forms.CharField(
+        label="Remote namespace name",
+        required=False,
+        max_length=253,
+        help_text="Only with SelectedName. It cannot be changed later.",
+    )
+    pod_offloading_strategy = forms.ChoiceField(
+        label="Pod offloading strategy",
+        choices=[(s, s) for s in liqo.POD_STRATEGIES],
+        initial="LocalAndRemote",
+    )
+    cluster_selector = forms.CharField(
+        label="Cluster selector",
+        required=False,
+        widget=forms.Textarea(
+            attrs={
+                "rows": 3,
+                "spellcheck": "false",
+                "placeholder": "topology.kubernetes.io/region in (eu-west, eu-south)\n!staging",
+            }
+        ),
+        help_text="liqoctl / kubectl -l syntax. One selector per line; lines are ORed, commas within a line "
+        "are ANDed. Leave empty to select every peered cluster.",
+    )
+    label_namespace = forms.BooleanField(
+        label="Label the namespace liqo.io/scheduling-enabled=true first",
+        required=False,
+        help_text="Pods created before Liqo's controller labels the namespace are then rejected (and retried) "
+        "instead of starting unmutated.",
+    )
+    expected_generation = forms.IntegerField(required=False, widget=forms.HiddenInput)
+
+    def __init__(self, *args: Any, namespace: Namespace, **kwargs: Any) -> None:
+        self.namespace = namespace
+        if namespace.offloaded and "initial" not in kwargs:
+            spec = namespace.offloading_spec or {}
+            kwargs["initial"] = {
+                "namespace_mapping_strategy": spec.get("namespaceMappingStrategy", "DefaultName"),
+                "remote_namespace_name": spec.get("remoteNamespaceName", ""),
+                "pod_offloading_strategy": spec.get("podOffloadingStrategy", "LocalAndRemote"),
+                "cluster_selector": selector_text(spec),
+                "expected_generation": namespace.offloading_generation,
+            }
+        super().__init__(*args, **kwargs)
+        self.spec: dict[str, Any] | None = None
+        self.warnings: dict[str, list[str]] = {}
+        self.selector_notes: list[str] = []
+        if namespace.offloaded:
+            reason = "Liqo's webhook rejects changing it after creation."
+            for name in ("namespace_mapping_strategy", "remote_namespace_name"):
+                self.fields[name].disabled = True
+                self.fields[name].help_text = f"Locked: {reason}"
+            del self.fields["label_namespace"]
+
+    @property
+    def editing(self) -> bool:
+        return self.namespace.offloaded
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        lines = selector_lines(data.get("cluster_selector", ""))
+        try:
+            selector = liqo_selectors.cluster_selector(lines)
+        except liqo_selectors.SelectorError as exc:
+            self.add_error("cluster_selector", str(exc))
+            return data
+        self.selector_notes = liqo_selectors.cluster_selector_notes(lines)
+        spec: dict[str, Any] = {
+            "namespaceMappingStrategy": data.get("namespace_mapping_strategy"),
+            "podOffloadingStrategy": data.get("pod_offloading_strategy"),
+            "clusterSelector": selector,
+        }
+        if data.get("remote_namespace_name"):
+            spec["remoteNamespaceName"] = data["remote_namespace_name"].strip()
+        checked = services.validate(self.namespace, spec)
+        for field, messages in checked.errors.items():
+            target = SPEC_FIELD_TO_FORM.get(field)
+            for message in messages:
+                self.add_error(target if target in self.fields else None, message)
+        self.warnings = checked.warnings
+        self.spec = checked.spec
+        return data
+
+
+class UnoffloadForm(forms.Form):
+    """Type the namespace name to confirm a destructive unoffload."""
+
+    confirm = forms.CharField(label="Type the namespace name to confirm", max_length=63)
+    expected_generation = forms.IntegerField(required=False, widget=forms.HiddenInput)
+
+    def __init__(self, *args: Any, namespace: Namespace, **kwargs: Any) -> None:
+        self.namespace = namespace
+        kwargs.setdefault("initial", {"expected_generation": namespace.offloading_generation})
+        super().__init__(*args, **kwargs)
+
+    def clean_confirm(self) -> str:
+        value = self.cleaned_data["confirm"].strip()
+        if value != self.namespace.name:
+            raise forms.ValidationError(f'Type "{self.namespace.name}" exactly to confirm.')
+        return value

@@ -1,0 +1,272 @@
+"""The only module that talks to Kubernetes (official ``kubernetes`` client over HTTP).
+
+Every call returns plain dicts (raw JSON, not the client's model classes: it is faster for large lists
+and matches what the rest of the code works with) and raises :class:`KubeError`, classified so the
+caller knows whether retrying can help.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+import urllib3
+from django.conf import settings
+from kubernetes import client, config
+from kubernetes.client.rest import ApiException
+
+from .liqo import constants as liqo
+
+LIST_PAGE_SIZE = 500
+CHANGE_ID_ANNOTATION = "liqo-dash.io/change-id"
+REQUESTER_ANNOTATION = "liqo-dash.io/requested-by"
+
+_FC = ("core.liqo.io", "v1beta1", "foreignclusters")
+_VN = ("offloading.liqo.io", "v1beta1", "virtualnodes")
+_NSOFF = (liqo.GROUP, liqo.VERSION, "namespaceoffloadings")
+
+
+class KubeError(Exception):
+    """A failed Kubernetes call. ``kind`` is one of: transient, conflict, exists, not_found, invalid,
+    forbidden, gone."""
+
+    def __init__(self, kind: str, message: str, status: int | None = None, reason: str = "") -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.status = status
+        self.reason = reason
+
+    @property
+    def transient(self) -> bool:
+        return self.kind == "transient"
+
+
+def _classify(exc: ApiException) -> KubeError:
+    status = exc.status or 0
+    message, reason = exc.reason or "", ""
+    try:
+        body = json.loads(exc.body) if exc.body else {}
+        if isinstance(body, dict):
+            message = body.get("message") or message
+            reason = body.get("reason") or ""
+    except (TypeError, ValueError):
+        if exc.body:
+            message = str(exc.body)[:500]
+    if status == 0 or status >= 500 or status == 429:
+        kind = "transient"
+    elif status == 409:
+        kind = "exists" if reason == "AlreadyExists" else "conflict"
+    elif status == 404:
+        kind = "not_found"
+    elif status == 410:
+        kind = "gone"
+    elif status in (401, 403):
+        kind = "forbidden"
+    else:
+        kind = "invalid"
+    return KubeError(kind, message or f"HTTP {status}", status, reason)
+
+
+_WARNING = re.compile(r'^\s*\d{3}\s+\S+\s+"(?P<text>(?:[^"\\]|\\.)*)"')
+
+
+def parse_warnings(values: list[str]) -> list[str]:
+    """Texts of RFC 7234 ``Warning`` headers as the API server sends them (``299 - "text"``)."""
+    texts = []
+    for value in values:
+        match = _WARNING.match(value)
+        texts.append(match.group("text").replace('\\"', '"') if match else value)
+    return texts
+
+
+@dataclass
+class Result:
+    """The object an API call returned (or None) and the warnings the API server attached."""
+
+    obj: dict[str, Any] | None
+    warnings: list[str] = field(default_factory=list)
+
+
+_lock = threading.Lock()
+_client: client.ApiClient | None = None
+
+
+def api_client() -> client.ApiClient:
+    """One ApiClient per process, configured from settings on first use."""
+    global _client
+    with _lock:
+        if _client is None:
+            try:
+                _client = client.ApiClient(_configuration())
+            except (config.ConfigException, OSError) as exc:
+                # A missing or unreadable kubeconfig is reported like an unreachable API server: the
+                # snapshot goes stale, changes stay queued and are retried.
+                raise KubeError("transient", f"no usable Kubernetes configuration: {exc}") from exc
+        return _client
+
+
+def reset_client() -> None:
+    """Forget the configured client (tests point the same process at another API server)."""
+    global _client
+    with _lock:
+        _client = None
+
+
+def _configuration() -> client.Configuration:
+    cfg = client.Configuration()
+    opts = settings.LIQO_DASH
+    mode = opts["KUBE_CONFIG_MODE"]
+    if mode in ("auto", "incluster"):
+        try:
+            config.load_incluster_config(client_configuration=cfg)
+            return cfg
+        except config.ConfigException:
+            if mode == "incluster":
+                raise
+    config.load_kube_config(
+        config_file=opts["KUBECONFIG"] or None,
+        context=opts["KUBE_CONTEXT"] or None,
+        client_configuration=cfg,
+        persist_config=False,
+    )
+    # Our tasks retry with backoff themselves; one quick retry here only rides over a dropped
+    # keep-alive connection.
+    cfg.retries = 1
+    return cfg
+
+
+def _timeout() -> float:
+    return float(settings.LIQO_DASH["KUBE_REQUEST_TIMEOUT"])
+
+
+def _call(method: Any, *args: Any, **kwargs: Any) -> tuple[dict[str, Any] | None, list[str]]:
+    """Run a client method returning the raw response; decode JSON; classify every failure."""
+    try:
+        response = method(*args, _preload_content=False, _request_timeout=_timeout(), **kwargs)
+    except ApiException as exc:
+        raise _classify(exc) from exc
+    except (urllib3.exceptions.HTTPError, OSError) as exc:
+        raise KubeError("transient", f"cannot reach the Kubernetes API: {exc}") from exc
+    warnings = parse_warnings(response.headers.getlist("Warning")) if response.headers else []
+    data = response.data
+    obj = json.loads(data) if data else None
+    return obj, warnings
+
+
+def _custom() -> client.CustomObjectsApi:
+    return client.CustomObjectsApi(api_client())
+
+
+def _core() -> client.CoreV1Api:
+    return client.CoreV1Api(api_client())
+
+
+@dataclass
+class ListResult:
+    items: list[dict[str, Any]]
+    resource_version: str
+    calls: int
+
+
+def _paginate(fetch: Any, **kwargs: Any) -> ListResult:
+    """LIST with limit/continue; restarts once from scratch if the continue token expired (410)."""
+    for _attempt in range(2):
+        items: list[dict[str, Any]] = []
+        calls, token = 0, None
+        try:
+            while True:
+                page, _ = _call(fetch, limit=LIST_PAGE_SIZE, _continue=token, **kwargs)
+                calls += 1
+                assert page is not None
+                items.extend(page.get("items") or [])
+                meta = page.get("metadata") or {}
+                token = meta.get("continue")
+                if not token:
+                    return ListResult(items, meta.get("resourceVersion", ""), calls)
+        except KubeError as exc:
+            if exc.kind != "gone":
+                raise
+    raise KubeError("transient", "the list kept expiring while it was paginated")
+
+
+def list_foreign_clusters() -> ListResult:
+    return _paginate(_custom().list_cluster_custom_object, *_FC)
+
+
+def list_virtual_nodes() -> ListResult:
+    return _paginate(_custom().list_cluster_custom_object, *_VN)
+
+
+def list_virtual_node_nodes() -> ListResult:
+    return _paginate(_core().list_node, label_selector=f"{liqo.VIRTUAL_NODE_TYPE_LABEL}=virtual-node")
+
+
+def list_namespaces() -> ListResult:
+    return _paginate(_core().list_namespace)
+
+
+def list_offloadings() -> ListResult:
+    return _paginate(_custom().list_cluster_custom_object, *_NSOFF)
+
+
+def get_offloading(namespace: str) -> dict[str, Any] | None:
+    """The NamespaceOffloading of ``namespace``, or None when there is none."""
+    try:
+        obj, _ = _call(_custom().get_namespaced_custom_object, *_NSOFF[:2], namespace, _NSOFF[2], liqo.OFFLOADING_NAME)
+    except KubeError as exc:
+        if exc.kind == "not_found":
+            return None
+        raise
+    return obj
+
+
+def create_offloading(namespace: str, body: dict[str, Any], dry_run: bool = False) -> Result:
+    kwargs: dict[str, Any] = {"field_manager": settings.LIQO_DASH["FIELD_MANAGER"]}
+    if dry_run:
+        kwargs["dry_run"] = "All"
+    obj, warnings = _call(_custom().create_namespaced_custom_object, *_NSOFF[:2], namespace, _NSOFF[2], body, **kwargs)
+    return Result(obj, warnings)
+
+
+def replace_offloading(namespace: str, body: dict[str, Any], dry_run: bool = False) -> Result:
+    """PUT the whole object; ``body.metadata.resourceVersion`` makes it fail with a conflict if the
+    object changed since it was read."""
+    kwargs: dict[str, Any] = {"field_manager": settings.LIQO_DASH["FIELD_MANAGER"]}
+    if dry_run:
+        kwargs["dry_run"] = "All"
+    obj, warnings = _call(
+        _custom().replace_namespaced_custom_object,
+        *_NSOFF[:2],
+        namespace,
+        _NSOFF[2],
+        liqo.OFFLOADING_NAME,
+        body,
+        **kwargs,
+    )
+    return Result(obj, warnings)
+
+
+def delete_offloading(namespace: str, resource_version: str | None = None) -> Result:
+    """DELETE the NamespaceOffloading; with a resource version, only if it is still that version."""
+    body: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"}
+    if resource_version:
+        body["preconditions"] = {"resourceVersion": resource_version}
+    obj, warnings = _call(
+        _custom().delete_namespaced_custom_object,
+        *_NSOFF[:2],
+        namespace,
+        _NSOFF[2],
+        liqo.OFFLOADING_NAME,
+        body=body,
+    )
+    return Result(obj, warnings)
+
+
+def label_namespace(namespace: str, labels: dict[str, str | None]) -> Result:
+    """Merge-patch labels onto a namespace (None removes a label)."""
+    obj, warnings = _call(_core().patch_namespace, namespace, {"metadata": {"labels": labels}})
+    return Result(obj, warnings)

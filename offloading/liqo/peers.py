@@ -1,0 +1,60 @@
+"""Health of peered clusters and virtual nodes, as ``liqoctl info`` reports it (liqo-semantics.md g)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+HEALTHY_CONDITION_STATUSES = ("Established", "Ready")
+HEALTHY_VIRTUAL_NODE_STATUSES = ("Running", "None")
+PROVIDER_ROLES = ("Provider", "ConsumerAndProvider")
+
+
+def module_status(module: dict[str, Any] | None) -> tuple[str, list[str]]:
+    """``Disabled`` / ``Unhealthy`` / ``Healthy`` for a ForeignCluster module, and its alerts (the
+    messages of the conditions that are neither Established nor Ready; only when Unhealthy)."""
+    if not module or not module.get("enabled"):
+        return "Disabled", []
+    bad = [c for c in module.get("conditions") or [] if c.get("status") not in HEALTHY_CONDITION_STATUSES]
+    if bad:
+        return "Unhealthy", [c.get("message") or c.get("type", "") for c in bad]
+    return "Healthy", []
+
+
+def virtual_node_healthy(virtual_node: dict[str, Any]) -> bool:
+    """Healthy only if the VirtualNode has conditions and every one is Running or None."""
+    conditions = (virtual_node.get("status") or {}).get("conditions") or []
+    return bool(conditions) and all(c.get("status") in HEALTHY_VIRTUAL_NODE_STATUSES for c in conditions)
+
+
+def select_clusters(
+    cluster_selector: dict[str, Any] | None, virtual_nodes: list[tuple[str, str, dict[str, str]]]
+) -> dict[str, dict[str, Any]]:
+    """Which clusters the NamespaceOffloading controller would select (liqo-semantics.md a.5, i).
+
+    ``virtual_nodes`` are ``(cluster_id, virtual_node_name, labels)`` in list order. The controller
+    evaluates each VirtualNode in turn; the last one of a cluster decides for that cluster, and an
+    invalid selector stops the pass at the first VirtualNode where it errors (clusters not reached keep
+    whatever mapping they had; for a preview we report them as not selected). Returns, per cluster id,
+    ``{"selected", "explanations": [(vn_name, explain-dict)], "disagree", "error", "reached"}``."""
+    from .selectors import explain
+
+    result: dict[str, dict[str, Any]] = {}
+    stopped = False
+    for cluster_id, vn_name, labels in virtual_nodes:
+        entry = result.setdefault(
+            cluster_id,
+            {"selected": False, "explanations": [], "disagree": False, "error": None, "reached": False},
+        )
+        if stopped:
+            continue
+        why = explain(cluster_selector, labels, {"metadata.name": vn_name})
+        entry["explanations"].append((vn_name, why))
+        entry["reached"] = True
+        if why["error"]:
+            entry["error"] = why["error"]
+            stopped = True
+            continue
+        if len(entry["explanations"]) > 1 and entry["selected"] != why["selected"]:
+            entry["disagree"] = True
+        entry["selected"] = why["selected"]
+    return result

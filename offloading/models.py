@@ -1,0 +1,268 @@
+"""Snapshot tables (observed state, written only by the refresh), the ChangeRequest outbox (desired
+state, written by users) and the append-only AuditEvent trail."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from django.conf import settings
+from django.db import models, transaction
+from django.utils import timezone
+
+from .choices import AuditAction, ChangeAction, ChangeState, Source
+
+
+class SnapshotState(models.Model):
+    """One row: when the snapshot was last refreshed, and whether the API server answered."""
+
+    last_attempt_at = models.DateTimeField(null=True, blank=True)
+    last_success_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
+    last_duration_ms = models.PositiveIntegerField(default=0)
+    last_list_calls = models.PositiveIntegerField(default=0)
+    local_cluster_id = models.CharField(max_length=63, blank=True)
+
+    def __str__(self) -> str:
+        return f"snapshot refreshed at {self.last_success_at}"
+
+    @classmethod
+    def get(cls) -> SnapshotState:
+        state, _ = cls.objects.get_or_create(pk=1)
+        return state
+
+    def is_stale(self, now: Any = None) -> bool:
+        """True when the last successful refresh is older than STALE_AFTER or the last one failed."""
+        if self.last_success_at is None:
+            return True
+        now = now or timezone.now()
+        age = (now - self.last_success_at).total_seconds()
+        failed_since = self.last_attempt_at and self.last_attempt_at > self.last_success_at and self.last_error
+        return bool(failed_since) or age > settings.LIQO_DASH["STALE_AFTER"]
+
+
+class Cluster(models.Model):
+    """A peered cluster (ForeignCluster) as last seen."""
+
+    cluster_id = models.CharField(max_length=63, unique=True)
+    name = models.CharField(max_length=253)
+    role = models.CharField(max_length=32, blank=True)
+    networking_status = models.CharField(max_length=16, blank=True)
+    authentication_status = models.CharField(max_length=16, blank=True)
+    offloading_status = models.CharField(max_length=16, blank=True)
+    modules = models.JSONField(default=dict)
+    api_server_url = models.CharField(max_length=512, blank=True)
+    resource_version = models.CharField(max_length=64, blank=True)
+    refreshed_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ("cluster_id",)
+
+    def __str__(self) -> str:
+        return self.cluster_id
+
+    @property
+    def is_provider(self) -> bool:
+        return self.role in ("Provider", "ConsumerAndProvider")
+
+
+class VirtualNode(models.Model):
+    """A Liqo VirtualNode with the labels that cluster selectors are matched against."""
+
+    namespace = models.CharField(max_length=253)
+    name = models.CharField(max_length=253)
+    cluster_id = models.CharField(max_length=63, db_index=True)
+    labels = models.JSONField(default=dict)
+    has_node = models.BooleanField(default=True)
+    capacity = models.JSONField(default=dict)
+    healthy = models.BooleanField(default=False)
+    conditions = models.JSONField(default=list)
+    refreshed_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ("cluster_id", "name")
+        constraints = [models.UniqueConstraint(fields=("namespace", "name"), name="unique_virtual_node")]
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+class Namespace(models.Model):
+    """A namespace of the local cluster and its NamespaceOffloading (if any), as last seen."""
+
+    name = models.CharField(max_length=63, unique=True)
+    labels = models.JSONField(default=dict)
+    status_phase = models.CharField(max_length=16, blank=True)
+    created_at = models.DateTimeField(null=True, blank=True)
+    # The observed NamespaceOffloading named "offloading"; offloaded=False means it does not exist.
+    offloaded = models.BooleanField(default=False, db_index=True)
+    offloading_uid = models.CharField(max_length=64, blank=True)
+    offloading_spec = models.JSONField(null=True, blank=True)
+    offloading_status = models.JSONField(null=True, blank=True)
+    offloading_phase = models.CharField(max_length=32, blank=True, db_index=True)
+    offloading_generation = models.BigIntegerField(default=0)
+    offloading_observed_generation = models.BigIntegerField(default=0)
+    offloading_resource_version = models.CharField(max_length=64, blank=True)
+    offloading_deleting = models.BooleanField(default=False)
+    offloading_managed_by = models.CharField(max_length=253, blank=True)
+    remote_namespace_name = models.CharField(max_length=253, blank=True)
+    refreshed_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ("name",)
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def status_is_stale(self) -> bool:
+        """Liqo has not yet reconciled the latest spec (observedGeneration lags generation)."""
+        return self.offloaded and self.offloading_observed_generation != self.offloading_generation
+
+
+class ClusterOffloading(models.Model):
+    """One row per (offloaded namespace, peered cluster): the per-cluster status table, flattened so
+    that the fleet matrix and the per-cluster counts are single queries."""
+
+    namespace = models.ForeignKey(Namespace, on_delete=models.CASCADE, related_name="cluster_states")
+    cluster_id = models.CharField(max_length=63, db_index=True)
+    selected = models.BooleanField(default=False)
+    state = models.CharField(max_length=32, blank=True)
+    message = models.TextField(blank=True)
+    since = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ("namespace__name", "cluster_id")
+        constraints = [models.UniqueConstraint(fields=("namespace", "cluster_id"), name="unique_cluster_offloading")]
+
+    def __str__(self) -> str:
+        return f"{self.namespace_id}@{self.cluster_id}: {self.state or 'not selected'}"
+
+
+class ChangeRequest(models.Model):
+    """A requested change of one namespace's offloading (the outbox): recorded first, then pushed to
+    the cluster by the worker. ``state`` and the result fields are written only by the worker."""
+
+    namespace = models.CharField(max_length=63, db_index=True)
+    action = models.CharField(max_length=16, choices=ChangeAction.choices)
+    desired_spec = models.JSONField(null=True, blank=True)
+    label_namespace = models.BooleanField(
+        default=False, help_text="Also label the namespace liqo.io/scheduling-enabled=true before offloading."
+    )
+    # What the requester saw: the change conflicts if the spec in the cluster moved on since.
+    base_spec = models.JSONField(null=True, blank=True)
+    base_generation = models.BigIntegerField(null=True, blank=True)
+    base_resource_version = models.CharField(max_length=64, blank=True)
+
+    state = models.CharField(max_length=16, choices=ChangeState.choices, default=ChangeState.QUEUED, db_index=True)
+    requester = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    requester_name = models.CharField(max_length=150)
+    source = models.CharField(max_length=16, choices=Source.choices, default=Source.WEB)
+    request_id = models.CharField(max_length=64, blank=True)
+
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    updated_at = models.DateTimeField(default=timezone.now)
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    message = models.TextField(blank=True)
+    warnings = models.JSONField(default=list, blank=True)
+    result_resource_version = models.CharField(max_length=64, blank=True)
+    result_generation = models.BigIntegerField(null=True, blank=True)
+    conflict_spec = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        ordering = ("-created_at", "-id")
+        indexes = [models.Index(fields=("namespace", "state"), name="change_ns_state")]
+
+    def __str__(self) -> str:
+        return f"#{self.pk} {self.action} {self.namespace} ({self.state})"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.state in ChangeState.terminal()
+
+
+class AuditEvent(models.Model):
+    """An append-only, hash-chained record of who changed what, when, from where and how it ended.
+
+    Each row stores the hash of the previous row; editing or deleting a row breaks the chain, which
+    :func:`verify_chain` detects."""
+
+    time = models.DateTimeField(default=timezone.now, db_index=True)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    user_name = models.CharField(max_length=253)
+    source = models.CharField(max_length=16, choices=Source.choices)
+    request_id = models.CharField(max_length=64, blank=True)
+    action = models.CharField(max_length=32, choices=AuditAction.choices)
+    namespace = models.CharField(max_length=63, db_index=True)
+    change = models.ForeignKey(
+        ChangeRequest, null=True, blank=True, on_delete=models.SET_NULL, related_name="audit_events"
+    )
+    before = models.JSONField(null=True, blank=True)
+    after = models.JSONField(null=True, blank=True)
+    outcome = models.CharField(max_length=16, blank=True)
+    message = models.TextField(blank=True)
+    prev_hash = models.CharField(max_length=64, blank=True)
+    hash = models.CharField(max_length=64, unique=True)
+
+    class Meta:
+        ordering = ("-id",)
+
+    def __str__(self) -> str:
+        return f"{self.time:%Y-%m-%d %H:%M:%S} {self.user_name} {self.action} {self.namespace}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if self.pk is not None:
+            raise ValueError("audit events are append-only")
+        with transaction.atomic():
+            # Why: the chain needs a total order; locking the head row serialises writers on
+            # PostgreSQL, and SQLite's IMMEDIATE transactions already serialise them.
+            head, _ = AuditChainHead.objects.select_for_update().get_or_create(pk=1)
+            self.prev_hash = head.last_hash
+            self.hash = self.compute_hash()
+            super().save(*args, **kwargs)
+            AuditChainHead.objects.filter(pk=1).update(last_hash=self.hash)
+
+    def delete(self, *args: Any, **kwargs: Any) -> Any:
+        raise ValueError("audit events are append-only")
+
+    def payload(self) -> dict[str, Any]:
+        """The fields covered by the hash, in a stable form."""
+        return {
+            "time": self.time.isoformat(),
+            "user_name": self.user_name,
+            "source": self.source,
+            "request_id": self.request_id,
+            "action": self.action,
+            "namespace": self.namespace,
+            "change": self.change_id,
+            "before": self.before,
+            "after": self.after,
+            "outcome": self.outcome,
+            "message": self.message,
+        }
+
+    def compute_hash(self) -> str:
+        blob = json.dumps(self.payload(), sort_keys=True, separators=(",", ":"), default=str)
+        return hashlib.sha256((self.prev_hash + blob).encode()).hexdigest()
+
+
+class AuditChainHead(models.Model):
+    """The hash of the newest audit event; its row lock orders concurrent appends."""
+
+    last_hash = models.CharField(max_length=64, blank=True)
+
+    def __str__(self) -> str:
+        return self.last_hash or "(empty chain)"
+
+
+def verify_chain() -> int | None:
+    """Return the id of the first audit event whose hash does not check out, or None if all do."""
+    prev = ""
+    for event in AuditEvent.objects.order_by("id").iterator():
+        if event.prev_hash != prev or event.compute_hash() != event.hash:
+            return event.pk
+        prev = event.hash
+    return None

@@ -1,0 +1,814 @@
+"""Use cases shared by the views, the REST API and the Celery tasks.
+
+``request_*`` record a change (outbox row + audit event, one transaction) and enqueue it after commit;
+``apply_change`` pushes one change to the cluster; ``refresh`` rebuilds the snapshot.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.core.cache import cache
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+
+from . import kube
+from .choices import AuditAction, ChangeAction, ChangeState, Source
+from .context import Actor
+from .liqo import constants as liqo
+from .liqo import offloading as liqo_offloading
+from .liqo import peers as liqo_peers
+from .liqo import selectors as liqo_selectors
+from .models import (
+    AuditEvent,
+    ChangeRequest,
+    Cluster,
+    ClusterOffloading,
+    Namespace,
+    SnapshotState,
+    VirtualNode,
+)
+
+log = logging.getLogger(__name__)
+
+LIQO_CONTROLLER_MANAGER = "liqo-controller-manager"
+
+
+# --------------------------------------------------------------------------------------------------
+# Requesting changes
+
+
+class ChangeRejected(Exception):
+    """The change breaks a rule; ``errors`` maps a field name to its messages."""
+
+    def __init__(self, errors: dict[str, list[str]]) -> None:
+        super().__init__("; ".join(f"{k}: {m}" for k, msgs in errors.items() for m in msgs))
+        self.errors = errors
+
+
+def local_cluster_id() -> str:
+    """The configured local cluster id, else the one the refresh discovered (may be empty)."""
+    return settings.LIQO_DASH["LOCAL_CLUSTER_ID"] or SnapshotState.get().local_cluster_id
+
+
+def _problems_by_field(problems: list[Any]) -> dict[str, list[str]]:
+    grouped: dict[str, list[str]] = {}
+    for problem in problems:
+        grouped.setdefault(problem.field, []).append(problem.message)
+    return grouped
+
+
+@dataclass
+class Validation:
+    spec: dict[str, Any]
+    errors: dict[str, list[str]]
+    warnings: dict[str, list[str]]
+
+
+def validate(namespace: Namespace, spec: dict[str, Any]) -> Validation:
+    """Check a desired spec for ``namespace`` against its observed one with Liqo's rules."""
+    normalized = liqo_offloading.normalize_spec(spec)
+    old = namespace.offloading_spec if namespace.offloaded else None
+    errors, warnings = liqo_offloading.validate_spec(
+        namespace.name, normalized, old, local_cluster_id=local_cluster_id() or None
+    )
+    return Validation(normalized, _problems_by_field(errors), _problems_by_field(warnings))
+
+
+def _pending_change(namespace: str) -> ChangeRequest | None:
+    return ChangeRequest.objects.filter(namespace=namespace, state__in=ChangeState.pending()).order_by("id").first()
+
+
+def _record(change: ChangeRequest, actor: Actor, before: Any, after: Any, message: str = "") -> None:
+    AuditEvent.objects.create(
+        user_id=actor.user_id,
+        user_name=actor.user_name,
+        source=actor.source,
+        request_id=actor.request_id,
+        action=AuditAction.REQUESTED,
+        namespace=change.namespace,
+        change=change,
+        before=before,
+        after=after,
+        outcome=ChangeState.QUEUED,
+        message=message,
+    )
+
+
+def _enqueue(change_id: int, countdown: float = 0) -> None:
+    from .tasks import apply_change
+
+    if countdown:
+        apply_change.apply_async((change_id,), countdown=countdown)
+    else:
+        apply_change.delay(change_id)
+
+
+def request_offload(
+    namespace_name: str,
+    spec: dict[str, Any],
+    actor: Actor,
+    *,
+    expected_generation: int | None = None,
+    label_namespace: bool = False,
+) -> ChangeRequest:
+    """Record a request to offload ``namespace_name`` with ``spec`` (create, or update when it is
+    already offloaded). ``expected_generation`` is the generation the requester saw (None: what the
+    snapshot holds now); if the cluster moved past it, the change ends in ``conflict``."""
+    namespace = Namespace.objects.filter(name=namespace_name).first()
+    if namespace is None:
+        raise ChangeRejected({"namespace": [f'namespace "{namespace_name}" does not exist']})
+    if namespace.offloading_deleting:
+        raise ChangeRejected({"namespace": ["the namespace offloading is being deleted; wait until it is gone"]})
+    checked = validate(namespace, spec)
+    if checked.errors:
+        raise ChangeRejected(checked.errors)
+    action = ChangeAction.UPDATE if namespace.offloaded else ChangeAction.OFFLOAD
+    base_generation = expected_generation
+    if base_generation is None and namespace.offloaded:
+        base_generation = namespace.offloading_generation
+    before = namespace.offloading_spec if namespace.offloaded else None
+    with transaction.atomic():
+        change = ChangeRequest.objects.create(
+            namespace=namespace.name,
+            action=action,
+            desired_spec=checked.spec,
+            label_namespace=label_namespace,
+            base_spec=before,
+            base_generation=base_generation if action == ChangeAction.UPDATE else None,
+            base_resource_version=namespace.offloading_resource_version if namespace.offloaded else "",
+            requester_id=actor.user_id,
+            requester_name=actor.user_name,
+            source=actor.source,
+            request_id=actor.request_id,
+            warnings=[m for msgs in checked.warnings.values() for m in msgs],
+        )
+        _record(change, actor, before, checked.spec)
+        transaction.on_commit(lambda: _enqueue(change.pk))
+    return change
+
+
+def request_unoffload(namespace_name: str, actor: Actor, *, expected_generation: int | None = None) -> ChangeRequest:
+    """Record a request to delete the namespace's NamespaceOffloading (Liqo then removes the remote
+    namespaces and everything reflected into them)."""
+    namespace = Namespace.objects.filter(name=namespace_name).first()
+    if namespace is None:
+        raise ChangeRejected({"namespace": [f'namespace "{namespace_name}" does not exist']})
+    if not namespace.offloaded:
+        raise ChangeRejected({"namespace": [f'namespace "{namespace_name}" is not offloaded']})
+    with transaction.atomic():
+        change = ChangeRequest.objects.create(
+            namespace=namespace.name,
+            action=ChangeAction.UNOFFLOAD,
+            base_spec=namespace.offloading_spec,
+            base_generation=expected_generation if expected_generation is not None else namespace.offloading_generation,
+            base_resource_version=namespace.offloading_resource_version,
+            requester_id=actor.user_id,
+            requester_name=actor.user_name,
+            source=actor.source,
+            request_id=actor.request_id,
+        )
+        _record(change, actor, namespace.offloading_spec, None)
+        transaction.on_commit(lambda: _enqueue(change.pk))
+    return change
+
+
+# --------------------------------------------------------------------------------------------------
+# Applying changes (worker side)
+
+
+class _Conflict(Exception):
+    def __init__(self, message: str, found: dict[str, Any] | None) -> None:
+        super().__init__(message)
+        self.found = found
+
+
+class _Waiting(Exception):
+    """The change was pushed; the object is still terminating."""
+
+
+def _finish(change_id: int, state: str, message: str, **fields: Any) -> bool:
+    """Move an applying change to a terminal state and audit it, exactly once."""
+    now = timezone.now()
+    with transaction.atomic():
+        done = ChangeRequest.objects.filter(pk=change_id, state=ChangeState.APPLYING).update(
+            state=state, message=message, finished_at=now, updated_at=now, **fields
+        )
+        if not done:
+            return False
+        change = ChangeRequest.objects.get(pk=change_id)
+        action = {
+            ChangeState.APPLIED: AuditAction.APPLIED,
+            ChangeState.FAILED: AuditAction.FAILED,
+            ChangeState.CONFLICT: AuditAction.CONFLICT,
+        }[state]
+        AuditEvent.objects.create(
+            user_id=change.requester_id,
+            user_name=change.requester_name,
+            source=change.source,
+            request_id=change.request_id,
+            action=action,
+            namespace=change.namespace,
+            change=change,
+            before=change.base_spec,
+            after=change.desired_spec if change.action != ChangeAction.UNOFFLOAD else None,
+            outcome=state,
+            message=message,
+        )
+    return True
+
+
+def _lock_key(namespace: str) -> str:
+    return f"liqo-dash:ns-lock:{namespace}"
+
+
+def claim(change_id: int) -> ChangeRequest | None:
+    """Claim a queued change for this worker (conditional UPDATE). Returns None when another worker
+    has it, it is finished, or an older change of the same namespace must go first."""
+    change = ChangeRequest.objects.filter(pk=change_id).first()
+    if change is None or change.is_terminal:
+        return None
+    older = ChangeRequest.objects.filter(
+        namespace=change.namespace, state__in=ChangeState.pending(), id__lt=change.pk
+    ).exists()
+    if older:
+        # Per-namespace order: this one waits for the older change of the same namespace.
+        _enqueue(change.pk, countdown=1.0)
+        return None
+    now = timezone.now()
+    lease_expired = now - timedelta(seconds=settings.LIQO_DASH["STUCK_AFTER"])
+    claimed = ChangeRequest.objects.filter(pk=change_id, state=ChangeState.QUEUED).update(
+        state=ChangeState.APPLYING, claimed_at=now, updated_at=now, attempts=F("attempts") + 1
+    ) or ChangeRequest.objects.filter(pk=change_id, state=ChangeState.APPLYING, updated_at__lt=lease_expired).update(
+        claimed_at=now, updated_at=now, attempts=F("attempts") + 1
+    )
+    if not claimed:
+        return None
+    return ChangeRequest.objects.get(pk=change_id)
+
+
+def apply_change(change_id: int) -> str:
+    """Push one change to the cluster. Idempotent: the object carries the id of the change that last
+    wrote it, so a redelivered task recognises its own earlier write. Returns the resulting state."""
+    change = claim(change_id)
+    if change is None:
+        return "skipped"
+    owner = f"{change.pk}:{random.random()}"
+    # Why: the sweeper may re-enqueue a change whose worker is only slow; the per-namespace lock keeps
+    # two workers from writing the same namespace at once. Only its owner releases it.
+    if not cache.add(_lock_key(change.namespace), owner, timeout=int(settings.CELERY_TASK_TIME_LIMIT) + 5):
+        _requeue(change, "another worker is writing this namespace", countdown=1.0, count_attempt=False)
+        return ChangeState.QUEUED
+    try:
+        return _apply_claimed(change)
+    finally:
+        if cache.get(_lock_key(change.namespace)) == owner:
+            cache.delete(_lock_key(change.namespace))
+
+
+def _requeue(change: ChangeRequest, message: str, countdown: float, count_attempt: bool = True) -> None:
+    fields: dict[str, Any] = {"state": ChangeState.QUEUED, "message": message, "updated_at": timezone.now()}
+    if not count_attempt:
+        fields["attempts"] = F("attempts") - 1
+    if ChangeRequest.objects.filter(pk=change.pk, state=ChangeState.APPLYING).update(**fields):
+        transaction.on_commit(lambda: _enqueue(change.pk, countdown=countdown))
+
+
+def _backoff(attempt: int) -> float:
+    base = float(settings.LIQO_DASH["APPLY_RETRY_BASE"])
+    return min(60.0, base * (2 ** max(0, attempt - 1))) * random.uniform(0.5, 1.5)
+
+
+def _apply_claimed(change: ChangeRequest) -> str:
+    try:
+        if change.action == ChangeAction.UNOFFLOAD:
+            result = _push_delete(change)
+        else:
+            result = _push_spec(change)
+    except _Waiting:
+        ChangeRequest.objects.filter(pk=change.pk).update(
+            message="Waiting for Liqo to remove the remote namespaces", updated_at=timezone.now()
+        )
+        from .tasks import await_deletion
+
+        await_deletion.apply_async((change.pk,), countdown=1.0)
+        return ChangeState.APPLYING
+    except _Conflict as exc:
+        found = liqo_offloading.normalize_spec(exc.found["spec"]) if exc.found and "spec" in exc.found else None
+        _finish(change.pk, ChangeState.CONFLICT, str(exc), conflict_spec=found)
+        trigger_refresh()
+        return ChangeState.CONFLICT
+    except kube.KubeError as exc:
+        if exc.transient and change.attempts < settings.LIQO_DASH["APPLY_MAX_RETRIES"]:
+            _requeue(change, f"retrying after a transient error: {exc.message}", _backoff(change.attempts))
+            return ChangeState.QUEUED
+        _finish(change.pk, ChangeState.FAILED, exc.message)
+        trigger_refresh()
+        return ChangeState.FAILED
+    obj, warnings = result
+    fields: dict[str, Any] = {"warnings": list(dict.fromkeys([*change.warnings, *warnings]))}
+    if obj:
+        _store_offloading(change.namespace, obj)
+        meta = obj.get("metadata") or {}
+        fields.update(result_resource_version=meta.get("resourceVersion", ""), result_generation=meta.get("generation"))
+    _finish(change.pk, ChangeState.APPLIED, _applied_message(change), **fields)
+    trigger_refresh()
+    return ChangeState.APPLIED
+
+
+def _applied_message(change: ChangeRequest) -> str:
+    return {
+        ChangeAction.OFFLOAD: "NamespaceOffloading created",
+        ChangeAction.UPDATE: "NamespaceOffloading updated",
+        ChangeAction.UNOFFLOAD: "NamespaceOffloading deleted and gone",
+    }[ChangeAction(change.action)]
+
+
+def _annotations(obj: dict[str, Any]) -> dict[str, str]:
+    return (obj.get("metadata") or {}).get("annotations") or {}
+
+
+def _written_by(obj: dict[str, Any], change: ChangeRequest) -> bool:
+    return _annotations(obj).get(kube.CHANGE_ID_ANNOTATION) == str(change.pk)
+
+
+def _push_spec(change: ChangeRequest) -> tuple[dict[str, Any] | None, list[str]]:
+    """Create or update the NamespaceOffloading; conflict if it moved since the requester saw it."""
+    annotations = {kube.CHANGE_ID_ANNOTATION: str(change.pk), kube.REQUESTER_ANNOTATION: change.requester_name}
+    warnings: list[str] = []
+    if change.label_namespace:
+        warnings += kube.label_namespace(change.namespace, {liqo.SCHEDULING_LABEL: "true"}).warnings
+    for _ in range(5):
+        current = kube.get_offloading(change.namespace)
+        if current is not None and _written_by(current, change):
+            return current, warnings  # a redelivery: our earlier attempt already wrote it
+        if current is None:
+            if change.action == ChangeAction.UPDATE:
+                raise _Conflict("The NamespaceOffloading was deleted after you loaded it", None)
+            body = {
+                "apiVersion": f"{liqo.GROUP}/{liqo.VERSION}",
+                "kind": "NamespaceOffloading",
+                "metadata": {"name": liqo.OFFLOADING_NAME, "namespace": change.namespace, "annotations": annotations},
+                "spec": change.desired_spec,
+            }
+            try:
+                result = kube.create_offloading(change.namespace, body)
+            except kube.KubeError as exc:
+                if exc.kind == "exists":
+                    continue  # created meanwhile: look again
+                raise
+            return result.obj, warnings + result.warnings
+        meta = current.get("metadata") or {}
+        if meta.get("deletionTimestamp"):
+            raise _Conflict("The NamespaceOffloading is being deleted", current)
+        if change.action == ChangeAction.OFFLOAD:
+            raise _Conflict("The namespace was offloaded by someone else after you loaded it", current)
+        if change.base_generation is not None and meta.get("generation") != change.base_generation:
+            raise _Conflict(
+                f"The offloading changed after you loaded it (generation {change.base_generation} "
+                f"became {meta.get('generation')})",
+                current,
+            )
+        body = dict(current)
+        body["metadata"] = {**meta, "annotations": {**(meta.get("annotations") or {}), **annotations}}
+        body["spec"] = change.desired_spec
+        body.pop("status", None)
+        try:
+            result = kube.replace_offloading(change.namespace, body)
+        except kube.KubeError as exc:
+            if exc.kind == "conflict":
+                # Usually only the status moved (Liqo writes it); the generation check above
+                # decides on the next round whether the spec moved too.
+                continue
+            raise
+        return result.obj, warnings + result.warnings
+    raise kube.KubeError("transient", "the object kept changing while it was being updated")
+
+
+def _push_delete(change: ChangeRequest) -> tuple[dict[str, Any] | None, list[str]]:
+    for _ in range(5):
+        current = kube.get_offloading(change.namespace)
+        if current is None:
+            return None, []
+        meta = current.get("metadata") or {}
+        if meta.get("deletionTimestamp"):
+            raise _Waiting()
+        if change.base_generation is not None and meta.get("generation") != change.base_generation:
+            raise _Conflict(
+                f"The offloading changed after you loaded it (generation {change.base_generation} "
+                f"became {meta.get('generation')}); review it before removing it",
+                current,
+            )
+        try:
+            kube.delete_offloading(change.namespace, resource_version=meta.get("resourceVersion"))
+        except kube.KubeError as exc:
+            if exc.kind == "conflict":
+                continue
+            if exc.kind == "not_found":
+                return None, []
+            raise
+        raise _Waiting()
+    raise kube.KubeError("transient", "the object kept changing while it was being deleted")
+
+
+def await_deletion(change_id: int) -> str:
+    """Poll until the deleted NamespaceOffloading is gone (Liqo removes its finalizer once the
+    remote namespaces are deleted), then report the unoffload as applied."""
+    change = ChangeRequest.objects.filter(pk=change_id, state=ChangeState.APPLYING).first()
+    if change is None:
+        return "skipped"
+    # Poll a few times within this task before handing over to a new one: cheap on the broker, and
+    # it keeps eager (in-process) runs from recursing.
+    current: dict[str, Any] | None = {}
+    for _ in range(10):
+        try:
+            current = kube.get_offloading(change.namespace)
+        except kube.KubeError as exc:
+            if not exc.transient:
+                _finish(change.pk, ChangeState.FAILED, exc.message)
+                return ChangeState.FAILED
+            current = {"transient": True}
+        if current is None:
+            break
+        time.sleep(0.5)
+    if current is None:
+        _mark_namespace_unoffloaded(change.namespace)
+        _finish(change.pk, ChangeState.APPLIED, _applied_message(change))
+        trigger_refresh()
+        return ChangeState.APPLIED
+    waited = (timezone.now() - (change.claimed_at or change.created_at)).total_seconds()
+    if waited > settings.LIQO_DASH["DELETE_WAIT"]:
+        _finish(change.pk, ChangeState.FAILED, f"The NamespaceOffloading was still terminating after {waited:.0f}s")
+        return ChangeState.FAILED
+    ChangeRequest.objects.filter(pk=change.pk, state=ChangeState.APPLYING).update(updated_at=timezone.now())
+    from .tasks import await_deletion as task
+
+    task.apply_async((change.pk,), countdown=1.0)
+    return ChangeState.APPLYING
+
+
+def sweep() -> int:
+    """Re-enqueue changes whose message was lost or whose worker died (outbox sweeper)."""
+    cutoff = timezone.now() - timedelta(seconds=settings.LIQO_DASH["STUCK_AFTER"])
+    stuck = list(
+        ChangeRequest.objects.filter(state__in=ChangeState.pending(), updated_at__lt=cutoff).values_list(
+            "pk", flat=True
+        )
+    )
+    for pk in stuck:
+        ChangeRequest.objects.filter(pk=pk, state=ChangeState.APPLYING, updated_at__lt=cutoff).update(
+            state=ChangeState.QUEUED, updated_at=timezone.now(), message="re-enqueued by the sweeper"
+        )
+        ChangeRequest.objects.filter(pk=pk, state=ChangeState.QUEUED, updated_at__lt=cutoff).update(
+            updated_at=timezone.now()
+        )
+        _enqueue(pk)
+    return len(stuck)
+
+
+# --------------------------------------------------------------------------------------------------
+# Snapshot refresh
+
+
+def trigger_refresh() -> None:
+    """Ask for a refresh soon; many triggers within a second coalesce into one refresh."""
+    if cache.add("liqo-dash:refresh-requested", 1, timeout=1):
+        from .tasks import refresh
+
+        transaction.on_commit(lambda: refresh.apply_async(countdown=0.5))
+
+
+def _dt(value: str | None) -> datetime | None:
+    return parse_datetime(value) if value else None
+
+
+def _actor_from_managed_fields(obj: dict[str, Any]) -> str:
+    """Who last wrote the spec, from managedFields (the newest manager other than Liqo's controller)."""
+    entries = [
+        e
+        for e in (obj.get("metadata") or {}).get("managedFields") or []
+        if e.get("manager") != LIQO_CONTROLLER_MANAGER and e.get("subresource") != "status"
+    ]
+    if not entries:
+        return "unknown"
+    entries.sort(key=lambda e: e.get("time") or "")
+    return entries[-1].get("manager") or "unknown"
+
+
+def _offloading_fields(obj: dict[str, Any]) -> dict[str, Any]:
+    meta = obj.get("metadata") or {}
+    status = obj.get("status") or {}
+    return {
+        "offloaded": True,
+        "offloading_uid": meta.get("uid", ""),
+        "offloading_spec": liqo_offloading.normalize_spec(obj.get("spec") or {}),
+        "offloading_status": status,
+        "offloading_phase": status.get("offloadingPhase", ""),
+        "offloading_generation": meta.get("generation") or 0,
+        "offloading_observed_generation": status.get("observedGeneration") or 0,
+        "offloading_resource_version": meta.get("resourceVersion", ""),
+        "offloading_deleting": bool(meta.get("deletionTimestamp")),
+        "offloading_managed_by": _actor_from_managed_fields(obj),
+        "remote_namespace_name": status.get("remoteNamespaceName", ""),
+    }
+
+
+_NOT_OFFLOADED: dict[str, Any] = {
+    "offloaded": False,
+    "offloading_uid": "",
+    "offloading_spec": None,
+    "offloading_status": None,
+    "offloading_phase": "",
+    "offloading_generation": 0,
+    "offloading_observed_generation": 0,
+    "offloading_resource_version": "",
+    "offloading_deleting": False,
+    "offloading_managed_by": "",
+    "remote_namespace_name": "",
+}
+
+
+def _cluster_rows(namespace: Namespace, obj: dict[str, Any]) -> list[ClusterOffloading]:
+    return [
+        ClusterOffloading(
+            namespace=namespace,
+            cluster_id=row["cluster_id"],
+            selected=bool(row["selected"]),
+            state=row["state"] or "",
+            message=row.get("message") or "",
+            since=_dt(row.get("last_transition")),
+        )
+        for row in liqo_offloading.cluster_status_table(obj)
+    ]
+
+
+def _store_offloading(namespace_name: str, obj: dict[str, Any]) -> None:
+    """Write one observed NamespaceOffloading into the snapshot (after our own apply)."""
+    namespace = Namespace.objects.filter(name=namespace_name).first()
+    if namespace is None:
+        return
+    Namespace.objects.filter(pk=namespace.pk).update(**_offloading_fields(obj), refreshed_at=timezone.now())
+    ClusterOffloading.objects.filter(namespace=namespace).delete()
+    ClusterOffloading.objects.bulk_create(_cluster_rows(namespace, obj))
+
+
+def _mark_namespace_unoffloaded(namespace_name: str) -> None:
+    Namespace.objects.filter(name=namespace_name).update(**_NOT_OFFLOADED, refreshed_at=timezone.now())
+    ClusterOffloading.objects.filter(namespace__name=namespace_name).delete()
+
+
+@dataclass
+class RefreshReport:
+    ok: bool
+    list_calls: int = 0
+    clusters: int = 0
+    namespaces: int = 0
+    offloadings: int = 0
+    changed: int = 0
+    drift: int = 0
+    error: str = ""
+
+
+_REFRESH_LOCK = "liqo-dash:refresh-lock"
+_REFRESH_AGAIN = "liqo-dash:refresh-again"
+
+
+def refresh_once() -> RefreshReport | None:
+    """Run :func:`refresh` unless one is already running anywhere; a refresh asked for meanwhile
+    runs right after the current one (so no trigger is lost). Returns None when it only queued."""
+    owner = f"{time.monotonic()}:{random.random()}"
+    if not cache.add(_REFRESH_LOCK, owner, timeout=300):
+        cache.set(_REFRESH_AGAIN, 1, timeout=300)
+        return None
+    try:
+        return refresh()
+    finally:
+        if cache.get(_REFRESH_LOCK) == owner:
+            cache.delete(_REFRESH_LOCK)
+        if cache.delete(_REFRESH_AGAIN):
+            from .tasks import refresh as task
+
+            task.apply_async(countdown=0.2)
+
+
+def refresh() -> RefreshReport:
+    """Rebuild the snapshot from a constant number of paginated LIST calls; record drift."""
+    started = time.monotonic()
+    now = timezone.now()
+    SnapshotState.objects.get_or_create(pk=1)
+    SnapshotState.objects.filter(pk=1).update(last_attempt_at=now)
+    try:
+        listed = {
+            "fc": kube.list_foreign_clusters(),
+            "vn": kube.list_virtual_nodes(),
+            "nodes": kube.list_virtual_node_nodes(),
+            "ns": kube.list_namespaces(),
+            "nsoff": kube.list_offloadings(),
+        }
+    except kube.KubeError as exc:
+        SnapshotState.objects.filter(pk=1).update(last_error=exc.message)
+        return RefreshReport(ok=False, error=exc.message)
+    calls = sum(result.calls for result in listed.values())
+    report = RefreshReport(ok=True, list_calls=calls)
+    with transaction.atomic():
+        report.clusters = _store_clusters(listed["fc"].items, listed["vn"].items, listed["nodes"].items, now)
+        report.namespaces, report.offloadings, report.changed, report.drift = _store_namespaces(
+            listed["ns"].items, listed["nsoff"].items, now
+        )
+        discovered = _discover_local_cluster_id(listed["nsoff"].items)
+        updates: dict[str, Any] = {
+            "last_success_at": now,
+            "last_error": "",
+            "last_duration_ms": int((time.monotonic() - started) * 1000),
+            "last_list_calls": calls,
+        }
+        if discovered:
+            updates["local_cluster_id"] = discovered
+        SnapshotState.objects.filter(pk=1).update(**updates)
+    return report
+
+
+def _store_clusters(
+    foreign_clusters: list[dict[str, Any]], virtual_nodes: list[dict[str, Any]], nodes: list[dict[str, Any]], now: Any
+) -> int:
+    rows = []
+    for fc in foreign_clusters:
+        meta, spec, status = fc.get("metadata") or {}, fc.get("spec") or {}, fc.get("status") or {}
+        modules = status.get("modules") or {}
+        summary = {}
+        for module in ("networking", "authentication", "offloading"):
+            state, alerts = liqo_peers.module_status(modules.get(module))
+            summary[module] = {
+                "status": state,
+                "alerts": alerts,
+                "conditions": (modules.get(module) or {}).get("conditions") or [],
+            }
+        rows.append(
+            Cluster(
+                cluster_id=spec.get("clusterID") or meta.get("name", ""),
+                name=meta.get("name", ""),
+                role=status.get("role", "Unknown"),
+                networking_status=summary["networking"]["status"],
+                authentication_status=summary["authentication"]["status"],
+                offloading_status=summary["offloading"]["status"],
+                modules=summary,
+                api_server_url=status.get("apiServerUrl", "") or "",
+                resource_version=meta.get("resourceVersion", ""),
+                refreshed_at=now,
+            )
+        )
+    update_fields = [
+        "name", "role", "networking_status", "authentication_status", "offloading_status", "modules",
+        "api_server_url", "resource_version", "refreshed_at",
+    ]  # fmt: skip
+    Cluster.objects.bulk_create(rows, update_conflicts=True, unique_fields=["cluster_id"], update_fields=update_fields)
+    Cluster.objects.exclude(cluster_id__in=[r.cluster_id for r in rows]).delete()
+
+    nodes_by_name = {(n.get("metadata") or {}).get("name"): n for n in nodes}
+    vn_rows = []
+    for vn in virtual_nodes:
+        meta, spec = vn.get("metadata") or {}, vn.get("spec") or {}
+        cluster_id = spec.get("clusterID", "")
+        node = nodes_by_name.get(meta.get("name"))
+        if (
+            node is not None
+            and (node.get("metadata") or {}).get("labels", {}).get(liqo.REMOTE_CLUSTER_ID_LABEL) != cluster_id
+        ):
+            node = None
+        vn_rows.append(
+            VirtualNode(
+                namespace=meta.get("namespace", ""),
+                name=meta.get("name", ""),
+                cluster_id=cluster_id,
+                labels=liqo_selectors.virtual_node_labels(vn, node),
+                has_node=node is not None,
+                capacity=(spec.get("resourceQuota") or {}).get("hard") or {},
+                healthy=liqo_peers.virtual_node_healthy(vn),
+                conditions=(vn.get("status") or {}).get("conditions") or [],
+                refreshed_at=now,
+            )
+        )
+    VirtualNode.objects.bulk_create(
+        vn_rows,
+        update_conflicts=True,
+        unique_fields=["namespace", "name"],
+        update_fields=["cluster_id", "labels", "has_node", "capacity", "healthy", "conditions", "refreshed_at"],
+    )
+    keep = {(v.namespace, v.name) for v in vn_rows}
+    stale = [
+        pk for pk, ns, name in VirtualNode.objects.values_list("pk", "namespace", "name") if (ns, name) not in keep
+    ]
+    VirtualNode.objects.filter(pk__in=stale).delete()
+    return len(rows)
+
+
+def _store_namespaces(
+    namespaces: list[dict[str, Any]], offloadings: list[dict[str, Any]], now: Any
+) -> tuple[int, int, int, int]:
+    baseline = SnapshotState.get().last_success_at is None
+    by_ns = {
+        (o.get("metadata") or {}).get("namespace"): o
+        for o in offloadings
+        if (o.get("metadata") or {}).get("name") == liqo.OFFLOADING_NAME
+    }
+    existing = {n.name: n for n in Namespace.objects.all()}
+    rows, changed_objs = [], []
+    drift = 0
+    for item in namespaces:
+        meta = item.get("metadata") or {}
+        name = meta.get("name", "")
+        obj = by_ns.get(name)
+        fields = _offloading_fields(obj) if obj else dict(_NOT_OFFLOADED)
+        row = Namespace(
+            name=name,
+            labels=meta.get("labels") or {},
+            status_phase=(item.get("status") or {}).get("phase", ""),
+            created_at=_dt(meta.get("creationTimestamp")),
+            refreshed_at=now,
+            **fields,
+        )
+        rows.append(row)
+        old = existing.get(name)
+        if old is None or old.offloading_resource_version != row.offloading_resource_version:
+            changed_objs.append((name, obj))
+        if not baseline and _record_drift(old, obj, now):
+            drift += 1
+    update_fields = ["labels", "status_phase", "created_at", "refreshed_at", *_NOT_OFFLOADED]
+    Namespace.objects.bulk_create(rows, update_conflicts=True, unique_fields=["name"], update_fields=update_fields)
+    seen = {r.name for r in rows}
+    gone = [name for name in existing if name not in seen]
+    if gone:
+        Namespace.objects.filter(name__in=gone).delete()
+    if changed_objs:
+        ids = dict(Namespace.objects.filter(name__in=[n for n, _ in changed_objs]).values_list("name", "pk"))
+        ClusterOffloading.objects.filter(namespace_id__in=ids.values()).delete()
+        cluster_rows = []
+        for name, obj in changed_objs:
+            if obj is not None:
+                cluster_rows += _cluster_rows(Namespace(pk=ids[name], name=name), obj)
+        ClusterOffloading.objects.bulk_create(cluster_rows, batch_size=2000)
+    return len(rows), len(by_ns), len(changed_objs), drift
+
+
+def _record_drift(old: Namespace | None, obj: dict[str, Any] | None, now: Any) -> bool:
+    """Record an audit event when the offloading changed in the cluster without a change of ours."""
+    old_spec = old.offloading_spec if old is not None and old.offloaded else None
+    new_spec = liqo_offloading.normalize_spec(obj.get("spec") or {}) if obj else None
+    if old_spec == new_spec:
+        return False
+    name = (obj or {}).get("metadata", {}).get("namespace") or (old.name if old else "")
+    if obj is not None:
+        meta = obj.get("metadata") or {}
+        change_id = (meta.get("annotations") or {}).get(kube.CHANGE_ID_ANNOTATION, "")
+        ours = (
+            ChangeRequest.objects.filter(
+                pk=int(change_id) if change_id.isdigit() else -1,
+                namespace=name,
+                result_generation=meta.get("generation"),
+            ).exists()
+            or ChangeRequest.objects.filter(
+                pk=int(change_id) if change_id.isdigit() else -1, state__in=ChangeState.pending()
+            ).exists()
+        )
+        if ours:
+            return False
+        action = AuditAction.DRIFT_CREATED if old_spec is None else AuditAction.DRIFT_UPDATED
+        actor = _actor_from_managed_fields(obj)
+    else:
+        ours = ChangeRequest.objects.filter(
+            namespace=name, action=ChangeAction.UNOFFLOAD, state__in=ChangeState.pending()
+        ).exists()
+        if ours:
+            return False
+        action = AuditAction.DRIFT_DELETED
+        actor = "unknown"
+    AuditEvent.objects.create(
+        user_name=actor,
+        source=Source.EXTERNAL,
+        action=action,
+        namespace=name,
+        before=old_spec,
+        after=new_spec,
+        outcome="observed",
+        message=f"{AuditAction(action).label} (field manager: {actor})",
+    )
+    return True
+
+
+def _discover_local_cluster_id(offloadings: list[dict[str, Any]]) -> str:
+    """Deduce the local cluster id from a DefaultName offloading: its remote name is <ns>-<id>."""
+    for obj in offloadings:
+        spec, status = obj.get("spec") or {}, obj.get("status") or {}
+        namespace = (obj.get("metadata") or {}).get("namespace", "")
+        remote = status.get("remoteNamespaceName", "")
+        if spec.get("namespaceMappingStrategy", "DefaultName") == "DefaultName" and remote.startswith(namespace + "-"):
+            return remote[len(namespace) + 1 :]
+    return ""

@@ -1,0 +1,65 @@
+"""Small template helpers: status badges and YAML rendering."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+from django import template
+from django.utils.html import format_html
+
+register = template.Library()
+
+TONES = {
+    # offloading phases
+    "Ready": "ok",
+    "NoClusterSelected": "muted",
+    "InProgress": "info",
+    "SomeFailed": "warn",
+    "AllFailed": "bad",
+    "Terminating": "purple",
+    # change states
+    "queued": "muted",
+    "applying": "info",
+    "applied": "ok",
+    "failed": "bad",
+    "conflict": "warn",
+    # per-cluster Ready reasons
+    "NamespaceCreated": "ok",
+    "Creating": "info",
+    "CreationLoopBackOff": "bad",
+    # module health
+    "Healthy": "ok",
+    "Unhealthy": "bad",
+    "Disabled": "muted",
+}
+
+
+@register.simple_tag
+def badge(value: str, title: str = "") -> str:
+    """A coloured badge for a phase, a change state, a cluster state or a module status."""
+    if not value:
+        return format_html('<span class="badge muted">{}</span>', "not offloaded")
+    return format_html('<span class="badge {}" title="{}">{}</span>', TONES.get(value, "muted"), title, value)
+
+
+@register.filter
+def as_yaml(value: Any) -> str:
+    if value in (None, ""):
+        return ""
+    return yaml.safe_dump(value, sort_keys=False, default_flow_style=False)
+
+
+@register.filter
+def get_item(mapping: dict[str, Any], key: str) -> Any:
+    return (mapping or {}).get(key)
+
+
+@register.filter
+def index(sequence: list[Any], position: int | None) -> Any:
+    if position is None:
+        return None
+    try:
+        return sequence[position]
+    except (IndexError, TypeError):
+        return None

@@ -1,0 +1,297 @@
+"""Pages and htmx fragments. Every page reads the snapshot; nothing here calls the Kubernetes API."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.db.models import Count, Q
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.vary import vary_on_headers
+from django_htmx.http import HttpResponseClientRedirect, HttpResponseStopPolling
+
+from . import services
+from .choices import ChangeState
+from .context import current_actor
+from .filtersets import NamespaceFilterSet
+from .forms import MAPPING_HELP, POD_HELP, OffloadForm, UnoffloadForm
+from .liqo import offloading as liqo_offloading
+from .liqo import peers as liqo_peers
+from .liqo import webhook as liqo_webhook
+from .models import AuditEvent, ChangeRequest, Cluster, ClusterOffloading, Namespace, VirtualNode
+
+# Phases after which nothing changes until someone edits the offloading or the fleet changes.
+SETTLED_PHASES = ("Ready", "NoClusterSelected", "SomeFailed", "AllFailed")
+SAMPLE_POD = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {"name": "sample"},
+    "spec": {"containers": [{"name": "app", "image": "registry.example/app:1.0"}]},
+}
+
+
+def _dump_yaml(obj: Any) -> str:
+    return yaml.safe_dump(obj, sort_keys=False, default_flow_style=False)
+
+
+@login_required
+@require_GET
+def home(request: HttpRequest) -> HttpResponse:
+    return redirect("offloading:namespace_list")
+
+
+@login_required
+@require_GET
+def cluster_list(request: HttpRequest) -> HttpResponse:
+    clusters = list(Cluster.objects.all())
+    hosted = dict(
+        ClusterOffloading.objects.filter(selected=True)
+        .values("cluster_id")
+        .annotate(n=Count("id"))
+        .values_list("cluster_id", "n")
+    )
+    nodes: dict[str, list[VirtualNode]] = {}
+    for vn in VirtualNode.objects.all():
+        nodes.setdefault(vn.cluster_id, []).append(vn)
+    rows = [
+        {"cluster": c, "virtual_nodes": nodes.get(c.cluster_id, []), "hosted": hosted.get(c.cluster_id, 0)}
+        for c in clusters
+    ]
+    return render(request, "offloading/cluster_list.html", {"rows": rows})
+
+
+@login_required
+@require_GET
+@vary_on_headers("HX-Request")
+def namespace_list(request: HttpRequest) -> HttpResponse:
+    filterset = NamespaceFilterSet(request.GET, queryset=Namespace.objects.all())
+    page = Paginator(filterset.qs.prefetch_related("cluster_states"), 50).get_page(request.GET.get("page"))
+    query = request.GET.copy()
+    query.pop("page", None)
+    context = {"filterset": filterset, "page": page, "query": query.urlencode(), "phase_counts": _phase_counts()}
+    template = "offloading/_namespace_table.html" if request.htmx else "offloading/namespace_list.html"
+    return render(request, template, context)
+
+
+def _phase_counts() -> dict[str, int]:
+    counts = dict(Namespace.objects.filter(offloaded=True).values_list("offloading_phase").annotate(n=Count("id")))
+    counts["not offloaded"] = Namespace.objects.filter(offloaded=False).count()
+    return counts
+
+
+@login_required
+@require_GET
+def namespace_detail(request: HttpRequest, name: str) -> HttpResponse:
+    namespace = get_object_or_404(Namespace, name=name)
+    changes = ChangeRequest.objects.filter(namespace=name)[:10]
+    return render(
+        request,
+        "offloading/namespace_detail.html",
+        {"namespace": namespace, "changes": changes, **_status_context(namespace)},
+    )
+
+
+def _status_context(namespace: Namespace) -> dict[str, Any]:
+    rows = list(namespace.cluster_states.all()) if namespace.offloaded else []
+    return {"namespace": namespace, "cluster_rows": rows}
+
+
+@login_required
+@require_GET
+def namespace_status(request: HttpRequest, name: str) -> HttpResponse:
+    """The polled status fragment of a namespace; stops polling (286) once the phase is settled."""
+    namespace = get_object_or_404(Namespace, name=name)
+    pending = ChangeRequest.objects.filter(namespace=name, state__in=ChangeState.pending()).exists()
+    response = render(request, "offloading/_namespace_status.html", {**_status_context(namespace), "pending": pending})
+    settled = not namespace.offloaded or (
+        namespace.offloading_phase in SETTLED_PHASES and not namespace.status_is_stale
+    )
+    if settled and not pending:
+        response.status_code = HttpResponseStopPolling.status_code
+    return response
+
+
+def _offload_context(form: OffloadForm) -> dict[str, Any]:
+    namespace = form.namespace
+    return {
+        "namespace": namespace,
+        "form": form,
+        "mapping_help": MAPPING_HELP,
+        "pod_help": POD_HELP,
+        "pending": ChangeRequest.objects.filter(namespace=namespace.name, state__in=ChangeState.pending()).first(),
+    }
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def offload(request: HttpRequest, name: str) -> HttpResponse:
+    """Offload a namespace, or edit its offloading."""
+    namespace = get_object_or_404(Namespace, name=name)
+    if request.method == "POST":
+        form = OffloadForm(request.POST, namespace=namespace)
+        if form.is_valid() and form.spec is not None:
+            try:
+                change = services.request_offload(
+                    namespace.name,
+                    form.spec,
+                    current_actor(),
+                    expected_generation=form.cleaned_data.get("expected_generation"),
+                    label_namespace=bool(form.cleaned_data.get("label_namespace")),
+                )
+            except services.ChangeRejected as exc:
+                for message in [m for msgs in exc.errors.values() for m in msgs]:
+                    form.add_error(None, message)
+            else:
+                url = reverse("offloading:change_detail", args=[change.pk])
+                return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+    else:
+        form = OffloadForm(namespace=namespace)
+    context = _offload_context(form)
+    context.update(preview_context(form) if request.method == "POST" else {})
+    return render(request, "offloading/offload_form.html", context)
+
+
+@login_required
+@require_POST
+def offload_preview(request: HttpRequest, name: str) -> HttpResponse:
+    """Live preview while typing: matched clusters and why, the manifest, the remote name, the pod
+    mutation, and validation errors. Always 200: errors are part of the preview."""
+    namespace = get_object_or_404(Namespace, name=name)
+    form = OffloadForm(request.POST, namespace=namespace)
+    form.is_valid()
+    return render(request, "offloading/_preview.html", {"form": form, "namespace": namespace, **preview_context(form)})
+
+
+def preview_context(form: OffloadForm) -> dict[str, Any]:
+    namespace = form.namespace
+    context: dict[str, Any] = {"form": form, "spec": form.spec}
+    if form.spec is None:
+        return context
+    spec = form.spec
+    virtual_nodes = [(vn.cluster_id, vn.name, vn.labels) for vn in VirtualNode.objects.order_by("namespace", "name")]
+    selection = liqo_peers.select_clusters(spec.get("clusterSelector"), virtual_nodes)
+    clusters = {c.cluster_id: c for c in Cluster.objects.all()}
+    rows = []
+    for cluster_id in sorted(set(selection) | set(clusters)):
+        entry = selection.get(cluster_id) or {"selected": False, "explanations": [], "disagree": False, "error": None}
+        rows.append({"cluster_id": cluster_id, "cluster": clusters.get(cluster_id), **entry})
+    old_selected = set()
+    if namespace.offloaded:
+        old_selected = set(namespace.cluster_states.filter(selected=True).values_list("cluster_id", flat=True))
+    new_selected = {r["cluster_id"] for r in rows if r["selected"]}
+    local_id = services.local_cluster_id()
+    context.update(
+        {
+            "cluster_rows": rows,
+            "selected_count": len(new_selected),
+            "gains": sorted(new_selected - old_selected) if namespace.offloaded else [],
+            "losses": sorted(old_selected - new_selected) if namespace.offloaded else [],
+            "node_selector_yaml": _dump_yaml(spec.get("clusterSelector") or {"nodeSelectorTerms": []}),
+            "manifest": liqo_offloading.render_manifest(namespace.name, spec, "yaml"),
+            "remote_name": liqo_offloading.remote_namespace_name(
+                namespace.name, local_id or "<local-cluster-id>", spec
+            ),
+            "local_cluster_id": local_id,
+            "pod_preview": _pod_preview(spec),
+            "warnings": form.warnings,
+            "selector_notes": form.selector_notes,
+        }
+    )
+    return context
+
+
+def _pod_preview(spec: dict[str, Any]) -> dict[str, Any]:
+    mutated = liqo_webhook.mutate_pod(spec, SAMPLE_POD)
+    pod_spec = mutated.get("spec") or {}
+    changed = mutated != SAMPLE_POD
+    return {
+        "changed": changed,
+        "yaml": _dump_yaml({k: pod_spec[k] for k in ("affinity", "tolerations") if k in pod_spec}) if changed else "",
+    }
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def unoffload(request: HttpRequest, name: str) -> HttpResponse:
+    namespace = get_object_or_404(Namespace, name=name)
+    if request.method == "POST":
+        form = UnoffloadForm(request.POST, namespace=namespace)
+        if form.is_valid():
+            try:
+                change = services.request_unoffload(
+                    namespace.name, current_actor(), expected_generation=form.cleaned_data.get("expected_generation")
+                )
+            except services.ChangeRejected as exc:
+                for message in [m for msgs in exc.errors.values() for m in msgs]:
+                    form.add_error(None, message)
+            else:
+                return redirect("offloading:change_detail", pk=change.pk)
+    else:
+        form = UnoffloadForm(namespace=namespace)
+    selected = namespace.cluster_states.filter(selected=True) if namespace.offloaded else []
+    return render(
+        request, "offloading/unoffload_confirm.html", {"namespace": namespace, "form": form, "selected": selected}
+    )
+
+
+@login_required
+@require_GET
+def change_list(request: HttpRequest) -> HttpResponse:
+    changes = ChangeRequest.objects.all()
+    state = request.GET.get("state")
+    if state in ChangeState.values:
+        changes = changes.filter(state=state)
+    page = Paginator(changes, 50).get_page(request.GET.get("page"))
+    return render(request, "offloading/change_list.html", {"page": page, "states": ChangeState.choices, "state": state})
+
+
+@login_required
+@require_GET
+def change_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    change = get_object_or_404(ChangeRequest, pk=pk)
+    namespace = Namespace.objects.filter(name=change.namespace).first()
+    return render(
+        request,
+        "offloading/change_detail.html",
+        {
+            "change": change,
+            "namespace": namespace,
+            "desired_yaml": _dump_yaml(change.desired_spec) if change.desired_spec else "",
+        },
+    )
+
+
+@login_required
+@require_GET
+def change_status(request: HttpRequest, pk: int) -> HttpResponse:
+    """Polled fragment: the change's state, then the namespace's phase; 286 once both are final."""
+    change = get_object_or_404(ChangeRequest, pk=pk)
+    namespace = Namespace.objects.filter(name=change.namespace).first()
+    context = {"change": change, **(_status_context(namespace) if namespace else {"namespace": None})}
+    response = render(request, "offloading/_change_status.html", context)
+    if change.is_terminal:
+        converged = (
+            change.state != ChangeState.APPLIED
+            or namespace is None
+            or not namespace.offloaded
+            or (namespace.offloading_phase in SETTLED_PHASES and not namespace.status_is_stale)
+        )
+        if converged:
+            response.status_code = HttpResponseStopPolling.status_code
+    return response
+
+
+@login_required
+@require_GET
+def audit_list(request: HttpRequest) -> HttpResponse:
+    events = AuditEvent.objects.select_related("change")
+    q = request.GET.get("q", "").strip()
+    if q:
+        events = events.filter(Q(namespace__icontains=q) | Q(user_name__icontains=q))
+    page = Paginator(events, 50).get_page(request.GET.get("page"))
+    return render(request, "offloading/audit_list.html", {"page": page, "q": q})

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Debian packages the test suite needs: Chromium (driven by Playwright) and kubectl (a second real
+# client of the sandbox). Installs only what is missing; needs root (or sudo) for apt-get.
+set -euo pipefail
+missing=()
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v kubectl >/dev/null 2>&1 || missing+=(kubernetes-client)
+fc-list 2>/dev/null | grep -qi dejavu || missing+=(fonts-dejavu-core)
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+echo "installing Debian packages: ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
