@@ -28,10 +28,14 @@ __all__ = [
     "label_key_errors",
     "label_selector_matches",
     "label_value_errors",
+    "lex",
     "matches",
+    "new_requirement",
     "parse_go_int64",
     "parse_label_selector",
+    "parse_operator",
     "parse_requirements",
+    "requirement_errors",
     "validate_node_selector",
     "validate_term",
     "virtual_node_labels",
@@ -70,10 +74,25 @@ _DNS1123_SUBDOMAIN_RE = re.compile(r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9
 _INT_RE = re.compile(r"[+-]?[0-9]+")
 _INT64_MIN = -(2**63)
 _INT64_MAX = 2**63 - 1
+_NAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
 _NAME_MSG = (
     "must consist of alphanumeric characters, '-', '_' or '.', "
     "and must start and end with an alphanumeric character"
 )
+_VALUE_MSG = "a valid label must be an empty string or " + _NAME_MSG
+_SUBDOMAIN_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
+_SUBDOMAIN_MSG = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
+    "and must start and end with an alphanumeric character"
+)
+
+
+def _regex_error(msg: str, fmt: str, *examples: str) -> str:
+    """apimachinery RegexError (including its doubled spaces)."""
+    if not examples:
+        return f"{msg} (regex used for validation is '{fmt}')"
+    shown = " or ".join(f"'{e}', " for e in examples)
+    return f"{msg} (e.g. {shown}regex used for validation is '{fmt}')"
 
 
 def _blen(s: str) -> int:
@@ -82,7 +101,7 @@ def _blen(s: str) -> int:
 
 
 def label_key_errors(key: str) -> list[str]:
-    """The problems of a label key (IsLabelKey / IsQualifiedName); empty when valid."""
+    """The problems of a label key (apimachinery IsLabelKey, v0.35 messages); empty when valid."""
     errs: list[str] = []
     parts = key.split("/")
     if len(parts) == 1:
@@ -93,30 +112,31 @@ def label_key_errors(key: str) -> list[str]:
             errs.append("prefix part must be non-empty")
         else:
             if _blen(prefix) > 253:
-                errs.append("prefix part must be no more than 253 characters")
+                errs.append("prefix part must be no more than 253 bytes")
             if not _DNS1123_SUBDOMAIN_RE.fullmatch(prefix):
-                errs.append(
-                    "prefix part a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
-                    "characters, '-' or '.', and must start and end with an alphanumeric character"
-                )
+                errs.append("prefix part " + _regex_error(_SUBDOMAIN_MSG, _SUBDOMAIN_FMT, "example.com"))
     else:
-        return ["a valid label key " + _NAME_MSG + " with an optional DNS subdomain prefix and '/'"]
+        return [
+            "a valid label key "
+            + _regex_error(_NAME_MSG, _NAME_FMT, "MyName", "my.name", "123-abc")
+            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+        ]
     if not name:
         errs.append("name part must be non-empty")
     elif _blen(name) > 63:
-        errs.append("name part must be no more than 63 characters")
+        errs.append("name part must be no more than 63 bytes")
     if not _NAME_RE.fullmatch(name):
-        errs.append("name part " + _NAME_MSG)
+        errs.append("name part " + _regex_error(_NAME_MSG, _NAME_FMT, "MyName", "my.name", "123-abc"))
     return errs
 
 
 def label_value_errors(value: str) -> list[str]:
-    """The problems of a label value (IsValidLabelValue); empty when valid."""
+    """The problems of a label value (apimachinery IsLabelValue); empty when valid."""
     errs: list[str] = []
     if _blen(value) > 63:
-        errs.append("must be no more than 63 characters")
+        errs.append("must be no more than 63 bytes")
     if value and not _NAME_RE.fullmatch(value):
-        errs.append("a valid label must be an empty string or " + _NAME_MSG)
+        errs.append(_regex_error(_VALUE_MSG, "(" + _NAME_FMT + ")?", "MyValue", "my_value", "12345"))
     return errs
 
 
@@ -239,45 +259,69 @@ def _requirement_matches(
     return False
 
 
-def _requirement_errors(key: Any, op: str, values: list[Any], path: str) -> list[str]:
-    """apimachinery NewRequirement validation, as messages prefixed with a field path."""
+def _join(path: str, child: str) -> str:
+    return f"{path}.{child}" if path else child
+
+
+def requirement_errors(key: Any, op: str, values: list[Any], path: str = "") -> list[str]:
+    """apimachinery NewRequirement validation: one "<field path>: <problem>" message per Go field error.
+
+    `op` is an apimachinery operator: in, notin, =, ==, !=, exists, !, gt, lt.
+    """
     errs: list[str] = []
     if not isinstance(key, str):
-        return [f"{path}.key: Invalid value: {key!r}: must be a string"]
-    for msg in label_key_errors(key):
-        errs.append(f"{path}.key: Invalid value: {_q(key)}: {msg}")
+        errs.append(f"{_join(path, 'key')}: Invalid value: {key!r}: must be a string")
+    else:
+        key_errs = label_key_errors(key)
+        if key_errs:
+            errs.append(f"{_join(path, 'key')}: Invalid value: {_q(key)}: {'; '.join(key_errs)}")
+    vpath = _join(path, "values")
     if op in (_SEL_IN, _SEL_NOT_IN):
         if not values:
-            errs.append(
-                f"{path}.values: Invalid value: []: for 'in', 'notin' operators, values set can't be empty"
-            )
+            errs.append(f"{vpath}: Invalid value: []: for 'in', 'notin' operators, values set can't be empty")
     elif op in (_SEL_EQUALS, _SEL_DOUBLE_EQUALS, _SEL_NOT_EQUALS):
         if len(values) != 1:
             errs.append(
-                f"{path}.values: Invalid value: {_ql(values)}: exact-match compatibility requires one single value"
+                f"{vpath}: Invalid value: {_ql(values)}: exact-match compatibility requires one single value"
             )
     elif op in (_SEL_EXISTS, _SEL_DOES_NOT_EXIST):
         if values:
             errs.append(
-                f"{path}.values: Invalid value: {_ql(values)}: values set must be empty for exists and does not exist"
+                f"{vpath}: Invalid value: {_ql(values)}: values set must be empty for exists and does not exist"
             )
     elif op in (_SEL_GT, _SEL_LT):
         if len(values) != 1:
             errs.append(
-                f"{path}.values: Invalid value: {_ql(values)}: for 'Gt', 'Lt' operators, exactly one value is required"
+                f"{vpath}: Invalid value: {_ql(values)}: for 'Gt', 'Lt' operators, exactly one value is required"
             )
         for i, v in enumerate(values):
             if not isinstance(v, str) or parse_go_int64(v) is None:
                 errs.append(
-                    f"{path}.values[{i}]: Invalid value: {_q(v)}: for 'Gt', 'Lt' operators, the value must be an integer"
+                    f"{vpath}[{i}]: Invalid value: {_q(v)}: for 'Gt', 'Lt' operators, the value must be an integer"
                 )
+    else:
+        errs.append(
+            f"{_join(path, 'operator')}: Unsupported value: {_q(op)}: supported values: "
+            '"!", "!=", "=", "==", "exists", "gt", "in", "lt", "notin"'
+        )
     for i, v in enumerate(values):
         if not isinstance(v, str):
-            errs.append(f"{path}.values[{i}]: Invalid value: {v!r}: must be a string")
+            errs.append(f"{vpath}[{i}]: Invalid value: {v!r}: must be a string")
             continue
-        for msg in label_value_errors(v):
-            errs.append(f"{path}.values[{i}][{key}]: Invalid value: {_q(v)}: {msg}")
+        msgs = label_value_errors(v)
+        if msgs:
+            errs.append(f"{vpath}[{i}][{key}]: Invalid value: {_q(v)}: {'; '.join(msgs)}")
     return errs
+
+
+def new_requirement(key: str, op: str, values: list[str] | tuple[str, ...] = ()) -> Requirement:
+    """apimachinery NewRequirement: a Requirement, or SelectorError listing every problem."""
+    errs = requirement_errors(key, op, list(values))
+    if errs:
+        raise SelectorError(
+            errs[0] if len(errs) == 1 else "[" + ", ".join(errs) + "]", path=errs[0].split(":")[0]
+        )
+    return Requirement(key, op, tuple(values))
 
 
 def _q(v: Any) -> str:
@@ -324,6 +368,17 @@ _STRING_TO_TOKEN = {
 _SPECIAL = frozenset(b"=!(),><")
 _WHITESPACE = frozenset(b" \t\r\n")
 _BINARY_OPERATORS = "in, notin, =, ==, !=, gt, lt"
+
+
+_TOKEN_TO_OPERATOR = {
+    _T_IN: _SEL_IN,
+    _T_EQ: _SEL_EQUALS,
+    _T_DEQ: _SEL_DOUBLE_EQUALS,
+    _T_GT: _SEL_GT,
+    _T_LT: _SEL_LT,
+    _T_NOTIN: _SEL_NOT_IN,
+    _T_NEQ: _SEL_NOT_EQUALS,
+}
 
 
 @dataclass
@@ -470,15 +525,7 @@ class _Parser:
         if op in (_SEL_EXISTS, _SEL_DOES_NOT_EXIST):
             return Requirement(key, op, (), start)
         ot = self._take(values_ctx=False)
-        op = {
-            _T_IN: _SEL_IN,
-            _T_EQ: _SEL_EQUALS,
-            _T_DEQ: _SEL_DOUBLE_EQUALS,
-            _T_GT: _SEL_GT,
-            _T_LT: _SEL_LT,
-            _T_NOTIN: _SEL_NOT_IN,
-            _T_NEQ: _SEL_NOT_EQUALS,
-        }.get(ot.kind)
+        op = _TOKEN_TO_OPERATOR.get(ot.kind)
         if op is None:
             raise self._err(f"found '{ot.lit}', expected: {_BINARY_OPERATORS}", ot, requirement=True)
         values = self._values() if op in (_SEL_IN, _SEL_NOT_IN) else self._exact_value()
@@ -551,6 +598,41 @@ class _Parser:
         if t.kind == _T_IDENT:
             return {t.lit}
         raise self._err(f"found '{t.lit}', expected: identifier", t, requirement=True)
+
+
+_GO_TOKEN_NAMES = {
+    _T_ERROR: "ErrorToken",
+    _T_EOS: "EndOfStringToken",
+    _T_CLOSE: "ClosedParToken",
+    _T_COMMA: "CommaToken",
+    _T_NOT: "DoesNotExistToken",
+    _T_DEQ: "DoubleEqualsToken",
+    _T_EQ: "EqualsToken",
+    _T_GT: "GreaterThanToken",
+    _T_IDENT: "IdentifierToken",
+    _T_IN: "InToken",
+    _T_LT: "LessThanToken",
+    _T_NEQ: "NotEqualsToken",
+    _T_NOTIN: "NotInToken",
+    _T_OPEN: "OpenParToken",
+}
+
+
+def lex(text: str) -> list[tuple[str, str]]:
+    """The (token name, literal) pairs apimachinery's lexer yields, ending with EndOfStringToken."""
+    return [(_GO_TOKEN_NAMES[t.kind], t.lit) for t in _lex(text.encode("utf-8", "surrogatepass"))]
+
+
+def parse_operator(token: str) -> str:
+    """The apimachinery operator for an operator token (in, notin, =, ==, !=, >, <), else SelectorError."""
+    parser = _Parser(token)
+    t = parser._take(values_ctx=False)
+    op = _TOKEN_TO_OPERATOR.get(t.kind)
+    if op is None:
+        raise SelectorError(
+            f"found '{t.lit}', expected: {_BINARY_OPERATORS}", text=token, position=t.pos, token=t.lit
+        )
+    return op
 
 
 def parse_requirements(text: str) -> list[Requirement]:
@@ -667,7 +749,7 @@ def format_requirement(expr: dict[str, Any]) -> str:
         raise UnformattableTermError(f"operator {op!r} cannot be written as selector text")
     if not isinstance(values, list):
         raise UnformattableTermError(f"values of {key!r} must be a list")
-    errs = _requirement_errors(key, sel, values, "expression")
+    errs = requirement_errors(key, sel, values, "expression")
     if errs:
         raise UnformattableTermError("; ".join(errs))
     assert isinstance(key, str)
@@ -785,7 +867,7 @@ def _parse_term(term: Any, index: int) -> _ParsedTerm:
         if not isinstance(values, list):
             errors.append(f"{p}.values: Invalid value: {values!r}: must be a list")
             continue
-        errors.extend(_requirement_errors(expr.get("key"), sel, values, p))
+        errors.extend(requirement_errors(expr.get("key"), sel, values, p))
     for i, expr in enumerate(flds):
         p = f"{path}.matchFields[{i}]"
         if not isinstance(expr, dict):
