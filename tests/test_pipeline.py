@@ -1,0 +1,224 @@
+"""The change pipeline and the refresh, run eagerly in this process against the sandbox over HTTP."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from offloading import services
+from offloading.choices import AuditAction, ChangeState, Source
+from offloading.context import Actor
+from offloading.models import AuditEvent, ChangeRequest, Cluster, Namespace, SnapshotState, VirtualNode, verify_chain
+
+from .conftest import wait_until
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+ALICE = Actor(None, "alice", Source.WEB, "req-alice")
+BOB = Actor(None, "bob", Source.API, "req-bob")
+GROUP, VERSION, PLURAL = "offloading.liqo.io", "v1beta1", "namespaceoffloadings"
+
+
+def _spec(**overrides: Any) -> dict[str, Any]:
+    spec = {
+        "namespaceMappingStrategy": "DefaultName",
+        "podOffloadingStrategy": "LocalAndRemote",
+        "clusterSelector": {"nodeSelectorTerms": []},
+    }
+    spec.update(overrides)
+    return spec
+
+
+def _make_namespace(k8s: Any, name: str) -> None:
+    k8s.core.create_namespace({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    services.refresh()
+
+
+def _settle(namespace: str, phases: tuple[str, ...] = ("Ready", "NoClusterSelected")) -> Namespace:
+    def settled() -> Namespace | None:
+        services.refresh()
+        ns = Namespace.objects.get(name=namespace)
+        return ns if ns.offloading_phase in phases and not ns.status_is_stale else None
+
+    return wait_until(settled, 20, message=f"{namespace} to settle in {phases}")
+
+
+def test_refresh_builds_the_snapshot_with_a_constant_number_of_list_calls(sandbox: Any) -> None:
+    report = services.refresh()
+    assert report.ok, report.error
+    assert report.list_calls == 5  # one page each of foreignclusters, virtualnodes, nodes, namespaces, offloadings
+    assert Cluster.objects.count() == report.clusters > 0
+    assert VirtualNode.objects.filter(labels__has_key="liqo.io/remote-cluster-id").count() > 0
+    assert Namespace.objects.count() == report.namespaces > 0
+    state = SnapshotState.get()
+    assert state.last_success_at is not None and not state.is_stale()
+
+
+def test_refresh_failure_marks_the_snapshot_stale_and_keeps_the_data(sandbox: Any) -> None:
+    services.refresh()
+    before = Namespace.objects.count()
+    sandbox.faults.set(outage=True)
+    try:
+        report = services.refresh()
+    finally:
+        sandbox.faults.clear()
+    assert not report.ok and report.error
+    assert Namespace.objects.count() == before
+    assert SnapshotState.get().is_stale()
+
+
+def test_offload_is_applied_and_converges_to_ready(sandbox: Any, k8s: Any) -> None:
+    _make_namespace(k8s, "shop")
+    change = services.request_offload("shop", _spec(), ALICE)
+    change.refresh_from_db()
+    assert change.state == ChangeState.APPLIED, change.message
+    obj = k8s.custom.get_namespaced_custom_object(GROUP, VERSION, "shop", PLURAL, "offloading")
+    assert obj["spec"]["podOffloadingStrategy"] == "LocalAndRemote"
+    assert obj["metadata"]["annotations"]["liqo-dash.io/change-id"] == str(change.pk)
+    namespace = _settle("shop", ("Ready",))
+    assert namespace.cluster_states.filter(selected=True).count() == Cluster.objects.count()
+    events = AuditEvent.objects.filter(change=change).order_by("id")
+    assert [e.action for e in events] == [AuditAction.REQUESTED, AuditAction.APPLIED]
+    assert events[0].user_name == "alice" and events[0].request_id == "req-alice"
+    assert verify_chain() is None
+
+
+def test_an_invalid_spec_is_rejected_before_anything_is_recorded(sandbox: Any, k8s: Any) -> None:
+    _make_namespace(k8s, "web")
+    with pytest.raises(services.ChangeRejected) as err:
+        services.request_offload("web", _spec(namespaceMappingStrategy="SelectedName"), ALICE)
+    assert "remoteNamespaceName" in err.value.errors
+    assert not ChangeRequest.objects.exists() and not AuditEvent.objects.exists()
+
+
+def test_a_webhook_denial_fails_at_once_with_the_api_servers_message(sandbox: Any, k8s: Any) -> None:
+    _make_namespace(k8s, "api")
+    first = services.request_offload("api", _spec(namespaceMappingStrategy="EnforceSameName"), ALICE)
+    first.refresh_from_db()
+    assert first.state == ChangeState.APPLIED
+    services.refresh()
+    # Bypass our own validation to check that the cluster's answer is surfaced as it is.
+    change = ChangeRequest.objects.create(
+        namespace="api",
+        action="update",
+        desired_spec=_spec(),
+        base_generation=Namespace.objects.get(name="api").offloading_generation,
+        requester_name="mallory",
+    )
+    assert services.apply_change(change.pk) == ChangeState.FAILED
+    change.refresh_from_db()
+    assert change.attempts == 1
+    assert "cannot be modified after creation" in change.message
+
+
+def test_a_stale_edit_ends_in_conflict_and_keeps_both_versions(sandbox: Any, k8s: Any) -> None:
+    _make_namespace(k8s, "data")
+    services.request_offload("data", _spec(), ALICE)
+    _settle("data", ("Ready",))
+    generation = Namespace.objects.get(name="data").offloading_generation
+    winner = services.request_offload(
+        "data", _spec(podOffloadingStrategy="Remote"), ALICE, expected_generation=generation
+    )
+    loser = services.request_offload("data", _spec(podOffloadingStrategy="Local"), BOB, expected_generation=generation)
+    winner.refresh_from_db()
+    loser.refresh_from_db()
+    assert winner.state == ChangeState.APPLIED
+    assert loser.state == ChangeState.CONFLICT
+    assert loser.conflict_spec["podOffloadingStrategy"] == "Remote"
+    assert loser.desired_spec["podOffloadingStrategy"] == "Local"
+    obj = k8s.custom.get_namespaced_custom_object(GROUP, VERSION, "data", PLURAL, "offloading")
+    assert obj["spec"]["podOffloadingStrategy"] == "Remote"
+
+
+def test_a_status_only_change_is_not_a_conflict(sandbox: Any, k8s: Any) -> None:
+    _make_namespace(k8s, "ops")
+    services.request_offload("ops", _spec(), ALICE)
+    services.refresh()
+    seen = Namespace.objects.get(name="ops")
+    _settle("ops", ("Ready",))  # Liqo wrote the status meanwhile: the resourceVersion moved on
+    assert Namespace.objects.get(name="ops").offloading_resource_version != seen.offloading_resource_version
+    change = services.request_offload(
+        "ops", _spec(podOffloadingStrategy="Remote"), BOB, expected_generation=seen.offloading_generation
+    )
+    change.refresh_from_db()
+    assert change.state == ChangeState.APPLIED, change.message
+    assert any("more restrictive" in w for w in change.warnings)
+
+
+def test_a_redelivered_apply_is_recognised_and_not_applied_twice(sandbox: Any, k8s: Any) -> None:
+    _make_namespace(k8s, "twice")
+    change = ChangeRequest.objects.create(
+        namespace="twice", action="offload", desired_spec=_spec(), requester_name="alice"
+    )
+    # A first attempt wrote the object, then its worker died before recording the outcome.
+    written = k8s.custom.create_namespaced_custom_object(
+        GROUP,
+        VERSION,
+        "twice",
+        PLURAL,
+        {
+            "apiVersion": f"{GROUP}/{VERSION}",
+            "kind": "NamespaceOffloading",
+            "metadata": {"name": "offloading", "annotations": {"liqo-dash.io/change-id": str(change.pk)}},
+            "spec": _spec(),
+        },
+    )
+    assert services.apply_change(change.pk) == ChangeState.APPLIED
+    change.refresh_from_db()
+    assert change.result_generation == written["metadata"]["generation"]
+    obj = k8s.custom.get_namespaced_custom_object(GROUP, VERSION, "twice", PLURAL, "offloading")
+    assert obj["metadata"]["generation"] == written["metadata"]["generation"], "no second write"
+    assert AuditEvent.objects.filter(change=change, action=AuditAction.APPLIED).count() == 1
+    assert services.apply_change(change.pk) == "skipped"
+
+
+def test_unoffload_waits_until_the_object_is_gone(sandbox: Any, k8s: Any) -> None:
+    _make_namespace(k8s, "tmp")
+    services.request_offload("tmp", _spec(), ALICE)
+    _settle("tmp", ("Ready",))
+    change = services.request_unoffload("tmp", ALICE)
+    change.refresh_from_db()
+    assert change.state == ChangeState.APPLIED, change.message
+    items = k8s.custom.list_namespaced_custom_object(GROUP, VERSION, "tmp", PLURAL)["items"]
+    assert items == []
+    assert not Namespace.objects.get(name="tmp").offloaded
+
+
+def test_transient_errors_are_retried_until_they_succeed(sandbox: Any, k8s: Any, settings: Any) -> None:
+    settings.LIQO_DASH = {**settings.LIQO_DASH, "APPLY_RETRY_BASE": 0.0, "APPLY_MAX_RETRIES": 40}
+    _make_namespace(k8s, "flaky")
+    sandbox.faults.set(error_rate=0.3)
+    try:
+        change = services.request_offload("flaky", _spec(), ALICE)
+    finally:
+        sandbox.faults.clear()
+    change.refresh_from_db()
+    assert change.state == ChangeState.APPLIED, change.message
+    assert change.attempts >= 1
+    assert AuditEvent.objects.filter(change=change, action=AuditAction.APPLIED).count() == 1
+
+
+def test_changes_made_with_another_client_are_recorded_as_drift(sandbox: Any, k8s: Any) -> None:
+    _make_namespace(k8s, "gitops")
+    k8s.custom.create_namespaced_custom_object(
+        GROUP,
+        VERSION,
+        "gitops",
+        PLURAL,
+        {
+            "apiVersion": f"{GROUP}/{VERSION}",
+            "kind": "NamespaceOffloading",
+            "metadata": {"name": "offloading"},
+            "spec": _spec(),
+        },
+        field_manager="argocd",
+    )
+    services.refresh()
+    event = AuditEvent.objects.get(namespace="gitops")
+    assert event.action == AuditAction.DRIFT_CREATED
+    assert event.source == Source.EXTERNAL
+    assert event.user_name == "argocd"
+    assert event.after["namespaceMappingStrategy"] == "DefaultName"
+    services.refresh()
+    assert AuditEvent.objects.filter(namespace="gitops").count() == 1, "drift is recorded once"
