@@ -1,0 +1,115 @@
+"""A real browser (Debian's Chromium driven by Playwright) on the live server: log in, watch the
+preview follow the selector as it is typed, submit, and keep screenshots of the pages."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from offloading.models import ChangeRequest, Namespace
+
+from .conftest import ADMIN_PASSWORD, wait_until
+from .test_e2e import _free_namespace
+from .test_pages import fleet  # noqa: F401 - the same snapshot as the page tests
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+SCREENSHOTS = Path(os.environ.get("LIQO_DASH_SCREENSHOTS", Path(__file__).resolve().parent.parent / "screenshots"))
+
+
+@pytest.fixture
+def browser_page() -> Iterator[Any]:
+    # Playwright's sync API runs an event loop in this thread; the live server's database calls are
+    # still synchronous, in their own thread.
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(
+            executable_path=CHROMIUM,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+            ],
+        )
+        page = browser.new_page(viewport={"width": 1440, "height": 900})
+        try:
+            yield page
+        finally:
+            browser.close()
+    os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+
+
+def login(page: Any, live_server: Any) -> None:
+    page.goto(f"{live_server.url}/accounts/login/")
+    page.fill("input[name=username]", "admin")
+    page.fill("input[name=password]", ADMIN_PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{live_server.url}/namespaces/")
+
+
+def test_live_preview_follows_the_selector_and_submit_records_a_change(
+    browser_page: Any,
+    live_server: Any,
+    admin_user: Any,
+    fleet: Any,  # noqa: F811
+) -> None:
+    page = browser_page
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    login(page, live_server)
+    page.goto(f"{live_server.url}/namespaces/payments/offload/")
+    preview = page.locator("#preview")
+    preview.get_by_text("2 of 2 clusters selected").wait_for()
+
+    page.fill("textarea[name=cluster_selector]", "topology.kubernetes.io/region in (eu-west)")
+    preview.get_by_text("1 of 2 clusters selected").wait_for()
+    assert "eu-south" in preview.inner_text()
+
+    page.fill("textarea[name=cluster_selector]", "topology.kubernetes.io/region in (eu-west")
+    preview.get_by_text("Fix before submitting").wait_for()
+
+    page.fill("textarea[name=cluster_selector]", "topology.kubernetes.io/region in (eu-west)")
+    page.select_option("select[name=pod_offloading_strategy]", "Remote")
+    preview.get_by_text("1 of 2 clusters selected").wait_for()
+    page.screenshot(path=str(SCREENSHOTS / "offload-form.png"), full_page=True)
+
+    page.goto(f"{live_server.url}/clusters/")
+    page.screenshot(path=str(SCREENSHOTS / "clusters.png"), full_page=True)
+
+
+@pytest.mark.e2e
+def test_offload_in_the_browser_until_ready_with_the_real_pipeline(
+    browser_page: Any, live_server: Any, admin_user: Any, pipeline: Any
+) -> None:
+    page = browser_page
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    pipeline.start_worker()
+    pipeline.start_beat()
+    wait_until(lambda: Namespace.objects.exists(), 60, message="the first refresh")
+    namespace = _free_namespace()
+    login(page, live_server)
+    page.goto(f"{live_server.url}/namespaces/{namespace.name}/offload/")
+    page.locator("#preview").get_by_text("clusters selected").wait_for()
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{live_server.url}/changes/*/")
+    # The change page polls by itself: no reload from here on.
+    page.locator("#change-status .badge", has_text="applied").wait_for(timeout=60_000)
+    page.locator("#change-status").get_by_text("Ready").first.wait_for(timeout=60_000)
+    page.screenshot(path=str(SCREENSHOTS / "change-applied.png"), full_page=True)
+    change = ChangeRequest.objects.get(namespace=namespace.name)
+    assert change.state == "applied"
+
+    page.goto(f"{live_server.url}/namespaces/")
+    row = page.locator("tr", has=page.locator(f"a:text-is('{namespace.name}')"))
+    assert "Ready" in row.inner_text()
+    page.screenshot(path=str(SCREENSHOTS / "namespaces.png"), full_page=True)
