@@ -18,6 +18,7 @@ __all__ = [
     "Problem",
     "apply_defaults",
     "cluster_status_table",
+    "compute_status",
     "condition_list",
     "is_dns1123_label",
     "manifest",
@@ -217,9 +218,7 @@ def schema_errors(spec: dict[str, Any]) -> list[Problem]:
             )
         )
     if FIELD_SELECTOR in d and d[FIELD_SELECTOR] is not None:
-        out.extend(
-            Problem(FIELD_SELECTOR, m, SOURCE_SCHEMA) for m in _selector_schema_errors(d[FIELD_SELECTOR])
-        )
+        out.extend(Problem(FIELD_SELECTOR, m, SOURCE_SCHEMA) for m in _selector_schema_errors(d[FIELD_SELECTOR]))
     return out
 
 
@@ -484,6 +483,49 @@ def condition_list(
     if required or mapping_phase:
         _set_condition(conditions, _ready_condition(mapping_phase, now))
     return conditions
+
+
+def compute_status(
+    namespace: str,
+    obj: dict[str, Any],
+    namespace_maps: list[dict[str, Any]],
+    *,
+    local_cluster_id: str,
+    now: str,
+) -> dict[str, Any]:
+    """The status the controller writes for a NamespaceOffloading given the local NamespaceMaps (a.3, a.4).
+
+    `obj` is the NamespaceOffloading (metadata.generation / deletionTimestamp, spec, previous status);
+    each NamespaceMap is named after its cluster id and carries spec.desiredMapping and
+    status.currentMapping. Conditions of vanished NamespaceMaps are dropped; unchanged ones keep their time.
+    """
+    meta = obj.get("metadata") or {}
+    old = copy.deepcopy(obj.get("status") or {})
+    deleting = bool(meta.get("deletionTimestamp"))
+    names = {(nm.get("metadata") or {}).get("name") for nm in namespace_maps}
+    conditions = {k: v for k, v in (old.get("remoteNamespacesConditions") or {}).items() if k in names}
+    required = ready = failed = 0
+    for nm in namespace_maps:
+        name = (nm.get("metadata") or {}).get("name")
+        requested = namespace in ((nm.get("spec") or {}).get("desiredMapping") or {})
+        required += requested
+        phase = (((nm.get("status") or {}).get("currentMapping") or {}).get(namespace) or {}).get("phase") or None
+        ready += phase == c.MAPPING_ACCEPTED
+        failed += phase == c.MAPPING_CREATION_LOOP_BACKOFF
+        new = condition_list(conditions.get(name), required=requested, mapping_phase=phase, now=now, deleting=deleting)
+        if new:
+            conditions[name] = new
+        else:
+            conditions.pop(name, None)
+    status: dict[str, Any] = {
+        "remoteNamespaceName": remote_namespace_name(namespace, local_cluster_id, obj.get("spec") or {}),
+        "offloadingPhase": offloading_phase(deleting=deleting, required=required, ready=ready, failed=failed),
+    }
+    if conditions:
+        status["remoteNamespacesConditions"] = conditions
+    if meta.get("generation"):
+        status["observedGeneration"] = meta["generation"]
+    return status
 
 
 def _find(conditions: list[dict[str, Any]], ctype: str) -> dict[str, Any] | None:

@@ -8,6 +8,7 @@ from typing import Any
 from offloading.liqo import constants as c
 
 __all__ = [
+    "fill_pod_node_selector",
     "MutationError",
     "imposed_node_selector",
     "merge_node_selectors",
@@ -84,10 +85,7 @@ def mutate_pod(
     if strategy == c.LOCAL:
         return out
     pod_spec = out.setdefault("spec", {})
-    if (
-        pod_spec.get("runtimeClassName") is not None
-        and pod_spec.get("runtimeClassName") == liqo_runtime_class
-    ):
+    if pod_spec.get("runtimeClassName") is not None and pod_spec.get("runtimeClassName") == liqo_runtime_class:
         return out
     if strategy not in (c.REMOTE, c.LOCAL_AND_REMOTE):
         raise MutationError(f"unknown PodOffloadingStrategyType {strategy!r}")
@@ -95,6 +93,18 @@ def mutate_pod(
     imposed = imposed_node_selector(spec)
     if imposed is None:
         return out
+    return fill_pod_node_selector(imposed, out)
+
+
+def fill_pod_node_selector(imposed: dict[str, Any], pod: dict[str, Any]) -> dict[str, Any]:
+    """A copy of pod with the imposed selector set as, or merged into, its required node affinity.
+
+    No affinity / no nodeAffinity / no or empty required terms -> the imposed selector is used as is
+    (podAffinity, podAntiAffinity and preferred terms are kept); otherwise merge_node_selectors.
+    """
+    out = copy.deepcopy(pod)
+    imposed = copy.deepcopy(imposed)
+    pod_spec = out.setdefault("spec", {})
     affinity = pod_spec.get("affinity")
     if affinity is None:
         pod_spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": imposed}}
