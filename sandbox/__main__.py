@@ -1,0 +1,103 @@
+"""Command line: `python -m sandbox serve|generate|faults`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import threading
+import urllib.request
+from pathlib import Path
+
+from sandbox import scenarios
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from sandbox.server import Sandbox
+
+    sb = Sandbox(scenario=args.scenario, controller_delay=args.controller_delay, port=args.port, host=args.host,
+                 state_file=args.state_file, rbac=args.rbac_policy)
+    sb.start()
+    if args.kubeconfig:
+        sb.write_kubeconfig(args.kubeconfig)
+    stop = threading.Event()
+
+    def handle(signum: int, frame: object) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, handle)
+    signal.signal(signal.SIGINT, handle)
+    print(f"sandbox listening on {sb.url}", flush=True)
+    try:
+        stop.wait()
+    finally:
+        sb.stop()
+    return 0
+
+
+def _generate(args: argparse.Namespace) -> int:
+    data = scenarios.generate(args.namespaces, args.clusters, offloaded=args.offloaded, seed=args.seed)
+    text = scenarios.dump(data)
+    if args.output == "-":
+        sys.stdout.write(text)
+    else:
+        Path(args.output).write_text(text)
+    return 0
+
+
+def _faults(args: argparse.Namespace) -> int:
+    url = args.url.rstrip("/") + "/sandbox/faults"
+    if args.clear:
+        request = urllib.request.Request(url, method="DELETE")
+    elif args.set:
+        payload: dict[str, object] = {}
+        for item in args.set:
+            key, _, value = item.partition("=")
+            payload[key] = json.loads(value) if value[:1] in "[{0123456789.tf" or value in ("null",) else value
+        request = urllib.request.Request(url, data=json.dumps(payload).encode(), method="PATCH",
+                                         headers={"Content-Type": "application/json"})
+    else:
+        request = urllib.request.Request(url)
+    with urllib.request.urlopen(request, timeout=10) as response:
+        print(response.read().decode())
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m sandbox", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="run the sandbox API server")
+    serve.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--scenario", default="demo",
+                       help=f"a built-in name ({', '.join(scenarios.builtin_names())}) or a YAML file")
+    serve.add_argument("--kubeconfig", help="write a kubeconfig for the sandbox here")
+    serve.add_argument("--controller-delay", type=float, default=0.0,
+                       help="seconds the simulated controllers wait before reacting (demo: 1-2)")
+    serve.add_argument("--state-file", help="persist the cluster state here and restore it on start")
+    serve.add_argument("--rbac-policy", help="YAML RBAC policy (users, tokens, rules); default: built-in")
+    serve.set_defaults(func=_serve)
+
+    gen = sub.add_parser("generate", help="write a large generated scenario")
+    gen.add_argument("--namespaces", type=int, required=True)
+    gen.add_argument("--clusters", type=int, required=True)
+    gen.add_argument("--offloaded", type=float, default=0.1, help="fraction of namespaces offloaded")
+    gen.add_argument("--seed", type=int, default=42)
+    gen.add_argument("-o", "--output", required=True, help="file, or - for stdout")
+    gen.set_defaults(func=_generate)
+
+    faults = sub.add_parser("faults", help="show or change the faults of a running sandbox")
+    faults.add_argument("--url", required=True, help="the sandbox URL, e.g. http://127.0.0.1:8001")
+    faults.add_argument("--set", nargs="*", metavar="KEY=VALUE",
+                        help="e.g. latency=0.5 error_rate=0.1 outage=true peer_down=milan")
+    faults.add_argument("--clear", action="store_true")
+    faults.set_defaults(func=_faults)
+
+    args = parser.parse_args(argv)
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

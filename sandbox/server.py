@@ -1,0 +1,253 @@
+"""`Sandbox`: one sandbox cluster (store + API server + simulated Liqo + HTTP server) in this process."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from sandbox import scenarios
+from sandbox.api import Api, SandboxHTTPServer
+from sandbox.apiserver import ApiServer
+from sandbox.faults import Faults
+from sandbox.kinds import BY_KEY, NAMESPACES, STORED_KINDS
+from sandbox.liqo import LiqoSimulation, Peer
+from sandbox.rbac import ADMIN_USER, Policy
+from sandbox.runtime import Controller
+from sandbox.store import Store
+
+STATE_VERSION = 1
+
+
+class Sandbox:
+    """A sandbox Kubernetes API with simulated Liqo.
+
+    sb = Sandbox(scenario="demo", controller_delay=0.0, port=0); sb.start(); sb.url; sb.stop()
+    """
+
+    def __init__(
+        self,
+        scenario: str | Path | dict[str, Any] = "minimal",
+        *,
+        controller_delay: float = 0.0,
+        port: int = 0,
+        host: str = "127.0.0.1",
+        state_file: str | Path | None = None,
+        rbac: str | Path | dict[str, Any] | None = None,
+        bookmark_interval: float = 60.0,
+        log_size: int = 20000,
+        compaction_window: float = 300.0,
+    ) -> None:
+        self.scenario = scenario
+        self.controller_delay = float(controller_delay)
+        self.host = host
+        self.requested_port = int(port)
+        self.state_file = Path(state_file) if state_file else None
+        self.compaction_window = compaction_window
+        self.store = Store(log_size=log_size)
+        self.server = ApiServer(self.store)
+        self.faults = Faults()
+        self.policy = Policy(rbac)
+        self.controller = Controller()
+        self.liqo = LiqoSimulation(self.server, self.controller, self.faults, "local", self.controller_delay)
+        self.api = Api(self.store, self.server, self.policy, self.faults, bookmark_interval=bookmark_interval)
+        self.api.admin_hooks.update({
+            "faults": self._faults_endpoint, "idle": self._idle_endpoint, "compact": self._compact_endpoint,
+            "peers": self._peers_endpoint,
+        })
+        self._http: SandboxHTTPServer | None = None
+        self._http_thread: threading.Thread | None = None
+        self._persist_stop = threading.Event()
+        self._persist_thread: threading.Thread | None = None
+        self._saved_revision = -1
+        self.started = False
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+    def start(self) -> Sandbox:
+        if self.started:
+            return self
+        if self.state_file is not None and self.state_file.exists():
+            self._load_state(self.state_file)
+        else:
+            data = scenarios.load(self.scenario)
+            delay = self.liqo.controller_delay
+            self.liqo.controller_delay = 0.0  # the initial fleet converges at once, whatever the delay
+            scenarios.apply(data, self.server, self.liqo)
+            self.controller.drain(horizon=1.0)
+            scenarios.apply_pods(data, self.server)
+            self.controller.drain(horizon=1.0)
+            self.liqo.controller_delay = delay
+        self.store.reset_history()
+        self.controller.start()
+        self._http = SandboxHTTPServer((self.host, self.requested_port), self.api)
+        self._http_thread = threading.Thread(target=self._http.serve_forever, kwargs={"poll_interval": 0.2},
+                                             name="sandbox-http", daemon=True)
+        self._http_thread.start()
+        self._persist_stop.clear()
+        self._persist_thread = threading.Thread(target=self._housekeeping, name="sandbox-housekeeping",
+                                                daemon=True)
+        self._persist_thread.start()
+        self.started = True
+        return self
+
+    def stop(self) -> None:
+        if not self.started:
+            return
+        self.api.stopping.set()
+        self.store.close_watchers()
+        if self._http is not None:
+            self._http.shutdown()
+            self._http.close_connections()
+            self._http.server_close()
+        if self._http_thread is not None:
+            self._http_thread.join(10)
+        self._persist_stop.set()
+        if self._persist_thread is not None:
+            self._persist_thread.join(10)
+        self.controller.stop()
+        if self.state_file is not None:
+            self.save_state(self.state_file)
+        self.started = False
+
+    def __enter__(self) -> Sandbox:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- addresses and kubeconfig ------------------------------------------------------------------
+    @property
+    def port(self) -> int:
+        if self._http is None:
+            raise RuntimeError("the sandbox is not started")
+        return int(self._http.server_address[1])
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def kubeconfig(self, user: str = ADMIN_USER) -> dict[str, Any]:
+        token = self.policy.token_for(user)
+        return {
+            "apiVersion": "v1", "kind": "Config",
+            "clusters": [{"name": "sandbox", "cluster": {"server": self.url}}],
+            "users": [{"name": user, "user": {"token": token}}],
+            "contexts": [{"name": "sandbox", "context": {"cluster": "sandbox", "user": user}}],
+            "current-context": "sandbox", "preferences": {},
+        }
+
+    def write_kubeconfig(self, path: str | Path, user: str = ADMIN_USER) -> Path:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(yaml.safe_dump(self.kubeconfig(user), sort_keys=False))
+        os.replace(tmp, path)
+        return path
+
+    # -- test helpers ------------------------------------------------------------------------------
+    def wait_idle(self, timeout: float = 10.0) -> bool:
+        """Return once the simulated controllers have nothing running or due within `timeout` seconds."""
+        return self.controller.wait_idle(timeout)
+
+    def compact(self) -> int:
+        """Drop all watch / list history now: older resourceVersions and continue tokens answer 410."""
+        return self.store.compact()
+
+    def remote_namespaces(self, cluster_id: str) -> dict[str, dict[str, Any]]:
+        """The namespaces that exist in a simulated provider cluster, by name."""
+        return self.liqo.peers[cluster_id].namespaces()
+
+    def add_remote_namespace(self, cluster_id: str, name: str, annotations: dict[str, str] | None = None) -> None:
+        """Create a namespace directly in a provider cluster (e.g. to provoke an EnforceSameName conflict)."""
+        from sandbox.apiserver import now_iso
+
+        self.liqo.peers[cluster_id].store.create(NAMESPACES, {
+            "apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": name, "creationTimestamp": now_iso(), "annotations": annotations or {}},
+            "status": {"phase": "Active"}})
+
+    def get(self, plural_key: str, namespace: str, name: str) -> dict[str, Any] | None:
+        """Read an object straight from the store, e.g. get("namespaceoffloadings.offloading.liqo.io", ns, "offloading")."""
+        return self.store.get(BY_KEY[plural_key], namespace, name)
+
+    # -- admin endpoints ---------------------------------------------------------------------------
+    def _faults_endpoint(self, method: str, payload: Any) -> tuple[int, Any]:
+        if method == "GET":
+            return 200, self.faults.as_dict()
+        if method == "PUT":
+            return 200, self._settings(self.faults.replace(payload or {}))
+        if method == "PATCH":
+            return 200, self._settings(self.faults.set(**(payload or {})))
+        if method == "DELETE":
+            return 200, self._settings(self.faults.clear())
+        return 405, {"error": "use GET, PUT, PATCH or DELETE"}
+
+    @staticmethod
+    def _settings(settings: Any) -> dict[str, Any]:
+        from dataclasses import asdict
+
+        return asdict(settings)
+
+    def _idle_endpoint(self, method: str, payload: Any) -> tuple[int, Any]:
+        timeout = float((payload or {}).get("timeout", 10.0))
+        try:
+            self.wait_idle(timeout)
+        except TimeoutError as exc:
+            return 504, {"idle": False, "error": str(exc)}
+        return 200, {"idle": True}
+
+    def _compact_endpoint(self, method: str, payload: Any) -> tuple[int, Any]:
+        if method != "POST":
+            return 405, {"error": "use POST"}
+        return 200, {"compacted": self.compact()}
+
+    def _peers_endpoint(self, method: str, payload: Any) -> tuple[int, Any]:
+        return 200, {cid: sorted(p.namespaces()) for cid, p in self.liqo.peers.items()}
+
+    # -- persistence -------------------------------------------------------------------------------
+    def _housekeeping(self) -> None:
+        while not self._persist_stop.wait(2.0):
+            self.store.mark_and_compact(self.compaction_window)
+            if self.state_file is not None and self.store.revision != self._saved_revision:
+                self.save_state(self.state_file)
+
+    def save_state(self, path: str | Path) -> None:
+        path = Path(path)
+        with self.store.lock:
+            state = {
+                "version": STATE_VERSION,
+                "localClusterId": self.liqo.local_cluster_id,
+                "store": self.store.dump(),
+                "peers": [{"id": p.cluster_id, "role": p.role, "namespaceDelay": p.namespace_delay,
+                           "offloadingHealthy": p.offloading_healthy,
+                           "namespaces": p.store.items(NAMESPACES)} for p in self.liqo.peers.values()],
+            }
+            revision = self.store.revision
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".")
+        with os.fdopen(fd, "w") as fh:
+            json.dump(state, fh, separators=(",", ":"))
+        os.replace(tmp, path)
+        self._saved_revision = revision
+
+    def _load_state(self, path: Path) -> None:
+        state = json.loads(path.read_text())
+        if state.get("version") != STATE_VERSION:
+            raise ValueError(f"{path}: unsupported state version {state.get('version')}")
+        self.liqo.local_cluster_id = state["localClusterId"]
+        for kind in STORED_KINDS:
+            for obj in state["store"]["objects"].get(kind.key, []):
+                self.store.load(kind, obj)
+        self.store.set_revision(int(state["store"]["revision"]))
+        for data in state["peers"]:
+            peer = Peer(data["id"], data["role"], float(data["namespaceDelay"]), bool(data["offloadingHealthy"]))
+            for ns in data["namespaces"]:
+                peer.store.load(NAMESPACES, ns)
+            self.liqo.peers[peer.cluster_id] = peer
+        self.liqo.enqueue_all_offloadings(0.0)
+        self._saved_revision = self.store.revision

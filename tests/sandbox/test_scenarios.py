@@ -1,0 +1,71 @@
+"""Scenario loading: the demo fleet's variety, the minimal fleet, the CLI, the generator."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from sandbox import Sandbox, scenarios
+from sandbox.kinds import FOREIGN_CLUSTERS, NAMESPACE_OFFLOADINGS, NAMESPACES, NODES, VIRTUAL_NODES
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def phases(sb: Sandbox) -> dict[str, str]:
+    return {o["metadata"]["namespace"]: (o.get("status") or {}).get("offloadingPhase")
+            for o in sb.store.items(NAMESPACE_OFFLOADINGS)}
+
+
+def test_the_demo_scenario_has_every_interesting_state() -> None:
+    with Sandbox(scenario="demo") as sb:
+        sb.wait_idle(10)
+        got = phases(sb)
+        assert got["web-frontend"] == "Ready"
+        assert got["analytics"] == "NoClusterSelected"
+        assert got["checkout-prod"] == "SomeFailed"
+        assert got["payments-prod"] == "AllFailed"
+        assert got["search-prod"] == "InProgress"
+        assert got["data-pipeline"] == "NoClusterSelected"
+        user_namespaces = [n for n in sb.store.items(NAMESPACES)
+                           if "team" in (n["metadata"].get("labels") or {})]
+        assert len(user_namespaces) >= 25
+        florence = sb.store.get(FOREIGN_CLUSTERS, "", "florence")
+        offloading = florence["status"]["modules"]["offloading"]
+        assert any(c["status"] not in ("Ready", "Established") for c in offloading["conditions"])
+        assert len(sb.store.items(VIRTUAL_NODES)) == 4
+        virtual = [n for n in sb.store.items(NODES)
+                   if n["metadata"]["labels"].get("liqo.io/type") == "virtual-node"]
+        assert {n["metadata"]["name"] for n in virtual} == {"milan", "florence", "naples", "turin"}
+        turin = sb.store.get(NODES, "", "turin")
+        assert turin["metadata"]["labels"]["staging"] == "true"
+        assert {"key": "virtual-node.liqo.io/not-allowed", "value": "true", "effect": "NoExecute"} \
+            in turin["spec"]["taints"]
+        assert "payments-prod" in sb.remote_namespaces("milan")
+
+
+def test_the_minimal_scenario_offloads_nothing() -> None:
+    with Sandbox(scenario="minimal") as sb:
+        assert sb.store.items(NAMESPACE_OFFLOADINGS) == []
+        assert {n["metadata"]["name"] for n in sb.store.items(FOREIGN_CLUSTERS)} == {"milan", "florence"}
+
+
+def test_a_scenario_can_be_a_file(tmp_path: Path) -> None:
+    data = scenarios.load("minimal")
+    data["namespaces"].append({"name": "from-a-file", "labels": {"team": "x"}})
+    path = tmp_path / "fleet.yaml"
+    path.write_text(yaml.safe_dump(data))
+    with Sandbox(scenario=str(path)) as sb:
+        assert sb.store.get(NAMESPACES, "", "from-a-file") is not None
+
+
+def test_the_generator_builds_the_requested_fleet(tmp_path: Path) -> None:
+    out = tmp_path / "big.yaml"
+    subprocess.run([sys.executable, "-m", "sandbox", "generate", "--namespaces", "300", "--clusters", "12",
+                    "-o", str(out)], check=True, cwd=ROOT)
+    data = yaml.safe_load(out.read_text())
+    assert len(data["namespaces"]) == 300
+    assert len(data["peers"]) == 12
+    assert 5 < sum(1 for n in data["namespaces"] if "offloading" in n) < 80
