@@ -172,14 +172,14 @@ class ListResult:
     calls: int
 
 
-def _paginate(fetch: Any, **kwargs: Any) -> ListResult:
+def _paginate(fetch: Any, *args: Any, **kwargs: Any) -> ListResult:
     """LIST with limit/continue; restarts once from scratch if the continue token expired (410)."""
     for _attempt in range(2):
         items: list[dict[str, Any]] = []
         calls, token = 0, None
         try:
             while True:
-                page, _ = _call(fetch, limit=LIST_PAGE_SIZE, _continue=token, **kwargs)
+                page, _ = _call(fetch, *args, limit=LIST_PAGE_SIZE, _continue=token, **kwargs)
                 calls += 1
                 assert page is not None
                 items.extend(page.get("items") or [])

@@ -140,6 +140,23 @@ class ClusterOffloading(models.Model):
         return f"{self.namespace_id}@{self.cluster_id}: {self.state or 'not selected'}"
 
 
+class StatusTransition(models.Model):
+    """A change of a namespace's offloading phase (``cluster_id`` empty) or of its state on one
+    cluster, as observed by the refresh. Kept bounded per namespace by the sweeper."""
+
+    time = models.DateTimeField(default=timezone.now, db_index=True)
+    namespace = models.CharField(max_length=63, db_index=True)
+    cluster_id = models.CharField(max_length=63, blank=True)
+    old = models.CharField(max_length=32, blank=True)
+    new = models.CharField(max_length=32, blank=True)
+
+    class Meta:
+        ordering = ("-time", "-id")
+
+    def __str__(self) -> str:
+        return f"{self.namespace}@{self.cluster_id or '*'}: {self.old or '-'} -> {self.new or '-'}"
+
+
 class ChangeRequest(models.Model):
     """A requested change of one namespace's offloading (the outbox): recorded first, then pushed to
     the cluster by the worker. ``state`` and the result fields are written only by the worker."""

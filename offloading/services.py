@@ -17,7 +17,7 @@ from typing import Any
 from django.conf import settings
 from django.core.cache import cache
 from django.db import transaction
-from django.db.models import F
+from django.db.models import Count, F
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
@@ -35,6 +35,7 @@ from .models import (
     ClusterOffloading,
     Namespace,
     SnapshotState,
+    StatusTransition,
     VirtualNode,
 )
 
@@ -499,6 +500,26 @@ def sweep() -> int:
     return len(stuck)
 
 
+HISTORY_PER_NAMESPACE = 200
+
+
+def trim_history(limit: int = HISTORY_PER_NAMESPACE) -> int:
+    """Keep only the newest ``limit`` status transitions of each namespace."""
+    deleted = 0
+    crowded = (
+        StatusTransition.objects.values("namespace")
+        .annotate(n=Count("id"))
+        .filter(n__gt=limit)
+        .values_list("namespace", flat=True)
+    )
+    for namespace in list(crowded):
+        keep_from = (
+            StatusTransition.objects.filter(namespace=namespace).order_by("-id").values_list("id", flat=True)[limit - 1]
+        )
+        deleted += StatusTransition.objects.filter(namespace=namespace, id__lt=keep_from).delete()[0]
+    return deleted
+
+
 # --------------------------------------------------------------------------------------------------
 # Snapshot refresh
 
@@ -575,19 +596,58 @@ def _cluster_rows(namespace: Namespace, obj: dict[str, Any]) -> list[ClusterOffl
     ]
 
 
+def _cluster_state(selected: bool, state: str) -> str:
+    return state if selected or state else "not selected"
+
+
+def replace_offloading_rows(observed: dict[str, dict[str, Any] | None], now: Any) -> int:
+    """Write the observed NamespaceOffloading (or None: not offloaded) of each namespace name into the
+    snapshot: the namespace row, its per-cluster rows, and a StatusTransition for every phase or
+    per-cluster state that changed. Returns how many transitions were recorded."""
+    if not observed:
+        return 0
+    namespaces = {n.name: n for n in Namespace.objects.filter(name__in=list(observed))}
+    old_states = {
+        (row.namespace_id, row.cluster_id): _cluster_state(row.selected, row.state)
+        for row in ClusterOffloading.objects.filter(namespace_id__in=[n.pk for n in namespaces.values()])
+    }
+    transitions: list[StatusTransition] = []
+    new_rows: list[ClusterOffloading] = []
+    for name, obj in observed.items():
+        namespace = namespaces.get(name)
+        if namespace is None:
+            continue
+        fields = _offloading_fields(obj) if obj else dict(_NOT_OFFLOADED)
+        if fields["offloading_phase"] != namespace.offloading_phase:
+            transitions.append(
+                StatusTransition(
+                    time=now, namespace=name, old=namespace.offloading_phase, new=fields["offloading_phase"]
+                )
+            )
+        Namespace.objects.filter(pk=namespace.pk).update(**fields, refreshed_at=now)
+        rows = _cluster_rows(namespace, obj) if obj else []
+        new_rows += rows
+        new_states = {row.cluster_id: _cluster_state(row.selected, row.state) for row in rows}
+        old_for_ns = {c: v for (pk, c), v in old_states.items() if pk == namespace.pk}
+        for cluster_id in sorted(set(new_states) | set(old_for_ns)):
+            before, after = old_for_ns.get(cluster_id, ""), new_states.get(cluster_id, "")
+            if before != after:
+                transitions.append(
+                    StatusTransition(time=now, namespace=name, cluster_id=cluster_id, old=before, new=after)
+                )
+    ClusterOffloading.objects.filter(namespace_id__in=[n.pk for n in namespaces.values()]).delete()
+    ClusterOffloading.objects.bulk_create(new_rows, batch_size=2000)
+    StatusTransition.objects.bulk_create(transitions, batch_size=2000)
+    return len(transitions)
+
+
 def _store_offloading(namespace_name: str, obj: dict[str, Any]) -> None:
     """Write one observed NamespaceOffloading into the snapshot (after our own apply)."""
-    namespace = Namespace.objects.filter(name=namespace_name).first()
-    if namespace is None:
-        return
-    Namespace.objects.filter(pk=namespace.pk).update(**_offloading_fields(obj), refreshed_at=timezone.now())
-    ClusterOffloading.objects.filter(namespace=namespace).delete()
-    ClusterOffloading.objects.bulk_create(_cluster_rows(namespace, obj))
+    replace_offloading_rows({namespace_name: obj}, timezone.now())
 
 
 def _mark_namespace_unoffloaded(namespace_name: str) -> None:
-    Namespace.objects.filter(name=namespace_name).update(**_NOT_OFFLOADED, refreshed_at=timezone.now())
-    ClusterOffloading.objects.filter(namespace__name=namespace_name).delete()
+    replace_offloading_rows({namespace_name: None}, timezone.now())
 
 
 @dataclass
@@ -743,42 +803,38 @@ def _store_namespaces(
         if (o.get("metadata") or {}).get("name") == liqo.OFFLOADING_NAME
     }
     existing = {n.name: n for n in Namespace.objects.all()}
-    rows, changed_objs = [], []
+    rows, changed = [], {}
     drift = 0
     for item in namespaces:
         meta = item.get("metadata") or {}
         name = meta.get("name", "")
         obj = by_ns.get(name)
-        fields = _offloading_fields(obj) if obj else dict(_NOT_OFFLOADED)
+        old = existing.get(name)
         row = Namespace(
             name=name,
             labels=meta.get("labels") or {},
             status_phase=(item.get("status") or {}).get("phase", ""),
             created_at=_dt(meta.get("creationTimestamp")),
             refreshed_at=now,
-            **fields,
         )
+        if old is not None:
+            # Offloading fields of known namespaces are written below, only where they changed.
+            for field_name in _NOT_OFFLOADED:
+                setattr(row, field_name, getattr(old, field_name))
         rows.append(row)
-        old = existing.get(name)
-        if old is None or old.offloading_resource_version != row.offloading_resource_version:
-            changed_objs.append((name, obj))
+        observed_rv = (obj.get("metadata") or {}).get("resourceVersion", "") if obj else ""
+        if old is None or old.offloading_resource_version != observed_rv:
+            changed[name] = obj
         if not baseline and _record_drift(old, obj, now):
             drift += 1
-    update_fields = ["labels", "status_phase", "created_at", "refreshed_at", *_NOT_OFFLOADED]
+    update_fields = ["labels", "status_phase", "created_at", "refreshed_at"]
     Namespace.objects.bulk_create(rows, update_conflicts=True, unique_fields=["name"], update_fields=update_fields)
     seen = {r.name for r in rows}
     gone = [name for name in existing if name not in seen]
     if gone:
         Namespace.objects.filter(name__in=gone).delete()
-    if changed_objs:
-        ids = dict(Namespace.objects.filter(name__in=[n for n, _ in changed_objs]).values_list("name", "pk"))
-        ClusterOffloading.objects.filter(namespace_id__in=ids.values()).delete()
-        cluster_rows = []
-        for name, obj in changed_objs:
-            if obj is not None:
-                cluster_rows += _cluster_rows(Namespace(pk=ids[name], name=name), obj)
-        ClusterOffloading.objects.bulk_create(cluster_rows, batch_size=2000)
-    return len(rows), len(by_ns), len(changed_objs), drift
+    replace_offloading_rows(changed, now)
+    return len(rows), len(by_ns), len(changed), drift
 
 
 def _record_drift(old: Namespace | None, obj: dict[str, Any] | None, now: Any) -> bool:

@@ -27,4 +27,5 @@ def refresh() -> dict[str, Any] | None:
 
 @shared_task(name="offloading.tasks.sweep", acks_late=True)
 def sweep() -> int:
+    services.trim_history()
     return services.sweep()

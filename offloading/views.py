@@ -23,7 +23,7 @@ from .forms import MAPPING_HELP, POD_HELP, OffloadForm, UnoffloadForm
 from .liqo import offloading as liqo_offloading
 from .liqo import peers as liqo_peers
 from .liqo import webhook as liqo_webhook
-from .models import AuditEvent, ChangeRequest, Cluster, ClusterOffloading, Namespace, VirtualNode
+from .models import AuditEvent, ChangeRequest, Cluster, ClusterOffloading, Namespace, StatusTransition, VirtualNode
 
 # Phases after which nothing changes until someone edits the offloading or the fleet changes.
 SETTLED_PHASES = ("Ready", "NoClusterSelected", "SomeFailed", "AllFailed")
@@ -89,10 +89,11 @@ def _phase_counts() -> dict[str, int]:
 def namespace_detail(request: HttpRequest, name: str) -> HttpResponse:
     namespace = get_object_or_404(Namespace, name=name)
     changes = ChangeRequest.objects.filter(namespace=name)[:10]
+    history = StatusTransition.objects.filter(namespace=name)[:30]
     return render(
         request,
         "offloading/namespace_detail.html",
-        {"namespace": namespace, "changes": changes, **_status_context(namespace)},
+        {"namespace": namespace, "changes": changes, "history": history, **_status_context(namespace)},
     )
 
 

@@ -54,7 +54,7 @@ def login(page: Any, live_server: Any) -> None:
     page.goto(f"{live_server.url}/accounts/login/")
     page.fill("input[name=username]", "admin")
     page.fill("input[name=password]", ADMIN_PASSWORD)
-    page.click("button[type=submit]")
+    page.click("main button[type=submit]")
     page.wait_for_url(f"{live_server.url}/namespaces/")
 
 
@@ -100,7 +100,7 @@ def test_offload_in_the_browser_until_ready_with_the_real_pipeline(
     login(page, live_server)
     page.goto(f"{live_server.url}/namespaces/{namespace.name}/offload/")
     page.locator("#preview").get_by_text("clusters selected").wait_for()
-    page.click("button[type=submit]")
+    page.click("#offload-form button[type=submit]")
     page.wait_for_url(f"{live_server.url}/changes/*/")
     # The change page polls by itself: no reload from here on.
     page.locator("#change-status .badge", has_text="applied").wait_for(timeout=60_000)

@@ -133,13 +133,12 @@ def test_a_stale_edit_ends_in_conflict_and_keeps_both_versions(sandbox: Any, k8s
 
 def test_a_status_only_change_is_not_a_conflict(sandbox: Any, k8s: Any) -> None:
     _make_namespace(k8s, "ops")
-    services.request_offload("ops", _spec(), ALICE)
-    services.refresh()
-    seen = Namespace.objects.get(name="ops")
-    _settle("ops", ("Ready",))  # Liqo wrote the status meanwhile: the resourceVersion moved on
-    assert Namespace.objects.get(name="ops").offloading_resource_version != seen.offloading_resource_version
+    first = services.request_offload("ops", _spec(), ALICE)
+    first.refresh_from_db()  # what its requester saw: the object as created, before Liqo's status
+    _settle("ops", ("Ready",))
+    assert Namespace.objects.get(name="ops").offloading_resource_version != first.result_resource_version
     change = services.request_offload(
-        "ops", _spec(podOffloadingStrategy="Remote"), BOB, expected_generation=seen.offloading_generation
+        "ops", _spec(podOffloadingStrategy="Remote"), BOB, expected_generation=first.result_generation
     )
     change.refresh_from_db()
     assert change.state == ChangeState.APPLIED, change.message
