@@ -43,8 +43,8 @@ def selector_text(spec: dict[str, Any] | None) -> str:
     return "\n".join(liqo_selectors.format_term(term) for term in terms)
 
 
-class OffloadForm(forms.Form):
-    """Offload a namespace, or edit its offloading (then the mapping fields are locked)."""
+class SpecForm(forms.Form):
+    """The fields of a NamespaceOffloading spec, parsed into ``self.spec`` by :meth:`build_spec`."""
 
     namespace_mapping_strategy = forms.ChoiceField(
         label="Namespace mapping strategy",
@@ -82,43 +82,27 @@ class OffloadForm(forms.Form):
         help_text="Pods created before Liqo's controller labels the namespace are then rejected (and retried) "
         "instead of starting unmutated.",
     )
-    expected_generation = forms.IntegerField(required=False, widget=forms.HiddenInput)
 
-    def __init__(self, *args: Any, namespace: Namespace, **kwargs: Any) -> None:
-        self.namespace = namespace
-        if namespace.offloaded and "initial" not in kwargs:
-            spec = namespace.offloading_spec or {}
-            kwargs["initial"] = {
-                "namespace_mapping_strategy": spec.get("namespaceMappingStrategy", "DefaultName"),
-                "remote_namespace_name": spec.get("remoteNamespaceName", ""),
-                "pod_offloading_strategy": spec.get("podOffloadingStrategy", "LocalAndRemote"),
-                "cluster_selector": selector_text(spec),
-                "expected_generation": namespace.offloading_generation,
-            }
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.spec: dict[str, Any] | None = None
         self.warnings: dict[str, list[str]] = {}
         self.selector_notes: list[str] = []
-        if namespace.offloaded:
-            reason = "Liqo's webhook rejects changing it after creation."
-            for name in ("namespace_mapping_strategy", "remote_namespace_name"):
-                self.fields[name].disabled = True
-                self.fields[name].help_text = f"Locked: {reason}"
-            del self.fields["label_namespace"]
+        # A selector found in the cluster that has no text form (matchFields, say) is kept as it is.
+        self.kept_selector: dict[str, Any] | None = None
 
-    @property
-    def editing(self) -> bool:
-        return self.namespace.offloaded
-
-    def clean(self) -> dict[str, Any]:
-        data = super().clean()
-        lines = selector_lines(data.get("cluster_selector", ""))
-        try:
-            selector = liqo_selectors.cluster_selector(lines)
-        except liqo_selectors.SelectorError as exc:
-            self.add_error("cluster_selector", str(exc))
-            return data
-        self.selector_notes = liqo_selectors.cluster_selector_notes(lines)
+    def build_spec(self, data: dict[str, Any]) -> dict[str, Any] | None:
+        """The spec the fields describe, or None (with the error on the selector field)."""
+        if self.kept_selector is not None:
+            selector = self.kept_selector
+        else:
+            lines = selector_lines(data.get("cluster_selector", ""))
+            try:
+                selector = liqo_selectors.cluster_selector(lines)
+            except liqo_selectors.SelectorError as exc:
+                self.add_error("cluster_selector", str(exc))
+                return None
+            self.selector_notes = liqo_selectors.cluster_selector_notes(lines)
         spec: dict[str, Any] = {
             "namespaceMappingStrategy": data.get("namespace_mapping_strategy"),
             "podOffloadingStrategy": data.get("pod_offloading_strategy"),
@@ -126,11 +110,68 @@ class OffloadForm(forms.Form):
         }
         if data.get("remote_namespace_name"):
             spec["remoteNamespaceName"] = data["remote_namespace_name"].strip()
-        checked = services.validate(self.namespace, spec)
-        for field, messages in checked.errors.items():
+        return spec
+
+    def add_problems(self, problems: dict[str, list[str]]) -> None:
+        """Attach Liqo's validation problems (keyed by spec field) to the matching form fields."""
+        for field, messages in problems.items():
             target = SPEC_FIELD_TO_FORM.get(field)
             for message in messages:
                 self.add_error(target if target in self.fields else None, message)
+
+
+class OffloadForm(SpecForm):
+    """Offload a namespace, or edit its offloading (then the mapping fields are locked)."""
+
+    expected_generation = forms.IntegerField(required=False, widget=forms.HiddenInput)
+
+    def __init__(self, *args: Any, namespace: Namespace, **kwargs: Any) -> None:
+        self.namespace = namespace
+        kept = None
+        if namespace.offloaded and "initial" not in kwargs:
+            spec = namespace.offloading_spec or {}
+            try:
+                text = selector_text(spec)
+            except liqo_selectors.UnformattableTermError:
+                text, kept = "", spec.get("clusterSelector")
+            kwargs["initial"] = {
+                "namespace_mapping_strategy": spec.get("namespaceMappingStrategy", "DefaultName"),
+                "remote_namespace_name": spec.get("remoteNamespaceName", ""),
+                "pod_offloading_strategy": spec.get("podOffloadingStrategy", "LocalAndRemote"),
+                "cluster_selector": text,
+                "expected_generation": namespace.offloading_generation,
+            }
+        elif namespace.offloaded:
+            try:
+                selector_text(namespace.offloading_spec)
+            except liqo_selectors.UnformattableTermError:
+                kept = (namespace.offloading_spec or {}).get("clusterSelector")
+        super().__init__(*args, **kwargs)
+        if namespace.offloaded:
+            reason = "Liqo's webhook rejects changing it after creation."
+            for name in ("namespace_mapping_strategy", "remote_namespace_name"):
+                self.fields[name].disabled = True
+                self.fields[name].help_text = f"Locked: {reason}"
+            del self.fields["label_namespace"]
+        if kept is not None:
+            self.kept_selector = kept
+            self.fields["cluster_selector"].disabled = True
+            self.fields["cluster_selector"].help_text = (
+                "Locked: this selector uses matchFields or expressions that have no selector-text form; "
+                "it is kept as it is. Edit it with kubectl."
+            )
+
+    @property
+    def editing(self) -> bool:
+        return self.namespace.offloaded
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        spec = self.build_spec(data)
+        if spec is None:
+            return data
+        checked = services.validate(self.namespace, spec)
+        self.add_problems(checked.errors)
         self.warnings = checked.warnings
         self.spec = checked.spec
         return data
@@ -152,3 +193,27 @@ class UnoffloadForm(forms.Form):
         if value != self.namespace.name:
             raise forms.ValidationError(f'Type "{self.namespace.name}" exactly to confirm.')
         return value
+
+
+class BulkForm(SpecForm):
+    """Offload or unoffload every namespace matching a label selector."""
+
+    action = forms.ChoiceField(
+        choices=[("offload", "Offload (or update) them"), ("unoffload", "Unoffload them")],
+        initial="offload",
+        widget=forms.RadioSelect,
+    )
+    namespace_selector = forms.CharField(
+        label="Namespace selector",
+        max_length=1024,
+        widget=forms.TextInput(attrs={"placeholder": "team=payments,env in (prod,staging)", "spellcheck": "false"}),
+        help_text="kubectl -l syntax, matched against the namespaces' labels.",
+    )
+
+    field_order = ["action", "namespace_selector"]
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if data.get("action") == "offload":
+            self.spec = self.build_spec(data)
+        return data

@@ -157,6 +157,37 @@ class StatusTransition(models.Model):
         return f"{self.namespace}@{self.cluster_id or '*'}: {self.old or '-'} -> {self.new or '-'}"
 
 
+class BulkRequest(models.Model):
+    """One request that offloads or unoffloads every namespace matching a label selector; its
+    progress is the states of its ChangeRequests."""
+
+    action = models.CharField(max_length=16, choices=ChangeAction.choices)
+    namespace_selector = models.CharField(max_length=1024)
+    desired_spec = models.JSONField(null=True, blank=True)
+    requester = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    requester_name = models.CharField(max_length=150)
+    source = models.CharField(max_length=16, choices=Source.choices, default=Source.WEB)
+    request_id = models.CharField(max_length=64, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    total = models.PositiveIntegerField(default=0)
+    skipped = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        ordering = ("-created_at", "-id")
+
+    def __str__(self) -> str:
+        return f"bulk #{self.pk} {self.action} {self.namespace_selector}"
+
+    def progress(self) -> dict[str, int]:
+        """Counts of the children by state, plus done (terminal) and total."""
+        counts = dict(self.changes.values_list("state").annotate(n=models.Count("id")))
+        result = {state: counts.get(state, 0) for state in ChangeState.values}
+        result["done"] = sum(result[s] for s in ChangeState.terminal())
+        result["total"] = self.total
+        result["percent"] = int(100 * result["done"] / self.total) if self.total else 100
+        return result
+
+
 class ChangeRequest(models.Model):
     """A requested change of one namespace's offloading (the outbox): recorded first, then pushed to
     the cluster by the worker. ``state`` and the result fields are written only by the worker."""
@@ -188,6 +219,7 @@ class ChangeRequest(models.Model):
     result_resource_version = models.CharField(max_length=64, blank=True)
     result_generation = models.BigIntegerField(null=True, blank=True)
     conflict_spec = models.JSONField(null=True, blank=True)
+    bulk = models.ForeignKey(BulkRequest, null=True, blank=True, on_delete=models.SET_NULL, related_name="changes")
 
     class Meta:
         ordering = ("-created_at", "-id")

@@ -30,6 +30,7 @@ from .liqo import peers as liqo_peers
 from .liqo import selectors as liqo_selectors
 from .models import (
     AuditEvent,
+    BulkRequest,
     ChangeRequest,
     Cluster,
     ClusterOffloading,
@@ -118,6 +119,77 @@ def _enqueue(change_id: int, countdown: float = 0) -> None:
         apply_change.delay(change_id)
 
 
+def _namespace(namespace_name: str) -> Namespace:
+    namespace = Namespace.objects.filter(name=namespace_name).first()
+    if namespace is None:
+        raise ChangeRejected({"namespace": [f'namespace "{namespace_name}" does not exist']})
+    return namespace
+
+
+def _offload_change(
+    namespace: Namespace,
+    spec: dict[str, Any],
+    actor: Actor,
+    *,
+    expected_generation: int | None = None,
+    label_namespace: bool = False,
+    bulk: BulkRequest | None = None,
+) -> ChangeRequest:
+    """An unsaved offload/update change for ``namespace``; raises ChangeRejected when Liqo's rules
+    (or ours) refuse the spec."""
+    if namespace.offloading_deleting:
+        raise ChangeRejected({"namespace": ["the namespace offloading is being deleted; wait until it is gone"]})
+    checked = validate(namespace, spec)
+    if checked.errors:
+        raise ChangeRejected(checked.errors)
+    action = ChangeAction.UPDATE if namespace.offloaded else ChangeAction.OFFLOAD
+    base_generation = expected_generation
+    if base_generation is None and namespace.offloaded:
+        base_generation = namespace.offloading_generation
+    return ChangeRequest(
+        namespace=namespace.name,
+        action=action,
+        desired_spec=checked.spec,
+        label_namespace=label_namespace,
+        base_spec=namespace.offloading_spec if namespace.offloaded else None,
+        base_generation=base_generation if action == ChangeAction.UPDATE else None,
+        base_resource_version=namespace.offloading_resource_version if namespace.offloaded else "",
+        requester_id=actor.user_id,
+        requester_name=actor.user_name,
+        source=actor.source,
+        request_id=actor.request_id,
+        warnings=[m for msgs in checked.warnings.values() for m in msgs],
+        bulk=bulk,
+    )
+
+
+def _unoffload_change(
+    namespace: Namespace, actor: Actor, *, expected_generation: int | None = None, bulk: BulkRequest | None = None
+) -> ChangeRequest:
+    if not namespace.offloaded:
+        raise ChangeRejected({"namespace": [f'namespace "{namespace.name}" is not offloaded']})
+    return ChangeRequest(
+        namespace=namespace.name,
+        action=ChangeAction.UNOFFLOAD,
+        base_spec=namespace.offloading_spec,
+        base_generation=expected_generation if expected_generation is not None else namespace.offloading_generation,
+        base_resource_version=namespace.offloading_resource_version,
+        requester_id=actor.user_id,
+        requester_name=actor.user_name,
+        source=actor.source,
+        request_id=actor.request_id,
+        bulk=bulk,
+    )
+
+
+def _save_and_enqueue(change: ChangeRequest, actor: Actor) -> ChangeRequest:
+    """Save the change and its audit event (inside the caller's transaction); enqueue after commit."""
+    change.save()
+    _record(change, actor, change.base_spec, change.desired_spec)
+    transaction.on_commit(lambda: _enqueue(change.pk))
+    return change
+
+
 def request_offload(
     namespace_name: str,
     spec: dict[str, Any],
@@ -129,62 +201,103 @@ def request_offload(
     """Record a request to offload ``namespace_name`` with ``spec`` (create, or update when it is
     already offloaded). ``expected_generation`` is the generation the requester saw (None: what the
     snapshot holds now); if the cluster moved past it, the change ends in ``conflict``."""
-    namespace = Namespace.objects.filter(name=namespace_name).first()
-    if namespace is None:
-        raise ChangeRejected({"namespace": [f'namespace "{namespace_name}" does not exist']})
-    if namespace.offloading_deleting:
-        raise ChangeRejected({"namespace": ["the namespace offloading is being deleted; wait until it is gone"]})
-    checked = validate(namespace, spec)
-    if checked.errors:
-        raise ChangeRejected(checked.errors)
-    action = ChangeAction.UPDATE if namespace.offloaded else ChangeAction.OFFLOAD
-    base_generation = expected_generation
-    if base_generation is None and namespace.offloaded:
-        base_generation = namespace.offloading_generation
-    before = namespace.offloading_spec if namespace.offloaded else None
+    change = _offload_change(
+        _namespace(namespace_name),
+        spec,
+        actor,
+        expected_generation=expected_generation,
+        label_namespace=label_namespace,
+    )
     with transaction.atomic():
-        change = ChangeRequest.objects.create(
-            namespace=namespace.name,
-            action=action,
-            desired_spec=checked.spec,
-            label_namespace=label_namespace,
-            base_spec=before,
-            base_generation=base_generation if action == ChangeAction.UPDATE else None,
-            base_resource_version=namespace.offloading_resource_version if namespace.offloaded else "",
-            requester_id=actor.user_id,
-            requester_name=actor.user_name,
-            source=actor.source,
-            request_id=actor.request_id,
-            warnings=[m for msgs in checked.warnings.values() for m in msgs],
-        )
-        _record(change, actor, before, checked.spec)
-        transaction.on_commit(lambda: _enqueue(change.pk))
-    return change
+        return _save_and_enqueue(change, actor)
 
 
 def request_unoffload(namespace_name: str, actor: Actor, *, expected_generation: int | None = None) -> ChangeRequest:
     """Record a request to delete the namespace's NamespaceOffloading (Liqo then removes the remote
     namespaces and everything reflected into them)."""
-    namespace = Namespace.objects.filter(name=namespace_name).first()
-    if namespace is None:
-        raise ChangeRejected({"namespace": [f'namespace "{namespace_name}" does not exist']})
-    if not namespace.offloaded:
-        raise ChangeRejected({"namespace": [f'namespace "{namespace_name}" is not offloaded']})
+    change = _unoffload_change(_namespace(namespace_name), actor, expected_generation=expected_generation)
     with transaction.atomic():
-        change = ChangeRequest.objects.create(
-            namespace=namespace.name,
-            action=ChangeAction.UNOFFLOAD,
-            base_spec=namespace.offloading_spec,
-            base_generation=expected_generation if expected_generation is not None else namespace.offloading_generation,
-            base_resource_version=namespace.offloading_resource_version,
+        return _save_and_enqueue(change, actor)
+
+
+@dataclass
+class BulkPlan:
+    """What a bulk request would do: the changes it would make and the namespaces it would skip."""
+
+    changes: list[ChangeRequest]
+    skipped: list[dict[str, str]]
+
+    @property
+    def namespaces(self) -> list[str]:
+        return [c.namespace for c in self.changes]
+
+
+def bulk_targets(namespace_selector: str) -> list[Namespace]:
+    """Snapshot namespaces whose labels match a kubectl-style label selector."""
+    try:
+        requirements = liqo_selectors.parse_requirements(namespace_selector)
+    except liqo_selectors.SelectorError as exc:
+        raise ChangeRejected({"namespace_selector": [str(exc)]})
+    if not requirements:
+        raise ChangeRejected({"namespace_selector": ["give a selector: an empty one would match every namespace"]})
+    return [ns for ns in Namespace.objects.all() if all(r.matches(ns.labels) for r in requirements)]
+
+
+def plan_bulk(
+    action: str,
+    namespace_selector: str,
+    spec: dict[str, Any] | None,
+    actor: Actor,
+    *,
+    label_namespace: bool = False,
+    bulk: BulkRequest | None = None,
+) -> BulkPlan:
+    """Build (unsaved) the changes of a bulk request; namespaces that cannot take it are skipped
+    with the reason (a system namespace, not offloaded, an immutable field ...)."""
+    changes, skipped = [], []
+    for namespace in bulk_targets(namespace_selector):
+        try:
+            if action == ChangeAction.UNOFFLOAD:
+                change = _unoffload_change(namespace, actor, bulk=bulk)
+            else:
+                assert spec is not None
+                change = _offload_change(namespace, spec, actor, label_namespace=label_namespace, bulk=bulk)
+        except ChangeRejected as exc:
+            reason = "; ".join(m for msgs in exc.errors.values() for m in msgs)
+            skipped.append({"namespace": namespace.name, "reason": reason})
+            continue
+        changes.append(change)
+    return BulkPlan(changes, skipped)
+
+
+def request_bulk(
+    action: str,
+    namespace_selector: str,
+    spec: dict[str, Any] | None,
+    actor: Actor,
+    *,
+    label_namespace: bool = False,
+) -> BulkRequest:
+    """Record one parent request and a change per matching namespace, in one transaction."""
+    with transaction.atomic():
+        bulk = BulkRequest.objects.create(
+            action=action,
+            namespace_selector=namespace_selector,
+            desired_spec=spec,
             requester_id=actor.user_id,
             requester_name=actor.user_name,
             source=actor.source,
             request_id=actor.request_id,
         )
-        _record(change, actor, namespace.offloading_spec, None)
-        transaction.on_commit(lambda: _enqueue(change.pk))
-    return change
+        plan = plan_bulk(action, namespace_selector, spec, actor, label_namespace=label_namespace, bulk=bulk)
+        if not plan.changes:
+            transaction.set_rollback(True)
+            raise ChangeRejected({"namespace_selector": ["no namespace matched that can take this change"]})
+        for change in plan.changes:
+            _save_and_enqueue(change, actor)
+        BulkRequest.objects.filter(pk=bulk.pk).update(total=len(plan.changes), skipped=plan.skipped)
+    bulk.refresh_from_db()
+    return bulk
 
 
 # --------------------------------------------------------------------------------------------------

@@ -16,5 +16,9 @@ urlpatterns = [
     path("changes/", views.change_list, name="change_list"),
     path("changes/<int:pk>/", views.change_detail, name="change_detail"),
     path("changes/<int:pk>/status/", views.change_status, name="change_status"),
+    path("bulk/", views.bulk, name="bulk"),
+    path("bulk/preview/", views.bulk_preview, name="bulk_preview"),
+    path("bulk/<int:pk>/", views.bulk_detail, name="bulk_detail"),
+    path("bulk/<int:pk>/progress/", views.bulk_progress, name="bulk_progress"),
     path("audit/", views.audit_list, name="audit_list"),
 ]

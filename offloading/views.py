@@ -19,11 +19,20 @@ from . import services
 from .choices import ChangeState
 from .context import current_actor
 from .filtersets import NamespaceFilterSet
-from .forms import MAPPING_HELP, POD_HELP, OffloadForm, UnoffloadForm
+from .forms import MAPPING_HELP, POD_HELP, BulkForm, OffloadForm, UnoffloadForm
 from .liqo import offloading as liqo_offloading
 from .liqo import peers as liqo_peers
 from .liqo import webhook as liqo_webhook
-from .models import AuditEvent, ChangeRequest, Cluster, ClusterOffloading, Namespace, StatusTransition, VirtualNode
+from .models import (
+    AuditEvent,
+    BulkRequest,
+    ChangeRequest,
+    Cluster,
+    ClusterOffloading,
+    Namespace,
+    StatusTransition,
+    VirtualNode,
+)
 
 # Phases after which nothing changes until someone edits the offloading or the fleet changes.
 SETTLED_PHASES = ("Ready", "NoClusterSelected", "SomeFailed", "AllFailed")
@@ -296,3 +305,77 @@ def audit_list(request: HttpRequest) -> HttpResponse:
         events = events.filter(Q(namespace__icontains=q) | Q(user_name__icontains=q))
     page = Paginator(events, 50).get_page(request.GET.get("page"))
     return render(request, "offloading/audit_list.html", {"page": page, "q": q})
+
+
+def _bulk_plan(form: BulkForm) -> dict[str, Any]:
+    """Preview of a bulk request: the changes it would make and what it would skip, and why."""
+    data = form.cleaned_data
+    try:
+        plan = services.plan_bulk(
+            data["action"],
+            data["namespace_selector"],
+            form.spec,
+            current_actor(),
+            label_namespace=bool(data.get("label_namespace")),
+        )
+    except services.ChangeRejected as exc:
+        for message in [m for msgs in exc.errors.values() for m in msgs]:
+            form.add_error("namespace_selector", message)
+        return {}
+    return {"plan": plan}
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def bulk(request: HttpRequest) -> HttpResponse:
+    form = BulkForm(request.POST or None)
+    context: dict[str, Any] = {"form": form}
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            created = services.request_bulk(
+                data["action"],
+                data["namespace_selector"],
+                form.spec,
+                current_actor(),
+                label_namespace=bool(data.get("label_namespace")),
+            )
+        except services.ChangeRejected as exc:
+            for message in [m for msgs in exc.errors.values() for m in msgs]:
+                form.add_error("namespace_selector", message)
+        else:
+            return redirect("offloading:bulk_detail", pk=created.pk)
+    return render(request, "offloading/bulk_form.html", context)
+
+
+@login_required
+@require_POST
+def bulk_preview(request: HttpRequest) -> HttpResponse:
+    form = BulkForm(request.POST)
+    context: dict[str, Any] = {"form": form}
+    if form.is_valid():
+        context.update(_bulk_plan(form))
+    return render(request, "offloading/_bulk_preview.html", context)
+
+
+@login_required
+@require_GET
+def bulk_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    item = get_object_or_404(BulkRequest, pk=pk)
+    return render(request, "offloading/bulk_detail.html", {"bulk": item, "progress": item.progress()})
+
+
+@login_required
+@require_GET
+def bulk_progress(request: HttpRequest, pk: int) -> HttpResponse:
+    """Polled progress bar; stops polling once every change of the bulk request is terminal."""
+    item = get_object_or_404(BulkRequest, pk=pk)
+    progress = item.progress()
+    response = render(
+        request,
+        "offloading/_bulk_progress.html",
+        {"bulk": item, "progress": progress, "changes": item.changes.order_by("namespace")},
+    )
+    if progress["done"] >= progress["total"]:
+        response.status_code = HttpResponseStopPolling.status_code
+    return response

@@ -204,3 +204,52 @@ def test_status_fragment_stops_polling_when_settled(admin_client: Any, fleet: An
     assert admin_client.get(url).status_code == 286
     Namespace.objects.filter(name="shop").update(offloading_generation=4)
     assert admin_client.get(url).status_code == 200, "keeps polling while Liqo has not observed the new generation"
+
+
+def test_bulk_preview_lists_affected_and_skipped_namespaces(admin_client: Any, fleet: Any) -> None:
+    Namespace.objects.create(name="payments-eu", labels={"team": "pay"})
+    Namespace.objects.create(name="kube-system", labels={"team": "pay"})
+    response = admin_client.post(
+        reverse("offloading:bulk_preview"),
+        {
+            "action": "offload",
+            "namespace_selector": "team=pay",
+            "namespace_mapping_strategy": "DefaultName",
+            "pod_offloading_strategy": "LocalAndRemote",
+        },
+    )
+    body = response.content.decode()
+    assert response.status_code == 200
+    assert "2 namespaces will change" in body and "payments-eu" in body
+    assert "kube-system" in body and "skipped" in body
+
+
+def test_bulk_rejects_an_empty_or_invalid_selector_on_the_field(admin_client: Any, fleet: Any) -> None:
+    for selector in ("", "team in (pay"):
+        response = admin_client.post(
+            reverse("offloading:bulk"),
+            {"action": "unoffload", "namespace_selector": selector, "namespace_mapping_strategy": "DefaultName",
+             "pod_offloading_strategy": "LocalAndRemote"},
+        )  # fmt: skip
+        assert response.status_code == 200
+        assert response.context["form"].errors.get("namespace_selector"), selector
+    assert not ChangeRequest.objects.exists()
+
+
+def test_bulk_unoffload_records_one_change_per_namespace_and_shows_progress(admin_client: Any, fleet: Any) -> None:
+    Namespace.objects.filter(name="shop").update(labels={"env": "prod"})
+    Namespace.objects.create(name="cart", labels={"env": "prod"})  # not offloaded: skipped
+    response = admin_client.post(
+        reverse("offloading:bulk"),
+        {"action": "unoffload", "namespace_selector": "env=prod", "namespace_mapping_strategy": "DefaultName",
+         "pod_offloading_strategy": "LocalAndRemote"},
+    )  # fmt: skip
+    assert response.status_code == 302
+    change = ChangeRequest.objects.get()
+    assert change.namespace == "shop" and change.action == "unoffload" and change.bulk is not None
+    bulk = change.bulk
+    assert bulk.total == 1 and bulk.skipped == [{"namespace": "cart", "reason": 'namespace "cart" is not offloaded'}]
+    progress = admin_client.get(reverse("offloading:bulk_progress", args=[bulk.pk]))
+    assert progress.status_code == 200 and "0 / 1" in progress.content.decode()
+    ChangeRequest.objects.filter(pk=change.pk).update(state=ChangeState.APPLIED)
+    assert admin_client.get(reverse("offloading:bulk_progress", args=[bulk.pk])).status_code == 286

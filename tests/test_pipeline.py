@@ -221,3 +221,19 @@ def test_changes_made_with_another_client_are_recorded_as_drift(sandbox: Any, k8
     assert event.after["namespaceMappingStrategy"] == "DefaultName"
     services.refresh()
     assert AuditEvent.objects.filter(namespace="gitops").count() == 1, "drift is recorded once"
+
+
+def test_bulk_offload_applies_one_change_per_matching_namespace(sandbox: Any, k8s: Any) -> None:
+    for name in ("team-a-1", "team-a-2", "team-b-1"):
+        team = name.rsplit("-", 1)[0]
+        k8s.core.create_namespace({"metadata": {"name": name, "labels": {"team": team}}})
+    services.refresh()
+    bulk = services.request_bulk("offload", "team=team-a", _spec(podOffloadingStrategy="Remote"), ALICE)
+    assert bulk.total == 2
+    progress = bulk.progress()
+    assert progress["applied"] == 2 and progress["done"] == progress["total"] == 2
+    for name in ("team-a-1", "team-a-2"):
+        obj = k8s.custom.get_namespaced_custom_object(GROUP, VERSION, name, PLURAL, "offloading")
+        assert obj["spec"]["podOffloadingStrategy"] == "Remote"
+    assert k8s.custom.list_namespaced_custom_object(GROUP, VERSION, "team-b-1", PLURAL)["items"] == []
+    assert AuditEvent.objects.filter(change__bulk=bulk, action=AuditAction.REQUESTED).count() == 2

@@ -114,9 +114,7 @@ def _double_quoted(s: str) -> str:
             out.append("\\r")
         elif not ch.isprintable():
             code = ord(ch)
-            out.append(
-                f"\\x{code:02X}" if code <= 0xFF else f"\\u{code:04X}" if code <= 0xFFFF else f"\\U{code:08X}"
-            )
+            out.append(f"\\x{code:02X}" if code <= 0xFF else f"\\u{code:04X}" if code <= 0xFFFF else f"\\U{code:08X}")
         else:
             out.append(ch)
     return '"' + "".join(out) + '"'

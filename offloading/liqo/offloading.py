@@ -218,9 +218,7 @@ def schema_errors(spec: dict[str, Any]) -> list[Problem]:
             )
         )
     if FIELD_SELECTOR in d and d[FIELD_SELECTOR] is not None:
-        out.extend(
-            Problem(FIELD_SELECTOR, m, SOURCE_SCHEMA) for m in _selector_schema_errors(d[FIELD_SELECTOR])
-        )
+        out.extend(Problem(FIELD_SELECTOR, m, SOURCE_SCHEMA) for m in _selector_schema_errors(d[FIELD_SELECTOR]))
     return out
 
 
@@ -511,14 +509,10 @@ def compute_status(
         name = (nm.get("metadata") or {}).get("name")
         requested = namespace in ((nm.get("spec") or {}).get("desiredMapping") or {})
         required += requested
-        phase = (((nm.get("status") or {}).get("currentMapping") or {}).get(namespace) or {}).get(
-            "phase"
-        ) or None
+        phase = (((nm.get("status") or {}).get("currentMapping") or {}).get(namespace) or {}).get("phase") or None
         ready += phase == c.MAPPING_ACCEPTED
         failed += phase == c.MAPPING_CREATION_LOOP_BACKOFF
-        new = condition_list(
-            conditions.get(name), required=requested, mapping_phase=phase, now=now, deleting=deleting
-        )
+        new = condition_list(conditions.get(name), required=requested, mapping_phase=phase, now=now, deleting=deleting)
         if new:
             conditions[name] = new
         else:

@@ -115,32 +115,22 @@ def validate_reflection_policy(kind: str, policy: str) -> None:
 def _policy_decision(policy: str, annotations: dict[str, str], subject: str) -> ReflectionDecision:
     if policy == ALLOW_LIST:
         if c.ALLOW_REFLECTION_ANNOTATION not in annotations:
-            return ReflectionDecision(
-                False, f"AllowList policy and {subject} has no {c.ALLOW_REFLECTION_ANNOTATION}"
-            )
+            return ReflectionDecision(False, f"AllowList policy and {subject} has no {c.ALLOW_REFLECTION_ANNOTATION}")
         if _is_false(annotations[c.ALLOW_REFLECTION_ANNOTATION]):
             return ReflectionDecision(
                 False, f"AllowList policy and {subject} has {c.ALLOW_REFLECTION_ANNOTATION}=false"
             )
         return ReflectionDecision(True, f"AllowList policy and {subject} has {c.ALLOW_REFLECTION_ANNOTATION}")
     if c.SKIP_REFLECTION_ANNOTATION not in annotations:
-        return ReflectionDecision(
-            True, f"DenyList policy and {subject} has no {c.SKIP_REFLECTION_ANNOTATION}"
-        )
+        return ReflectionDecision(True, f"DenyList policy and {subject} has no {c.SKIP_REFLECTION_ANNOTATION}")
     if _is_false(annotations[c.SKIP_REFLECTION_ANNOTATION]):
-        return ReflectionDecision(
-            True, f"DenyList policy and {subject} has {c.SKIP_REFLECTION_ANNOTATION}=false"
-        )
+        return ReflectionDecision(True, f"DenyList policy and {subject} has {c.SKIP_REFLECTION_ANNOTATION}=false")
     return ReflectionDecision(False, f"DenyList policy and {subject} has {c.SKIP_REFLECTION_ANNOTATION}")
 
 
 def _forced(annotations: dict[str, str], name: str) -> ReflectionDecision | None:
-    allow = c.ALLOW_REFLECTION_ANNOTATION in annotations and not _is_false(
-        annotations[c.ALLOW_REFLECTION_ANNOTATION]
-    )
-    skip = c.SKIP_REFLECTION_ANNOTATION in annotations and not _is_false(
-        annotations[c.SKIP_REFLECTION_ANNOTATION]
-    )
+    allow = c.ALLOW_REFLECTION_ANNOTATION in annotations and not _is_false(annotations[c.ALLOW_REFLECTION_ANNOTATION])
+    skip = c.SKIP_REFLECTION_ANNOTATION in annotations and not _is_false(annotations[c.SKIP_REFLECTION_ANNOTATION])
     if allow and skip:
         msg = f'object "{name}" can\'t have both the allow and deny annotations set'
         return ReflectionDecision(False, msg, msg)
@@ -187,14 +177,10 @@ def reflection_decision(
         forced = _forced(ann, name)
         if forced is not None:
             return forced
-        return ReflectionDecision(
-            True, f"{ROOT_CA_CONFIGMAP} is always reflected unless explicitly annotated"
-        )
+        return ReflectionDecision(True, f"{ROOT_CA_CONFIGMAP} is always reflected unless explicitly annotated")
     if k == "event":
         inner = _policy_decision(policy, ann, "the remote event")
-        return ReflectionDecision(
-            inner.reflected, inner.reason + " (events are reflected remote to local only)"
-        )
+        return ReflectionDecision(inner.reflected, inner.reason + " (events are reflected remote to local only)")
     if k not in CUSTOMIZABLE_KINDS:
         return ReflectionDecision(False, f"Liqo does not reflect {k} resources")
     return _policy_decision(policy, ann, f"the {k}")
@@ -249,16 +235,12 @@ def remote_affinity(
         if local is not None:
             result = {"podAntiAffinity": copy.deepcopy(local)}
     elif preset in ("soft", "hard"):
-        selected = anti_affinity_labels(
-            meta.get("labels"), virtual_node_name, annotations, labels_not_reflected
-        )
+        selected = anti_affinity_labels(meta.get("labels"), virtual_node_name, annotations, labels_not_reflected)
         term = {"labelSelector": {"matchLabels": selected}, "topologyKey": HOSTNAME_TOPOLOGY_KEY}
         if preset == "soft":
             result = {
                 "podAntiAffinity": {
-                    "preferredDuringSchedulingIgnoredDuringExecution": [
-                        {"weight": 1, "podAffinityTerm": term}
-                    ]
+                    "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 1, "podAffinityTerm": term}]
                 }
             }
         else:

@@ -75,7 +75,9 @@ _INT_RE = re.compile(r"[+-]?[0-9]+")
 _INT64_MIN = -(2**63)
 _INT64_MAX = 2**63 - 1
 _NAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-_NAME_MSG = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
+_NAME_MSG = (
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
+)
 _VALUE_MSG = "a valid label must be an empty string or " + _NAME_MSG
 _SUBDOMAIN_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
 _SUBDOMAIN_MSG = (
@@ -232,9 +234,7 @@ def _byte_key(s: str) -> bytes:
     return s.encode("utf-8", "surrogatepass")
 
 
-def _requirement_matches(
-    key: str, op: str, values: tuple[str, ...] | list[str], labels: dict[str, str]
-) -> bool:
+def _requirement_matches(key: str, op: str, values: tuple[str, ...] | list[str], labels: dict[str, str]) -> bool:
     if op in (_SEL_IN, _SEL_EQUALS, _SEL_DOUBLE_EQUALS):
         return key in labels and labels[key] in values
     if op in (_SEL_NOT_IN, _SEL_NOT_EQUALS):
@@ -278,9 +278,7 @@ def requirement_errors(key: Any, op: str, values: list[Any], path: str = "") -> 
             errs.append(f"{vpath}: Invalid value: []: for 'in', 'notin' operators, values set can't be empty")
     elif op in (_SEL_EQUALS, _SEL_DOUBLE_EQUALS, _SEL_NOT_EQUALS):
         if len(values) != 1:
-            errs.append(
-                f"{vpath}: Invalid value: {_ql(values)}: exact-match compatibility requires one single value"
-            )
+            errs.append(f"{vpath}: Invalid value: {_ql(values)}: exact-match compatibility requires one single value")
     elif op in (_SEL_EXISTS, _SEL_DOES_NOT_EXIST):
         if values:
             errs.append(
@@ -315,9 +313,7 @@ def new_requirement(key: str, op: str, values: list[str] | tuple[str, ...] = ())
     """apimachinery NewRequirement: a Requirement, or SelectorError listing every problem."""
     errs = requirement_errors(key, op, list(values))
     if errs:
-        raise SelectorError(
-            errs[0] if len(errs) == 1 else "[" + ", ".join(errs) + "]", path=errs[0].split(":")[0]
-        )
+        raise SelectorError(errs[0] if len(errs) == 1 else "[" + ", ".join(errs) + "]", path=errs[0].split(":")[0])
     return Requirement(key, op, tuple(values))
 
 
@@ -626,9 +622,7 @@ def parse_operator(token: str) -> str:
     t = parser._take(values_ctx=False)
     op = _TOKEN_TO_OPERATOR.get(t.kind)
     if op is None:
-        raise SelectorError(
-            f"found '{t.lit}', expected: {_BINARY_OPERATORS}", text=token, position=t.pos, token=t.lit
-        )
+        raise SelectorError(f"found '{t.lit}', expected: {_BINARY_OPERATORS}", text=token, position=t.pos, token=t.lit)
     return op
 
 
@@ -784,9 +778,7 @@ def format_term(term: dict[str, Any]) -> str:
     parts = [format_requirement(e) for e in exprs]
     # liqoctl keeps one value per key written with "=", so repeated keys use the "in (...)" form.
     eq_keys = [p.split("=", 1)[0] for p in parts if _is_equality(p)]
-    return ",".join(
-        _as_set_form(p) if _is_equality(p) and eq_keys.count(p.split("=", 1)[0]) > 1 else p for p in parts
-    )
+    return ",".join(_as_set_form(p) if _is_equality(p) and eq_keys.count(p.split("=", 1)[0]) > 1 else p for p in parts)
 
 
 def _is_equality(text: str) -> bool:
@@ -919,9 +911,7 @@ def _field_expr_matches(expr: dict[str, Any], fields: dict[str, str]) -> bool:
 
 
 def _expr_matches(expr: dict[str, Any], labels: dict[str, str]) -> bool:
-    return _requirement_matches(
-        expr["key"], _NODE_OP_TO_SEL[expr["operator"]], expr.get("values") or [], labels
-    )
+    return _requirement_matches(expr["key"], _NODE_OP_TO_SEL[expr["operator"]], expr.get("values") or [], labels)
 
 
 def _first_failure(pt: _ParsedTerm, labels: dict[str, str], fields: dict[str, str]) -> str | None:
@@ -963,9 +953,7 @@ def _why_not(expr: dict[str, Any], labels: dict[str, str]) -> str:
     return f"{desc} but the cluster has {have}"
 
 
-def matches(
-    node_selector: dict[str, Any] | None, labels: dict[str, str], fields: dict[str, str] | None = None
-) -> bool:
+def matches(node_selector: dict[str, Any] | None, labels: dict[str, str], fields: dict[str, str] | None = None) -> bool:
     """Kubernetes MatchNodeSelectorTerms: terms ORed, expressions ANDed, empty terms never match.
 
     A missing selector or one without terms matches nothing. Raises SelectorError (listing every

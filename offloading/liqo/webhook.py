@@ -85,10 +85,7 @@ def mutate_pod(
     if strategy == c.LOCAL:
         return out
     pod_spec = out.setdefault("spec", {})
-    if (
-        pod_spec.get("runtimeClassName") is not None
-        and pod_spec.get("runtimeClassName") == liqo_runtime_class
-    ):
+    if pod_spec.get("runtimeClassName") is not None and pod_spec.get("runtimeClassName") == liqo_runtime_class:
         return out
     if strategy not in (c.REMOTE, c.LOCAL_AND_REMOTE):
         raise MutationError(f"unknown PodOffloadingStrategyType {strategy!r}")
