@@ -34,6 +34,8 @@ from sandbox.kinds import (
     group_versions,
     lookup,
 )
+from sandbox.protobuf import CONTENT_TYPE as PROTOBUF
+from sandbox.protobuf import decode_access_review
 from sandbox.rbac import Attributes, Policy, User
 from sandbox.store import Obj, Store, Watcher, obj_key
 
@@ -368,6 +370,8 @@ class Handler(BaseHTTPRequestHandler):
         if not raw:
             raise errors.bad_request("the body of the request is empty")
         content_type = (self.headers.get("Content-Type") or "application/json").split(";")[0].strip()
+        if content_type == PROTOBUF:
+            raise errors.unsupported_media_type(content_type)
         try:
             if content_type in ("application/yaml", "application/apply-patch+yaml"):
                 return yaml.safe_load(raw)
@@ -741,7 +745,9 @@ class Handler(BaseHTTPRequestHandler):
 
     # -- access reviews --------------------------------------------------------------------------
     def _access_review(self, kind: Kind, user: User) -> None:
-        body = self._json_body(self._body())
+        raw = self._body()
+        content_type = (self.headers.get("Content-Type") or "").split(";")[0].strip()
+        body = decode_access_review(raw) if content_type == PROTOBUF else self._json_body(raw)
         spec = body.get("spec") or {}
         if kind is SUBJECT_ACCESS_REVIEWS:
             if not spec.get("user") and not spec.get("groups"):

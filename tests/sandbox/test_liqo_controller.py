@@ -203,15 +203,24 @@ def test_terminating_is_visible_with_a_slow_controller(tmp_path: Any) -> None:
         kube.api_client.close()
 
 
-def test_deleting_the_namespace_honours_the_finalizer(kube: Clients) -> None:
-    kube.create_nsoff("beta")
-    converged(kube, "beta")
-    kube.core.delete_namespace("beta")
-    kube.sb.wait_idle(10)
-    with pytest.raises(ApiException) as exc:
-        kube.core.read_namespace("beta")
-    assert exc.value.status == 404
-    assert "beta-rome" not in kube.sb.remote_namespaces("milan")
+def test_deleting_the_namespace_honours_the_finalizer(tmp_path: Any) -> None:
+    with Sandbox(scenario="minimal", controller_delay=0.3) as sb:
+        kube = Clients(sb, sb.write_kubeconfig(tmp_path / "kc"))
+        kube.create_nsoff("beta")
+        sb.wait_idle(10)
+        kube.core.delete_namespace("beta")
+        namespace = kube.core.read_namespace("beta")
+        assert namespace.status.phase == "Terminating" and namespace.metadata.deletion_timestamp
+        time.sleep(0.5)  # the namespace controller deleted the content; Liqo's finalizer holds the offloading
+        held = kube.get_nsoff("beta")
+        assert held["metadata"]["deletionTimestamp"] and held["metadata"]["finalizers"]
+        assert kube.core.read_namespace("beta").status.phase == "Terminating"
+        sb.wait_idle(15)
+        with pytest.raises(ApiException) as exc:
+            kube.core.read_namespace("beta")
+        assert exc.value.status == 404
+        assert "beta-rome" not in sb.remote_namespaces("milan")
+        kube.api_client.close()
 
 
 def test_controller_delay_makes_convergence_asynchronous(tmp_path: Any) -> None:
