@@ -10,12 +10,14 @@ from __future__ import annotations
 import json
 import re
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import urllib3
 from django.conf import settings
 from kubernetes import client, config
+from kubernetes import watch as k8s_watch
 from kubernetes.client.rest import ApiException
 
 from .liqo import constants as liqo
@@ -270,3 +272,56 @@ def label_namespace(namespace: str, labels: dict[str, str | None]) -> Result:
     """Merge-patch labels onto a namespace (None removes a label)."""
     obj, warnings = _call(_core().patch_namespace, namespace, {"metadata": {"labels": labels}})
     return Result(obj, warnings)
+
+
+# Watches: (list method factory, args, extra kwargs) per kind the dashboard follows.
+WATCHED_KINDS = ("namespaceoffloadings", "foreignclusters", "virtualnodes", "nodes", "namespaces")
+
+
+def _list_method(kind: str) -> tuple[Any, tuple[Any, ...], dict[str, Any]]:
+    if kind == "namespaceoffloadings":
+        return _custom().list_cluster_custom_object, _NSOFF, {}
+    if kind == "foreignclusters":
+        return _custom().list_cluster_custom_object, _FC, {}
+    if kind == "virtualnodes":
+        return _custom().list_cluster_custom_object, _VN, {}
+    if kind == "nodes":
+        return _core().list_node, (), {"label_selector": f"{liqo.VIRTUAL_NODE_TYPE_LABEL}=virtual-node"}
+    if kind == "namespaces":
+        return _core().list_namespace, (), {}
+    raise ValueError(f"unknown kind {kind}")
+
+
+def current_resource_version(kind: str) -> str:
+    """The list resourceVersion of ``kind`` now (a one-item LIST), to start a watch from."""
+    method, args, kwargs = _list_method(kind)
+    page, _ = _call(method, *args, limit=1, **kwargs)
+    return ((page or {}).get("metadata") or {}).get("resourceVersion", "")
+
+
+def watch(kind: str, resource_version: str, timeout_seconds: int = 300) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Stream ``(type, object)`` watch events of ``kind`` after ``resource_version``, bookmarks
+    included (type ``BOOKMARK``). Raises KubeError: kind ``gone`` when the version is too old."""
+    method, args, kwargs = _list_method(kind)
+    watcher = k8s_watch.Watch()
+    try:
+        for event in watcher.stream(
+            method,
+            *args,
+            resource_version=resource_version,
+            allow_watch_bookmarks=True,
+            timeout_seconds=timeout_seconds,
+            _request_timeout=(_timeout(), timeout_seconds + 30),
+            **kwargs,
+        ):
+            obj = event.get("raw_object") or {}
+            if event.get("type") == "ERROR":
+                code = obj.get("code") or 0
+                raise KubeError("gone" if code == 410 else "transient", obj.get("message") or "watch error", code)
+            yield event["type"], obj
+    except ApiException as exc:
+        raise _classify(exc) from exc
+    except (urllib3.exceptions.HTTPError, OSError) as exc:
+        raise KubeError("transient", f"watch interrupted: {exc}") from exc
+    finally:
+        watcher.stop()

@@ -995,6 +995,21 @@ def _record_drift(old: Namespace | None, obj: dict[str, Any] | None, now: Any) -
     return True
 
 
+def observe_offloading(namespace_name: str, obj: dict[str, Any] | None) -> bool:
+    """Apply one watched NamespaceOffloading event to the snapshot at once (``obj`` None: deleted),
+    recording drift as the full refresh would. Returns False when the namespace is not in the
+    snapshot yet (the caller then asks for a full refresh)."""
+    old = Namespace.objects.filter(name=namespace_name).first()
+    if old is None:
+        return False
+    now = timezone.now()
+    with transaction.atomic():
+        if SnapshotState.get().last_success_at is not None:
+            _record_drift(old, obj, now)
+        replace_offloading_rows({namespace_name: obj}, now)
+    return True
+
+
 def _discover_local_cluster_id(offloadings: list[dict[str, Any]]) -> str:
     """Deduce the local cluster id from a DefaultName offloading: its remote name is <ns>-<id>."""
     for obj in offloadings:

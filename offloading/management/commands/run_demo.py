@@ -1,5 +1,5 @@
-"""Bring up the whole demo: sandbox cluster, embedded Redis, Celery worker and beat, and the web
-server, under honcho (Ctrl-C stops them all)."""
+"""Bring up the whole demo: sandbox cluster, embedded Redis, Celery worker and beat, the watcher and
+the web server, under honcho (Ctrl-C stops them all)."""
 
 from __future__ import annotations
 
@@ -95,6 +95,7 @@ class Command(BaseCommand):
         manager.add_process(
             "beat", f"{celery} beat -l info -s {var / 'celerybeat-schedule'}", env=environment, cwd=str(base)
         )
+        manager.add_process("watcher", f"{python} manage.py watch_cluster", env=environment, cwd=str(base))
         manager.add_process(
             "web",
             f"{python} -m gunicorn liqo_dash.wsgi --bind 127.0.0.1:{web_port} --workers 2 --threads 4 "

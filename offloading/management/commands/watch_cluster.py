@@ -1,0 +1,99 @@
+"""Follow the cluster with watches so the snapshot changes within a second of the cluster.
+
+NamespaceOffloading events are written into the snapshot directly; events on peers, virtual nodes,
+their Nodes and namespaces ask for a (coalesced) full refresh. Each watch resumes from the last
+resourceVersion it saw (bookmarks included) and starts over from a fresh list after 410 Gone. The
+periodic refresh of beat stays the safety net.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from typing import Any
+
+from django.core.management.base import BaseCommand
+from django.db import close_old_connections
+
+from offloading import kube, services
+from offloading.liqo import constants as liqo
+
+log = logging.getLogger("offloading.watch")
+
+
+class KindWatcher(threading.Thread):
+    """One watch loop for one kind, forever (until ``stop`` is set)."""
+
+    def __init__(self, kind: str, stop: threading.Event, timeout_seconds: int) -> None:
+        super().__init__(name=f"watch-{kind}", daemon=True)
+        self.kind = kind
+        self.stop_event = stop
+        self.timeout_seconds = timeout_seconds
+        self.resource_version = ""
+        self.events = 0
+
+    def run(self) -> None:
+        failures = 0
+        while not self.stop_event.is_set():
+            try:
+                if not self.resource_version:
+                    self.resource_version = kube.current_resource_version(self.kind)
+                    # Whatever happened before this version is only known from a full list.
+                    services.trigger_refresh()
+                for event_type, obj in kube.watch(self.kind, self.resource_version, self.timeout_seconds):
+                    failures = 0
+                    version = (obj.get("metadata") or {}).get("resourceVersion")
+                    if version:
+                        self.resource_version = version
+                    if event_type != "BOOKMARK":
+                        self.events += 1
+                        self.handle(event_type, obj)
+                    if self.stop_event.is_set():
+                        return
+            except kube.KubeError as exc:
+                if exc.kind == "gone":
+                    log.info("watch %s: resourceVersion %s expired, listing again", self.kind, self.resource_version)
+                    self.resource_version = ""
+                    continue
+                failures += 1
+                delay = min(30.0, 0.5 * 2**failures) * random.uniform(0.5, 1.5)
+                log.warning("watch %s failed (%s); retrying in %.1fs", self.kind, exc.message, delay)
+                self.stop_event.wait(delay)
+            except Exception:  # noqa: BLE001 - a watcher must outlive one bad event
+                log.exception("watch %s: unexpected error", self.kind)
+                self.stop_event.wait(2.0)
+            finally:
+                close_old_connections()
+
+    def handle(self, event_type: str, obj: dict[str, Any]) -> None:
+        meta = obj.get("metadata") or {}
+        if self.kind == "namespaceoffloadings":
+            if meta.get("name") != liqo.OFFLOADING_NAME:
+                return
+            observed = None if event_type == "DELETED" else obj
+            if services.observe_offloading(meta.get("namespace", ""), observed):
+                return
+        services.trigger_refresh()
+
+
+class Command(BaseCommand):
+    help = "Watch the Kubernetes API and keep the snapshot current within a second or two."
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument("--timeout-seconds", type=int, default=300, help="Server-side timeout of each watch.")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        stop = threading.Event()
+        watchers = [KindWatcher(kind, stop, options["timeout_seconds"]) for kind in kube.WATCHED_KINDS]
+        for watcher in watchers:
+            watcher.start()
+        self.stdout.write(f"watching {', '.join(kube.WATCHED_KINDS)}")
+        try:
+            while any(w.is_alive() for w in watchers):
+                time.sleep(1.0)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            stop.set()

@@ -1,0 +1,81 @@
+"""The watcher keeps the snapshot current from watch events, without waiting for a refresh."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from offloading import services
+from offloading.choices import AuditAction, Source
+from offloading.management.commands.watch_cluster import KindWatcher
+from offloading.models import AuditEvent, Namespace
+
+from .conftest import wait_until
+
+pytestmark = pytest.mark.django_db(transaction=True)
+GROUP, VERSION, PLURAL = "offloading.liqo.io", "v1beta1", "namespaceoffloadings"
+
+
+@pytest.fixture
+def watcher(sandbox: Any) -> Iterator[KindWatcher]:
+    services.refresh()
+    stop = threading.Event()
+    thread = KindWatcher("namespaceoffloadings", stop, timeout_seconds=5)
+    thread.start()
+    wait_until(lambda: thread.resource_version, 10, message="the watch to start")
+    yield thread
+    stop.set()
+    thread.join(15)
+    assert not thread.is_alive()
+
+
+def test_an_offloading_created_elsewhere_reaches_the_snapshot_through_the_watch(watcher: KindWatcher, k8s: Any) -> None:
+    k8s.core.create_namespace({"metadata": {"name": "watched"}})
+    services.refresh()  # the namespace itself (a namespace event would trigger this refresh too)
+    k8s.custom.create_namespaced_custom_object(
+        GROUP,
+        VERSION,
+        "watched",
+        PLURAL,
+        {"apiVersion": f"{GROUP}/{VERSION}", "kind": "NamespaceOffloading", "metadata": {"name": "offloading"},
+         "spec": {"podOffloadingStrategy": "Remote"}},
+        field_manager="liqoctl",
+    )  # fmt: skip
+    ready = wait_until(
+        lambda: Namespace.objects.filter(name="watched", offloading_phase="Ready").first(),
+        20,
+        message="Ready via watch",
+    )
+    assert ready.offloading_spec["podOffloadingStrategy"] == "Remote"
+    drift = AuditEvent.objects.get(namespace="watched")
+    assert (
+        drift.action == AuditAction.DRIFT_CREATED and drift.source == Source.EXTERNAL and drift.user_name == "liqoctl"
+    )
+
+    k8s.custom.delete_namespaced_custom_object(GROUP, VERSION, "watched", PLURAL, "offloading")
+    wait_until(lambda: not Namespace.objects.get(name="watched").offloaded, 20, message="the deletion via watch")
+    assert AuditEvent.objects.filter(namespace="watched", action=AuditAction.DRIFT_DELETED).count() == 1
+    assert watcher.events >= 2
+
+
+def test_the_watch_survives_an_outage_and_resumes(watcher: KindWatcher, k8s: Any, sandbox: Any) -> None:
+    k8s.core.create_namespace({"metadata": {"name": "resumed"}})
+    services.refresh()
+    sandbox.faults.set(outage=True)
+    try:
+        time.sleep(1.5)  # long enough for the watch to notice and back off
+    finally:
+        sandbox.faults.clear()
+    k8s.custom.create_namespaced_custom_object(
+        GROUP,
+        VERSION,
+        "resumed",
+        PLURAL,
+        {"apiVersion": f"{GROUP}/{VERSION}", "kind": "NamespaceOffloading", "metadata": {"name": "offloading"},
+         "spec": {}},
+    )  # fmt: skip
+    wait_until(lambda: Namespace.objects.get(name="resumed").offloaded, 40, message="the event after the outage")
