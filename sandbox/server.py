@@ -60,6 +60,8 @@ class Sandbox:
             "faults": self._faults_endpoint, "idle": self._idle_endpoint, "compact": self._compact_endpoint,
             "peers": self._peers_endpoint,
         })
+        # an outage also ends the watches that are open
+        self.faults.add_listener(lambda settings: self.store.close_watchers() if settings.outage else None)
         self._http: SandboxHTTPServer | None = None
         self._http_thread: threading.Thread | None = None
         self._persist_stop = threading.Event()

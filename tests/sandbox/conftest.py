@@ -29,11 +29,20 @@ class Clients:
     def get_nsoff(self, namespace: str, name: str = "offloading") -> dict[str, Any]:
         return self.custom.get_namespaced_custom_object(GROUP, VERSION, namespace, NSOFF, name)
 
-    def create_nsoff(self, namespace: str, spec: dict[str, Any] | None = None, name: str = "offloading",
-                     labels: dict[str, str] | None = None, **kwargs: Any) -> dict[str, Any]:
-        body = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "NamespaceOffloading",
-                "metadata": {"name": name, "labels": labels or {}},
-                "spec": spec if spec is not None else {"clusterSelector": {"nodeSelectorTerms": []}}}
+    def create_nsoff(
+        self,
+        namespace: str,
+        spec: dict[str, Any] | None = None,
+        name: str = "offloading",
+        labels: dict[str, str] | None = None,
+        **kwargs: Any,
+    ) -> dict[str, Any]:
+        body = {
+            "apiVersion": f"{GROUP}/{VERSION}",
+            "kind": "NamespaceOffloading",
+            "metadata": {"name": name, "labels": labels or {}},
+            "spec": spec if spec is not None else {"clusterSelector": {"nodeSelectorTerms": []}},
+        }
         return self.custom.create_namespaced_custom_object(GROUP, VERSION, namespace, NSOFF, body, **kwargs)
 
 

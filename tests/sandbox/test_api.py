@@ -18,8 +18,15 @@ from tests.sandbox.conftest import GROUP, NSOFF, VERSION, Clients
 Json = dict[str, Any]
 
 
-def raw(kube: Clients, method: str, path: str, body: Any = None, content_type: str = "application/json",
-        headers: dict[str, str] | None = None, token: str | None = "sandbox-admin-token") -> tuple[int, Any, Any]:
+def raw(
+    kube: Clients,
+    method: str,
+    path: str,
+    body: Any = None,
+    content_type: str = "application/json",
+    headers: dict[str, str] | None = None,
+    token: str | None = "sandbox-admin-token",
+) -> tuple[int, Any, Any]:
     data = None if body is None else (body if isinstance(body, bytes) else json.dumps(body).encode())
     request = urllib.request.Request(kube.sb.url + path, data=data, method=method)
     request.add_header("Content-Type", content_type)
@@ -67,7 +74,9 @@ def test_unknown_paths_answer_a_404_status(kube: Clients) -> None:
 
 # -- CRUD and errors -----------------------------------------------------------------------------------
 def test_namespace_crud_with_status_bodies(kube: Clients) -> None:
-    created = kube.core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name="crud", labels={"a": "1"})))
+    created = kube.core.create_namespace(
+        client.V1Namespace(metadata=client.V1ObjectMeta(name="crud", labels={"a": "1"}))
+    )
     assert created.status.phase == "Active"
     assert created.metadata.labels["kubernetes.io/metadata.name"] == "crud"
     with pytest.raises(ApiException) as exc:
@@ -78,7 +87,11 @@ def test_namespace_crud_with_status_bodies(kube: Clients) -> None:
     with pytest.raises(ApiException) as exc:
         kube.core.read_namespace("missing")
     body = status_of(exc.value)
-    assert (exc.value.status, body["reason"], body["details"]) == (404, "NotFound", {"name": "missing", "kind": "namespaces"})
+    assert (exc.value.status, body["reason"], body["details"]) == (
+        404,
+        "NotFound",
+        {"name": "missing", "kind": "namespaces"},
+    )
     with pytest.raises(ApiException) as exc:
         kube.core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name="Bad_Name")))
     assert exc.value.status == 422 and status_of(exc.value)["details"]["causes"][0]["field"] == "metadata.name"
@@ -94,9 +107,11 @@ def test_a_stale_resource_version_is_a_409_conflict(kube: Clients) -> None:
         kube.custom.replace_namespaced_custom_object(GROUP, VERSION, "alpha", NSOFF, "offloading", first)
     body = status_of(exc.value)
     assert exc.value.status == 409 and body["reason"] == "Conflict"
-    assert body["message"] == ('Operation cannot be fulfilled on namespaceoffloadings.offloading.liqo.io "offloading": '
-                               "the object has been modified; please apply your changes to the latest version and "
-                               "try again")
+    assert body["message"] == (
+        'Operation cannot be fulfilled on namespaceoffloadings.offloading.liqo.io "offloading": '
+        "the object has been modified; please apply your changes to the latest version and "
+        "try again"
+    )
     assert kube.get_nsoff("alpha")["spec"]["podOffloadingStrategy"] == "Local"
 
 
@@ -108,10 +123,12 @@ def test_resource_versions_are_monotonic_and_generation_moves_on_spec_changes_on
     assert int(after_controller["metadata"]["resourceVersion"]) > int(created["metadata"]["resourceVersion"])
     assert after_controller["metadata"]["generation"] == 1  # finalizer + status: no spec change
     patched = kube.custom.patch_namespaced_custom_object(
-        GROUP, VERSION, "alpha", NSOFF, "offloading", {"metadata": {"labels": {"x": "y"}}})
+        GROUP, VERSION, "alpha", NSOFF, "offloading", {"metadata": {"labels": {"x": "y"}}}
+    )
     assert patched["metadata"]["generation"] == 1
     patched = kube.custom.patch_namespaced_custom_object(
-        GROUP, VERSION, "alpha", NSOFF, "offloading", {"spec": {"podOffloadingStrategy": "Remote"}})
+        GROUP, VERSION, "alpha", NSOFF, "offloading", {"spec": {"podOffloadingStrategy": "Remote"}}
+    )
     assert patched["metadata"]["generation"] == 2
 
 
@@ -155,8 +172,9 @@ def test_label_and_field_selectors_filter_lists(kube: Clients) -> None:
 
 def test_pagination_is_a_consistent_snapshot_and_expired_tokens_answer_410(kube: Clients) -> None:
     for i in range(7):
-        kube.core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=f"page-{i}",
-                                                                                    labels={"page": "yes"})))
+        kube.core.create_namespace(
+            client.V1Namespace(metadata=client.V1ObjectMeta(name=f"page-{i}", labels={"page": "yes"}))
+        )
     first = kube.core.list_namespace(label_selector="page=yes", limit=3)
     assert [n.metadata.name for n in first.items] == ["page-0", "page-1", "page-2"]
     assert first.metadata._continue
@@ -185,8 +203,9 @@ def test_custom_objects_list_with_selector_limit_and_continue(kube: Clients) -> 
     page = kube.custom.list_cluster_custom_object(GROUP, VERSION, NSOFF, label_selector="kind=test", limit=3)
     assert [i["metadata"]["namespace"] for i in page["items"]] == ["alpha", "beta", "delta"]
     assert page["items"][0]["kind"] == "NamespaceOffloading"
-    rest = kube.custom.list_cluster_custom_object(GROUP, VERSION, NSOFF, label_selector="kind=test", limit=3,
-                                                  _continue=page["metadata"]["continue"])
+    rest = kube.custom.list_cluster_custom_object(
+        GROUP, VERSION, NSOFF, label_selector="kind=test", limit=3, _continue=page["metadata"]["continue"]
+    )
     assert [i["metadata"]["namespace"] for i in rest["items"]] == ["gamma"]
     assert not rest["metadata"].get("continue")
 
@@ -195,44 +214,75 @@ def test_custom_objects_list_with_selector_limit_and_continue(kube: Clients) -> 
 def test_merge_json_and_strategic_patches(kube: Clients) -> None:
     kube.create_nsoff("alpha")
     merged = kube.custom.patch_namespaced_custom_object(
-        GROUP, VERSION, "alpha", NSOFF, "offloading",
-        {"spec": {"clusterSelector": {"nodeSelectorTerms": [{"matchExpressions": [
-            {"key": "liqo.io/provider", "operator": "In", "values": ["eks"]}]}]}}})
+        GROUP,
+        VERSION,
+        "alpha",
+        NSOFF,
+        "offloading",
+        {
+            "spec": {
+                "clusterSelector": {
+                    "nodeSelectorTerms": [
+                        {"matchExpressions": [{"key": "liqo.io/provider", "operator": "In", "values": ["eks"]}]}
+                    ]
+                }
+            }
+        },
+    )
     assert merged["spec"]["clusterSelector"]["nodeSelectorTerms"][0]["matchExpressions"][0]["values"] == ["eks"]
-    ops = [{"op": "test", "path": "/spec/podOffloadingStrategy", "value": "LocalAndRemote"},
-           {"op": "replace", "path": "/spec/podOffloadingStrategy", "value": "Remote"}]
-    jsoned = kube.custom.patch_namespaced_custom_object(GROUP, VERSION, "alpha", NSOFF, "offloading", ops,
-                                                        _content_type="application/json-patch+json")
+    ops = [
+        {"op": "test", "path": "/spec/podOffloadingStrategy", "value": "LocalAndRemote"},
+        {"op": "replace", "path": "/spec/podOffloadingStrategy", "value": "Remote"},
+    ]
+    jsoned = kube.custom.patch_namespaced_custom_object(
+        GROUP, VERSION, "alpha", NSOFF, "offloading", ops, _content_type="application/json-patch+json"
+    )
     assert jsoned["spec"]["podOffloadingStrategy"] == "Remote"
     with pytest.raises(ApiException) as exc:
-        kube.custom.patch_namespaced_custom_object(GROUP, VERSION, "alpha", NSOFF, "offloading", ops,
-                                                   _content_type="application/json-patch+json")
+        kube.custom.patch_namespaced_custom_object(
+            GROUP, VERSION, "alpha", NSOFF, "offloading", ops, _content_type="application/json-patch+json"
+        )
     assert exc.value.status == 422  # the test op fails now
     ns = kube.core.patch_namespace("beta", {"metadata": {"labels": {"owner": "carol", "team": None}}})
     assert ns.metadata.labels["owner"] == "carol" and "team" not in ns.metadata.labels
-    code, body, _ = raw(kube, "PATCH", "/apis/offloading.liqo.io/v1beta1/namespaces/alpha/namespaceoffloadings/offloading",
-                        {"spec": {}}, content_type="application/strategic-merge-patch+json")
+    code, body, _ = raw(
+        kube,
+        "PATCH",
+        "/apis/offloading.liqo.io/v1beta1/namespaces/alpha/namespaceoffloadings/offloading",
+        {"spec": {}},
+        content_type="application/strategic-merge-patch+json",
+    )
     assert code == 415 and body["reason"] == "UnsupportedMediaType"
 
 
 def test_server_side_apply_with_managers_conflicts_and_force(kube: Clients) -> None:
     path = "/apis/offloading.liqo.io/v1beta1/namespaces/alpha/namespaceoffloadings/offloading"
-    manifest = {"apiVersion": "offloading.liqo.io/v1beta1", "kind": "NamespaceOffloading",
-                "metadata": {"name": "offloading", "namespace": "alpha"},
-                "spec": {"podOffloadingStrategy": "Remote", "clusterSelector": {"nodeSelectorTerms": []}}}
-    code, created, _ = raw(kube, "PATCH", path + "?fieldManager=liqo-dash", manifest,
-                           content_type="application/apply-patch+yaml")
+    manifest = {
+        "apiVersion": "offloading.liqo.io/v1beta1",
+        "kind": "NamespaceOffloading",
+        "metadata": {"name": "offloading", "namespace": "alpha"},
+        "spec": {"podOffloadingStrategy": "Remote", "clusterSelector": {"nodeSelectorTerms": []}},
+    }
+    code, created, _ = raw(
+        kube, "PATCH", path + "?fieldManager=liqo-dash", manifest, content_type="application/apply-patch+yaml"
+    )
     assert code == 201 and created["spec"]["podOffloadingStrategy"] == "Remote"
     apply_entry = next(m for m in created["metadata"]["managedFields"] if m["manager"] == "liqo-dash")
     assert apply_entry["operation"] == "Apply"
     assert "f:podOffloadingStrategy" in apply_entry["fieldsV1"]["f:spec"]
     other = dict(manifest, spec={"podOffloadingStrategy": "Local"})
-    code, body, _ = raw(kube, "PATCH", path + "?fieldManager=someone-else", other,
-                        content_type="application/apply-patch+yaml")
+    code, body, _ = raw(
+        kube, "PATCH", path + "?fieldManager=someone-else", other, content_type="application/apply-patch+yaml"
+    )
     assert code == 409 and body["reason"] == "Conflict"
     assert 'conflict with "liqo-dash"' in body["message"] and ".spec.podOffloadingStrategy" in body["message"]
-    code, body, _ = raw(kube, "PATCH", path + "?fieldManager=someone-else&force=true", other,
-                        content_type="application/apply-patch+yaml")
+    code, body, _ = raw(
+        kube,
+        "PATCH",
+        path + "?fieldManager=someone-else&force=true",
+        other,
+        content_type="application/apply-patch+yaml",
+    )
     assert code == 200 and body["spec"]["podOffloadingStrategy"] == "Local"
     owners = {m["manager"]: m for m in body["metadata"]["managedFields"]}
     assert "f:podOffloadingStrategy" in owners["someone-else"]["fieldsV1"]["f:spec"]
@@ -258,17 +308,20 @@ def test_dry_run_validates_but_does_not_persist(kube: Clients) -> None:
 
 def test_finalizers_keep_a_deleted_object_until_they_are_removed(kube: Clients) -> None:
     kube.create_nsoff("alpha", labels={"liqo.io/webhook-skip": "true"}, name="other")  # not reconciled
-    kube.custom.patch_namespaced_custom_object(GROUP, VERSION, "alpha", NSOFF, "other",
-                                               {"metadata": {"finalizers": ["example.com/hold"]}})
+    kube.custom.patch_namespaced_custom_object(
+        GROUP, VERSION, "alpha", NSOFF, "other", {"metadata": {"finalizers": ["example.com/hold"]}}
+    )
     kube.custom.delete_namespaced_custom_object(GROUP, VERSION, "alpha", NSOFF, "other")
     held = kube.get_nsoff("alpha", "other")
     assert held["metadata"]["deletionTimestamp"]
     with pytest.raises(ApiException) as exc:
-        kube.custom.patch_namespaced_custom_object(GROUP, VERSION, "alpha", NSOFF, "other",
-                                                   {"metadata": {"finalizers": ["example.com/hold", "more"]}})
+        kube.custom.patch_namespaced_custom_object(
+            GROUP, VERSION, "alpha", NSOFF, "other", {"metadata": {"finalizers": ["example.com/hold", "more"]}}
+        )
     assert exc.value.status == 422
-    kube.custom.patch_namespaced_custom_object(GROUP, VERSION, "alpha", NSOFF, "other",
-                                               {"metadata": {"finalizers": None}})
+    kube.custom.patch_namespaced_custom_object(
+        GROUP, VERSION, "alpha", NSOFF, "other", {"metadata": {"finalizers": None}}
+    )
     with pytest.raises(ApiException) as exc:
         kube.get_nsoff("alpha", "other")
     assert exc.value.status == 404
@@ -293,8 +346,9 @@ def test_watch_from_a_resource_version_streams_later_events(kube: Clients) -> No
     kube.core.patch_namespace("watched", {"metadata": {"labels": {"x": "1"}}})
     kube.core.delete_namespace("watched")
     events = []
-    for event in watch.Watch().stream(kube.core.list_namespace, resource_version=rv, timeout_seconds=2,
-                                      field_selector="metadata.name=watched"):
+    for event in watch.Watch().stream(
+        kube.core.list_namespace, resource_version=rv, timeout_seconds=2, field_selector="metadata.name=watched"
+    ):
         events.append((event["type"], event["object"].metadata.name))
         if len(events) >= 3:
             break
@@ -331,7 +385,8 @@ def test_a_too_old_watch_gets_410_gone_and_bookmarks_carry_the_version(kube: Cli
     current = kube.core.list_namespace().metadata.resource_version
     request = urllib.request.Request(
         kube.sb.url + f"/api/v1/namespaces?watch=true&resourceVersion={current}&allowWatchBookmarks=true"
-        "&timeoutSeconds=1")
+        "&timeoutSeconds=1"
+    )
     with urllib.request.urlopen(request, timeout=5) as response:
         lines = [json.loads(line) for line in response.read().splitlines() if line.strip()]
     bookmarks = [e for e in lines if e["type"] == "BOOKMARK"]
@@ -341,7 +396,8 @@ def test_a_too_old_watch_gets_410_gone_and_bookmarks_carry_the_version(kube: Cli
 def test_send_initial_events_ends_with_an_annotated_bookmark(kube: Clients) -> None:
     request = urllib.request.Request(
         kube.sb.url + "/api/v1/namespaces?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan"
-        "&allowWatchBookmarks=true&timeoutSeconds=1")
+        "&allowWatchBookmarks=true&timeoutSeconds=1"
+    )
     with urllib.request.urlopen(request, timeout=5) as response:
         lines = [json.loads(line) for line in response.read().splitlines() if line.strip()]
     types = [e["type"] for e in lines]
@@ -353,36 +409,63 @@ def test_send_initial_events_ends_with_an_annotated_bookmark(kube: Clients) -> N
 # -- access control -------------------------------------------------------------------------------------
 def test_rbac_tokens_impersonation_and_access_reviews(kube: Clients) -> None:
     path = "/apis/offloading.liqo.io/v1beta1/namespaces/alpha/namespaceoffloadings"
-    body = {"apiVersion": "offloading.liqo.io/v1beta1", "kind": "NamespaceOffloading",
-            "metadata": {"name": "offloading"}, "spec": {}}
+    body = {
+        "apiVersion": "offloading.liqo.io/v1beta1",
+        "kind": "NamespaceOffloading",
+        "metadata": {"name": "offloading"},
+        "spec": {},
+    }
     code, status, _ = raw(kube, "POST", path, body, token="viewer-token")
     assert code == 403
-    assert status["message"] == ('namespaceoffloadings.offloading.liqo.io is forbidden: User "viewer" cannot create '
-                                 'resource "namespaceoffloadings" in API group "offloading.liqo.io" in the namespace '
-                                 '"alpha"')
+    assert status["message"] == (
+        'namespaceoffloadings.offloading.liqo.io is forbidden: User "viewer" cannot create '
+        'resource "namespaceoffloadings" in API group "offloading.liqo.io" in the namespace '
+        '"alpha"'
+    )
     code, _, _ = raw(kube, "GET", "/api/v1/namespaces", token="viewer-token")
     assert code == 200
     code, _, _ = raw(kube, "GET", "/api/v1/namespaces", token="wrong-token")
     assert code == 401
     code, _, _ = raw(kube, "POST", path, body, token="liqo-dash-token", headers={"Impersonate-User": "viewer"})
     assert code == 403
-    code, _, _ = raw(kube, "POST", path, body, token="liqo-dash-token",
-                     headers={"Impersonate-User": "operator", "Impersonate-Group": "liqo-dash:operators"})
+    code, _, _ = raw(
+        kube,
+        "POST",
+        path,
+        body,
+        token="liqo-dash-token",
+        headers={"Impersonate-User": "operator", "Impersonate-Group": "liqo-dash:operators"},
+    )
     assert code == 201
     code, _, _ = raw(kube, "GET", "/api/v1/namespaces", token="viewer-token", headers={"Impersonate-User": "admin"})
     assert code == 403  # viewers may not impersonate
-    review = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
-              "spec": {"resourceAttributes": {"verb": "delete", "group": "offloading.liqo.io",
-                                              "resource": "namespaceoffloadings", "namespace": "alpha"}}}
-    code, answer, _ = raw(kube, "POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", review,
-                          token="viewer-token")
+    review = {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SelfSubjectAccessReview",
+        "spec": {
+            "resourceAttributes": {
+                "verb": "delete",
+                "group": "offloading.liqo.io",
+                "resource": "namespaceoffloadings",
+                "namespace": "alpha",
+            }
+        },
+    }
+    code, answer, _ = raw(
+        kube, "POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", review, token="viewer-token"
+    )
     assert code == 201 and answer["status"]["allowed"] is False
-    code, answer, _ = raw(kube, "POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", review,
-                          token="operator-token")
+    code, answer, _ = raw(
+        kube, "POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", review, token="operator-token"
+    )
     assert answer["status"]["allowed"] is True
-    sar = client.V1SubjectAccessReview(spec=client.V1SubjectAccessReviewSpec(
-        user="viewer", groups=["liqo-dash:viewers"],
-        resource_attributes=client.V1ResourceAttributes(verb="list", resource="namespaces")))
+    sar = client.V1SubjectAccessReview(
+        spec=client.V1SubjectAccessReviewSpec(
+            user="viewer",
+            groups=["liqo-dash:viewers"],
+            resource_attributes=client.V1ResourceAttributes(verb="list", resource="namespaces"),
+        )
+    )
     assert kube.authz.create_subject_access_review(sar).status.allowed is True
 
 
@@ -391,9 +474,11 @@ def test_warning_headers_reach_the_client(kube: Clients) -> None:
     kube.sb.wait_idle(10)
     obj = kube.get_nsoff("alpha")
     obj["spec"]["podOffloadingStrategy"] = "Local"
-    code, _, headers = raw(kube, "PUT", "/apis/offloading.liqo.io/v1beta1/namespaces/alpha/namespaceoffloadings/offloading",
-                           obj)
+    code, _, headers = raw(
+        kube, "PUT", "/apis/offloading.liqo.io/v1beta1/namespaces/alpha/namespaceoffloadings/offloading", obj
+    )
     assert code == 200
     assert headers.get_all("Warning") == [
         '299 - "The PodOffloadingStrategy was mutated to a more restrictive setting: existing pods violating this '
-        'policy might still be running"']
+        'policy might still be running"'
+    ]

@@ -25,8 +25,14 @@ class Kubectl:
         self.cache = home / "cache"
 
     def __call__(self, *args: str, stdin: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
-        result = subprocess.run([KUBECTL, "--kubeconfig", str(self.kubeconfig), "--cache-dir", str(self.cache),
-                                 *args], input=stdin, capture_output=True, text=True, env=self.env, timeout=60)
+        result = subprocess.run(
+            [KUBECTL, "--kubeconfig", str(self.kubeconfig), "--cache-dir", str(self.cache), *args],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            env=self.env,
+            timeout=60,
+        )
         if check and result.returncode != 0:
             raise AssertionError(f"kubectl {' '.join(args)} failed ({result.returncode}): {result.stderr}")
         return result
@@ -97,19 +103,49 @@ def test_apply_get_yaml_describe_label_patch_and_delete(kubectl: Kubectl, kube: 
     assert kube.get_nsoff("alpha")["metadata"]["labels"]["owner"] == "carol"
     kubectl("label", "namespace", "beta", "tier=gold")
     assert kube.core.read_namespace("beta").metadata.labels["tier"] == "gold"
-    kubectl("patch", "nsoff", "-n", "alpha", "offloading", "--type", "merge",
-            "-p", '{"spec":{"podOffloadingStrategy":"LocalAndRemote"}}')
+    kubectl(
+        "patch",
+        "nsoff",
+        "-n",
+        "alpha",
+        "offloading",
+        "--type",
+        "merge",
+        "-p",
+        '{"spec":{"podOffloadingStrategy":"LocalAndRemote"}}',
+    )
     assert kube.get_nsoff("alpha")["spec"]["podOffloadingStrategy"] == "LocalAndRemote"
-    kubectl("patch", "nsoff", "-n", "alpha", "offloading", "--type", "json",
-            "-p", '[{"op":"replace","path":"/spec/clusterSelector/nodeSelectorTerms","value":[]}]')
+    kubectl(
+        "patch",
+        "nsoff",
+        "-n",
+        "alpha",
+        "offloading",
+        "--type",
+        "json",
+        "-p",
+        '[{"op":"replace","path":"/spec/clusterSelector/nodeSelectorTerms","value":[]}]',
+    )
     kube.sb.wait_idle(10)
     assert set(kube.get_nsoff("alpha")["status"]["remoteNamespacesConditions"]) == {"milan", "florence"}
 
-    denied = kubectl("patch", "nsoff", "-n", "alpha", "offloading", "--type", "merge",
-                     "-p", '{"spec":{"namespaceMappingStrategy":"EnforceSameName"}}', check=False)
+    denied = kubectl(
+        "patch",
+        "nsoff",
+        "-n",
+        "alpha",
+        "offloading",
+        "--type",
+        "merge",
+        "-p",
+        '{"spec":{"namespaceMappingStrategy":"EnforceSameName"}}',
+        check=False,
+    )
     assert denied.returncode != 0
-    assert ('admission webhook "nsoff.validate.liqo.io" denied the request: The NamespaceMappingStrategy value '
-            "cannot be modified after creation") in denied.stderr
+    assert (
+        'admission webhook "nsoff.validate.liqo.io" denied the request: The NamespaceMappingStrategy value '
+        "cannot be modified after creation"
+    ) in denied.stderr
 
     deleted = kubectl("delete", "nsoff", "-n", "alpha", "offloading", "--timeout=30s")
     assert 'namespaceoffloading.offloading.liqo.io "offloading" deleted' in deleted.stdout
@@ -118,8 +154,10 @@ def test_apply_get_yaml_describe_label_patch_and_delete(kubectl: Kubectl, kube: 
 
 
 def test_json_output_and_events_of_an_invalid_selector(kubectl: Kubectl, kube: Clients) -> None:
-    kube.create_nsoff("beta", {"clusterSelector": {"nodeSelectorTerms": [{"matchExpressions": [
-        {"key": "bad key!", "operator": "Exists"}]}]}})
+    kube.create_nsoff(
+        "beta",
+        {"clusterSelector": {"nodeSelectorTerms": [{"matchExpressions": [{"key": "bad key!", "operator": "Exists"}]}]}},
+    )
     kube.sb.wait_idle(10)
     described = kubectl("describe", "nsoff", "-n", "beta", "offloading").stdout
     assert "Warning  Invalid" in described and "Invalid ClusterSelector:" in described
@@ -132,6 +170,17 @@ def test_impersonation_with_as_follows_the_rbac_policy(kubectl: Kubectl) -> None
     assert denied.returncode != 0 and 'User "viewer" cannot patch resource "namespaces"' in denied.stderr
     allowed = kubectl("--as", "viewer", "--as-group", "liqo-dash:viewers", "get", "ns", "alpha", "-o", "name")
     assert allowed.stdout.strip() == "namespace/alpha"
-    can = kubectl("auth", "can-i", "create", "namespaceoffloadings.offloading.liqo.io", "-n", "alpha",
-                  "--as", "operator", "--as-group", "liqo-dash:operators", check=False)
+    can = kubectl(
+        "auth",
+        "can-i",
+        "create",
+        "namespaceoffloadings.offloading.liqo.io",
+        "-n",
+        "alpha",
+        "--as",
+        "operator",
+        "--as-group",
+        "liqo-dash:operators",
+        check=False,
+    )
     assert can.stdout.strip() == "yes"

@@ -31,15 +31,21 @@ def test_default_name_converges_to_ready_with_liqos_conditions(kube: Clients) ->
     assert status["offloadingPhase"] == "Ready"
     assert status["remoteNamespaceName"] == "alpha-rome"
     assert status["observedGeneration"] == obj["metadata"]["generation"]
-    assert conditions(obj, "milan") == [("OffloadingRequired", "True", "ClusterSelected"),
-                                        ("Ready", "True", "NamespaceCreated")]
-    assert obj["status"]["remoteNamespacesConditions"]["milan"][1]["message"] == \
-        "Namespace correctly offloaded to the remote cluster"
+    assert conditions(obj, "milan") == [
+        ("OffloadingRequired", "True", "ClusterSelected"),
+        ("Ready", "True", "NamespaceCreated"),
+    ]
+    assert (
+        obj["status"]["remoteNamespacesConditions"]["milan"][1]["message"]
+        == "Namespace correctly offloaded to the remote cluster"
+    )
     assert conditions(obj, "florence") == [("OffloadingRequired", "False", "ClusterNotSelected")]
     assert obj["metadata"]["finalizers"] == ["namespaceoffloading-controller.liqo.io/finalizer"]
     remote = kube.sb.remote_namespaces("milan")["alpha-rome"]
-    assert remote["metadata"]["annotations"] == {"liqo.io/managed-by-namespace-map": "liqo-tenant-milan/milan",
-                                                 "liqo.io/original-name": "alpha"}
+    assert remote["metadata"]["annotations"] == {
+        "liqo.io/managed-by-namespace-map": "liqo-tenant-milan/milan",
+        "liqo.io/original-name": "alpha",
+    }
     assert remote["metadata"]["labels"]["liqo.io/remote-cluster-id"] == "rome"
     assert "alpha-rome" not in kube.sb.remote_namespaces("florence")
     nm = kube.sb.store.get(NAMESPACE_MAPS, "liqo-tenant-milan", "milan")
@@ -63,8 +69,9 @@ def test_enforce_same_name_conflicts_with_an_existing_remote_namespace(kube: Cli
     assert obj["status"]["offloadingPhase"] == "SomeFailed"
     assert conditions(obj, "milan")[1] == ("Ready", "False", "CreationLoopBackOff")
     assert conditions(obj, "florence")[1] == ("Ready", "True", "NamespaceCreated")
-    assert "liqo.io/managed-by-namespace-map" not in (kube.sb.remote_namespaces("milan")["gamma"]["metadata"]
-                                                       .get("annotations") or {})
+    assert "liqo.io/managed-by-namespace-map" not in (
+        kube.sb.remote_namespaces("milan")["gamma"]["metadata"].get("annotations") or {}
+    )
 
 
 def test_a_remote_namespace_created_by_someone_else_conflicts(kube: Clients) -> None:
@@ -112,8 +119,9 @@ def test_pods_are_placed_according_to_the_pod_strategy(kube: Clients, strategy: 
     kube.create_nsoff("delta", {"podOffloadingStrategy": strategy})
     converged(kube, "delta")
     for i in range(6):
-        kube.core.create_namespaced_pod("delta", {"metadata": {"name": f"web-{i}"},
-                                                  "spec": {"containers": [{"name": "c", "image": "nginx"}]}})
+        kube.core.create_namespaced_pod(
+            "delta", {"metadata": {"name": f"web-{i}"}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}
+        )
     kube.sb.wait_idle(10)
     virtual = {n.metadata.name for n in kube.core.list_node(label_selector="liqo.io/type=virtual-node").items}
     pods = [p for p in kube.core.list_namespaced_pod("delta").items if p.metadata.name.startswith("web-")]
@@ -128,7 +136,8 @@ def test_an_invalid_selector_records_a_warning_event_and_selects_nothing(kube: C
     assert obj["status"]["offloadingPhase"] == "NoClusterSelected"
     assert "liqo.io/scheduling-enabled" not in kube.core.read_namespace("alpha").metadata.labels
     events = kube.core.list_namespaced_event(
-        "alpha", field_selector=f"involvedObject.name=offloading,involvedObject.uid={obj['metadata']['uid']}").items
+        "alpha", field_selector=f"involvedObject.name=offloading,involvedObject.uid={obj['metadata']['uid']}"
+    ).items
     assert [(e.type, e.reason) for e in events] == [("Warning", "Invalid")]
     assert events[0].message.startswith("Invalid ClusterSelector: ")
 
@@ -145,8 +154,10 @@ def test_changing_virtual_node_labels_re_evaluates_selectors(kube: Clients) -> N
     assert obj["status"]["offloadingPhase"] == "NoClusterSelected"
     assert "alpha-rome" not in kube.sb.remote_namespaces("florence")
     # Liqo only updates Ready while a cluster is required or mapped, so the last one stays (status.go)
-    assert conditions(obj, "florence") == [("OffloadingRequired", "False", "ClusterNotSelected"),
-                                           ("Ready", "False", "Terminating")]
+    assert conditions(obj, "florence") == [
+        ("OffloadingRequired", "False", "ClusterNotSelected"),
+        ("Ready", "False", "Terminating"),
+    ]
 
 
 def test_deselecting_a_cluster_tears_down_its_remote_namespace(kube: Clients) -> None:

@@ -26,16 +26,19 @@ def replace(kube: Clients, namespace: str, change: dict[str, Any]) -> dict[str, 
 def test_the_name_must_be_offloading(kube: Clients) -> None:
     with pytest.raises(ApiException) as exc:
         kube.create_nsoff("alpha", name="my-offloading")
-    assert denial(exc) == (403, 'admission webhook "nsoff.validate.liqo.io" denied the request: '
-                                "NamespaceOffloading name must match offloading")
+    assert denial(exc) == (
+        403,
+        'admission webhook "nsoff.validate.liqo.io" denied the request: NamespaceOffloading name must match offloading',
+    )
     assert json.loads(exc.value.body)["reason"] == "Forbidden"
 
 
 def test_selected_name_needs_a_remote_namespace_name(kube: Clients) -> None:
     with pytest.raises(ApiException) as exc:
         kube.create_nsoff("alpha", {"namespaceMappingStrategy": "SelectedName"})
-    assert denial(exc)[1].endswith("The RemoteNamespaceName value cannot be empty when using the SelectedName "
-                                   "NamespaceMappingStrategy")
+    assert denial(exc)[1].endswith(
+        "The RemoteNamespaceName value cannot be empty when using the SelectedName NamespaceMappingStrategy"
+    )
     created = kube.create_nsoff("alpha", {"namespaceMappingStrategy": "SelectedName", "remoteNamespaceName": "there"})
     assert created["spec"]["remoteNamespaceName"] == "there"
 
@@ -63,13 +66,15 @@ def test_a_more_restrictive_pod_strategy_is_allowed_with_a_warning(kube: Clients
     obj = kube.get_nsoff("alpha")
     obj["spec"]["podOffloadingStrategy"] = "Local"
     _, _, headers = kube.custom.replace_namespaced_custom_object_with_http_info(
-        GROUP, VERSION, "alpha", NSOFF, "offloading", obj)
+        GROUP, VERSION, "alpha", NSOFF, "offloading", obj
+    )
     assert "more restrictive setting" in headers["Warning"]
     kube.sb.wait_idle(10)
     back = kube.get_nsoff("alpha")
     back["spec"]["podOffloadingStrategy"] = "LocalAndRemote"
     _, _, headers = kube.custom.replace_namespaced_custom_object_with_http_info(
-        GROUP, VERSION, "alpha", NSOFF, "offloading", back)
+        GROUP, VERSION, "alpha", NSOFF, "offloading", back
+    )
     assert "Warning" not in headers
 
 
@@ -88,9 +93,11 @@ def test_crd_schema_defaults_and_enums(kube: Clients) -> None:
         kube.create_nsoff("beta", {"podOffloadingStrategy": "Sometimes"})
     body = json.loads(exc.value.body)
     assert exc.value.status == 422 and body["reason"] == "Invalid"
-    assert body["message"] == ('NamespaceOffloading.offloading.liqo.io "offloading" is invalid: '
-                               'spec.podOffloadingStrategy: Unsupported value: "Sometimes": supported values: '
-                               '"Local", "Remote", "LocalAndRemote"')
+    assert body["message"] == (
+        'NamespaceOffloading.offloading.liqo.io "offloading" is invalid: '
+        'spec.podOffloadingStrategy: Unsupported value: "Sometimes": supported values: '
+        '"Local", "Remote", "LocalAndRemote"'
+    )
     assert body["details"]["causes"][0]["field"] == "spec.podOffloadingStrategy"
     with pytest.raises(ApiException) as exc:
         kube.create_nsoff("beta", {"clusterSelector": {}})

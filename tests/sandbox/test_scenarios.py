@@ -15,8 +15,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def phases(sb: Sandbox) -> dict[str, str]:
-    return {o["metadata"]["namespace"]: (o.get("status") or {}).get("offloadingPhase")
-            for o in sb.store.items(NAMESPACE_OFFLOADINGS)}
+    return {
+        o["metadata"]["namespace"]: (o.get("status") or {}).get("offloadingPhase")
+        for o in sb.store.items(NAMESPACE_OFFLOADINGS)
+    }
 
 
 def test_the_demo_scenario_has_every_interesting_state() -> None:
@@ -29,20 +31,19 @@ def test_the_demo_scenario_has_every_interesting_state() -> None:
         assert got["payments-prod"] == "AllFailed"
         assert got["search-prod"] == "InProgress"
         assert got["data-pipeline"] == "NoClusterSelected"
-        user_namespaces = [n for n in sb.store.items(NAMESPACES)
-                           if "team" in (n["metadata"].get("labels") or {})]
+        user_namespaces = [n for n in sb.store.items(NAMESPACES) if "team" in (n["metadata"].get("labels") or {})]
         assert len(user_namespaces) >= 25
         florence = sb.store.get(FOREIGN_CLUSTERS, "", "florence")
         offloading = florence["status"]["modules"]["offloading"]
         assert any(c["status"] not in ("Ready", "Established") for c in offloading["conditions"])
         assert len(sb.store.items(VIRTUAL_NODES)) == 4
-        virtual = [n for n in sb.store.items(NODES)
-                   if n["metadata"]["labels"].get("liqo.io/type") == "virtual-node"]
+        virtual = [n for n in sb.store.items(NODES) if n["metadata"]["labels"].get("liqo.io/type") == "virtual-node"]
         assert {n["metadata"]["name"] for n in virtual} == {"milan", "florence", "naples", "turin"}
         turin = sb.store.get(NODES, "", "turin")
         assert turin["metadata"]["labels"]["staging"] == "true"
-        assert {"key": "virtual-node.liqo.io/not-allowed", "value": "true", "effect": "NoExecute"} \
-            in turin["spec"]["taints"]
+        assert {"key": "virtual-node.liqo.io/not-allowed", "value": "true", "effect": "NoExecute"} in turin["spec"][
+            "taints"
+        ]
         assert "payments-prod" in sb.remote_namespaces("milan")
 
 
@@ -63,8 +64,11 @@ def test_a_scenario_can_be_a_file(tmp_path: Path) -> None:
 
 def test_the_generator_builds_the_requested_fleet(tmp_path: Path) -> None:
     out = tmp_path / "big.yaml"
-    subprocess.run([sys.executable, "-m", "sandbox", "generate", "--namespaces", "300", "--clusters", "12",
-                    "-o", str(out)], check=True, cwd=ROOT)
+    subprocess.run(
+        [sys.executable, "-m", "sandbox", "generate", "--namespaces", "300", "--clusters", "12", "-o", str(out)],
+        check=True,
+        cwd=ROOT,
+    )
     data = yaml.safe_load(out.read_text())
     assert len(data["namespaces"]) == 300
     assert len(data["peers"]) == 12
