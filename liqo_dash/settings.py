@@ -170,6 +170,8 @@ LIQO_DASH = {
     # How long an unoffload waits for the object (and its finalizer) to disappear.
     "DELETE_WAIT": env.number("LIQO_DASH_DELETE_WAIT", 120.0),
     "FIELD_MANAGER": env.string("LIQO_DASH_FIELD_MANAGER", "liqo-dash"),
+    # Ask the API server (dryRun=All) before queueing a change, so webhook denials show on the form.
+    "DRY_RUN_ON_SUBMIT": env.boolean("LIQO_DASH_DRY_RUN_ON_SUBMIT", True),
 }
 
 CELERY_BEAT_SCHEDULE = {

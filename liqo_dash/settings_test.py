@@ -7,6 +7,10 @@ import tempfile
 os.environ.setdefault("LIQO_DASH_VAR_DIR", os.path.join(tempfile.gettempdir(), f"liqo-dash-test-{os.getpid()}"))
 os.environ.setdefault("CELERY_TASK_ALWAYS_EAGER", "true")
 os.environ.setdefault("LIQO_DASH_LOCAL_CACHE", "true")
+# Never reach a cluster of the machine running the tests: tests that need one use the sandbox.
+os.environ.setdefault("KUBE_CONFIG_MODE", "kubeconfig")
+os.environ.setdefault("KUBECONFIG", os.path.join(os.environ["LIQO_DASH_VAR_DIR"], "no-such-kubeconfig"))
+os.environ.setdefault("LIQO_DASH_DRY_RUN_ON_SUBMIT", "false")
 
 from liqo_dash.settings import *  # noqa: E402,F403
 from liqo_dash.settings import DATABASES, VAR_DIR  # noqa: E402

@@ -221,6 +221,39 @@ def request_unoffload(namespace_name: str, actor: Actor, *, expected_generation:
 
 
 @dataclass
+class DryRun:
+    """What the API server said about a change without persisting it (``dryRun=All``)."""
+
+    errors: list[str]
+    warnings: list[str]
+    checked: bool  # False when the API server could not be asked (the change can still be queued)
+
+
+def dry_run(namespace_name: str, spec: dict[str, Any]) -> DryRun:
+    """Ask the API server (and so Liqo's validating webhook) whether it would accept ``spec`` now.
+    Only denials count as errors; an unreachable API server only means we could not check."""
+    body: dict[str, Any] = {
+        "apiVersion": f"{liqo.GROUP}/{liqo.VERSION}",
+        "kind": "NamespaceOffloading",
+        "metadata": {"name": liqo.OFFLOADING_NAME, "namespace": namespace_name},
+        "spec": liqo_offloading.normalize_spec(spec),
+    }
+    try:
+        current = kube.get_offloading(namespace_name)
+        if current is None:
+            result = kube.create_offloading(namespace_name, body, dry_run=True)
+        else:
+            body["metadata"]["resourceVersion"] = (current.get("metadata") or {}).get("resourceVersion")
+            body["metadata"]["annotations"] = (current.get("metadata") or {}).get("annotations") or {}
+            result = kube.replace_offloading(namespace_name, body, dry_run=True)
+    except kube.KubeError as exc:
+        if exc.kind in ("invalid", "forbidden", "not_found"):
+            return DryRun([exc.message], [], True)
+        return DryRun([], [], False)
+    return DryRun([], result.warnings, True)
+
+
+@dataclass
 class BulkPlan:
     """What a bulk request would do: the changes it would make and the namespaces it would skip."""
 

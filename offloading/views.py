@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import yaml
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db.models import Count, Q
@@ -144,7 +145,7 @@ def offload(request: HttpRequest, name: str) -> HttpResponse:
     namespace = get_object_or_404(Namespace, name=name)
     if request.method == "POST":
         form = OffloadForm(request.POST, namespace=namespace)
-        if form.is_valid() and form.spec is not None:
+        if form.is_valid() and form.spec is not None and _dry_run_passes(form):
             try:
                 change = services.request_offload(
                     namespace.name,
@@ -164,6 +165,17 @@ def offload(request: HttpRequest, name: str) -> HttpResponse:
     context = _offload_context(form)
     context.update(preview_context(form) if request.method == "POST" else {})
     return render(request, "offloading/offload_form.html", context)
+
+
+def _dry_run_passes(form: OffloadForm) -> bool:
+    """The optional server-side dry-run: a denial by the API server or Liqo's webhook goes on the form.
+    An unreachable API server does not block: the change is queued and applied when it is back."""
+    if not settings.LIQO_DASH["DRY_RUN_ON_SUBMIT"] or form.spec is None:
+        return True
+    result = services.dry_run(form.namespace.name, form.spec)
+    for message in result.errors:
+        form.add_error(None, f"The API server refused this change: {message}")
+    return not result.errors
 
 
 @login_required

@@ -237,3 +237,29 @@ def test_bulk_offload_applies_one_change_per_matching_namespace(sandbox: Any, k8
         assert obj["spec"]["podOffloadingStrategy"] == "Remote"
     assert k8s.custom.list_namespaced_custom_object(GROUP, VERSION, "team-b-1", PLURAL)["items"] == []
     assert AuditEvent.objects.filter(change__bulk=bulk, action=AuditAction.REQUESTED).count() == 2
+
+
+def test_the_dry_run_puts_the_api_servers_refusal_on_the_form(
+    sandbox: Any, k8s: Any, admin_client: Any, settings: Any
+) -> None:
+    from django.urls import reverse
+
+    settings.LIQO_DASH = {**settings.LIQO_DASH, "DRY_RUN_ON_SUBMIT": True}
+    _make_namespace(k8s, "vanishing")
+    k8s.core.delete_namespace("vanishing")  # gone from the cluster, still in the snapshot
+    response = admin_client.post(
+        reverse("offloading:namespace_offload", args=["vanishing"]),
+        {"namespace_mapping_strategy": "DefaultName", "pod_offloading_strategy": "LocalAndRemote"},
+    )
+    assert response.status_code == 200
+    errors = " ".join(response.context["form"].non_field_errors())
+    assert "The API server refused this change" in errors and "vanishing" in errors
+    assert not ChangeRequest.objects.exists()
+
+    _make_namespace(k8s, "present")
+    response = admin_client.post(
+        reverse("offloading:namespace_offload", args=["present"]),
+        {"namespace_mapping_strategy": "DefaultName", "pod_offloading_strategy": "LocalAndRemote"},
+    )
+    assert response.status_code == 302
+    assert k8s.custom.get_namespaced_custom_object(GROUP, VERSION, "present", PLURAL, "offloading")
