@@ -12,6 +12,7 @@ from django.db import models, transaction
 from django.utils import timezone
 
 from .choices import AuditAction, ChangeAction, ChangeState, Source
+from .liqo.offloading import is_system_namespace
 
 
 class SnapshotState(models.Model):
@@ -114,6 +115,10 @@ class Namespace(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def is_system(self) -> bool:
+        return is_system_namespace(self.name)
 
     @property
     def status_is_stale(self) -> bool:

@@ -392,7 +392,9 @@ def claim(change_id: int) -> ChangeRequest | None:
         namespace=change.namespace, state__in=ChangeState.pending(), id__lt=change.pk
     ).exists()
     if older:
-        # Per-namespace order: this one waits for the older change of the same namespace.
+        # Per-namespace order: this one waits for the older change of the same namespace. Its message
+        # is alive (it polls): touch it so the sweeper does not add another poller every STUCK_AFTER.
+        ChangeRequest.objects.filter(pk=change.pk, state=ChangeState.QUEUED).update(updated_at=timezone.now())
         _enqueue(change.pk, countdown=1.0)
         return None
     now = timezone.now()
@@ -746,7 +748,7 @@ def _cluster_state(selected: bool, state: str) -> str:
     return state if selected or state else "not selected"
 
 
-def replace_offloading_rows(observed: dict[str, dict[str, Any] | None], now: Any) -> int:
+def replace_offloading_rows(observed: dict[str, dict[str, Any] | None], now: Any, history: bool = True) -> int:
     """Write the observed NamespaceOffloading (or None: not offloaded) of each namespace name into the
     snapshot: the namespace row, its per-cluster rows, and a StatusTransition for every phase or
     per-cluster state that changed. Returns how many transitions were recorded."""
@@ -783,6 +785,8 @@ def replace_offloading_rows(observed: dict[str, dict[str, Any] | None], now: Any
                 )
     ClusterOffloading.objects.filter(namespace_id__in=[n.pk for n in namespaces.values()]).delete()
     ClusterOffloading.objects.bulk_create(new_rows, batch_size=2000)
+    if not history:
+        return 0
     StatusTransition.objects.bulk_create(transitions, batch_size=2000)
     return len(transitions)
 
@@ -979,7 +983,8 @@ def _store_namespaces(
     gone = [name for name in existing if name not in seen]
     if gone:
         Namespace.objects.filter(name__in=gone).delete()
-    replace_offloading_rows(changed, now)
+    # The first refresh only learns the state: it has no transitions to report.
+    replace_offloading_rows(changed, now, history=not baseline)
     return len(rows), len(by_ns), len(changed), drift
 
 

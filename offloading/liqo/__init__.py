@@ -22,6 +22,7 @@ from offloading.liqo.offloading import (
     apply_defaults,
     cluster_status_table,
     condition_list,
+    is_system_namespace,
     manifest,
     normalize_spec,
     offloading_phase,
@@ -58,6 +59,7 @@ from offloading.liqo.webhook import MutationError, mutate_pod
 
 __all__ = [
     "FINALIZER",
+    "is_system_namespace",
     "GROUP",
     "MAPPING_STRATEGIES",
     "OFFLOADING_NAME",

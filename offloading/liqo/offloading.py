@@ -304,6 +304,11 @@ def remote_namespace_name(namespace: str, local_cluster_id: str, spec: dict[str,
     return f"{namespace}-{local_cluster_id}"
 
 
+def is_system_namespace(namespace: str) -> bool:
+    """Kubernetes' and Liqo's own namespaces (and Liqo tenant namespaces): never to be offloaded."""
+    return namespace in c.SYSTEM_NAMESPACES or namespace.startswith(c.TENANT_NAMESPACE_PREFIX)
+
+
 def validate_spec(
     namespace: str,
     spec: dict[str, Any],
@@ -328,7 +333,7 @@ def validate_spec(
 
     d = apply_defaults(spec)
     strategy = d[FIELD_MAPPING]
-    if namespace in c.SYSTEM_NAMESPACES or namespace.startswith(c.TENANT_NAMESPACE_PREFIX):
+    if is_system_namespace(namespace):
         errors.append(
             Problem(
                 FIELD_NAMESPACE,
