@@ -430,7 +430,23 @@ def apply_change(change_id: int) -> str:
     # Enqueue follow-up tasks only once the lock is released (an eager run executes them at once).
     for followup in followups:
         followup()
+    if state in ChangeState.terminal():
+        _start_next(change.namespace)
     return state
+
+
+def _start_next(namespace: str) -> None:
+    """Enqueue the next queued change of ``namespace`` now that the one before it finished. Without
+    this it would start only at its next 1-second poll in :func:`claim`: N queued edits of one
+    namespace took about N seconds. Its polling message then finds it claimed and stops."""
+    first = (
+        ChangeRequest.objects.filter(namespace=namespace, state__in=ChangeState.pending())
+        .order_by("id")
+        .values_list("pk", "state")
+        .first()
+    )
+    if first is not None and first[1] == ChangeState.QUEUED:
+        _enqueue(first[0])
 
 
 def _requeue(
@@ -608,6 +624,7 @@ def await_deletion(change_id: int) -> str:
         except kube.KubeError as exc:
             if not exc.transient:
                 _finish(change.pk, ChangeState.FAILED, exc.message)
+                _start_next(change.namespace)
                 return ChangeState.FAILED
             current = {"transient": True}
         if current is None:
@@ -617,10 +634,12 @@ def await_deletion(change_id: int) -> str:
         _mark_namespace_unoffloaded(change.namespace)
         _finish(change.pk, ChangeState.APPLIED, _applied_message(change))
         trigger_refresh()
+        _start_next(change.namespace)
         return ChangeState.APPLIED
     waited = (timezone.now() - (change.claimed_at or change.created_at)).total_seconds()
     if waited > settings.LIQO_DASH["DELETE_WAIT"]:
         _finish(change.pk, ChangeState.FAILED, f"The NamespaceOffloading was still terminating after {waited:.0f}s")
+        _start_next(change.namespace)
         return ChangeState.FAILED
     ChangeRequest.objects.filter(pk=change.pk, state=ChangeState.APPLYING).update(updated_at=timezone.now())
     from .tasks import await_deletion as task

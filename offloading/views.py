@@ -69,7 +69,11 @@ def cluster_list(request: HttpRequest) -> HttpResponse:
     for vn in VirtualNode.objects.all():
         nodes.setdefault(vn.cluster_id, []).append(vn)
     rows = [
-        {"cluster": c, "virtual_nodes": nodes.get(c.cluster_id, []), "hosted": hosted.get(c.cluster_id, 0)}
+        {
+            "cluster": c,
+            "virtual_nodes": [(vn, *_split_labels(vn.labels)) for vn in nodes.get(c.cluster_id, [])],
+            "hosted": hosted.get(c.cluster_id, 0),
+        }
         for c in clusters
     ]
     return render(request, "offloading/cluster_list.html", {"rows": rows})
@@ -86,6 +90,27 @@ def namespace_list(request: HttpRequest) -> HttpResponse:
     context = {"filterset": filterset, "page": page, "query": query.urlencode(), "phase_counts": _phase_counts()}
     template = "offloading/_namespace_table.html" if request.htmx else "offloading/namespace_list.html"
     return render(request, template, context)
+
+
+# Labels every virtual node carries (set by the virtual kubelet); shown folded, after the ones
+# that tell clusters apart.
+STANDARD_NODE_LABELS = (
+    "kubernetes.io/hostname",
+    "kubernetes.io/role",
+    "kubernetes.io/os",
+    "kubernetes.io/arch",
+    "type",
+    "liqo.io/type",
+    "liqo.io/remote-cluster-id",
+    "node.kubernetes.io/exclude-from-external-load-balancers",
+    "alpha.service-controller.kubernetes.io/exclude-balancer",
+)
+
+
+def _split_labels(labels: dict[str, str]) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    distinctive = sorted((k, v) for k, v in labels.items() if k not in STANDARD_NODE_LABELS)
+    standard = sorted((k, v) for k, v in labels.items() if k in STANDARD_NODE_LABELS)
+    return distinctive, standard
 
 
 def _phase_counts() -> dict[str, int]:
@@ -200,8 +225,15 @@ def preview_context(form: OffloadForm) -> dict[str, Any]:
     clusters = {c.cluster_id: c for c in Cluster.objects.all()}
     rows = []
     for cluster_id in sorted(set(selection) | set(clusters)):
-        entry = selection.get(cluster_id) or {"selected": False, "explanations": [], "disagree": False, "error": None}
-        rows.append({"cluster_id": cluster_id, "cluster": clusters.get(cluster_id), **entry})
+        entry = selection.get(cluster_id)
+        if entry is None:
+            entry = {"selected": False, "explanations": [], "disagree": False, "error": None, "reached": False}
+            note = "no virtual node: Liqo cannot offload to this cluster"
+        elif not entry["reached"]:
+            note = "not evaluated: Liqo stopped at an earlier cluster whose selector evaluation failed"
+        else:
+            note = ""
+        rows.append({"cluster_id": cluster_id, "cluster": clusters.get(cluster_id), "note": note, **entry})
     old_selected = set()
     if namespace.offloaded:
         old_selected = set(namespace.cluster_states.filter(selected=True).values_list("cluster_id", flat=True))
@@ -211,6 +243,7 @@ def preview_context(form: OffloadForm) -> dict[str, Any]:
         {
             "cluster_rows": rows,
             "selected_count": len(new_selected),
+            "target_count": len(selection),
             "gains": sorted(new_selected - old_selected) if namespace.offloaded else [],
             "losses": sorted(old_selected - new_selected) if namespace.offloaded else [],
             "node_selector_yaml": _dump_yaml(spec.get("clusterSelector") or {"nodeSelectorTerms": []}),
