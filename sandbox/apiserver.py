@@ -8,7 +8,6 @@ deletionTimestamp, defaulting and schema validation per kind (422), validating a
 
 from __future__ import annotations
 
-import copy
 import datetime as dt
 import random
 import re
@@ -25,7 +24,7 @@ from sandbox.errors import ApiError
 from sandbox.fields import record_update, server_side_apply
 from sandbox.kinds import NAMESPACES, Kind
 from sandbox.patch import json_patch, merge_patch, strategic_merge_patch
-from sandbox.store import Obj, Store
+from sandbox.store import Obj, Store, clone
 
 DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
@@ -139,7 +138,7 @@ class ApiServer:
                operation: str = "Update", managed: list[Any] | None = None) -> Result:
         if not isinstance(body, dict):
             raise errors.bad_request("the body of the request is not a JSON object")
-        obj = copy.deepcopy(body)
+        obj = clone(body)
         self._type_meta(kind, obj)
         meta = obj.setdefault("metadata", {})
         if not isinstance(meta, dict):
@@ -194,7 +193,7 @@ class ApiServer:
                dry_run: bool = False) -> Result:
         if not isinstance(body, dict):
             raise errors.bad_request("the body of the request is not a JSON object")
-        new = copy.deepcopy(body)
+        new = clone(body)
         self._type_meta(kind, new)
         meta = new.setdefault("metadata", {})
         if meta.get("name") and meta["name"] != name:
@@ -223,7 +222,7 @@ class ApiServer:
         if subresource == "status":
             status = new.get("status")
             managed = meta.get("managedFields")
-            new = copy.deepcopy(current)
+            new = clone(current)
             if status is None:
                 new.pop("status", None)
             else:
@@ -233,7 +232,7 @@ class ApiServer:
             meta = new["metadata"]
         elif kind.status_subresource:
             if "status" in current:
-                new["status"] = copy.deepcopy(current["status"])
+                new["status"] = clone(current["status"])
             else:
                 new.pop("status", None)
         for key in ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "namespace",
@@ -243,12 +242,12 @@ class ApiServer:
             else:
                 meta.pop(key, None)
         if not managed_done:
-            meta["managedFields"] = copy.deepcopy(old_meta.get("managedFields") or [])
+            meta["managedFields"] = clone(old_meta.get("managedFields") or [])
         if kind is NAMESPACES:
-            new["spec"] = copy.deepcopy(current.get("spec") or {})
+            new["spec"] = clone(current.get("spec") or {})
             meta.setdefault("labels", {})["kubernetes.io/metadata.name"] = name
             if subresource != "status":
-                new["status"] = copy.deepcopy(current.get("status") or {})
+                new["status"] = clone(current.get("status") or {})
         if old_meta.get("deletionTimestamp"):
             added = [f for f in meta.get("finalizers") or [] if f not in (old_meta.get("finalizers") or [])]
             if added:
@@ -295,7 +294,7 @@ class ApiServer:
                            f"{PATCH_JSON}, {PATCH_MERGE}, {PATCH_APPLY}, {PATCH_APPLY_CBOR}")
         with self.store.lock:
             current = self.store.must_get(kind, namespace, name)
-            doc = copy.deepcopy(current)
+            doc = clone(current)
             if patch_type == PATCH_JSON:
                 patched = json_patch(doc, body)
             elif patch_type == PATCH_MERGE:
@@ -376,7 +375,7 @@ class ApiServer:
             if kind is NAMESPACES or finalizers:
                 if current["metadata"].get("deletionTimestamp"):
                     return Result(current)
-                new = copy.deepcopy(current)
+                new = clone(current)
                 new["metadata"]["deletionTimestamp"] = now_iso()
                 new["metadata"]["deletionGracePeriodSeconds"] = 0
                 if kind is NAMESPACES:

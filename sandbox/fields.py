@@ -9,12 +9,12 @@ manager; applies own exactly the applied leaves, conflict with other managers on
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from sandbox.errors import ApiError
 from sandbox.kinds import Kind
 from sandbox.patch import deep_merge
+from sandbox.store import clone
 
 Path = tuple[str, ...]
 META_TRACKED = ("labels", "annotations", "finalizers", "ownerReferences")
@@ -109,7 +109,7 @@ def _strip(entries: list[dict[str, Any]], paths: set[Path], skip: tuple[str, str
 def record_update(old: dict[str, Any] | None, new: dict[str, Any], kind: Kind, manager: str, now: str,
                   subresource: str = "", operation: str = "Update") -> None:
     """Set new.metadata.managedFields after a create/update/patch by `manager`."""
-    managed = copy.deepcopy((old or {}).get("metadata", {}).get("managedFields") or [])
+    managed = clone((old or {}).get("metadata", {}).get("managedFields") or [])
     changed, removed = changed_paths(old, new, kind, subresource)
     if not changed and not removed and old is not None:
         new["metadata"]["managedFields"] = managed
@@ -154,8 +154,8 @@ def _fmt(path: Path) -> str:
 def server_side_apply(current: dict[str, Any] | None, applied: dict[str, Any], kind: Kind, manager: str,
                       force: bool, now: str, subresource: str = "") -> dict[str, Any]:
     """Merge an applied configuration into `current` and return the new object with managedFields."""
-    base = copy.deepcopy(current) if current is not None else {}
-    managed = copy.deepcopy((base.get("metadata") or {}).get("managedFields") or [])
+    base = clone(current) if current is not None else {}
+    managed = clone((base.get("metadata") or {}).get("managedFields") or [])
     applied_leaves = leaf_values(applied, kind, subresource)
     ident = (manager, "Apply", subresource)
 

@@ -15,7 +15,6 @@ from `offloading.liqo`; this module only wires those rules to the store the way 
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import uuid
 from dataclasses import dataclass, field
@@ -47,7 +46,7 @@ from sandbox.kinds import (
     Kind,
 )
 from sandbox.runtime import Controller, Retry
-from sandbox.store import Obj, Store
+from sandbox.store import Obj, Store, clone
 
 if TYPE_CHECKING:
     from sandbox.faults import Faults, FaultSettings
@@ -276,7 +275,7 @@ class LiqoSimulation:
         finalizers = nsoff["metadata"].get("finalizers") or []
         if c.FINALIZER in finalizers:
             return
-        body = copy.deepcopy(nsoff)
+        body = clone(nsoff)
         body["metadata"]["finalizers"] = finalizers + [c.FINALIZER]
         try:
             self.server.update(NAMESPACE_OFFLOADINGS, nsoff["metadata"]["namespace"], c.OFFLOADING_NAME, body,
@@ -307,14 +306,14 @@ class LiqoSimulation:
                 self.record_event(nsoff, "Warning", c.INVALID_SELECTOR_EVENT_REASON,
                                   c.INVALID_SELECTOR_EVENT_PREFIX + str(err))
                 return False
-            nm = self.local_namespace_maps()[cluster_id]
+            nm = maps[cluster_id]
             desired = (nm.get("spec") or {}).get("desiredMapping") or {}
             if selected and desired.get(namespace) != remote:
-                self._patch(NAMESPACE_MAPS, nm["metadata"]["namespace"], nm["metadata"]["name"],
-                            {"spec": {"desiredMapping": {namespace: remote}}})
+                maps[cluster_id] = self._patch(NAMESPACE_MAPS, nm["metadata"]["namespace"], nm["metadata"]["name"],
+                                               {"spec": {"desiredMapping": {namespace: remote}}})
             elif not selected and namespace in desired:
-                self._patch(NAMESPACE_MAPS, nm["metadata"]["namespace"], nm["metadata"]["name"],
-                            {"spec": {"desiredMapping": {namespace: None}}})
+                maps[cluster_id] = self._patch(NAMESPACE_MAPS, nm["metadata"]["namespace"], nm["metadata"]["name"],
+                                               {"spec": {"desiredMapping": {namespace: None}}})
         return True
 
     def _scheduling_label(self, namespace: str, strategy: str | None) -> None:
@@ -330,7 +329,7 @@ class LiqoSimulation:
             if labels.get(c.SCHEDULING_LABEL) != "true":
                 return
             new_labels = {k: v for k, v in labels.items() if k != c.SCHEDULING_LABEL}
-        body = copy.deepcopy(ns)
+        body = clone(ns)
         body["metadata"]["labels"] = new_labels
         try:
             self.server.update(NAMESPACES, "", namespace, body, manager=MANAGER)
@@ -348,7 +347,7 @@ class LiqoSimulation:
                             {"spec": {"desiredMapping": {namespace: None}}})
         if (nsoff.get("status") or {}).get("remoteNamespacesConditions"):
             raise Retry("waiting for remote namespaces deletion", delay=max(self.controller_delay, 0.5))
-        body = copy.deepcopy(nsoff)
+        body = clone(nsoff)
         body["metadata"]["finalizers"] = [f for f in nsoff["metadata"].get("finalizers") or [] if f != c.FINALIZER]
         try:
             self.server.update(NAMESPACE_OFFLOADINGS, namespace, c.OFFLOADING_NAME, body, manager=MANAGER)
@@ -386,8 +385,7 @@ class LiqoSimulation:
             new_status["remoteNamespacesConditions"] = conditions
         if new_status == status:
             return
-        body = copy.deepcopy(nsoff)
-        body["status"] = new_status
+        body = dict(nsoff, status=new_status)  # the API server copies what it stores
         try:
             self.server.update(NAMESPACE_OFFLOADINGS, namespace, c.OFFLOADING_NAME, body, manager=MANAGER,
                                subresource="status")
@@ -407,7 +405,7 @@ class LiqoSimulation:
             return None  # nothing is replicated while the peer is unreachable; on_faults re-enqueues
         nm_ref = f"{nm['metadata']['namespace']}/{nm['metadata']['name']}"
         desired = (nm.get("spec") or {}).get("desiredMapping") or {}
-        current = copy.deepcopy((nm.get("status") or {}).get("currentMapping") or {})
+        current = clone((nm.get("status") or {}).get("currentMapping") or {})
         remote_store = peer.store
         again: float | None = None
         for local_ns, remote in desired.items():
@@ -447,7 +445,7 @@ class LiqoSimulation:
                 del current[local_ns]
         old = (nm.get("status") or {}).get("currentMapping") or {}
         if current != old:
-            body = copy.deepcopy(nm)
+            body = clone(nm)
             body["status"] = dict(body.get("status") or {}, currentMapping=current)
             try:
                 self.server.update(NAMESPACE_MAPS, nm["metadata"]["namespace"], nm["metadata"]["name"], body,
@@ -492,11 +490,11 @@ class LiqoSimulation:
             merged = dict(labels, **desired["metadata"]["labels"])
             capacity = desired["status"]["capacity"]
             if merged != labels or (node.get("status") or {}).get("capacity") != capacity:
-                body = copy.deepcopy(node)
+                body = clone(node)
                 body["metadata"]["labels"] = merged
                 self.server.update(NODES, "", node["metadata"]["name"], body, manager=MANAGER)
                 if (node.get("status") or {}).get("capacity") != capacity:
-                    fresh = copy.deepcopy(self.store.must_get(NODES, "", node["metadata"]["name"]))
+                    fresh = clone(self.store.must_get(NODES, "", node["metadata"]["name"]))
                     fresh["status"] = dict(fresh.get("status") or {}, capacity=capacity, allocatable=capacity)
                     self.server.update(NODES, "", node["metadata"]["name"], fresh, manager=MANAGER,
                                        subresource="status")
@@ -563,19 +561,19 @@ class LiqoSimulation:
         up = not self.faults.peer_is_down(cluster_id)
         fc = self.store.get(FOREIGN_CLUSTERS, "", cluster_id)
         if fc is not None:
-            body = copy.deepcopy(fc)
+            body = clone(fc)
             body["status"] = self.foreign_cluster_status(peer, up)
             self.server.update(FOREIGN_CLUSTERS, "", cluster_id, body, manager=MANAGER, subresource="status")
         for vn in self.store.items(VIRTUAL_NODES):
             if (vn.get("spec") or {}).get("clusterID") != cluster_id:
                 continue
-            body = copy.deepcopy(vn)
+            body = clone(vn)
             body["status"] = self.virtual_node_status(peer, up)
             self.server.update(VIRTUAL_NODES, vn["metadata"]["namespace"], vn["metadata"]["name"], body,
                                manager=MANAGER, subresource="status")
             node = self.store.get(NODES, "", vn["metadata"]["name"])
             if node is not None:
-                body = copy.deepcopy(node)
+                body = clone(node)
                 conditions = [cond for cond in (body.get("status") or {}).get("conditions") or []
                               if cond.get("type") != "Ready"]
                 body["status"] = dict(body.get("status") or {}, conditions=conditions + [self._node_ready(up)])
@@ -693,13 +691,13 @@ class LiqoSimulation:
         for pod in pending:
             index = int(hashlib.sha1(pod["metadata"]["name"].encode()).hexdigest(), 16) % len(candidates)
             node_name = candidates[index]
-            body = copy.deepcopy(pod)
+            body = clone(pod)
             body["spec"]["nodeName"] = node_name
             on_virtual = node_name in virtual_nodes
             if on_virtual:
                 body["metadata"].setdefault("labels", {})[c.SHADOW_POD_LABEL] = "true"
             pod_updated = self.server.update(PODS, namespace, pod["metadata"]["name"], body, manager="kube-scheduler")
-            fresh = copy.deepcopy(pod_updated.obj)
+            fresh = clone(pod_updated.obj)
             fresh["status"] = running_pod_status(fresh, on_virtual)
             self.server.update(PODS, namespace, pod["metadata"]["name"], fresh, manager="kubelet", subresource="status")
         return None

@@ -7,10 +7,10 @@ touches (containers, env, ports, tolerations are replaced); that is what the iss
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from sandbox.errors import ApiError, bad_request
+from sandbox.store import clone
 
 MERGE_KEYS = {"containers": "name", "initContainers": "name", "env": "name", "ports": "containerPort",
               "volumes": "name", "volumeMounts": "mountPath", "conditions": "type", "taints": "key"}
@@ -18,7 +18,7 @@ MERGE_KEYS = {"containers": "name", "initContainers": "name", "env": "name", "po
 
 def merge_patch(target: Any, patch: Any) -> Any:
     if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
+        return clone(patch)
     result = dict(target) if isinstance(target, dict) else {}
     for key, value in patch.items():
         if value is None:
@@ -30,12 +30,12 @@ def merge_patch(target: Any, patch: Any) -> Any:
 
 def strategic_merge_patch(target: Any, patch: Any) -> Any:
     if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
+        return clone(patch)
     directive = patch.get("$patch")
     if directive == "delete":
         return None
     if directive == "replace":
-        return {k: copy.deepcopy(v) for k, v in patch.items() if k != "$patch"}
+        return {k: clone(v) for k, v in patch.items() if k != "$patch"}
     result = dict(target) if isinstance(target, dict) else {}
     for key, value in patch.items():
         if key == "$patch" or key.startswith("$setElementOrder/") or key == "$retainKeys":
@@ -58,10 +58,10 @@ def strategic_merge_patch(target: Any, patch: Any) -> Any:
 
 
 def _merge_keyed_list(current: list[Any], patch: list[Any], merge_key: str) -> list[Any]:
-    out = [copy.deepcopy(item) for item in current]
+    out = [clone(item) for item in current]
     for item in patch:
         if not isinstance(item, dict) or merge_key not in item:
-            out.append(copy.deepcopy(item))
+            out.append(clone(item))
             continue
         index = next((i for i, cur in enumerate(out)
                       if isinstance(cur, dict) and cur.get(merge_key) == item[merge_key]), None)
@@ -151,7 +151,7 @@ def json_patch(doc: Any, ops: Any) -> Any:
     if not isinstance(ops, list):
         raise bad_request("the server rejected our request due to an error in our request: json patch must "
                           "be a list of operations")
-    doc = copy.deepcopy(doc)
+    doc = clone(doc)
     for op in ops:
         if not isinstance(op, dict) or "op" not in op or "path" not in op:
             raise bad_request("the server rejected our request due to an error in our request: invalid "
@@ -159,22 +159,22 @@ def json_patch(doc: Any, ops: Any) -> Any:
         kind = op["op"]
         parts = _pointer(op["path"])
         if kind == "add":
-            doc = _add(doc, parts, copy.deepcopy(op.get("value")))
+            doc = _add(doc, parts, clone(op.get("value")))
         elif kind == "remove":
             _remove(doc, parts)
         elif kind == "replace":
             _get(doc, parts, "replace")
             if not parts:
-                doc = copy.deepcopy(op.get("value"))
+                doc = clone(op.get("value"))
             else:
                 parent, last = _container(doc, parts, "replace")
                 if isinstance(parent, list):
-                    parent[int(last)] = copy.deepcopy(op.get("value"))
+                    parent[int(last)] = clone(op.get("value"))
                 else:
-                    parent[last] = copy.deepcopy(op.get("value"))
+                    parent[last] = clone(op.get("value"))
         elif kind in ("move", "copy"):
             source = _pointer(op.get("from", ""))
-            value = _remove(doc, source, kind) if kind == "move" else copy.deepcopy(_get(doc, source, kind))
+            value = _remove(doc, source, kind) if kind == "move" else clone(_get(doc, source, kind))
             doc = _add(doc, parts, value, kind)
         elif kind == "test":
             if _get(doc, parts, "test") != op.get("value"):
@@ -188,7 +188,7 @@ def json_patch(doc: Any, ops: Any) -> Any:
 def deep_merge(target: Any, applied: Any) -> Any:
     """Server-side apply merge: maps merge recursively, lists and scalars are replaced (atomic)."""
     if not isinstance(applied, dict) or not isinstance(target, dict):
-        return copy.deepcopy(applied)
+        return clone(applied)
     result = dict(target)
     for key, value in applied.items():
         result[key] = deep_merge(result.get(key), value)

@@ -7,7 +7,6 @@ benchmarks.
 
 from __future__ import annotations
 
-import copy
 import random
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from offloading.liqo.selectors import cluster_selector
 from sandbox.apiserver import ApiServer, now_iso
 from sandbox.kinds import FOREIGN_CLUSTERS, NAMESPACE_OFFLOADINGS, NAMESPACES, NODES, PODS, VIRTUAL_NODES
 from sandbox.liqo import LiqoSimulation, Peer, tenant_namespace
+from sandbox.store import clone
 
 BUILTIN_DIR = Path(__file__).with_name("scenarios")
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease", "liqo")
@@ -30,14 +30,14 @@ def builtin_names() -> list[str]:
 
 def load(scenario: str | Path | dict[str, Any]) -> dict[str, Any]:
     if isinstance(scenario, dict):
-        return copy.deepcopy(scenario)
+        return clone(scenario)
     path = Path(scenario)
     if not path.exists() and (BUILTIN_DIR / f"{scenario}.yaml").exists():
         path = BUILTIN_DIR / f"{scenario}.yaml"
     if not path.exists():
         raise FileNotFoundError(f"scenario {scenario!r} is neither a file nor a built-in scenario "
                                 f"({', '.join(builtin_names())})")
-    data = yaml.safe_load(path.read_text())
+    data = yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     if not isinstance(data, dict):
         raise ValueError(f"scenario {path} is not a YAML mapping")
     return data
@@ -113,7 +113,7 @@ def _apply_peer(data: dict[str, Any], server: ApiServer, sim: LiqoSimulation) ->
         "metadata": {"name": cluster_id, "labels": {c.REMOTE_CLUSTER_ID_LABEL: cluster_id}},
         "spec": {"clusterID": cluster_id},
     }, manager=sim_manager()).obj
-    body = copy.deepcopy(fc)
+    body = clone(fc)
     body["status"] = sim.foreign_cluster_status(peer)
     server.update(FOREIGN_CLUSTERS, "", cluster_id, body, manager=sim_manager(), subresource="status")
     if peer.role not in ("Provider", "ConsumerAndProvider"):
@@ -139,7 +139,7 @@ def _apply_peer(data: dict[str, Any], server: ApiServer, sim: LiqoSimulation) ->
                          "labels": {c.REMOTE_CLUSTER_ID_LABEL: cluster_id, "liqo.io/resourceslice-name": name}},
             "spec": spec,
         }, manager=sim_manager()).obj
-        body = copy.deepcopy(vn)
+        body = clone(vn)
         body["status"] = sim.virtual_node_status(peer)
         server.update(VIRTUAL_NODES, tenant, name, body, manager=sim_manager(), subresource="status")
 

@@ -33,6 +33,15 @@ EXPIRED_CONTINUE = (
 )
 
 
+def clone(value: Any) -> Any:
+    """A deep copy of JSON-like data (dicts, lists, scalars), several times faster than copy.deepcopy."""
+    if isinstance(value, dict):
+        return {k: clone(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [clone(v) for v in value]
+    return value
+
+
 def obj_key(obj: Obj) -> Key:
     meta = obj.get("metadata") or {}
     return (meta.get("namespace") or "", meta.get("name") or "")
