@@ -3,6 +3,9 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
+# The database-heavy tests run a second time on PostgreSQL (SQLite is the default).
+POSTGRES_TESTS ?= tests/test_pages.py tests/test_pipeline.py tests/test_e2e.py tests/test_watch.py
+
 .PHONY: run test lint check system-deps bench clean
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
@@ -22,6 +25,7 @@ test: $(VENV)/.installed system-deps
 	$(PY) manage.py check
 	$(PY) manage.py makemigrations --check --dry-run
 	$(PY) -m pytest
+	bash scripts/with-postgres.sh $(PY) -m pytest -p no:cacheprovider -q $(POSTGRES_TESTS)
 
 lint: $(VENV)/.installed
 	$(PY) -m ruff check .

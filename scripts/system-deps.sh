@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Debian packages the test suite needs: Chromium (driven by Playwright) and kubectl (a second real
-# client of the sandbox). Installs only what is missing; needs root (or sudo) for apt-get.
+# Debian packages the test suite needs: Chromium (driven by Playwright), kubectl (a second real
+# client of the sandbox) and a PostgreSQL server (the suite runs its database tests on it too). Installs only what is missing; needs root (or sudo) for apt-get.
 set -euo pipefail
 missing=()
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v kubectl >/dev/null 2>&1 || missing+=(kubernetes-client)
 fc-list 2>/dev/null | grep -qi dejavu || missing+=(fonts-dejavu-core)
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi
