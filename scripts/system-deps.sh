@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Debian packages the test suite needs: Chromium (driven by Playwright), kubectl (a second real
-# client of the sandbox) and a PostgreSQL server (the suite runs its database tests on it too). Installs only what is missing; needs root (or sudo) for apt-get.
+# client of the sandbox) and a PostgreSQL server (the database tests run on it too).
+# Installs only what is missing; needs root (or sudo) for apt-get.
 set -euo pipefail
 missing=()
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
