@@ -198,6 +198,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "SERVE_INCLUDE_SCHEMA": False,
+    "ENUM_NAME_OVERRIDES": {
+        "ChangeActionEnum": "offloading.choices.ChangeAction",
+        "AuditActionEnum": "offloading.choices.AuditAction",
+        "BulkActionEnum": [("offload", "offload"), ("unoffload", "unoffload")],
+    },
 }
 
 LOGGING = {

@@ -28,6 +28,7 @@ from .liqo import constants as liqo
 from .liqo import offloading as liqo_offloading
 from .liqo import peers as liqo_peers
 from .liqo import selectors as liqo_selectors
+from .liqo import webhook as liqo_webhook
 from .models import (
     AuditEvent,
     BulkRequest,
@@ -218,6 +219,75 @@ def request_unoffload(namespace_name: str, actor: Actor, *, expected_generation:
     change = _unoffload_change(_namespace(namespace_name), actor, expected_generation=expected_generation)
     with transaction.atomic():
         return _save_and_enqueue(change, actor)
+
+
+SAMPLE_POD: dict[str, Any] = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {"name": "sample"},
+    "spec": {"containers": [{"name": "app", "image": "registry.example/app:1.0"}]},
+}
+
+
+@dataclass
+class Preview:
+    """Everything a requester should see before submitting a spec for a namespace; computed from the
+    snapshot only (no Kubernetes call)."""
+
+    clusters: list[dict[str, Any]]
+    selected: list[str]
+    target_count: int
+    gains: list[str]
+    losses: list[str]
+    remote_namespace_name: str
+    local_cluster_id: str
+    manifest: str
+    pod_before: dict[str, Any]
+    pod_after: dict[str, Any]
+
+    @property
+    def pod_changed(self) -> bool:
+        return self.pod_after != self.pod_before
+
+
+def preview(namespace: Namespace, spec: dict[str, Any], pod: dict[str, Any] | None = None) -> Preview:
+    """Which clusters ``spec`` selects for ``namespace`` and why the others are excluded, what is gained
+    and lost compared with now, the remote name, the manifest liqoctl would print, and how Liqo's
+    webhook would mutate ``pod`` (a sample pod by default)."""
+    virtual_nodes = [(vn.cluster_id, vn.name, vn.labels) for vn in VirtualNode.objects.order_by("namespace", "name")]
+    selection = liqo_peers.select_clusters(spec.get("clusterSelector"), virtual_nodes)
+    known = set(Cluster.objects.values_list("cluster_id", flat=True))
+    rows = []
+    for cluster_id in sorted(set(selection) | known):
+        entry = selection.get(cluster_id)
+        if entry is None:
+            entry = {"selected": False, "explanations": [], "disagree": False, "error": None, "reached": False}
+            note = "no virtual node: Liqo cannot offload to this cluster"
+        elif not entry["reached"]:
+            note = "not evaluated: Liqo stopped at an earlier cluster whose selector evaluation failed"
+        else:
+            note = ""
+        rows.append({"cluster_id": cluster_id, "note": note, **entry})
+    selected = [r["cluster_id"] for r in rows if r["selected"]]
+    before = set()
+    if namespace.offloaded:
+        before = set(namespace.cluster_states.filter(selected=True).values_list("cluster_id", flat=True))
+    local_id = local_cluster_id()
+    sample = pod or SAMPLE_POD
+    return Preview(
+        clusters=rows,
+        selected=selected,
+        target_count=len(selection),
+        gains=sorted(set(selected) - before) if namespace.offloaded else [],
+        losses=sorted(before - set(selected)) if namespace.offloaded else [],
+        remote_namespace_name=liqo_offloading.remote_namespace_name(
+            namespace.name, local_id or "<local-cluster-id>", spec
+        ),
+        local_cluster_id=local_id,
+        manifest=liqo_offloading.render_manifest(namespace.name, spec, "yaml"),
+        pod_before=sample,
+        pod_after=liqo_webhook.mutate_pod(spec, sample),
+    )
 
 
 @dataclass

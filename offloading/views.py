@@ -21,9 +21,6 @@ from .choices import ChangeState
 from .context import current_actor
 from .filtersets import NamespaceFilterSet
 from .forms import MAPPING_HELP, POD_HELP, BulkForm, OffloadForm, UnoffloadForm
-from .liqo import offloading as liqo_offloading
-from .liqo import peers as liqo_peers
-from .liqo import webhook as liqo_webhook
 from .models import (
     AuditEvent,
     BulkRequest,
@@ -37,12 +34,6 @@ from .models import (
 
 # Phases after which nothing changes until someone edits the offloading or the fleet changes.
 SETTLED_PHASES = ("Ready", "NoClusterSelected", "SomeFailed", "AllFailed")
-SAMPLE_POD = {
-    "apiVersion": "v1",
-    "kind": "Pod",
-    "metadata": {"name": "sample"},
-    "spec": {"containers": [{"name": "app", "image": "registry.example/app:1.0"}]},
-}
 
 
 def _dump_yaml(obj: Any) -> str:
@@ -215,59 +206,34 @@ def offload_preview(request: HttpRequest, name: str) -> HttpResponse:
 
 
 def preview_context(form: OffloadForm) -> dict[str, Any]:
-    namespace = form.namespace
     context: dict[str, Any] = {"form": form, "spec": form.spec}
     if form.spec is None:
         return context
-    spec = form.spec
-    virtual_nodes = [(vn.cluster_id, vn.name, vn.labels) for vn in VirtualNode.objects.order_by("namespace", "name")]
-    selection = liqo_peers.select_clusters(spec.get("clusterSelector"), virtual_nodes)
+    preview = services.preview(form.namespace, form.spec)
     clusters = {c.cluster_id: c for c in Cluster.objects.all()}
-    rows = []
-    for cluster_id in sorted(set(selection) | set(clusters)):
-        entry = selection.get(cluster_id)
-        if entry is None:
-            entry = {"selected": False, "explanations": [], "disagree": False, "error": None, "reached": False}
-            note = "no virtual node: Liqo cannot offload to this cluster"
-        elif not entry["reached"]:
-            note = "not evaluated: Liqo stopped at an earlier cluster whose selector evaluation failed"
-        else:
-            note = ""
-        rows.append({"cluster_id": cluster_id, "cluster": clusters.get(cluster_id), "note": note, **entry})
-    old_selected = set()
-    if namespace.offloaded:
-        old_selected = set(namespace.cluster_states.filter(selected=True).values_list("cluster_id", flat=True))
-    new_selected = {r["cluster_id"] for r in rows if r["selected"]}
-    local_id = services.local_cluster_id()
+    for row in preview.clusters:
+        row["cluster"] = clusters.get(row["cluster_id"])
+    pod = preview.pod_after
     context.update(
         {
-            "cluster_rows": rows,
-            "selected_count": len(new_selected),
-            "target_count": len(selection),
-            "gains": sorted(new_selected - old_selected) if namespace.offloaded else [],
-            "losses": sorted(old_selected - new_selected) if namespace.offloaded else [],
-            "node_selector_yaml": _dump_yaml(spec.get("clusterSelector") or {"nodeSelectorTerms": []}),
-            "manifest": liqo_offloading.render_manifest(namespace.name, spec, "yaml"),
-            "remote_name": liqo_offloading.remote_namespace_name(
-                namespace.name, local_id or "<local-cluster-id>", spec
-            ),
-            "local_cluster_id": local_id,
-            "pod_preview": _pod_preview(spec),
+            "cluster_rows": preview.clusters,
+            "selected_count": len(preview.selected),
+            "target_count": preview.target_count,
+            "gains": preview.gains,
+            "losses": preview.losses,
+            "node_selector_yaml": _dump_yaml(form.spec.get("clusterSelector") or {"nodeSelectorTerms": []}),
+            "manifest": preview.manifest,
+            "remote_name": preview.remote_namespace_name,
+            "local_cluster_id": preview.local_cluster_id,
+            "pod_preview": {
+                "changed": preview.pod_changed,
+                "yaml": _dump_yaml({k: pod["spec"][k] for k in ("affinity", "tolerations") if k in pod["spec"]}),
+            },
             "warnings": form.warnings,
             "selector_notes": form.selector_notes,
         }
     )
     return context
-
-
-def _pod_preview(spec: dict[str, Any]) -> dict[str, Any]:
-    mutated = liqo_webhook.mutate_pod(spec, SAMPLE_POD)
-    pod_spec = mutated.get("spec") or {}
-    changed = mutated != SAMPLE_POD
-    return {
-        "changed": changed,
-        "yaml": _dump_yaml({k: pod_spec[k] for k in ("affinity", "tolerations") if k in pod_spec}) if changed else "",
-    }
 
 
 @login_required

@@ -1,0 +1,172 @@
+"""REST serializers: explicit fields; spec validation goes through the same services as the forms."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+from .. import services
+from ..liqo import constants as liqo
+from ..liqo import selectors as liqo_selectors
+from ..models import (
+    AuditEvent,
+    BulkRequest,
+    ChangeRequest,
+    Cluster,
+    ClusterOffloading,
+    Namespace,
+    SnapshotState,
+    VirtualNode,
+)
+
+
+class SnapshotSerializer(serializers.ModelSerializer):
+    stale = serializers.SerializerMethodField()
+
+    class Meta:
+        model = SnapshotState
+        fields = ["last_success_at", "last_attempt_at", "last_error", "last_duration_ms", "last_list_calls",
+                  "local_cluster_id", "stale"]  # fmt: skip
+
+    def get_stale(self, obj: SnapshotState) -> bool:
+        return obj.is_stale()
+
+
+class VirtualNodeSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = VirtualNode
+        fields = ["namespace", "name", "labels", "has_node", "capacity", "healthy", "conditions"]
+
+
+class ClusterSerializer(serializers.ModelSerializer):
+    virtual_nodes = serializers.SerializerMethodField()
+    hosted_namespaces = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Cluster
+        fields = ["cluster_id", "role", "networking_status", "authentication_status", "offloading_status", "modules",
+                  "api_server_url", "virtual_nodes", "hosted_namespaces", "refreshed_at"]  # fmt: skip
+
+    def get_virtual_nodes(self, obj: Cluster) -> list[dict[str, Any]]:
+        nodes = self.context.get("virtual_nodes", {}).get(obj.cluster_id)
+        if nodes is None:
+            nodes = VirtualNode.objects.filter(cluster_id=obj.cluster_id)
+        return VirtualNodeSerializer(nodes, many=True).data
+
+    def get_hosted_namespaces(self, obj: Cluster) -> int:
+        hosted = self.context.get("hosted")
+        if hosted is not None:
+            return hosted.get(obj.cluster_id, 0)
+        return ClusterOffloading.objects.filter(cluster_id=obj.cluster_id, selected=True).count()
+
+
+class ClusterStateSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = ClusterOffloading
+        fields = ["cluster_id", "selected", "state", "message", "since"]
+
+
+class NamespaceSerializer(serializers.ModelSerializer):
+    phase = serializers.CharField(source="offloading_phase")
+    spec = serializers.JSONField(source="offloading_spec")
+    generation = serializers.IntegerField(source="offloading_generation")
+    observed_generation = serializers.IntegerField(source="offloading_observed_generation")
+    deleting = serializers.BooleanField(source="offloading_deleting")
+    status_stale = serializers.BooleanField(source="status_is_stale")
+    last_written_by = serializers.CharField(source="offloading_managed_by")
+    clusters = ClusterStateSerializer(source="cluster_states", many=True)
+
+    class Meta:
+        model = Namespace
+        fields = ["name", "labels", "offloaded", "phase", "spec", "remote_namespace_name", "generation",
+                  "observed_generation", "status_stale", "deleting", "last_written_by", "clusters", "refreshed_at"]  # fmt: skip
+
+
+class ChangeRequestSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = ChangeRequest
+        fields = ["id", "namespace", "action", "state", "desired_spec", "base_spec", "base_generation", "label_namespace",
+                  "requester_name", "source", "request_id", "created_at", "updated_at", "finished_at", "attempts",
+                  "message", "warnings", "result_generation", "conflict_spec", "bulk"]  # fmt: skip
+
+
+class BulkRequestSerializer(serializers.ModelSerializer):
+    progress = serializers.SerializerMethodField()
+
+    class Meta:
+        model = BulkRequest
+        fields = ["id", "action", "namespace_selector", "desired_spec", "requester_name", "source", "request_id",
+                  "created_at", "total", "skipped", "progress"]  # fmt: skip
+
+    def get_progress(self, obj: BulkRequest) -> dict[str, int]:
+        return obj.progress()
+
+
+class AuditEventSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = AuditEvent
+        fields = ["id", "time", "user_name", "source", "request_id", "action", "namespace", "change", "before", "after",
+                  "outcome", "message", "prev_hash", "hash"]  # fmt: skip
+
+
+class SpecSerializer(serializers.Serializer):
+    """A NamespaceOffloading spec, with the cluster selector given either as a NodeSelector
+    (``clusterSelector``) or as liqoctl selector strings (``selectors``, ORed). Omitted fields take the
+    CRD defaults (or, when editing, the current values)."""
+
+    namespaceMappingStrategy = serializers.ChoiceField(choices=liqo.MAPPING_STRATEGIES, required=False)  # noqa: N815
+    remoteNamespaceName = serializers.CharField(required=False, allow_blank=True, max_length=253)  # noqa: N815
+    podOffloadingStrategy = serializers.ChoiceField(choices=liqo.POD_STRATEGIES, required=False)  # noqa: N815
+    clusterSelector = serializers.JSONField(required=False)  # noqa: N815
+    selectors = serializers.ListField(child=serializers.CharField(allow_blank=True), required=False)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if "clusterSelector" in attrs and "selectors" in attrs:
+            raise serializers.ValidationError({"selectors": ["give either clusterSelector or selectors, not both"]})
+        if "selectors" in attrs:
+            try:
+                selector = liqo_selectors.cluster_selector(attrs.pop("selectors"))
+            except liqo_selectors.SelectorError as exc:
+                raise serializers.ValidationError({"selectors": [str(exc)]})
+            attrs["clusterSelector"] = selector
+        selector = attrs.get("clusterSelector")
+        if selector is not None and not isinstance(selector, dict):
+            raise serializers.ValidationError({"clusterSelector": ["must be an object with nodeSelectorTerms"]})
+        if not attrs.get("remoteNamespaceName"):
+            attrs.pop("remoteNamespaceName", None)
+        return attrs
+
+
+class OffloadSerializer(SpecSerializer):
+    labelNamespace = serializers.BooleanField(default=False)  # noqa: N815
+    expectedGeneration = serializers.IntegerField(required=False, min_value=0)  # noqa: N815
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        attrs = super().validate(attrs)
+        namespace: Namespace = self.context["namespace"]
+        spec = {k: v for k, v in attrs.items() if k not in ("labelNamespace", "expectedGeneration")}
+        if namespace.offloaded:
+            # Omitted immutable fields keep their value (Liqo itself would default them and then
+            # refuse the change); omitted mutable ones keep theirs too, as with a PATCH.
+            for key, value in (namespace.offloading_spec or {}).items():
+                spec.setdefault(key, value)
+        checked = services.validate(namespace, spec)
+        if checked.errors:
+            raise serializers.ValidationError(checked.errors)
+        attrs["spec"] = checked.spec
+        attrs["warnings"] = checked.warnings
+        return attrs
+
+
+class BulkCreateSerializer(serializers.Serializer):
+    action = serializers.ChoiceField(choices=["offload", "unoffload"])
+    namespaceSelector = serializers.CharField(max_length=1024)  # noqa: N815
+    spec = SpecSerializer(required=False)
+    labelNamespace = serializers.BooleanField(default=False)  # noqa: N815
+    dryRun = serializers.BooleanField(default=False, help_text="Only show what would change.")  # noqa: N815
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if attrs["action"] == "offload" and "spec" not in attrs:
+            raise serializers.ValidationError({"spec": ["required to offload"]})
+        return attrs

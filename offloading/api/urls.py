@@ -1,0 +1,18 @@
+from django.urls import include, path
+from rest_framework.routers import DefaultRouter
+
+from . import views
+
+router = DefaultRouter()
+router.register("clusters", views.ClusterViewSet)
+router.register("namespaces", views.NamespaceViewSet)
+router.register("changes", views.ChangeRequestViewSet)
+router.register("bulk", views.BulkRequestViewSet)
+router.register("audit", views.AuditEventViewSet)
+
+app_name = "api"
+
+urlpatterns = [
+    path("snapshot/", views.SnapshotView.as_view(), name="snapshot"),
+    path("", include(router.urls)),
+]

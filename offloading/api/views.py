@@ -1,0 +1,253 @@
+"""REST API views: short viewsets over the snapshot; writes go through the services (the outbox)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import Count
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import mixins, serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from .. import services
+from ..context import current_actor
+from ..filtersets import NamespaceFilterSet
+from ..models import (
+    AuditEvent,
+    BulkRequest,
+    ChangeRequest,
+    Cluster,
+    ClusterOffloading,
+    Namespace,
+    SnapshotState,
+    VirtualNode,
+)
+from .serializers import (
+    AuditEventSerializer,
+    BulkCreateSerializer,
+    BulkRequestSerializer,
+    ChangeRequestSerializer,
+    ClusterSerializer,
+    NamespaceSerializer,
+    OffloadSerializer,
+    SnapshotSerializer,
+)
+
+
+class SnapshotHeadersMixin:
+    """Every response says how fresh the snapshot it was read from is."""
+
+    def finalize_response(self, request: Request, response: Response, *args: Any, **kwargs: Any) -> Response:
+        response = super().finalize_response(request, response, *args, **kwargs)  # type: ignore[misc]
+        state = SnapshotState.get()
+        response["X-Snapshot-Stale"] = "true" if state.is_stale() else "false"
+        if state.last_success_at:
+            response["X-Snapshot-Refreshed-At"] = state.last_success_at.isoformat()
+        return response
+
+
+def _rejected(exc: services.ChangeRejected) -> ValidationError:
+    return ValidationError(exc.errors)
+
+
+def _expected_generation(request: Request, body: dict[str, Any]) -> int | None:
+    """The generation the client based its change on: ``If-Match: "<generation>"`` or the body."""
+    header = request.headers.get("If-Match", "").strip()
+    if header and header != "*":
+        value = header.removeprefix("W/").strip('"')
+        if not value.isdigit():
+            raise ValidationError({"If-Match": ["must be the ETag of the namespace, a generation number"]})
+        return int(value)
+    return body.get("expectedGeneration")
+
+
+class SnapshotView(SnapshotHeadersMixin, APIView):
+    @extend_schema(responses=SnapshotSerializer)
+    def get(self, request: Request) -> Response:
+        return Response(SnapshotSerializer(SnapshotState.get()).data)
+
+
+class ClusterViewSet(SnapshotHeadersMixin, viewsets.ReadOnlyModelViewSet):
+    queryset = Cluster.objects.all()
+    serializer_class = ClusterSerializer
+    lookup_field = "cluster_id"
+    filter_backends: list[Any] = []
+
+    def get_serializer_context(self) -> dict[str, Any]:
+        context = super().get_serializer_context()
+        nodes: dict[str, list[VirtualNode]] = {}
+        for vn in VirtualNode.objects.all():
+            nodes.setdefault(vn.cluster_id, []).append(vn)
+        context["virtual_nodes"] = nodes
+        context["hosted"] = dict(
+            ClusterOffloading.objects.filter(selected=True)
+            .values("cluster_id")
+            .annotate(n=Count("id"))
+            .values_list("cluster_id", "n")
+        )
+        return context
+
+
+class NamespaceViewSet(SnapshotHeadersMixin, viewsets.ReadOnlyModelViewSet):
+    """Namespaces and their offloading. PUT/DELETE ``offloading`` queue a change (202)."""
+
+    queryset = Namespace.objects.prefetch_related("cluster_states")
+    serializer_class = NamespaceSerializer
+    filterset_class = NamespaceFilterSet
+    lookup_field = "name"
+    lookup_value_regex = "[^/]+"
+
+    def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        namespace = self.get_object()
+        response = Response(self.get_serializer(namespace).data)
+        response["ETag"] = f'"{namespace.offloading_generation}"'
+        return response
+
+    @extend_schema(request=OffloadSerializer, responses={202: ChangeRequestSerializer})
+    @action(detail=True, methods=["put"], url_path="offloading")
+    def offload(self, request: Request, name: str) -> Response:
+        namespace = get_object_or_404(Namespace, name=name)
+        serializer = OffloadSerializer(data=request.data, context={"namespace": namespace})
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        expected = _expected_generation(request, data)
+        if expected is not None and namespace.offloaded and expected != namespace.offloading_generation:
+            return Response(
+                {"detail": f"precondition failed: the offloading is at generation {namespace.offloading_generation}"},
+                status=status.HTTP_412_PRECONDITION_FAILED,
+            )
+        try:
+            change = services.request_offload(
+                name,
+                data["spec"],
+                current_actor(),
+                expected_generation=expected,
+                label_namespace=data["labelNamespace"],
+            )
+        except services.ChangeRejected as exc:
+            raise _rejected(exc)
+        return Response(ChangeRequestSerializer(change).data, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(responses={202: ChangeRequestSerializer})
+    @offload.mapping.delete
+    def unoffload(self, request: Request, name: str) -> Response:
+        namespace = get_object_or_404(Namespace, name=name)
+        expected = _expected_generation(request, {})
+        if expected is not None and expected != namespace.offloading_generation:
+            return Response(
+                {"detail": f"precondition failed: the offloading is at generation {namespace.offloading_generation}"},
+                status=status.HTTP_412_PRECONDITION_FAILED,
+            )
+        try:
+            change = services.request_unoffload(name, current_actor(), expected_generation=expected)
+        except services.ChangeRejected as exc:
+            raise _rejected(exc)
+        return Response(ChangeRequestSerializer(change).data, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(
+        request=OffloadSerializer,
+        responses=inline_serializer(
+            "Preview",
+            {
+                "valid": serializers.BooleanField(),
+                "errors": serializers.DictField(),
+                "warnings": serializers.DictField(),
+                "clusters": serializers.ListField(),
+                "selected": serializers.ListField(),
+                "gains": serializers.ListField(),
+                "losses": serializers.ListField(),
+                "remoteNamespaceName": serializers.CharField(),
+                "manifest": serializers.CharField(),
+                "pod": serializers.DictField(),
+            },
+        ),
+    )
+    @action(detail=True, methods=["post"])
+    def preview(self, request: Request, name: str) -> Response:
+        """What the spec would do, computed from the snapshot; invalid input is part of the answer."""
+        namespace = get_object_or_404(Namespace, name=name)
+        serializer = OffloadSerializer(data=request.data, context={"namespace": namespace})
+        if not serializer.is_valid():
+            return Response({"valid": False, "errors": serializer.errors})
+        data = serializer.validated_data
+        result = services.preview(namespace, data["spec"], request.data.get("pod") or None)
+        clusters = [
+            {
+                "clusterId": row["cluster_id"],
+                "selected": row["selected"],
+                "note": row["note"],
+                "error": row["error"],
+                "virtualNodesDisagree": row["disagree"],
+                "explanations": [{"virtualNode": vn, **why} for vn, why in row["explanations"]],
+            }
+            for row in result.clusters
+        ]
+        return Response(
+            {
+                "valid": True,
+                "errors": {},
+                "warnings": data["warnings"],
+                "spec": data["spec"],
+                "clusters": clusters,
+                "selected": result.selected,
+                "gains": result.gains,
+                "losses": result.losses,
+                "remoteNamespaceName": result.remote_namespace_name,
+                "manifest": result.manifest,
+                "pod": result.pod_after,
+            }
+        )
+
+
+class ChangeRequestViewSet(SnapshotHeadersMixin, viewsets.ReadOnlyModelViewSet):
+    queryset = ChangeRequest.objects.all()
+    serializer_class = ChangeRequestSerializer
+    filterset_fields = ["namespace", "state", "action", "source", "bulk"]
+
+
+class BulkRequestViewSet(SnapshotHeadersMixin, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
+    queryset = BulkRequest.objects.all()
+    serializer_class = BulkRequestSerializer
+    filter_backends: list[Any] = []
+
+    @extend_schema(request=BulkCreateSerializer, responses={201: BulkRequestSerializer})
+    def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        serializer = BulkCreateSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        spec = dict(data["spec"]) if data.get("spec") else None
+        try:
+            if data["dryRun"]:
+                plan = services.plan_bulk(
+                    data["action"],
+                    data["namespaceSelector"],
+                    spec,
+                    current_actor(),
+                    label_namespace=data["labelNamespace"],
+                )
+                return Response(
+                    {"namespaces": plan.namespaces, "skipped": plan.skipped},
+                    status=status.HTTP_200_OK,
+                )
+            bulk = services.request_bulk(
+                data["action"], data["namespaceSelector"], spec, current_actor(), label_namespace=data["labelNamespace"]
+            )
+        except services.ChangeRejected as exc:
+            errors = {("namespaceSelector" if k == "namespace_selector" else k): v for k, v in exc.errors.items()}
+            raise ValidationError(errors)
+        return Response(BulkRequestSerializer(bulk).data, status=status.HTTP_201_CREATED)
+
+
+class AuditEventViewSet(SnapshotHeadersMixin, viewsets.ReadOnlyModelViewSet):
+    queryset = AuditEvent.objects.all()
+    serializer_class = AuditEventSerializer
+    filterset_fields = ["namespace", "user_name", "source", "action", "change"]
+
+    @extend_schema(parameters=[OpenApiParameter("namespace", str), OpenApiParameter("user_name", str)])
+    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        return super().list(request, *args, **kwargs)

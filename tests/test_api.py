@@ -1,0 +1,139 @@
+"""The REST API over the same snapshot and services as the pages."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.urls import reverse
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from offloading.models import ChangeRequest
+
+from .test_pages import fleet  # noqa: F401 - the same snapshot as the page tests
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def api(admin_user: Any) -> APIClient:
+    client = APIClient()
+    token = Token.objects.create(user=admin_user)
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    return client
+
+
+def test_the_schema_is_served_and_lists_the_offloading_endpoints(api: APIClient) -> None:
+    response = api.get("/api/schema/", {"format": "json"})
+    assert response.status_code == 200
+    paths = response.json()["paths"]
+    assert "/api/v1/namespaces/{name}/offloading/" in paths
+    assert {"put", "delete"} <= set(paths["/api/v1/namespaces/{name}/offloading/"])
+    assert api.get("/api/docs/").status_code == 200
+
+
+def test_the_api_needs_authentication(fleet: Any) -> None:  # noqa: F811
+    response = APIClient().get("/api/v1/namespaces/")
+    assert response.status_code in (401, 403)
+
+
+def test_namespaces_are_listed_with_filters_and_freshness_headers(api: APIClient, fleet: Any) -> None:  # noqa: F811
+    response = api.get("/api/v1/namespaces/", {"phase": "Ready"})
+    assert response.status_code == 200
+    names = [n["name"] for n in response.json()["results"]]
+    assert names == ["shop"]
+    assert response["X-Snapshot-Stale"] == "true"  # the fleet fixture never refreshed
+    detail = api.get("/api/v1/namespaces/shop/")
+    assert detail["ETag"] == '"3"'
+    body = detail.json()
+    assert body["phase"] == "Ready" and body["clusters"][0]["cluster_id"] == "milan"
+
+
+def test_put_offloading_queues_a_change_and_answers_202(api: APIClient, fleet: Any) -> None:  # noqa: F811
+    response = api.put(
+        "/api/v1/namespaces/payments/offloading/",
+        {"podOffloadingStrategy": "Remote", "selectors": ["topology.kubernetes.io/region=eu-west"]},
+        format="json",
+    )
+    assert response.status_code == 202, response.json()
+    change = ChangeRequest.objects.get()
+    assert response.json()["id"] == change.pk and change.source == "api" and change.requester_name == "admin"
+    assert change.desired_spec["namespaceMappingStrategy"] == "DefaultName"
+    assert change.desired_spec["clusterSelector"]["nodeSelectorTerms"][0]["matchExpressions"][0]["values"] == [
+        "eu-west"
+    ]
+
+
+def test_bad_input_gets_an_error_on_the_field(api: APIClient, fleet: Any) -> None:  # noqa: F811
+    cases = [
+        ({"namespaceMappingStrategy": "SelectedName"}, "remoteNamespaceName"),
+        ({"podOffloadingStrategy": "Anywhere"}, "podOffloadingStrategy"),
+        ({"selectors": ["region in (eu"]}, "selectors"),
+        ({"clusterSelector": "region=eu"}, "clusterSelector"),
+    ]
+    for body, field in cases:
+        response = api.put("/api/v1/namespaces/payments/offloading/", body, format="json")
+        assert response.status_code == 400, body
+        assert field in response.json(), (body, response.json())
+    assert api.put("/api/v1/namespaces/nope/offloading/", {}, format="json").status_code == 404
+    assert not ChangeRequest.objects.exists()
+
+
+def test_editing_keeps_omitted_fields_and_refuses_immutable_changes(api: APIClient, fleet: Any) -> None:  # noqa: F811
+    response = api.put("/api/v1/namespaces/shop/offloading/", {"podOffloadingStrategy": "Local"}, format="json")
+    assert response.status_code == 202
+    change = ChangeRequest.objects.get()
+    assert change.action == "update" and change.desired_spec["namespaceMappingStrategy"] == "EnforceSameName"
+    assert any("more restrictive" in w for w in change.warnings)
+    response = api.put(
+        "/api/v1/namespaces/shop/offloading/", {"namespaceMappingStrategy": "DefaultName"}, format="json"
+    )
+    assert response.status_code == 400 and "namespaceMappingStrategy" in response.json()
+
+
+def test_if_match_with_an_old_generation_fails_with_412(api: APIClient, fleet: Any) -> None:  # noqa: F811
+    response = api.put(
+        "/api/v1/namespaces/shop/offloading/", {"podOffloadingStrategy": "Local"}, format="json", HTTP_IF_MATCH='"2"'
+    )
+    assert response.status_code == 412
+    response = api.delete("/api/v1/namespaces/shop/offloading/", HTTP_IF_MATCH='"3"')
+    assert response.status_code == 202 and response.json()["action"] == "unoffload"
+    assert ChangeRequest.objects.get().base_generation == 3
+
+
+def test_preview_reports_clusters_and_errors(api: APIClient, fleet: Any) -> None:  # noqa: F811
+    ok = api.post(
+        "/api/v1/namespaces/payments/preview/", {"selectors": ["topology.kubernetes.io/region=eu-south"]}, format="json"
+    ).json()
+    assert ok["valid"] and ok["selected"] == ["naples"]
+    milan = next(c for c in ok["clusters"] if c["clusterId"] == "milan")
+    assert "eu-west" in milan["explanations"][0]["terms"][0]["failed"]
+    assert ok["remoteNamespaceName"] == "payments-rome"
+    bad = api.post("/api/v1/namespaces/payments/preview/", {"namespaceMappingStrategy": "Nope"}, format="json")
+    assert bad.status_code == 200 and not bad.json()["valid"] and "namespaceMappingStrategy" in bad.json()["errors"]
+    assert not ChangeRequest.objects.exists()
+
+
+def test_bulk_dry_run_and_create(api: APIClient, fleet: Any) -> None:  # noqa: F811
+    body = {"action": "offload", "namespaceSelector": "team=pay", "spec": {"podOffloadingStrategy": "Remote"}}
+    dry = api.post("/api/v1/bulk/", {**body, "dryRun": True}, format="json")
+    assert dry.status_code == 200 and dry.json()["namespaces"] == ["payments"]
+    assert not ChangeRequest.objects.exists()
+    created = api.post("/api/v1/bulk/", body, format="json")
+    assert created.status_code == 201 and created.json()["total"] == 1
+    assert api.get(reverse("api:bulkrequest-detail", args=[created.json()["id"]])).json()["progress"]["queued"] == 1
+    bad = api.post("/api/v1/bulk/", {"action": "offload", "namespaceSelector": "team in (pay"}, format="json")
+    assert bad.status_code == 400
+
+
+def test_clusters_and_audit_are_readable(api: APIClient, fleet: Any) -> None:  # noqa: F811
+    clusters = api.get("/api/v1/clusters/").json()["results"]
+    milan = next(c for c in clusters if c["cluster_id"] == "milan")
+    assert (
+        milan["hosted_namespaces"] == 1
+        and milan["virtual_nodes"][0]["labels"]["topology.kubernetes.io/region"] == "eu-west"
+    )
+    api.put("/api/v1/namespaces/payments/offloading/", {}, format="json")
+    events = api.get("/api/v1/audit/", {"namespace": "payments"}).json()["results"]
+    assert [e["action"] for e in events] == ["requested"] and events[0]["source"] == "api"
