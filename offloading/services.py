@@ -905,7 +905,9 @@ def refresh_once() -> RefreshReport | None:
     """Run :func:`refresh` unless one is already running anywhere; a refresh asked for meanwhile
     runs right after the current one (so no trigger is lost). Returns None when it only queued."""
     owner = f"{time.monotonic()}:{random.random()}"
-    if not cache.add(_REFRESH_LOCK, owner, timeout=300):
+    # Why 60 s: a killed worker's lock must not hold refreshes back for long; a refresh of 10,000
+    # namespaces takes a few seconds, and an expired lock only allows two refreshes at once.
+    if not cache.add(_REFRESH_LOCK, owner, timeout=60):
         cache.set(_REFRESH_AGAIN, 1, timeout=300)
         return None
     # A trigger that arrives from now on must schedule another refresh: this one may list too early.
@@ -1061,6 +1063,11 @@ def _store_namespaces(
             for field_name in _NOT_OFFLOADED:
                 setattr(row, field_name, getattr(old, field_name))
         rows.append(row)
+        if old is not None and old.refreshed_at is not None and old.refreshed_at > now:
+            # Why: an apply of ours (or the watcher) wrote this namespace after our LISTs began, so the
+            # LIST may predate that write: comparing would record our own change as drift and put
+            # the old state back. The next refresh looks at it again.
+            continue
         observed_rv = (obj.get("metadata") or {}).get("resourceVersion", "") if obj else ""
         if old is None or old.offloading_resource_version != observed_rv:
             changed[name] = obj
