@@ -171,8 +171,7 @@ def offload(request: HttpRequest, name: str) -> HttpResponse:
                     label_namespace=bool(form.cleaned_data.get("label_namespace")),
                 )
             except services.ChangeRejected as exc:
-                for message in [m for msgs in exc.errors.values() for m in msgs]:
-                    form.add_error(None, message)
+                _reject_into(form, exc)
             else:
                 url = reverse("offloading:change_detail", args=[change.pk])
                 return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
@@ -248,8 +247,7 @@ def unoffload(request: HttpRequest, name: str) -> HttpResponse:
                     namespace.name, current_actor(), expected_generation=form.cleaned_data.get("expected_generation")
                 )
             except services.ChangeRejected as exc:
-                for message in [m for msgs in exc.errors.values() for m in msgs]:
-                    form.add_error(None, message)
+                _reject_into(form, exc)
             else:
                 return redirect("offloading:change_detail", pk=change.pk)
     else:
@@ -318,11 +316,19 @@ def audit_list(request: HttpRequest) -> HttpResponse:
     return render(request, "offloading/audit_list.html", {"page": page, "q": q})
 
 
-def _bulk_plan(form: BulkForm) -> dict[str, Any]:
-    """Preview of a bulk request: the changes it would make and what it would skip, and why."""
+def _reject_into(form: Any, exc: services.ChangeRejected, field: str | None = None) -> None:
+    """Put a service's refusal on the form (on ``field``, or as a form-wide error)."""
+    for messages in exc.errors.values():
+        for message in messages:
+            form.add_error(field, message)
+
+
+def _bulk_call(form: BulkForm, service: Any) -> Any:
+    """Call ``services.plan_bulk`` or ``services.request_bulk`` with the form's data; None (and the
+    errors on the selector field) when the service refuses."""
     data = form.cleaned_data
     try:
-        plan = services.plan_bulk(
+        return service(
             data["action"],
             data["namespace_selector"],
             form.spec,
@@ -330,33 +336,19 @@ def _bulk_plan(form: BulkForm) -> dict[str, Any]:
             label_namespace=bool(data.get("label_namespace")),
         )
     except services.ChangeRejected as exc:
-        for message in [m for msgs in exc.errors.values() for m in msgs]:
-            form.add_error("namespace_selector", message)
-        return {}
-    return {"plan": plan}
+        _reject_into(form, exc, "namespace_selector")
+        return None
 
 
 @login_required
 @require_http_methods(["GET", "POST"])
 def bulk(request: HttpRequest) -> HttpResponse:
     form = BulkForm(request.POST or None)
-    context: dict[str, Any] = {"form": form}
     if request.method == "POST" and form.is_valid():
-        data = form.cleaned_data
-        try:
-            created = services.request_bulk(
-                data["action"],
-                data["namespace_selector"],
-                form.spec,
-                current_actor(),
-                label_namespace=bool(data.get("label_namespace")),
-            )
-        except services.ChangeRejected as exc:
-            for message in [m for msgs in exc.errors.values() for m in msgs]:
-                form.add_error("namespace_selector", message)
-        else:
+        created = _bulk_call(form, services.request_bulk)
+        if created is not None:
             return redirect("offloading:bulk_detail", pk=created.pk)
-    return render(request, "offloading/bulk_form.html", context)
+    return render(request, "offloading/bulk_form.html", {"form": form})
 
 
 @login_required
@@ -365,7 +357,7 @@ def bulk_preview(request: HttpRequest) -> HttpResponse:
     form = BulkForm(request.POST)
     context: dict[str, Any] = {"form": form}
     if form.is_valid():
-        context.update(_bulk_plan(form))
+        context["plan"] = _bulk_call(form, services.plan_bulk)
     return render(request, "offloading/_bulk_preview.html", context)
 
 
