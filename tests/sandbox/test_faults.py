@@ -66,8 +66,9 @@ def test_conflict_rate_forces_409_on_writes_only(kube: Clients) -> None:
     kube.sb.faults.set(conflict_rate=1.0)
     kube.get_nsoff("alpha")
     with pytest.raises(ApiException) as exc:
-        kube.custom.patch_namespaced_custom_object(GROUP, VERSION, "alpha", NSOFF, "offloading",
-                                                   {"metadata": {"labels": {"a": "b"}}})
+        kube.custom.patch_namespaced_custom_object(
+            GROUP, VERSION, "alpha", NSOFF, "offloading", {"metadata": {"labels": {"a": "b"}}}
+        )
     assert exc.value.status == 409 and json.loads(exc.value.body)["reason"] == "Conflict"
 
 
@@ -132,11 +133,29 @@ def test_faults_over_http(kube: Clients) -> None:
 def test_the_cli_server_writes_a_kubeconfig_and_takes_faults_over_http(tmp_path: Path) -> None:
     kubeconfig = tmp_path / "kubeconfig"
     state = tmp_path / "state.json"
-    proc = subprocess.Popen([sys.executable, "-m", "sandbox", "serve", "--port", "0", "--scenario", "minimal",
-                             "--kubeconfig", str(kubeconfig), "--state-file", str(state),
-                             "--controller-delay", "0.1"],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "sandbox",
+            "serve",
+            "--port",
+            "0",
+            "--scenario",
+            "minimal",
+            "--kubeconfig",
+            str(kubeconfig),
+            "--state-file",
+            str(state),
+            "--controller-delay",
+            "0.1",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     try:
         line = proc.stdout.readline().strip()
         assert line.startswith("sandbox listening on http://127.0.0.1:")

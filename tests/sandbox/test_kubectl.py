@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import shutil
 import subprocess
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -184,3 +187,29 @@ def test_impersonation_with_as_follows_the_rbac_policy(kubectl: Kubectl) -> None
         check=False,
     )
     assert can.stdout.strip() == "yes"
+
+
+def test_get_watch_streams_table_rows(kubectl: Kubectl, kube: Clients) -> None:
+    kube.create_nsoff("alpha")
+    kube.sb.wait_idle(10)
+    proc = subprocess.Popen([KUBECTL, "--kubeconfig", str(kubectl.kubeconfig), "--cache-dir", str(kubectl.cache),
+                             "get", "nsoff", "-A", "--watch", "--request-timeout=20s"], stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True, env=kubectl.env)
+    lines: queue.Queue[str] = queue.Queue()
+    reader = threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True)
+    reader.start()
+    try:
+        rows = [lines.get(timeout=15).split() for _ in range(2)]  # header + the existing object
+        assert rows[0][:2] == ["NAMESPACE", "NAME"] and rows[1][:2] == ["alpha", "offloading"]
+        kube.create_nsoff("beta")
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            row = lines.get(timeout=15).split()
+            if row[:1] == ["beta"] and "Ready" in row:
+                break
+        else:
+            pytest.fail("kubectl --watch never showed beta Ready")
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        reader.join(10)

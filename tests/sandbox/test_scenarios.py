@@ -73,3 +73,34 @@ def test_the_generator_builds_the_requested_fleet(tmp_path: Path) -> None:
     assert len(data["namespaces"]) == 300
     assert len(data["peers"]) == 12
     assert 5 < sum(1 for n in data["namespaces"] if "offloading" in n) < 80
+
+
+def test_stop_ends_every_thread_and_open_connection(tmp_path: Path) -> None:
+    import contextlib
+    import threading
+    import time
+
+    from kubernetes import client, config, watch
+
+    before = set(threading.enumerate())
+    with Sandbox(scenario="minimal") as sb:
+        api_client = config.new_client_from_config(config_file=str(sb.write_kubeconfig(tmp_path / "kc")))
+        core = client.CoreV1Api(api_client)
+        stream = threading.Thread(target=lambda: list(watch.Watch().stream(core.list_namespace, timeout_seconds=60)))
+        stream.start()
+        time.sleep(0.3)
+        sb.faults.set(timeout_rate=1.0, timeout_seconds=60)
+        def hang() -> None:
+            with contextlib.suppress(Exception):  # the connection drops when the sandbox stops
+                core.list_namespace(_request_timeout=30)
+
+        hung = threading.Thread(target=hang, daemon=True)
+        hung.start()
+        time.sleep(0.3)
+    started = time.monotonic()
+    stream.join(10)
+    hung.join(10)
+    assert time.monotonic() - started < 5
+    api_client.close()
+    time.sleep(0.3)
+    assert set(threading.enumerate()) - before == set()
