@@ -266,6 +266,34 @@ def _group(name: str, versions: list[str]) -> dict[str, Any]:
     return {"name": name, "versions": entries, "preferredVersion": entries[0]}
 
 
+# -- OpenAPI v3 (just enough for kubectl's validation to defer to the server) ---------------------------
+def _gv_path(group: str, version: str) -> str:
+    return f"apis/{group}/{version}" if group else f"api/{version}"
+
+
+def openapi_root() -> dict[str, Any]:
+    return {"paths": {_gv_path(gv.group, gv.version): {
+        "serverRelativeURL": f"/openapi/v3/{_gv_path(gv.group, gv.version)}?hash=sandbox"} for gv in group_versions()}}
+
+
+def openapi_group_version(gv_path: str) -> dict[str, Any] | None:
+    """Paths with their operations' group/version/kind and the fieldValidation parameter: kubectl then
+    validates server-side (fieldValidation=Strict) instead of needing full schemas. There are no schemas."""
+    gv = next((g for g in group_versions() if _gv_path(g.group, g.version) == gv_path), None)
+    if gv is None:
+        return None
+    param = [{"name": "fieldValidation", "in": "query", "schema": {"type": "string", "uniqueItems": True}}]
+    paths: dict[str, Any] = {}
+    for kind in gv.kinds:
+        gvk = {"group": kind.group, "version": kind.version, "kind": kind.kind}
+        base = "/" + gv_path + ("/namespaces/{namespace}" if kind.namespaced else "") + "/" + kind.plural
+        operation = {"x-kubernetes-group-version-kind": gvk, "parameters": param, "responses": {}}
+        paths[base] = {"post": operation}
+        paths[base + "/{name}"] = {"put": operation, "patch": operation}
+    return {"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": SERVER_VERSION["gitVersion"]},
+            "paths": paths, "components": {"schemas": {}}}
+
+
 # -- the handler -----------------------------------------------------------------------------------
 class Api:
     """Everything a request needs; one per sandbox, shared by the handler threads."""
@@ -475,6 +503,10 @@ class Handler(BaseHTTPRequestHandler):
             return group_list()
         if path == "/api/v1":
             return resource_list("", "v1")
+        if path == "/openapi/v3":
+            return openapi_root()
+        if path.startswith("/openapi/v3/"):
+            return openapi_group_version(path[len("/openapi/v3/"):])
         parts = path.split("/")[1:]
         if parts[0] == "apis" and len(parts) == 2:
             listing = group_list()

@@ -242,7 +242,11 @@ class ApiServer:
             else:
                 meta.pop(key, None)
         if not managed_done:
-            meta["managedFields"] = clone(old_meta.get("managedFields") or [])
+            given = meta.get("managedFields")
+            # A request that sets managedFields explicitly replaces them (kubectl's client-side to
+            # server-side apply migration relies on this); otherwise the stored ones carry over.
+            if not (isinstance(given, list) and given and given != old_meta.get("managedFields")):
+                meta["managedFields"] = clone(old_meta.get("managedFields") or [])
         if kind is NAMESPACES:
             new["spec"] = clone(current.get("spec") or {})
             meta.setdefault("labels", {})["kubernetes.io/metadata.name"] = name

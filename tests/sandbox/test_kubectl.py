@@ -213,3 +213,22 @@ def test_get_watch_streams_table_rows(kubectl: Kubectl, kube: Clients) -> None:
         proc.terminate()
         proc.wait(10)
         reader.join(10)
+
+
+def test_apply_validates_through_the_server_and_server_side_apply_reports_conflicts(kubectl: Kubectl,
+                                                                                       kube: Clients) -> None:
+    assert "created" in kubectl("apply", "-f", "-", stdin=MANIFEST).stdout  # no --validate=false needed
+    kube.sb.wait_idle(10)
+    remote = MANIFEST.replace("LocalAndRemote", "Remote")
+    conflict = kubectl("apply", "--server-side", "-f", "-", stdin=remote, check=False)
+    assert conflict.returncode != 0
+    assert 'conflict with "kubectl-client-side-apply"' in conflict.stderr
+    forced = kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", stdin=remote)
+    assert "serverside-applied" in forced.stdout
+    obj = kube.get_nsoff("alpha")
+    assert obj["spec"]["podOffloadingStrategy"] == "Remote"
+    assert any(m["manager"] == "kubectl" and m["operation"] == "Apply" for m in obj["metadata"]["managedFields"])
+    namespace = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: applied\n  labels: {tier: gold}\n"
+    kubectl("apply", "-f", "-", stdin=namespace)
+    kubectl("apply", "-f", "-", stdin=namespace.replace("gold", "silver"))
+    assert kube.core.read_namespace("applied").metadata.labels["tier"] == "silver"
