@@ -54,7 +54,10 @@ def _faults(args: argparse.Namespace) -> int:
         payload: dict[str, object] = {}
         for item in args.set:
             key, _, value = item.partition("=")
-            payload[key] = json.loads(value) if value[:1] in "[{0123456789.tf" or value in ("null",) else value
+            try:
+                payload[key] = json.loads(value)
+            except ValueError:
+                payload[key] = value  # a bare string such as a cluster id
         request = urllib.request.Request(url, data=json.dumps(payload).encode(), method="PATCH",
                                          headers={"Content-Type": "application/json"})
     else:

@@ -162,12 +162,12 @@ class LiqoSimulation:
             if event in ("ADDED", "DELETED"):
                 self.enqueue_all_offloadings()
                 if cluster_id and event == "ADDED":
-                    self.controller.enqueue("provider", cluster_id, self._provider_delay(cluster_id))
+                    self.controller.enqueue("provider", cluster_id, self.provider_delay(cluster_id))
                 return
             old_desired = ((prev or {}).get("spec") or {}).get("desiredMapping") or {}
             new_desired = (obj.get("spec") or {}).get("desiredMapping") or {}
             if old_desired != new_desired and cluster_id:
-                self.controller.enqueue("provider", cluster_id, self._provider_delay(cluster_id))
+                self.controller.enqueue("provider", cluster_id, self.provider_delay(cluster_id))
             old_current = ((prev or {}).get("status") or {}).get("currentMapping") or {}
             new_current = (obj.get("status") or {}).get("currentMapping") or {}
             for ns in set(old_current) | set(new_current):
@@ -203,9 +203,9 @@ class LiqoSimulation:
             if cluster_id in self.peers:
                 self.controller.enqueue("peer", cluster_id, 0.0)
                 if cluster_id not in down:
-                    self.controller.enqueue("provider", cluster_id, self._provider_delay(cluster_id))
+                    self.controller.enqueue("provider", cluster_id, self.provider_delay(cluster_id))
 
-    def _provider_delay(self, cluster_id: str) -> float:
+    def provider_delay(self, cluster_id: str) -> float:
         peer = self.peers.get(cluster_id)
         return self.controller_delay + (peer.namespace_delay if peer else 0.0)
 
@@ -439,7 +439,7 @@ class LiqoSimulation:
                 meta = dict(existing["metadata"], deletionTimestamp=now_iso())
                 remote_store.replace(NAMESPACES, dict(existing, metadata=meta, status={"phase": "Terminating"}), None)
                 current[local_ns] = {"remoteNamespace": remote, "phase": c.MAPPING_TERMINATING}
-                again = self._provider_delay(cluster_id)
+                again = self.provider_delay(cluster_id)
             else:
                 remote_store.remove(NAMESPACES, "", remote)
                 del current[local_ns]

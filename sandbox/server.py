@@ -252,4 +252,6 @@ class Sandbox:
                 peer.store.load(NAMESPACES, ns)
             self.liqo.peers[peer.cluster_id] = peer
         self.liqo.enqueue_all_offloadings(0.0)
+        for cluster_id in self.liqo.peers:  # e.g. a slow peer that had not finished before the restart
+            self.controller.enqueue("provider", cluster_id, self.liqo.provider_delay(cluster_id))
         self._saved_revision = self.store.revision
