@@ -164,8 +164,10 @@ LIQO_DASH = {
     # Changes still queued/applying after this many seconds are re-enqueued by the sweeper.
     "STUCK_AFTER": env.number("LIQO_DASH_STUCK_AFTER", 60.0),
     "SWEEP_INTERVAL": env.number("LIQO_DASH_SWEEP_INTERVAL", 15.0),
-    # Transient Kubernetes errors are retried this many times with exponential backoff and jitter.
-    "APPLY_MAX_RETRIES": env.integer("LIQO_DASH_APPLY_MAX_RETRIES", 8),
+    # Transient Kubernetes errors are retried with exponential backoff and jitter (capped at 60 s)
+    # for up to APPLY_RETRY_FOR seconds after the request, and at most APPLY_MAX_RETRIES attempts.
+    "APPLY_MAX_RETRIES": env.integer("LIQO_DASH_APPLY_MAX_RETRIES", 50),
+    "APPLY_RETRY_FOR": env.number("LIQO_DASH_APPLY_RETRY_FOR", 900.0),
     "APPLY_RETRY_BASE": env.number("LIQO_DASH_APPLY_RETRY_BASE", 1.0),
     # How long an unoffload waits for the object (and its finalizer) to disappear.
     "DELETE_WAIT": env.number("LIQO_DASH_DELETE_WAIT", 120.0),

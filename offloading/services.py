@@ -462,10 +462,9 @@ def claim(change_id: int) -> ChangeRequest | None:
         namespace=change.namespace, state__in=ChangeState.pending(), id__lt=change.pk
     ).exists()
     if older:
-        # Per-namespace order: this one waits for the older change of the same namespace. Its message
-        # is alive (it polls): touch it so the sweeper does not add another poller every STUCK_AFTER.
-        ChangeRequest.objects.filter(pk=change.pk, state=ChangeState.QUEUED).update(updated_at=timezone.now())
-        _enqueue(change.pk, countdown=1.0)
+        # Per-namespace order: this one waits for the older change of the same namespace. No polling:
+        # the older change enqueues it when it finishes (_start_next), and the sweeper is the safety
+        # net if that message is lost.
         return None
     now = timezone.now()
     lease_expired = now - timedelta(seconds=settings.LIQO_DASH["STUCK_AFTER"])
@@ -487,8 +486,11 @@ def apply_change(change_id: int) -> str:
         return "skipped"
     owner = f"{change.pk}:{random.random()}"
     # Why: the sweeper may re-enqueue a change whose worker is only slow; the per-namespace lock keeps
-    # two workers from writing the same namespace at once. Only its owner releases it.
-    if not cache.add(_lock_key(change.namespace), owner, timeout=int(settings.CELERY_TASK_TIME_LIMIT) + 5):
+    # two workers from writing the same namespace at once. Only its owner releases it. It lasts as
+    # long as the claim's lease, so a killed worker's lock is gone when its claim can be taken over
+    # (writes stay safe without it: they are resourceVersion-checked and carry the change id).
+    lease = max(1, int(settings.LIQO_DASH["STUCK_AFTER"]))
+    if not cache.add(_lock_key(change.namespace), owner, timeout=lease):
         _requeue(change, "another worker is writing this namespace", countdown=1.0, count_attempt=False)
         return ChangeState.QUEUED
     followups: list[Callable[[], None]] = []
@@ -506,9 +508,8 @@ def apply_change(change_id: int) -> str:
 
 
 def _start_next(namespace: str) -> None:
-    """Enqueue the next queued change of ``namespace`` now that the one before it finished. Without
-    this it would start only at its next 1-second poll in :func:`claim`: N queued edits of one
-    namespace took about N seconds. Its polling message then finds it claimed and stops."""
+    """Enqueue the next queued change of ``namespace`` now that the one before it finished (changes
+    waiting behind an older one do not poll; see :func:`claim`)."""
     first = (
         ChangeRequest.objects.filter(namespace=namespace, state__in=ChangeState.pending())
         .order_by("id")
@@ -526,7 +527,9 @@ def _requeue(
     count_attempt: bool = True,
     followups: list[Callable[[], None]] | None = None,
 ) -> None:
-    fields: dict[str, Any] = {"state": ChangeState.QUEUED, "message": message, "updated_at": timezone.now()}
+    # updated_at is when the change is next due: the sweeper leaves it alone during its backoff.
+    due = timezone.now() + timedelta(seconds=countdown)
+    fields: dict[str, Any] = {"state": ChangeState.QUEUED, "message": message, "updated_at": due}
     if not count_attempt:
         fields["attempts"] = F("attempts") - 1
     if ChangeRequest.objects.filter(pk=change.pk, state=ChangeState.APPLYING).update(**fields):
@@ -562,7 +565,12 @@ def _apply_claimed(change: ChangeRequest, followups: list[Callable[[], None]]) -
         trigger_refresh()
         return ChangeState.CONFLICT
     except kube.KubeError as exc:
-        if exc.transient and change.attempts < settings.LIQO_DASH["APPLY_MAX_RETRIES"]:
+        retrying_for = (timezone.now() - change.created_at).total_seconds()
+        if (
+            exc.transient
+            and change.attempts < settings.LIQO_DASH["APPLY_MAX_RETRIES"]
+            and retrying_for < settings.LIQO_DASH["APPLY_RETRY_FOR"]
+        ):
             _requeue(
                 change,
                 f"retrying after a transient error: {exc.message}",
