@@ -1153,11 +1153,13 @@ def observe_offloading(namespace_name: str, obj: dict[str, Any] | None) -> bool:
 
 
 def _discover_local_cluster_id(offloadings: list[dict[str, Any]]) -> str:
-    """Deduce the local cluster id from a DefaultName offloading: its remote name is <ns>-<id>."""
+    """The local cluster id, read from the first DefaultName offloading Liqo has named."""
     for obj in offloadings:
-        spec, status = obj.get("spec") or {}, obj.get("status") or {}
-        namespace = (obj.get("metadata") or {}).get("namespace", "")
-        remote = status.get("remoteNamespaceName", "")
-        if spec.get("namespaceMappingStrategy", "DefaultName") == "DefaultName" and remote.startswith(namespace + "-"):
-            return remote[len(namespace) + 1 :]
+        found = liqo_offloading.local_cluster_id_from(
+            (obj.get("metadata") or {}).get("namespace", ""),
+            obj.get("spec") or {},
+            (obj.get("status") or {}).get("remoteNamespaceName", ""),
+        )
+        if found:
+            return found
     return ""

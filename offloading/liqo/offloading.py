@@ -304,6 +304,14 @@ def remote_namespace_name(namespace: str, local_cluster_id: str, spec: dict[str,
     return f"{namespace}-{local_cluster_id}"
 
 
+def local_cluster_id_from(namespace: str, spec: dict[str, Any], remote_name: str) -> str | None:
+    """The local cluster id, read back from a DefaultName offloading's remote name (``<ns>-<id>``);
+    None when the offloading does not tell (another strategy, or no remote name yet)."""
+    if apply_defaults(spec)[FIELD_MAPPING] != c.DEFAULT_NAME or not remote_name.startswith(namespace + "-"):
+        return None
+    return remote_name[len(namespace) + 1 :] or None
+
+
 def is_system_namespace(namespace: str) -> bool:
     """Kubernetes' and Liqo's own namespaces (and Liqo tenant namespaces): never to be offloaded."""
     return namespace in c.SYSTEM_NAMESPACES or namespace.startswith(c.TENANT_NAMESPACE_PREFIX)

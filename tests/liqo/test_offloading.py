@@ -18,6 +18,7 @@ from offloading.liqo.offloading import (
     cluster_status_table,
     compute_status,
     condition_list,
+    local_cluster_id_from,
     normalize_spec,
     offloading_phase,
     phase_from_namespace_maps,
@@ -639,3 +640,22 @@ def test_render_manifest_does_not_modify_the_spec() -> None:
     spec = copy.deepcopy(FULL_SPEC)
     render_manifest("bar", spec)
     assert spec == FULL_SPEC
+
+
+@pytest.mark.parametrize(
+    ("namespace", "spec", "remote", "expected"),
+    [
+        ("shop", {}, "shop-rome", "rome"),
+        ("shop", {"namespaceMappingStrategy": "DefaultName"}, "shop-milan-2", "milan-2"),
+        ("shop", {"namespaceMappingStrategy": "EnforceSameName"}, "shop", None),
+        ("shop", {"namespaceMappingStrategy": "SelectedName", "remoteNamespaceName": "shop-x"}, "shop-x", None),
+        ("shop", {}, "", None),
+        ("shop", {}, "shop-", None),
+    ],
+)
+def test_the_local_cluster_id_is_read_back_from_a_default_name(
+    namespace: str, spec: dict, remote: str, expected: str | None
+) -> None:
+    assert local_cluster_id_from(namespace, spec, remote) == expected
+    if expected:
+        assert remote_namespace_name(namespace, expected, spec) == remote
