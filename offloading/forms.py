@@ -123,7 +123,7 @@ class SpecForm(forms.Form):
 class OffloadForm(SpecForm):
     """Offload a namespace, or edit its offloading (then the mapping fields are locked)."""
 
-    expected_generation = forms.IntegerField(required=False, widget=forms.HiddenInput)
+    expected_generation = forms.IntegerField(required=False, min_value=0, max_value=2**63 - 1, widget=forms.HiddenInput)
 
     def __init__(self, *args: Any, namespace: Namespace, **kwargs: Any) -> None:
         self.namespace = namespace
@@ -141,6 +141,9 @@ class OffloadForm(SpecForm):
                 "cluster_selector": text,
                 "expected_generation": namespace.offloading_generation,
             }
+        elif "initial" not in kwargs:
+            # 0: "I saw it not offloaded"; if someone offloads it meanwhile, this form is refused.
+            kwargs["initial"] = {"expected_generation": 0}
         elif namespace.offloaded:
             try:
                 selector_text(namespace.offloading_spec)
@@ -181,7 +184,7 @@ class UnoffloadForm(forms.Form):
     """Type the namespace name to confirm a destructive unoffload."""
 
     confirm = forms.CharField(label="Type the namespace name to confirm", max_length=63)
-    expected_generation = forms.IntegerField(required=False, widget=forms.HiddenInput)
+    expected_generation = forms.IntegerField(required=False, min_value=0, max_value=2**63 - 1, widget=forms.HiddenInput)
 
     def __init__(self, *args: Any, namespace: Namespace, **kwargs: Any) -> None:
         self.namespace = namespace

@@ -23,6 +23,8 @@ from kubernetes.client.rest import ApiException
 from .liqo import constants as liqo
 
 LIST_PAGE_SIZE = 500
+# Dry-runs happen inside a page request: an API server that is slow to answer must not hold the page.
+DRY_RUN_TIMEOUT = 3.0
 CHANGE_ID_ANNOTATION = "liqo-dash.io/change-id"
 REQUESTER_ANNOTATION = "liqo-dash.io/requested-by"
 
@@ -58,7 +60,7 @@ def _classify(exc: ApiException) -> KubeError:
     except (TypeError, ValueError):
         if exc.body:
             message = str(exc.body)[:500]
-    if status == 0 or status >= 500 or status == 429:
+    if status == 0 or status >= 500 or status in (408, 429):
         kind = "transient"
     elif status == 409:
         kind = "exists" if reason == "AlreadyExists" else "conflict"
@@ -125,6 +127,7 @@ def _configuration() -> client.Configuration:
     if mode in ("auto", "incluster"):
         try:
             config.load_incluster_config(client_configuration=cfg)
+            cfg.retries = 1
             return cfg
         except config.ConfigException:
             if mode == "incluster":
@@ -145,17 +148,22 @@ def _timeout() -> float:
     return float(settings.LIQO_DASH["KUBE_REQUEST_TIMEOUT"])
 
 
-def _call(method: Any, *args: Any, **kwargs: Any) -> tuple[dict[str, Any] | None, list[str]]:
+def _call(
+    method: Any, *args: Any, timeout: float | None = None, **kwargs: Any
+) -> tuple[dict[str, Any] | None, list[str]]:
     """Run a client method returning the raw response; decode JSON; classify every failure."""
     try:
-        response = method(*args, _preload_content=False, _request_timeout=_timeout(), **kwargs)
+        response = method(*args, _preload_content=False, _request_timeout=timeout or _timeout(), **kwargs)
     except ApiException as exc:
         raise _classify(exc) from exc
     except (urllib3.exceptions.HTTPError, OSError) as exc:
         raise KubeError("transient", f"cannot reach the Kubernetes API: {exc}") from exc
     warnings = parse_warnings(response.headers.getlist("Warning")) if response.headers else []
     data = response.data
-    obj = json.loads(data) if data else None
+    try:
+        obj = json.loads(data) if data else None
+    except ValueError as exc:
+        raise KubeError("transient", f"the API server answered with something that is not JSON: {exc}") from exc
     return obj, warnings
 
 
@@ -215,10 +223,17 @@ def list_offloadings() -> ListResult:
     return _paginate(_custom().list_cluster_custom_object, *_NSOFF)
 
 
-def get_offloading(namespace: str) -> dict[str, Any] | None:
+def get_offloading(namespace: str, timeout: float | None = None) -> dict[str, Any] | None:
     """The NamespaceOffloading of ``namespace``, or None when there is none."""
     try:
-        obj, _ = _call(_custom().get_namespaced_custom_object, *_NSOFF[:2], namespace, _NSOFF[2], liqo.OFFLOADING_NAME)
+        obj, _ = _call(
+            _custom().get_namespaced_custom_object,
+            *_NSOFF[:2],
+            namespace,
+            _NSOFF[2],
+            liqo.OFFLOADING_NAME,
+            timeout=timeout,
+        )
     except KubeError as exc:
         if exc.kind == "not_found":
             return None
@@ -229,7 +244,7 @@ def get_offloading(namespace: str) -> dict[str, Any] | None:
 def create_offloading(namespace: str, body: dict[str, Any], dry_run: bool = False) -> Result:
     kwargs: dict[str, Any] = {"field_manager": settings.LIQO_DASH["FIELD_MANAGER"]}
     if dry_run:
-        kwargs["dry_run"] = "All"
+        kwargs.update(dry_run="All", timeout=DRY_RUN_TIMEOUT)
     obj, warnings = _call(_custom().create_namespaced_custom_object, *_NSOFF[:2], namespace, _NSOFF[2], body, **kwargs)
     return Result(obj, warnings)
 
@@ -239,7 +254,7 @@ def replace_offloading(namespace: str, body: dict[str, Any], dry_run: bool = Fal
     object changed since it was read."""
     kwargs: dict[str, Any] = {"field_manager": settings.LIQO_DASH["FIELD_MANAGER"]}
     if dry_run:
-        kwargs["dry_run"] = "All"
+        kwargs.update(dry_run="All", timeout=DRY_RUN_TIMEOUT)
     obj, warnings = _call(
         _custom().replace_namespaced_custom_object,
         *_NSOFF[:2],
@@ -270,7 +285,12 @@ def delete_offloading(namespace: str, resource_version: str | None = None) -> Re
 
 def label_namespace(namespace: str, labels: dict[str, str | None]) -> Result:
     """Merge-patch labels onto a namespace (None removes a label)."""
-    obj, warnings = _call(_core().patch_namespace, namespace, {"metadata": {"labels": labels}})
+    obj, warnings = _call(
+        _core().patch_namespace,
+        namespace,
+        {"metadata": {"labels": labels}},
+        field_manager=settings.LIQO_DASH["FIELD_MANAGER"],
+    )
     return Result(obj, warnings)
 
 

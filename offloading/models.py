@@ -207,6 +207,7 @@ class ChangeRequest(models.Model):
     base_spec = models.JSONField(null=True, blank=True)
     base_generation = models.BigIntegerField(null=True, blank=True)
     base_resource_version = models.CharField(max_length=64, blank=True)
+    base_uid = models.CharField(max_length=64, blank=True)
 
     state = models.CharField(max_length=16, choices=ChangeState.choices, default=ChangeState.QUEUED, db_index=True)
     requester = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
@@ -251,8 +252,9 @@ class AuditEvent(models.Model):
     request_id = models.CharField(max_length=64, blank=True)
     action = models.CharField(max_length=32, choices=AuditAction.choices)
     namespace = models.CharField(max_length=63, db_index=True)
+    # PROTECT: the change id is part of the hashed payload, so its change may never go away.
     change = models.ForeignKey(
-        ChangeRequest, null=True, blank=True, on_delete=models.SET_NULL, related_name="audit_events"
+        ChangeRequest, null=True, blank=True, on_delete=models.PROTECT, related_name="audit_events"
     )
     before = models.JSONField(null=True, blank=True)
     after = models.JSONField(null=True, blank=True)

@@ -81,18 +81,15 @@ class Validation:
     warnings: dict[str, list[str]]
 
 
-def validate(namespace: Namespace, spec: dict[str, Any]) -> Validation:
-    """Check a desired spec for ``namespace`` against its observed one with Liqo's rules."""
+def validate(namespace: Namespace, spec: dict[str, Any], local_id: str | None = None) -> Validation:
+    """Check a desired spec for ``namespace`` against its observed one with Liqo's rules
+    (``local_id``: the local cluster id, when the caller already has it)."""
     normalized = liqo_offloading.normalize_spec(spec)
     old = namespace.offloading_spec if namespace.offloaded else None
-    errors, warnings = liqo_offloading.validate_spec(
-        namespace.name, normalized, old, local_cluster_id=local_cluster_id() or None
-    )
+    if local_id is None:
+        local_id = local_cluster_id()
+    errors, warnings = liqo_offloading.validate_spec(namespace.name, normalized, old, local_cluster_id=local_id or None)
     return Validation(normalized, _problems_by_field(errors), _problems_by_field(warnings))
-
-
-def _pending_change(namespace: str) -> ChangeRequest | None:
-    return ChangeRequest.objects.filter(namespace=namespace, state__in=ChangeState.pending()).order_by("id").first()
 
 
 def _record(change: ChangeRequest, actor: Actor, before: Any, after: Any, message: str = "") -> None:
@@ -112,12 +109,14 @@ def _record(change: ChangeRequest, actor: Actor, before: Any, after: Any, messag
 
 
 def _enqueue(change_id: int, countdown: float = 0) -> None:
+    """Send the apply task. A broker failure is logged, not raised: the change is already recorded
+    (the outbox), and the sweeper sends it again once the broker is back."""
     from .tasks import apply_change
 
-    if countdown:
-        apply_change.apply_async((change_id,), countdown=countdown)
-    else:
-        apply_change.delay(change_id)
+    try:
+        apply_change.apply_async((change_id,), countdown=countdown or None)
+    except Exception:  # noqa: BLE001 - kombu/redis raise many types; none may fail the request
+        log.warning("could not enqueue change %s; the sweeper will retry it", change_id, exc_info=True)
 
 
 def _namespace(namespace_name: str) -> Namespace:
@@ -135,12 +134,14 @@ def _offload_change(
     expected_generation: int | None = None,
     label_namespace: bool = False,
     bulk: BulkRequest | None = None,
+    local_id: str | None = None,
 ) -> ChangeRequest:
     """An unsaved offload/update change for ``namespace``; raises ChangeRejected when Liqo's rules
-    (or ours) refuse the spec."""
+    (or ours) refuse the spec, or when the requester saw another state of the namespace."""
     if namespace.offloading_deleting:
         raise ChangeRejected({"namespace": ["the namespace offloading is being deleted; wait until it is gone"]})
-    checked = validate(namespace, spec)
+    _check_expected_generation(namespace, expected_generation)
+    checked = validate(namespace, spec, local_id)
     if checked.errors:
         raise ChangeRejected(checked.errors)
     action = ChangeAction.UPDATE if namespace.offloaded else ChangeAction.OFFLOAD
@@ -155,6 +156,7 @@ def _offload_change(
         base_spec=namespace.offloading_spec if namespace.offloaded else None,
         base_generation=base_generation if action == ChangeAction.UPDATE else None,
         base_resource_version=namespace.offloading_resource_version if namespace.offloaded else "",
+        base_uid=namespace.offloading_uid if namespace.offloaded else "",
         requester_id=actor.user_id,
         requester_name=actor.user_name,
         source=actor.source,
@@ -162,6 +164,18 @@ def _offload_change(
         warnings=[m for msgs in checked.warnings.values() for m in msgs],
         bulk=bulk,
     )
+
+
+def _check_expected_generation(namespace: Namespace, expected: int | None) -> None:
+    """Refuse a change based on another state than the snapshot's: 0 means "not offloaded"."""
+    if expected is None:
+        return
+    if expected == 0 and namespace.offloaded:
+        raise ChangeRejected(
+            {"namespace": ["the namespace was offloaded by someone else after you loaded it; review its offloading"]}
+        )
+    if expected > 0 and not namespace.offloaded:
+        raise ChangeRejected({"namespace": ["the namespace was unoffloaded after you loaded it"]})
 
 
 def _unoffload_change(
@@ -175,6 +189,7 @@ def _unoffload_change(
         base_spec=namespace.offloading_spec,
         base_generation=expected_generation if expected_generation is not None else namespace.offloading_generation,
         base_resource_version=namespace.offloading_resource_version,
+        base_uid=namespace.offloading_uid,
         requester_id=actor.user_id,
         requester_name=actor.user_name,
         source=actor.source,
@@ -187,7 +202,7 @@ def _save_and_enqueue(change: ChangeRequest, actor: Actor) -> ChangeRequest:
     """Save the change and its audit event (inside the caller's transaction); enqueue after commit."""
     change.save()
     _record(change, actor, change.base_spec, change.desired_spec)
-    transaction.on_commit(lambda: _enqueue(change.pk))
+    transaction.on_commit(lambda: _enqueue(change.pk), robust=True)
     return change
 
 
@@ -309,7 +324,7 @@ def dry_run(namespace_name: str, spec: dict[str, Any]) -> DryRun:
         "spec": liqo_offloading.normalize_spec(spec),
     }
     try:
-        current = kube.get_offloading(namespace_name)
+        current = kube.get_offloading(namespace_name, timeout=kube.DRY_RUN_TIMEOUT)
         if current is None:
             result = kube.create_offloading(namespace_name, body, dry_run=True)
         else:
@@ -357,14 +372,24 @@ def plan_bulk(
 ) -> BulkPlan:
     """Build (unsaved) the changes of a bulk request; namespaces that cannot take it are skipped
     with the reason (a system namespace, not offloaded, an immutable field ...)."""
+    if action != ChangeAction.UNOFFLOAD:
+        if spec is None:
+            raise ChangeRejected({"spec": ["a spec is required to offload"]})
+        if liqo_offloading.apply_defaults(spec).get("namespaceMappingStrategy") == "SelectedName":
+            # Like liqoctl: one remote name for many namespaces would collide on every cluster.
+            raise ChangeRejected(
+                {"namespaceMappingStrategy": ["SelectedName cannot be used when offloading several namespaces at once"]}
+            )
     changes, skipped = [], []
+    local_id = local_cluster_id()
     for namespace in bulk_targets(namespace_selector):
         try:
             if action == ChangeAction.UNOFFLOAD:
                 change = _unoffload_change(namespace, actor, bulk=bulk)
             else:
-                assert spec is not None
-                change = _offload_change(namespace, spec, actor, label_namespace=label_namespace, bulk=bulk)
+                change = _offload_change(
+                    namespace, spec or {}, actor, label_namespace=label_namespace, bulk=bulk, local_id=local_id
+                )
         except ChangeRejected as exc:
             reason = "; ".join(m for msgs in exc.errors.values() for m in msgs)
             skipped.append({"namespace": namespace.name, "reason": reason})
@@ -608,43 +633,70 @@ def _written_by(obj: dict[str, Any], change: ChangeRequest) -> bool:
     return _annotations(obj).get(kube.CHANGE_ID_ANNOTATION) == str(change.pk)
 
 
+def _check_base(change: ChangeRequest, current: dict[str, Any], advice: str = "") -> None:
+    """Conflict when the object is not the one the requester saw: another uid (deleted and created
+    again) or another generation (its spec changed)."""
+    meta = current.get("metadata") or {}
+    if change.base_uid and meta.get("uid") and meta["uid"] != change.base_uid:
+        raise _Conflict(f"The NamespaceOffloading was deleted and created again after you loaded it{advice}", current)
+    if change.base_generation is not None and meta.get("generation") != change.base_generation:
+        raise _Conflict(
+            f"The offloading changed after you loaded it (generation {change.base_generation} "
+            f"became {meta.get('generation')}){advice}",
+            current,
+        )
+
+
+def _create(change: ChangeRequest, annotations: dict[str, str]) -> kube.Result:
+    """Create the NamespaceOffloading, labelling the namespace first when asked to; a label we added
+    is taken back if the create is refused, so a refused change leaves nothing behind."""
+    body = liqo_offloading.manifest(change.namespace, change.desired_spec or {})
+    body.pop("status", None)
+    body["metadata"]["annotations"] = annotations
+    body["spec"] = change.desired_spec
+    added_label = False
+    warnings: list[str] = []
+    if change.label_namespace:
+        known = Namespace.objects.filter(name=change.namespace).values_list("labels", flat=True).first() or {}
+        if known.get(liqo.SCHEDULING_LABEL) != "true":
+            warnings += kube.label_namespace(change.namespace, {liqo.SCHEDULING_LABEL: "true"}).warnings
+            added_label = True
+    try:
+        result = kube.create_offloading(change.namespace, body)
+    except kube.KubeError as exc:
+        if added_label and exc.kind != "exists":
+            try:
+                kube.label_namespace(change.namespace, {liqo.SCHEDULING_LABEL: None})
+            except kube.KubeError:
+                log.warning("could not remove the scheduling label of %s after a refused create", change.namespace)
+        raise
+    result.warnings = warnings + result.warnings
+    return result
+
+
 def _push_spec(change: ChangeRequest) -> tuple[dict[str, Any] | None, list[str]]:
     """Create or update the NamespaceOffloading; conflict if it moved since the requester saw it."""
     annotations = {kube.CHANGE_ID_ANNOTATION: str(change.pk), kube.REQUESTER_ANNOTATION: change.requester_name}
-    warnings: list[str] = []
-    if change.label_namespace:
-        warnings += kube.label_namespace(change.namespace, {liqo.SCHEDULING_LABEL: "true"}).warnings
     for _ in range(5):
         current = kube.get_offloading(change.namespace)
         if current is not None and _written_by(current, change):
-            return current, warnings  # a redelivery: our earlier attempt already wrote it
+            return current, []  # a redelivery: our earlier attempt already wrote it
         if current is None:
             if change.action == ChangeAction.UPDATE:
                 raise _Conflict("The NamespaceOffloading was deleted after you loaded it", None)
-            body = {
-                "apiVersion": f"{liqo.GROUP}/{liqo.VERSION}",
-                "kind": "NamespaceOffloading",
-                "metadata": {"name": liqo.OFFLOADING_NAME, "namespace": change.namespace, "annotations": annotations},
-                "spec": change.desired_spec,
-            }
             try:
-                result = kube.create_offloading(change.namespace, body)
+                result = _create(change, annotations)
             except kube.KubeError as exc:
                 if exc.kind == "exists":
                     continue  # created meanwhile: look again
                 raise
-            return result.obj, warnings + result.warnings
+            return result.obj, result.warnings
         meta = current.get("metadata") or {}
         if meta.get("deletionTimestamp"):
             raise _Conflict("The NamespaceOffloading is being deleted", current)
         if change.action == ChangeAction.OFFLOAD:
             raise _Conflict("The namespace was offloaded by someone else after you loaded it", current)
-        if change.base_generation is not None and meta.get("generation") != change.base_generation:
-            raise _Conflict(
-                f"The offloading changed after you loaded it (generation {change.base_generation} "
-                f"became {meta.get('generation')})",
-                current,
-            )
+        _check_base(change, current)
         body = dict(current)
         body["metadata"] = {**meta, "annotations": {**(meta.get("annotations") or {}), **annotations}}
         body["spec"] = change.desired_spec
@@ -657,7 +709,7 @@ def _push_spec(change: ChangeRequest) -> tuple[dict[str, Any] | None, list[str]]
                 # decides on the next round whether the spec moved too.
                 continue
             raise
-        return result.obj, warnings + result.warnings
+        return result.obj, result.warnings
     raise kube.KubeError("transient", "the object kept changing while it was being updated")
 
 
@@ -669,12 +721,7 @@ def _push_delete(change: ChangeRequest) -> tuple[dict[str, Any] | None, list[str
         meta = current.get("metadata") or {}
         if meta.get("deletionTimestamp"):
             raise _Waiting()
-        if change.base_generation is not None and meta.get("generation") != change.base_generation:
-            raise _Conflict(
-                f"The offloading changed after you loaded it (generation {change.base_generation} "
-                f"became {meta.get('generation')}); review it before removing it",
-                current,
-            )
+        _check_base(change, current, "; review it before removing it")
         try:
             kube.delete_offloading(change.namespace, resource_version=meta.get("resourceVersion"))
         except kube.KubeError as exc:
@@ -851,7 +898,17 @@ def replace_offloading_rows(observed: dict[str, dict[str, Any] | None], now: Any
     per-cluster state that changed. Returns how many transitions were recorded."""
     if not observed:
         return 0
-    namespaces = {n.name: n for n in Namespace.objects.filter(name__in=list(observed))}
+    with transaction.atomic():
+        return _replace_offloading_rows(observed, now, history)
+
+
+def _replace_offloading_rows(observed: dict[str, dict[str, Any] | None], now: Any, history: bool) -> int:
+    # Why the row locks: apply, watcher and refresh may write the same namespace at once; on
+    # PostgreSQL the delete + insert of its per-cluster rows would otherwise collide. Locking in name
+    # order avoids deadlocks; SQLite's IMMEDIATE transactions already serialise writers.
+    namespaces = {
+        n.name: n for n in Namespace.objects.select_for_update().filter(name__in=list(observed)).order_by("name")
+    }
     old_states = {
         (row.namespace_id, row.cluster_id): _cluster_state(row.selected, row.state)
         for row in ClusterOffloading.objects.filter(namespace_id__in=[n.pk for n in namespaces.values()])
@@ -1141,15 +1198,27 @@ def observe_offloading(namespace_name: str, obj: dict[str, Any] | None) -> bool:
     """Apply one watched NamespaceOffloading event to the snapshot at once (``obj`` None: deleted),
     recording drift as the full refresh would. Returns False when the namespace is not in the
     snapshot yet (the caller then asks for a full refresh)."""
-    old = Namespace.objects.filter(name=namespace_name).first()
-    if old is None:
-        return False
     now = timezone.now()
     with transaction.atomic():
+        # Read under the row lock, so a refresh committing the same drift meanwhile is seen.
+        old = Namespace.objects.select_for_update().filter(name=namespace_name).first()
+        if old is None:
+            return False
+        if obj is not None and _older(obj, old.offloading_resource_version):
+            return True  # a late event: the snapshot already holds something newer
         if SnapshotState.get().last_success_at is not None:
             _record_drift(old, obj, now)
         replace_offloading_rows({namespace_name: obj}, now)
     return True
+
+
+def _older(obj: dict[str, Any], known_version: str) -> bool:
+    """Whether ``obj`` is older than the resourceVersion we hold. Versions are opaque in Kubernetes,
+    but etcd's (and the sandbox's) are increasing integers; anything else is never called older."""
+    version = (obj.get("metadata") or {}).get("resourceVersion", "")
+    if version.isdigit() and known_version.isdigit():
+        return int(version) < int(known_version)
+    return False
 
 
 def _discover_local_cluster_id(offloadings: list[dict[str, Any]]) -> str:

@@ -224,7 +224,9 @@ def pipeline(transactional_db: Any, sandbox: Any, redis_url: str, tmp_path: Path
 
 def _reset_producers(app: Any) -> None:
     """Drop pooled broker connections so the next publish uses the current broker_url."""
-    if app._pool is not None:
-        app._pool.force_close_all()
-        app._pool = None
+    from kombu import pools
+
+    # kombu keeps its pools in a global registry keyed by connection: reset it, not just ours.
+    pools.reset()
+    app._pool = None
     app.amqp._producer_pool = None

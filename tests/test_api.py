@@ -137,3 +137,22 @@ def test_clusters_and_audit_are_readable(api: APIClient, fleet: Any) -> None:  #
     api.put("/api/v1/namespaces/payments/offloading/", {}, format="json")
     events = api.get("/api/v1/audit/", {"namespace": "payments"}).json()["results"]
     assert [e["action"] for e in events] == ["requested"] and events[0]["source"] == "api"
+
+
+def test_absurd_input_is_a_400_or_an_invalid_preview_never_a_500(api: APIClient, fleet: Any) -> None:  # noqa: F811
+    response = api.put("/api/v1/namespaces/payments/offloading/", {"expectedGeneration": 10**30}, format="json")
+    assert response.status_code == 400 and "expectedGeneration" in response.json()
+    for pod in ("x", {"spec": 5}, {"spec": {"affinity": "none", "tolerations": 3}}):
+        response = api.post("/api/v1/namespaces/payments/preview/", {"pod": pod}, format="json")
+        assert response.status_code == 200 and response.json()["valid"] is False, pod
+    response = api.post(
+        "/api/v1/bulk/", {"action": "offload", "namespaceSelector": "team=pay", "spec": {}}, format="json"
+    )
+    assert response.status_code == 201
+    response = api.post(
+        "/api/v1/bulk/", {"action": "offload", "namespaceSelector": "team=pay", "spec": {"unknown": 1}}, format="json"
+    )
+    assert response.status_code in (201, 400)
+    assert (
+        api.put("/api/v1/namespaces/payments/offloading/", {"selectors": [1, None]}, format="json").status_code == 400
+    )

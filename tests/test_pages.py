@@ -253,3 +253,45 @@ def test_bulk_unoffload_records_one_change_per_namespace_and_shows_progress(admi
     assert progress.status_code == 200 and "0 / 1" in progress.content.decode()
     ChangeRequest.objects.filter(pk=change.pk).update(state=ChangeState.APPLIED)
     assert admin_client.get(reverse("offloading:bulk_progress", args=[bulk.pk])).status_code == 286
+
+
+def test_an_offload_form_loaded_before_someone_else_offloaded_is_refused(admin_client: Any, fleet: Any) -> None:
+    page = admin_client.get(reverse("offloading:namespace_offload", args=["payments"]))
+    assert page.context["form"].initial["expected_generation"] == 0
+    Namespace.objects.filter(name="payments").update(
+        offloaded=True, offloading_spec=READY_SPEC, offloading_generation=1, offloading_phase="Ready"
+    )
+    response = admin_client.post(
+        reverse("offloading:namespace_offload", args=["payments"]),
+        {
+            "namespace_mapping_strategy": "EnforceSameName",
+            "pod_offloading_strategy": "Local",
+            "expected_generation": "0",
+        },
+    )
+    assert response.status_code == 200
+    assert "offloaded by someone else" in " ".join(response.context["form"].non_field_errors())
+    assert not ChangeRequest.objects.exists()
+
+
+def test_absurd_hidden_values_are_form_errors_not_500s(admin_client: Any, fleet: Any) -> None:
+    big = str(10**30)
+    response = admin_client.post(
+        reverse("offloading:namespace_offload", args=["payments"]),
+        {"namespace_mapping_strategy": "DefaultName", "pod_offloading_strategy": "Local", "expected_generation": big},
+    )
+    assert response.status_code == 200 and "expected_generation" in response.context["form"].errors
+    response = admin_client.post(
+        reverse("offloading:namespace_unoffload", args=["shop"]), {"confirm": "shop", "expected_generation": big}
+    )
+    assert response.status_code == 200 and not ChangeRequest.objects.exists()
+
+
+def test_bulk_refuses_one_selected_name_for_many_namespaces(admin_client: Any, fleet: Any) -> None:
+    response = admin_client.post(
+        reverse("offloading:bulk"),
+        {"action": "offload", "namespace_selector": "team=pay", "namespace_mapping_strategy": "SelectedName",
+         "remote_namespace_name": "shared", "pod_offloading_strategy": "LocalAndRemote"},
+    )  # fmt: skip
+    assert response.status_code == 200 and not ChangeRequest.objects.exists()
+    assert "SelectedName" in str(response.context["form"].errors)

@@ -263,3 +263,94 @@ def test_the_dry_run_puts_the_api_servers_refusal_on_the_form(
     )
     assert response.status_code == 302
     assert k8s.custom.get_namespaced_custom_object(GROUP, VERSION, "present", PLURAL, "offloading")
+
+
+def test_transient_errors_are_retried_up_to_the_limit_then_fail_visibly(sandbox: Any, k8s: Any, settings: Any) -> None:
+    settings.LIQO_DASH = {**settings.LIQO_DASH, "APPLY_RETRY_BASE": 0.0, "APPLY_MAX_RETRIES": 4}
+    _make_namespace(k8s, "down")
+    sandbox.faults.set(outage=True)
+    try:
+        change = services.request_offload("down", _spec(), ALICE)
+    finally:
+        sandbox.faults.clear()
+    change.refresh_from_db()
+    assert change.state == ChangeState.FAILED and change.attempts == 4
+    assert AuditEvent.objects.filter(change=change, action=AuditAction.FAILED).count() == 1
+
+
+def test_an_object_deleted_and_created_again_is_a_conflict_even_at_the_same_generation(sandbox: Any, k8s: Any) -> None:
+    _make_namespace(k8s, "reborn")
+    services.request_offload("reborn", _spec(), ALICE)
+    _settle("reborn", ("Ready",))
+    seen = Namespace.objects.get(name="reborn")
+    k8s.custom.delete_namespaced_custom_object(GROUP, VERSION, "reborn", PLURAL, "offloading")
+    wait_until(
+        lambda: not k8s.custom.list_namespaced_custom_object(GROUP, VERSION, "reborn", PLURAL)["items"],
+        20,
+        message="gone",
+    )
+    k8s.custom.create_namespaced_custom_object(
+        GROUP, VERSION, "reborn", PLURAL,
+        {"apiVersion": f"{GROUP}/{VERSION}", "kind": "NamespaceOffloading", "metadata": {"name": "offloading"},
+         "spec": _spec(podOffloadingStrategy="Local")},
+    )  # fmt: skip
+    change = ChangeRequest.objects.create(
+        namespace="reborn", action="update", desired_spec=_spec(podOffloadingStrategy="Remote"),
+        base_generation=seen.offloading_generation, base_uid=seen.offloading_uid, requester_name="alice",
+    )  # fmt: skip
+    assert services.apply_change(change.pk) == ChangeState.CONFLICT
+    change.refresh_from_db()
+    assert "deleted and created again" in change.message
+    obj = k8s.custom.get_namespaced_custom_object(GROUP, VERSION, "reborn", PLURAL, "offloading")
+    assert obj["spec"]["podOffloadingStrategy"] == "Local"
+
+
+def test_a_conflicting_offload_leaves_the_namespace_unlabelled(sandbox: Any, k8s: Any) -> None:
+    _make_namespace(k8s, "racey")
+    # Someone else offloads it (Local: Liqo does not label the namespace) before our change runs.
+    k8s.custom.create_namespaced_custom_object(
+        GROUP, VERSION, "racey", PLURAL,
+        {"apiVersion": f"{GROUP}/{VERSION}", "kind": "NamespaceOffloading", "metadata": {"name": "offloading"},
+         "spec": _spec(podOffloadingStrategy="Local")},
+    )  # fmt: skip
+    change = services.request_offload("racey", _spec(), ALICE, label_namespace=True)
+    change.refresh_from_db()
+    assert change.state == ChangeState.CONFLICT
+    labels = k8s.core.read_namespace("racey").metadata.labels or {}
+    assert labels.get("liqo.io/scheduling-enabled") != "true"
+
+
+def test_an_offload_with_the_label_option_labels_the_namespace(sandbox: Any, k8s: Any) -> None:
+    _make_namespace(k8s, "labelled")
+    change = services.request_offload("labelled", _spec(), ALICE, label_namespace=True)
+    change.refresh_from_db()
+    assert change.state == ChangeState.APPLIED
+    namespace = k8s.core.read_namespace("labelled").metadata
+    assert (namespace.labels or {}).get("liqo.io/scheduling-enabled") == "true"
+    # Liqo's controller sets the label too (LocalAndRemote): ours is the write by our field manager.
+    assert "liqo-dash" in {entry.manager for entry in namespace.managed_fields or []}
+
+
+def test_a_broker_failure_after_commit_loses_nothing_and_does_not_fail_the_request(
+    sandbox: Any, k8s: Any, settings: Any
+) -> None:
+    from liqo_dash.celery import app
+
+    from .conftest import _reset_producers, free_port
+
+    _make_namespace(k8s, "nobroker")
+    saved = (app.conf.task_always_eager, app.conf.broker_url, app.conf.broker_connection_max_retries)
+    app.conf.update(task_always_eager=False, broker_url=f"redis://127.0.0.1:{free_port()}/0")
+    _reset_producers(app)
+    try:
+        change = services.request_offload("nobroker", _spec(), ALICE)
+    finally:
+        app.conf.update(task_always_eager=saved[0], broker_url=saved[1])
+        _reset_producers(app)
+    change.refresh_from_db()
+    assert change.state == ChangeState.QUEUED
+    assert AuditEvent.objects.filter(change=change, action=AuditAction.REQUESTED).count() == 1
+    settings.LIQO_DASH = {**settings.LIQO_DASH, "STUCK_AFTER": 0}
+    assert services.sweep() == 1  # the outbox sweeper sends it again (run eagerly here)
+    change.refresh_from_db()
+    assert change.state == ChangeState.APPLIED

@@ -140,12 +140,13 @@ class SpecSerializer(serializers.Serializer):
 
 class OffloadSerializer(SpecSerializer):
     labelNamespace = serializers.BooleanField(default=False)  # noqa: N815
-    expectedGeneration = serializers.IntegerField(required=False, min_value=0)  # noqa: N815
+    expectedGeneration = serializers.IntegerField(required=False, min_value=0, max_value=2**63 - 1)  # noqa: N815
+    pod = serializers.DictField(required=False, help_text="A pod to show Liqo's mutation of (preview only).")
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         attrs = super().validate(attrs)
         namespace: Namespace = self.context["namespace"]
-        spec = {k: v for k, v in attrs.items() if k not in ("labelNamespace", "expectedGeneration")}
+        spec = {k: v for k, v in attrs.items() if k not in ("labelNamespace", "expectedGeneration", "pod")}
         if namespace.offloaded:
             # Omitted immutable fields keep their value (Liqo itself would default them and then
             # refuse the change); omitted mutable ones keep theirs too, as with a PATCH.

@@ -175,7 +175,14 @@ class NamespaceViewSet(SnapshotHeadersMixin, viewsets.ReadOnlyModelViewSet):
         if not serializer.is_valid():
             return Response({"valid": False, "errors": serializer.errors})
         data = serializer.validated_data
-        result = services.preview(namespace, data["spec"], request.data.get("pod") or None)
+        pod = data.get("pod")
+        if pod is not None and not isinstance(pod.get("spec", {}), dict):
+            return Response({"valid": False, "errors": {"pod": ["spec must be an object"]}})
+        try:
+            result = services.preview(namespace, data["spec"], pod or None)
+        except (AttributeError, TypeError, KeyError, ValueError) as exc:
+            # The sample pod is free-form input: a shape mutate_pod cannot read is the caller's error.
+            return Response({"valid": False, "errors": {"pod": [f"not a pod Liqo's webhook could mutate: {exc}"]}})
         clusters = [
             {
                 "clusterId": row["cluster_id"],
@@ -220,7 +227,7 @@ class BulkRequestViewSet(SnapshotHeadersMixin, mixins.CreateModelMixin, viewsets
         serializer = BulkCreateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        spec = dict(data["spec"]) if data.get("spec") else None
+        spec = dict(data["spec"]) if "spec" in data else None
         try:
             if data["dryRun"]:
                 plan = services.plan_bulk(
