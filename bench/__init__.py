@@ -1,0 +1,14 @@
+"""Benchmarks of liqo-dash on generated fleets (``python -m bench``, ``make bench``).
+
+They print counts (Kubernetes LIST calls, SQL queries) and wall-clock times with their ratios between
+fleet sizes; they never fail on a time. Counts that should not grow with the fleet (LIST pages beyond
+one per 500 items, page queries) are flagged in the report, not turned into an exit status, except
+when a benchmark cannot run at all.
+
+Everything runs in this process: a throwaway SQLite database in a temporary directory, the sandbox
+API server (``sandbox.Sandbox``) loaded with ``sandbox.scenarios.generate(...)``, the real
+``offloading.kube`` client over HTTP, and Django's test client for the pages.
+"""
+
+# Fleet sizes: (namespaces, clusters). The default run measures both; --quick only the first.
+FLEETS: tuple[tuple[int, int], ...] = ((1_000, 20), (10_000, 200))

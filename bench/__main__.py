@@ -1,0 +1,89 @@
+"""python -m bench [--quick] [--fleet 1000x20 ...] [--repeat N] [--json FILE]
+
+Prints the figures of every fleet and their ratio (biggest / smallest fleet), then the problems the
+figures point at. Exits 0 whatever the times are; non-zero only when a benchmark could not run."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench import FLEETS
+
+
+def _fleet(text: str) -> tuple[int, int]:
+    try:
+        namespaces, clusters = (int(part) for part in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected NAMESPACESxCLUSTERS, e.g. 1000x20, not {text!r}") from None
+    if namespaces < 1 or clusters < 1:
+        raise argparse.ArgumentTypeError("a fleet needs at least one namespace and one cluster")
+    return namespaces, clusters
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[1])
+    parser.add_argument("--quick", action="store_true", help=f"only the smallest fleet ({FLEETS[0][0]}x{FLEETS[0][1]})")
+    parser.add_argument(
+        "--fleet", action="append", type=_fleet, metavar="NSxCLUSTERS",
+        help="a fleet to measure (repeatable); default: " + ", ".join(f"{n}x{c}" for n, c in FLEETS),
+    )  # fmt: skip
+    parser.add_argument("--repeat", type=int, default=5, help="timed runs per page (median shown); default 5")
+    parser.add_argument(
+        "--no-mass-change", dest="mass_change", action="store_false",
+        help="skip the refresh after every Ready offloading changed status (the slowest step)",
+    )  # fmt: skip
+    parser.add_argument("--json", metavar="FILE", help="also write every figure as JSON")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary directory (database, logs)")
+    args = parser.parse_args(argv)
+    fleets = args.fleet or (list(FLEETS[:1]) if args.quick else list(FLEETS))
+
+    var_dir = Path(tempfile.mkdtemp(prefix="liqo-dash-bench-"))
+    started = time.perf_counter()
+
+    def log(message: str) -> None:
+        print(f"[{time.perf_counter() - started:6.1f}s] {message}", file=sys.stderr, flush=True)
+
+    try:
+        from bench import harness
+
+        harness.setup_django(var_dir)
+        from bench import measures, report
+
+        results = []
+        for namespaces, clusters in fleets:
+            log(f"fleet {namespaces} namespaces / {clusters} clusters")
+            results.append(
+                measures.measure_fleet(
+                    namespaces, clusters, var_dir, repeat=max(1, args.repeat), mass_change=args.mass_change, log=log
+                )
+            )
+        elapsed = time.perf_counter() - started
+        print()
+        print(
+            "liqo-dash bench: SQLite in a temporary directory, sandbox API server in its own process; "
+            "wall times are this machine's, compare the ratios"
+        )
+        print(report.table(results))
+        problems = report.flags(results)
+        print(f"\nFLAGS ({len(problems)}):" if problems else "\nFLAGS: none")
+        for problem in problems:
+            print(f"  - {problem}")
+        print(f"\n(total {elapsed:.0f} s)")
+        if args.json:
+            Path(args.json).write_text(json.dumps(report.summary(results, elapsed), indent=2))
+    finally:
+        if args.keep:
+            print(f"kept {var_dir}", file=sys.stderr)
+        else:
+            shutil.rmtree(var_dir, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,335 @@
+"""Plumbing shared by the benchmarks: the throwaway Django environment, the sandbox fleet, and the
+counters of Kubernetes API requests and SQL queries."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# The resources the refresh lists, by the last segment of their collection URL.
+LISTED_KINDS = ("foreignclusters", "virtualnodes", "nodes", "namespaces", "namespaceoffloadings")
+
+
+def setup_django(var_dir: Path) -> None:
+    """Point Django at a fresh SQLite file in ``var_dir`` (never the project's var/ nor DATABASE_URL),
+    with the test settings (eager Celery, local-memory cache, no real cluster), and migrate it."""
+    os.environ["LIQO_DASH_VAR_DIR"] = str(var_dir)
+    os.environ["DATABASE_URL"] = f"sqlite:///{var_dir / 'bench.sqlite3'}"
+    os.environ["DJANGO_SETTINGS_MODULE"] = "liqo_dash.settings_test"
+    os.environ.setdefault("LOG_LEVEL", "WARNING")
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+
+
+def reset_database() -> None:
+    """Empty every table (the next refresh is a cold one, as on a fresh install)."""
+    from django.core.management import call_command
+
+    call_command("flush", interactive=False, verbosity=0)
+
+
+# --------------------------------------------------------------------------------------------------
+# The sandbox fleet
+
+
+@dataclass
+class Fleet:
+    """A sandbox API server (``python -m sandbox serve``, its own process, as in production the API
+    server is not in the worker's process) holding a generated fleet, with the dashboard's kube
+    client pointed at it.
+
+    Its simulated Liqo controller converges the initial fleet at once and is then frozen (a huge
+    ``--controller-delay``): nothing moves between two refreshes unless the benchmark changes it."""
+
+    namespaces: int
+    clusters: int
+    var_dir: Path
+    proc: subprocess.Popen[bytes] | None = None
+    url: str = ""
+    kubeconfig: Path | None = None
+    startup_s: float = 0.0
+    _client: Any = None
+
+    @property
+    def label(self) -> str:
+        return f"{_short(self.namespaces)} ns / {self.clusters} cl"
+
+    def __enter__(self) -> Fleet:
+        from django.conf import settings
+
+        from offloading import kube
+        from sandbox import scenarios
+
+        started = time.perf_counter()
+        name = f"fleet-{self.namespaces}x{self.clusters}"
+        scenario = self.var_dir / f"{name}.yaml"
+        scenario.write_text(scenarios.dump(scenarios.generate(self.namespaces, self.clusters)))
+        self.kubeconfig = self.var_dir / f"{name}.kubeconfig"
+        out = self.var_dir / f"{name}.log"
+        with open(out, "wb") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "sandbox", "serve", "--port", "0", "--scenario", str(scenario),
+                 "--kubeconfig", str(self.kubeconfig), "--controller-delay", str(FROZEN)],
+                cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+            )  # fmt: skip
+        deadline = time.monotonic() + SANDBOX_START_TIMEOUT
+        while not self.url:
+            match = re.search(r"sandbox listening on (\S+)", out.read_text(errors="replace"))
+            if match:
+                self.url = match.group(1)
+            elif self.proc.poll() is not None or time.monotonic() > deadline:
+                self.__exit__()
+                raise RuntimeError(f"the sandbox did not start:\n{out.read_text(errors='replace')[-2000:]}")
+            else:
+                time.sleep(0.2)
+        self.startup_s = time.perf_counter() - started
+        settings.LIQO_DASH = {
+            **settings.LIQO_DASH, "KUBECONFIG": str(self.kubeconfig), "KUBE_CONFIG_MODE": "kubeconfig",
+        }  # fmt: skip
+        kube.reset_client()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        from offloading import kube
+
+        kube.reset_client()
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()  # the sandbox stops cleanly on SIGTERM
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        self.proc = None
+
+    # A second client of our own, so that the benchmark's own calls are never counted.
+    def _api(self) -> Any:
+        if self._client is None:
+            from kubernetes import config
+
+            self._client = config.new_client_from_config(config_file=str(self.kubeconfig))
+        return self._client
+
+    def _get(self, path: str, **query: Any) -> dict[str, Any]:
+        response = self._api().call_api(
+            path, "GET", query_params=list(query.items()), auth_settings=["BearerToken"],
+            _preload_content=False, _return_http_data_only=True,
+        )  # fmt: skip
+        return json.loads(response.data)
+
+    def object_counts(self) -> dict[str, int]:
+        """How many objects of each kind the refresh lists (one-item LISTs: items + remainingItemCount)."""
+        from offloading.liqo import constants as liqo
+
+        paths = {
+            "foreignclusters": ("/apis/core.liqo.io/v1beta1/foreignclusters", {}),
+            "virtualnodes": ("/apis/offloading.liqo.io/v1beta1/virtualnodes", {}),
+            "nodes": ("/api/v1/nodes", {"labelSelector": f"{liqo.VIRTUAL_NODE_TYPE_LABEL}=virtual-node"}),
+            "namespaces": ("/api/v1/namespaces", {}),
+            "namespaceoffloadings": (f"/apis/{liqo.GROUP}/{liqo.VERSION}/namespaceoffloadings", {}),
+        }
+        counts = {}
+        for kind, (path, query) in paths.items():
+            page = self._get(path, limit=1, **query)
+            counts[kind] = len(page.get("items") or []) + int(
+                (page.get("metadata") or {}).get("remainingItemCount") or 0
+            )
+        return counts
+
+    def expected_list_calls(self) -> int:
+        """One LIST page per started 500 items of each kind (an empty list still takes one call)."""
+        from offloading import kube
+
+        return sum(max(1, math.ceil(n / kube.LIST_PAGE_SIZE)) for n in self.object_counts().values())
+
+    def change_offloading_status(self, fraction: float) -> list[str]:
+        """Make Liqo report a creation failure on one selected cluster for ``fraction`` of the
+        NamespaceOffloadings (through the status subresource, as Liqo's controller writes it),
+        spread over the whole fleet. Returns the namespaces changed."""
+        from kubernetes import client
+
+        from offloading.liqo import constants as liqo
+
+        items = self._get(f"/apis/{liqo.GROUP}/{liqo.VERSION}/namespaceoffloadings")["items"]
+        items.sort(key=lambda o: o["metadata"]["namespace"])
+        candidates = [o for o in items if _ready_condition(o) is not None and not _failing(o)]
+        count = min(len(candidates), max(1, round(len(items) * fraction)))
+        step = max(1, len(candidates) // count) if count else 1
+        custom = client.CustomObjectsApi(self._api())
+        changed = []
+        for obj in candidates[::step][:count]:
+            ready = _ready_condition(obj)
+            assert ready is not None
+            ready.update(status="False", reason=liqo.MAPPING_CREATION_LOOP_BACKOFF,
+                         message="bench: simulated creation failure")  # fmt: skip
+            obj["status"]["offloadingPhase"] = liqo.PHASE_SOME_FAILED
+            namespace = obj["metadata"]["namespace"]
+            custom.replace_namespaced_custom_object_status(
+                liqo.GROUP, liqo.VERSION, namespace, "namespaceoffloadings", liqo.OFFLOADING_NAME, obj,
+                field_manager="liqo-controller-manager", _preload_content=False,
+            )  # fmt: skip
+            changed.append(namespace)
+        return changed
+
+
+# The sandbox's simulated controllers wait this long (s) before reacting to a change: never, here.
+FROZEN = 10**7
+SANDBOX_START_TIMEOUT = 300
+
+
+def _ready_condition(obj: dict[str, Any]) -> dict[str, Any] | None:
+    """The first Ready=True remote namespace condition of an offloading (a cluster where it works)."""
+    for conditions in ((obj.get("status") or {}).get("remoteNamespacesConditions") or {}).values():
+        for condition in conditions or []:
+            if condition.get("type") == "Ready" and condition.get("status") == "True":
+                return condition
+    return None
+
+
+def _failing(obj: dict[str, Any]) -> bool:
+    return (obj.get("status") or {}).get("offloadingPhase") != "Ready"
+
+
+def _short(n: int) -> str:
+    return f"{n // 1000}k" if n >= 1000 and n % 1000 == 0 else str(n)
+
+
+# --------------------------------------------------------------------------------------------------
+# Counters
+
+
+@dataclass
+class ApiCalls:
+    """The HTTP requests the dashboard's kube client sent, as (method, path, query)."""
+
+    calls: list[tuple[str, str, dict[str, str]]] = field(default_factory=list)
+    bytes: int = 0  # response bodies (Content-Length)
+
+    @property
+    def lists(self) -> Counter[str]:
+        """LIST requests (GET on a collection) per kind."""
+        out: Counter[str] = Counter()
+        for method, path, query in self.calls:
+            last = path.rstrip("/").rsplit("/", 1)[-1]
+            if method == "GET" and last in LISTED_KINDS and query.get("watch") not in ("true", "1"):
+                out[last] += 1
+        return out
+
+    @property
+    def others(self) -> int:
+        """Every request that is not a LIST (a GET of one object, a write ...)."""
+        return len(self.calls) - sum(self.lists.values())
+
+
+@contextmanager
+def api_calls() -> Iterator[ApiCalls]:
+    """Record every request of ``offloading.kube``'s client (wraps its urllib3 REST layer; the
+    application code is untouched)."""
+    from offloading import kube
+
+    record = ApiCalls()
+    rest = kube.api_client().rest_client
+    original = rest.request
+
+    def request(method: str, url: str, *args: Any, **kwargs: Any) -> Any:
+        query = {str(k): str(v) for k, v in (kwargs.get("query_params") or [])}
+        record.calls.append((method, urlsplit(url).path, query))
+        response = original(method, url, *args, **kwargs)
+        headers = getattr(response, "headers", None) or {}
+        record.bytes += int(headers.get("Content-Length") or 0)
+        return response
+
+    rest.request = request
+    try:
+        yield record
+    finally:
+        del rest.request  # the class method again
+
+
+@dataclass
+class Queries:
+    """The SQL statements run inside :func:`queries`, by their first keyword."""
+
+    statements: list[str] = field(default_factory=list)
+
+    @property
+    def count(self) -> int:
+        return len(self.statements)
+
+    @property
+    def by_kind(self) -> Counter[str]:
+        return Counter((sql.split(None, 1) or ["?"])[0].upper() for sql in self.statements)
+
+
+@contextmanager
+def queries(capture: bool = True) -> Iterator[Queries]:
+    """Count the SQL statements of the block (transaction COMMITs are not counted), with an execute
+    wrapper, and with Django's CaptureQueriesContext as a cross-check when ``capture``.
+
+    Why both: CaptureQueriesContext keeps at most ``queries_limit`` (9,000) entries in the
+    connection's query log and silently drops the older ones (a cold refresh of 10,000 namespaces
+    runs more), and on SQLite it re-quotes every parameter of every statement through extra
+    ``SELECT QUOTE(?)`` round trips, which inflates the time of write-heavy code by about 20 %. The
+    refresh is therefore counted with the wrapper only (``capture=False``)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    result = Queries()
+
+    def wrapper(execute: Callable[..., Any], sql: str, params: Any, many: bool, context: Any) -> Any:
+        result.statements.append(sql)
+        return execute(sql, params, many, context)
+
+    if not capture:
+        with connection.execute_wrapper(wrapper):
+            yield result
+        return
+    connection.queries_log.clear()
+    with CaptureQueriesContext(connection) as ctx, connection.execute_wrapper(wrapper):
+        yield result
+    captured = [q for q in ctx.captured_queries if q["sql"] not in ("COMMIT", "ROLLBACK")]
+    if len(ctx.captured_queries) < connection.queries_limit and len(captured) != len(result.statements):
+        raise AssertionError(
+            f"query counts disagree: CaptureQueriesContext {len(captured)}, execute wrapper {result.count}"
+        )
+
+
+@dataclass
+class Timing:
+    runs: list[float]
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.runs)
+
+
+def timed(fn: Callable[[], Any], repeat: int) -> tuple[Timing, Any]:
+    """Run ``fn`` ``repeat`` times; the times of every run and the last result."""
+    runs, result = [], None
+    for _ in range(repeat):
+        started = time.perf_counter()
+        result = fn()
+        runs.append(time.perf_counter() - started)
+    return Timing(runs), result

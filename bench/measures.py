@@ -1,0 +1,279 @@
+"""The measurements: refresh cost, page cost and preview cost on one fleet."""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from bench import harness
+
+# The cluster selector the previews evaluate: two regions out of seven, without staging clusters.
+PREVIEW_SELECTOR = "topology.kubernetes.io/region in (eu-west-1, eu-south-1),!staging"
+
+
+@dataclass
+class RefreshRun:
+    name: str
+    list_calls: int  # LIST requests seen on the wire
+    list_calls_by_kind: dict[str, int]
+    reported_list_calls: int  # what the refresh itself reported (SnapshotState.last_list_calls)
+    expected_list_calls: int  # one page per started 500 items of each kind
+    other_calls: int  # any other request (a GET of one object, a write ...)
+    response_bytes: int  # bodies of all those responses
+    queries: int
+    queries_by_kind: dict[str, int]
+    seconds: float
+    namespaces: int
+    offloadings: int
+    changed: int  # namespaces whose offloading the refresh rewrote
+    modified: int = 0  # offloadings whose status the benchmark changed before this refresh
+    transitions: int = 0  # StatusTransition rows recorded
+    runs: list[float] = field(default_factory=list)  # the time of each run
+
+
+@dataclass
+class PageRun:
+    name: str
+    url: str
+    method: str
+    status: int
+    queries: int
+    seconds: float  # median of the timed runs
+    runs: list[float] = field(default_factory=list)
+    size: int = 0  # bytes of the response
+    per_cluster: bool = False  # shows one row per peered cluster: its cost may grow with the clusters
+
+
+@dataclass
+class PreviewRun:
+    clusters: int
+    selected: int
+    queries: int
+    seconds: float
+    runs: list[float] = field(default_factory=list)
+
+
+@dataclass
+class FleetResult:
+    namespaces: int
+    clusters: int
+    label: str
+    sandbox_start_s: float
+    objects: dict[str, int]
+    refreshes: list[RefreshRun] = field(default_factory=list)
+    pages: list[PageRun] = field(default_factory=list)
+    preview: PreviewRun | None = None
+    target_namespace: str = ""
+    status_rows: int = 0  # ClusterOffloading rows: one per (offloaded namespace, peered cluster)
+    selected_rows: int = 0  # of which the cluster is selected
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# --------------------------------------------------------------------------------------------------
+# Refresh
+
+
+def _refresh(name: str, expected: int, modified: int = 0, repeat: int = 1) -> RefreshRun:
+    """One refresh measured (``repeat`` > 1: as many, the median time; the counts of the last one,
+    which only makes sense when nothing changes between them)."""
+    from offloading import services
+    from offloading.models import StatusTransition
+
+    times = []
+    for _ in range(repeat):
+        transitions_before = StatusTransition.objects.count()
+        with harness.api_calls() as calls, harness.queries(capture=False) as sql:
+            started = time.perf_counter()
+            report = services.refresh()
+            times.append(time.perf_counter() - started)
+        if not report.ok:
+            raise RuntimeError(f"refresh {name} failed: {report.error}")
+    return RefreshRun(
+        name=name,
+        list_calls=sum(calls.lists.values()),
+        list_calls_by_kind=dict(calls.lists),
+        reported_list_calls=report.list_calls,
+        expected_list_calls=expected,
+        other_calls=calls.others,
+        response_bytes=calls.bytes,
+        queries=sql.count,
+        queries_by_kind=dict(sql.by_kind),
+        seconds=statistics.median(times),
+        runs=times,
+        namespaces=report.namespaces,
+        offloadings=report.offloadings,
+        changed=report.changed,
+        modified=modified,
+        transitions=StatusTransition.objects.count() - transitions_before,
+    )
+
+
+def measure_refreshes(fleet: harness.Fleet, mass_change: bool, log: Any) -> list[RefreshRun]:
+    """A cold refresh (empty snapshot), a second one with nothing changed, one after 1 % of the
+    offloadings changed status, and (``mass_change``) one after every Ready offloading did."""
+    harness.reset_database()
+    expected = fleet.expected_list_calls()
+    runs = [_refresh("cold (empty snapshot)", expected)]
+    log(f"    cold refresh {runs[-1].seconds:.2f} s")
+    runs.append(_refresh("nothing changed (median of 3)", expected, repeat=3))
+    log(f"    unchanged refresh {runs[-1].seconds:.2f} s")
+    changed = fleet.change_offloading_status(0.01)
+    runs.append(_refresh("1% offloadings' status changed", expected, modified=len(changed)))
+    log(f"    refresh after {len(changed)} status changes {runs[-1].seconds:.2f} s")
+    if mass_change:
+        changed = fleet.change_offloading_status(1.0)
+        runs.append(_refresh("all Ready offloadings' status changed", expected, modified=len(changed)))
+        log(f"    refresh after {len(changed)} status changes {runs[-1].seconds:.2f} s")
+    return runs
+
+
+# --------------------------------------------------------------------------------------------------
+# Pages
+
+
+def target_namespace() -> Any:
+    """An offloaded namespace that works on several clusters (the same kind in every fleet)."""
+    from django.db.models import Count, Q
+
+    from offloading.models import Namespace
+
+    return (
+        Namespace.objects.filter(offloaded=True)
+        .annotate(selected=Count("cluster_states", filter=Q(cluster_states__selected=True)))
+        .filter(selected__gte=2)
+        .order_by("name")
+        .first()
+    )
+
+
+def measure_pages(repeat: int) -> tuple[list[PageRun], str]:
+    """Queries and median render time of the main pages, as a logged-in administrator sees them."""
+    from django.contrib.auth import get_user_model
+    from django.db.models import Count
+    from django.test import Client
+    from django.urls import reverse
+
+    from offloading.models import ClusterOffloading, Namespace
+
+    user = get_user_model().objects.create_superuser("bench", "bench@example.com", "bench-password")
+    client = Client()
+    client.force_login(user)
+    namespace = target_namespace()
+    if namespace is None:
+        raise RuntimeError("no offloaded namespace selects two clusters or more: nothing to render")
+    # The cluster selected by the most namespaces: its filtered list has full pages.
+    busiest = (
+        ClusterOffloading.objects.filter(selected=True)
+        .values("cluster_id")
+        .annotate(n=Count("id"))
+        .order_by("-n", "cluster_id")
+        .values_list("cluster_id", flat=True)
+        .first()
+    )
+    preview_form = {
+        "namespace_mapping_strategy": "DefaultName",
+        "pod_offloading_strategy": "LocalAndRemote",
+        "cluster_selector": PREVIEW_SELECTOR,
+        "expected_generation": str(namespace.offloading_generation),
+    }
+    last_page = max(1, math.ceil(Namespace.objects.count() / 50))
+    detail = reverse("offloading:namespace_detail", args=[namespace.name])
+    # (name, method, url, form data, whether it shows one row per peered cluster)
+    pages = [
+        ("namespace list (page 1)", "GET", reverse("offloading:namespace_list"), None, False),
+        ("namespace list (last page)", "GET", reverse("offloading:namespace_list") + f"?page={last_page}", None, False),
+        ("namespace list ?cluster=", "GET", reverse("offloading:namespace_list") + f"?cluster={busiest}", None, False),
+        ("cluster list", "GET", reverse("offloading:cluster_list"), None, True),
+        ("namespace detail", "GET", detail, None, True),
+        ("namespace status (polled)", "GET", reverse("offloading:namespace_status", args=[namespace.name]), None, True),
+        ("offload form", "GET", reverse("offloading:namespace_offload", args=[namespace.name]), None, False),
+        ("offload preview POST", "POST", reverse("offloading:namespace_offload_preview", args=[namespace.name]),
+         preview_form, True),
+    ]  # fmt: skip
+    runs = []
+    for name, method, url, data, per_cluster in pages:
+
+        def request(method: str = method, url: str = url, data: Any = data) -> Any:
+            return client.post(url, data) if method == "POST" else client.get(url)
+
+        response = request()  # warm-up: templates compiled, caches filled
+        if response.status_code not in (200, 286):
+            raise RuntimeError(f"{method} {url} answered {response.status_code}, not a page to measure")
+        with harness.queries() as sql:
+            response = request()
+        timing, response = harness.timed(request, repeat)
+        runs.append(
+            PageRun(
+                name=name,
+                url=url,
+                method=method,
+                status=response.status_code,
+                queries=sql.count,
+                seconds=timing.median,
+                runs=timing.runs,
+                size=len(response.content),
+                per_cluster=per_cluster,
+            )
+        )
+    return runs, namespace.name
+
+
+# --------------------------------------------------------------------------------------------------
+# Preview
+
+
+def measure_preview(namespace_name: str, repeat: int) -> PreviewRun:
+    """``services.preview`` alone (no form, no template) for an edit of ``namespace_name``."""
+    from offloading import services
+    from offloading.liqo import selectors
+    from offloading.models import Cluster, Namespace
+
+    namespace = Namespace.objects.get(name=namespace_name)
+    spec = {
+        "namespaceMappingStrategy": (namespace.offloading_spec or {}).get("namespaceMappingStrategy", "DefaultName"),
+        "podOffloadingStrategy": "LocalAndRemote",
+        "clusterSelector": selectors.cluster_selector([PREVIEW_SELECTOR]),
+    }
+    services.preview(namespace, spec)  # warm-up
+    with harness.queries() as sql:
+        result = services.preview(namespace, spec)
+    timing, result = harness.timed(lambda: services.preview(namespace, spec), repeat)
+    return PreviewRun(
+        clusters=Cluster.objects.count(),
+        selected=len(result.selected),
+        queries=sql.count,
+        seconds=timing.median,
+        runs=timing.runs,
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+
+
+def measure_fleet(
+    namespaces: int, clusters: int, var_dir: Any, *, repeat: int, mass_change: bool, log: Any
+) -> FleetResult:
+    with harness.Fleet(namespaces, clusters, var_dir) as fleet:
+        log(f"  {fleet.label}: sandbox up in {fleet.startup_s:.1f} s")
+        result = FleetResult(
+            namespaces=namespaces,
+            clusters=clusters,
+            label=fleet.label,
+            sandbox_start_s=fleet.startup_s,
+            objects=fleet.object_counts(),
+        )
+        result.refreshes = measure_refreshes(fleet, mass_change, log)
+    from offloading.models import ClusterOffloading
+
+    result.status_rows = ClusterOffloading.objects.count()
+    result.selected_rows = ClusterOffloading.objects.filter(selected=True).count()
+    # Pages and previews read the snapshot only: the sandbox is not needed any more.
+    result.pages, result.target_namespace = measure_pages(repeat)
+    log(f"    {len(result.pages)} pages measured")
+    result.preview = measure_preview(result.target_namespace, max(repeat, 5))
+    return result
