@@ -6,7 +6,9 @@ from ``KUBECONFIG`` or ``~/.kube/config`` (or the in-cluster service account).
 
 from __future__ import annotations
 
+import os
 import secrets
+import time
 from pathlib import Path
 
 import dj_database_url
@@ -24,10 +26,20 @@ def _secret_key() -> str:
     if configured:
         return configured
     key_file = VAR_DIR / "secret-key"
-    if not key_file.exists():
-        key_file.write_text(secrets.token_urlsafe(50))
-        key_file.chmod(0o600)
-    return key_file.read_text().strip()
+    try:
+        # O_EXCL: of several processes starting at once, exactly one writes the key.
+        fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        pass
+    else:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(secrets.token_urlsafe(50))
+    for _ in range(50):
+        key = key_file.read_text().strip()
+        if key:
+            return key
+        time.sleep(0.1)  # another process created it and is still writing
+    raise env.ConfigError(f"{key_file} is empty: delete it or set SECRET_KEY")
 
 
 SECRET_KEY = _secret_key()
@@ -200,6 +212,7 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
     "ENUM_NAME_OVERRIDES": {
         "ChangeActionEnum": "offloading.choices.ChangeAction",
         "AuditActionEnum": "offloading.choices.AuditAction",

@@ -12,7 +12,7 @@ from django.db import models, transaction
 from django.utils import timezone
 
 from .choices import AuditAction, ChangeAction, ChangeState, Source
-from .liqo.offloading import is_system_namespace
+from .liqo.offloading import is_system_namespace, phase_is_settled
 
 
 class SnapshotState(models.Model):
@@ -119,6 +119,11 @@ class Namespace(models.Model):
     @property
     def is_system(self) -> bool:
         return is_system_namespace(self.name)
+
+    @property
+    def status_settled(self) -> bool:
+        """Not offloaded, or Liqo has reconciled the latest spec and reached a phase that stays."""
+        return not self.offloaded or (phase_is_settled(self.offloading_phase) and not self.status_is_stale)
 
     @property
     def status_is_stale(self) -> bool:

@@ -43,7 +43,6 @@ from .models import (
 
 log = logging.getLogger(__name__)
 
-LIQO_CONTROLLER_MANAGER = "liqo-controller-manager"
 # Cache keys shared by all workers.
 _REFRESH_LOCK = "liqo-dash:refresh-lock"
 _REFRESH_REQUESTED = "liqo-dash:refresh-requested"
@@ -833,7 +832,7 @@ def _actor_from_managed_fields(obj: dict[str, Any]) -> str:
     entries = [
         e
         for e in (obj.get("metadata") or {}).get("managedFields") or []
-        if e.get("manager") != LIQO_CONTROLLER_MANAGER and e.get("subresource") != "status"
+        if e.get("manager") != liqo.CONTROLLER_MANAGER and e.get("subresource") != "status"
     ]
     if not entries:
         return "unknown"
@@ -1066,12 +1065,7 @@ def _store_clusters(
     for vn in virtual_nodes:
         meta, spec = vn.get("metadata") or {}, vn.get("spec") or {}
         cluster_id = spec.get("clusterID", "")
-        node = nodes_by_name.get(meta.get("name"))
-        if (
-            node is not None
-            and (node.get("metadata") or {}).get("labels", {}).get(liqo.REMOTE_CLUSTER_ID_LABEL) != cluster_id
-        ):
-            node = None
+        node = liqo_peers.node_of(vn, nodes_by_name)
         vn_rows.append(
             VirtualNode(
                 namespace=meta.get("namespace", ""),
@@ -1109,7 +1103,7 @@ def _store_namespaces(
         if (o.get("metadata") or {}).get("name") == liqo.OFFLOADING_NAME
     }
     existing = {n.name: n for n in Namespace.objects.all()}
-    rows, changed = [], {}
+    rows, changed, seen = [], {}, set()
     drift = 0
     for item in namespaces:
         meta = item.get("metadata") or {}
@@ -1123,11 +1117,18 @@ def _store_namespaces(
             created_at=_dt(meta.get("creationTimestamp")),
             refreshed_at=now,
         )
-        if old is not None:
+        seen.add(name)
+        if old is None or (old.labels, old.status_phase, old.created_at) != (
+            row.labels,
+            row.status_phase,
+            row.created_at,
+        ):
+            # Only new or changed namespaces are written: a refresh of an unchanged fleet writes nothing.
             # Offloading fields of known namespaces are written below, only where they changed.
-            for field_name in _NOT_OFFLOADED:
-                setattr(row, field_name, getattr(old, field_name))
-        rows.append(row)
+            if old is not None:
+                for field_name in _NOT_OFFLOADED:
+                    setattr(row, field_name, getattr(old, field_name))
+            rows.append(row)
         if old is not None and old.refreshed_at is not None and old.refreshed_at > now:
             # Why: an apply of ours (or the watcher) wrote this namespace after our LISTs began, so the
             # LIST may predate that write: comparing would record our own change as drift and put
@@ -1139,14 +1140,15 @@ def _store_namespaces(
         if not baseline and _record_drift(old, obj, now):
             drift += 1
     update_fields = ["labels", "status_phase", "created_at", "refreshed_at"]
-    Namespace.objects.bulk_create(rows, update_conflicts=True, unique_fields=["name"], update_fields=update_fields)
-    seen = {r.name for r in rows}
+    Namespace.objects.bulk_create(
+        rows, update_conflicts=True, unique_fields=["name"], update_fields=update_fields, batch_size=1000
+    )
     gone = [name for name in existing if name not in seen]
     if gone:
         Namespace.objects.filter(name__in=gone).delete()
     # The first refresh only learns the state: it has no transitions to report.
     replace_offloading_rows(changed, now, history=not baseline)
-    return len(rows), len(by_ns), len(changed), drift
+    return len(seen), len(by_ns), len(changed), drift
 
 
 def _record_drift(old: Namespace | None, obj: dict[str, Any] | None, now: Any) -> bool:

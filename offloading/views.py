@@ -8,7 +8,7 @@ import yaml
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.db.models import Count, Q
+from django.db.models import Case, Count, Q, When
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -31,9 +31,6 @@ from .models import (
     StatusTransition,
     VirtualNode,
 )
-
-# Phases after which nothing changes until someone edits the offloading or the fleet changes.
-SETTLED_PHASES = ("Ready", "NoClusterSelected", "SomeFailed", "AllFailed")
 
 
 def _dump_yaml(obj: Any) -> str:
@@ -135,10 +132,7 @@ def namespace_status(request: HttpRequest, name: str) -> HttpResponse:
     namespace = get_object_or_404(Namespace, name=name)
     pending = ChangeRequest.objects.filter(namespace=name, state__in=ChangeState.pending()).exists()
     response = render(request, "offloading/_namespace_status.html", {**_status_context(namespace), "pending": pending})
-    settled = not namespace.offloaded or (
-        namespace.offloading_phase in SETTLED_PHASES and not namespace.status_is_stale
-    )
-    if settled and not pending:
+    if namespace.status_settled and not pending:
         response.status_code = HttpResponseStopPolling.status_code
     return response
 
@@ -294,12 +288,7 @@ def change_status(request: HttpRequest, pk: int) -> HttpResponse:
     context = {"change": change, **(_status_context(namespace) if namespace else {"namespace": None})}
     response = render(request, "offloading/_change_status.html", context)
     if change.is_terminal:
-        converged = (
-            change.state != ChangeState.APPLIED
-            or namespace is None
-            or not namespace.offloaded
-            or (namespace.offloading_phase in SETTLED_PHASES and not namespace.status_is_stale)
-        )
+        converged = change.state != ChangeState.APPLIED or namespace is None or namespace.status_settled
         if converged:
             response.status_code = HttpResponseStopPolling.status_code
     return response
@@ -368,16 +357,23 @@ def bulk_detail(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, "offloading/bulk_detail.html", {"bulk": item, "progress": item.progress()})
 
 
+BULK_ROWS = 100
+
+
 @login_required
 @require_GET
 def bulk_progress(request: HttpRequest, pk: int) -> HttpResponse:
     """Polled progress bar; stops polling once every change of the bulk request is terminal."""
     item = get_object_or_404(BulkRequest, pk=pk)
     progress = item.progress()
+    # The unfinished and unsuccessful changes first; the table is capped so large bulks stay cheap.
+    changes = item.changes.annotate(done=Case(When(state=ChangeState.APPLIED, then=1), default=0)).order_by(
+        "done", "namespace"
+    )[:BULK_ROWS]
     response = render(
         request,
         "offloading/_bulk_progress.html",
-        {"bulk": item, "progress": progress, "changes": item.changes.order_by("namespace")},
+        {"bulk": item, "progress": progress, "changes": changes, "row_limit": BULK_ROWS},
     )
     if progress["done"] >= progress["total"]:
         response.status_code = HttpResponseStopPolling.status_code

@@ -119,3 +119,6 @@ OP_GT = "Gt"
 OP_LT = "Lt"
 NODE_SELECTOR_OPERATORS = (OP_IN, OP_NOT_IN, OP_EXISTS, OP_DOES_NOT_EXIST, OP_GT, OP_LT)
 METADATA_NAME_FIELD = "metadata.name"
+
+# The field manager of Liqo's controller-manager (its writes are status and finalizers, not intent).
+CONTROLLER_MANAGER = "liqo-controller-manager"

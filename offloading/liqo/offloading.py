@@ -304,6 +304,11 @@ def remote_namespace_name(namespace: str, local_cluster_id: str, spec: dict[str,
     return f"{namespace}-{local_cluster_id}"
 
 
+def phase_is_settled(phase: str) -> bool:
+    """Whether Liqo has finished converging for now (nothing changes until the spec or the fleet does)."""
+    return phase in (c.PHASE_READY, c.PHASE_NO_CLUSTER_SELECTED, c.PHASE_SOME_FAILED, c.PHASE_ALL_FAILED)
+
+
 def local_cluster_id_from(namespace: str, spec: dict[str, Any], remote_name: str) -> str | None:
     """The local cluster id, read back from a DefaultName offloading's remote name (``<ns>-<id>``);
     None when the offloading does not tell (another strategy, or no remote name yet)."""

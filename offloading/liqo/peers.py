@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .constants import REMOTE_CLUSTER_ID_LABEL
+
 HEALTHY_CONDITION_STATUSES = ("Established", "Ready")
 HEALTHY_VIRTUAL_NODE_STATUSES = ("Running", "None")
 PROVIDER_ROLES = ("Provider", "ConsumerAndProvider")
@@ -58,3 +60,13 @@ def select_clusters(
             entry["disagree"] = True
         entry["selected"] = why["selected"]
     return result
+
+
+def node_of(virtual_node: dict[str, Any], nodes_by_name: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
+    """The Node of a VirtualNode (c.5): same name and labelled with the same remote cluster id."""
+    node = nodes_by_name.get((virtual_node.get("metadata") or {}).get("name", ""))
+    if node is None:
+        return None
+    cluster_id = (virtual_node.get("spec") or {}).get("clusterID", "")
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    return node if labels.get(REMOTE_CLUSTER_ID_LABEL) == cluster_id else None
