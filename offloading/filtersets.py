@@ -6,7 +6,7 @@ import django_filters
 from django.db.models import Q, QuerySet
 
 from .liqo import constants as liqo
-from .models import Namespace
+from .models import ClusterOffloading, Namespace
 
 NOT_OFFLOADED = "none"
 
@@ -40,4 +40,5 @@ class NamespaceFilterSet(django_filters.FilterSet):
         value = value.strip()
         if not value:
             return queryset
-        return queryset.filter(cluster_states__cluster_id=value, cluster_states__selected=True).distinct()
+        hosted = ClusterOffloading.objects.filter(cluster_id=value, selected=True).values("namespace_id")
+        return queryset.filter(pk__in=hosted)

@@ -132,8 +132,9 @@ class Namespace(models.Model):
 
 
 class ClusterOffloading(models.Model):
-    """One row per (offloaded namespace, peered cluster): the per-cluster status table, flattened so
-    that the fleet matrix and the per-cluster counts are single queries."""
+    """One row per (offloaded namespace, peered cluster that is selected or still holds its remote
+    namespace): the per-cluster status table, flattened so that the fleet matrix and the
+    per-cluster counts are single queries."""
 
     namespace = models.ForeignKey(Namespace, on_delete=models.CASCADE, related_name="cluster_states")
     cluster_id = models.CharField(max_length=63, db_index=True)
@@ -145,6 +146,7 @@ class ClusterOffloading(models.Model):
     class Meta:
         ordering = ("namespace__name", "cluster_id")
         constraints = [models.UniqueConstraint(fields=("namespace", "cluster_id"), name="unique_cluster_offloading")]
+        indexes = [models.Index(fields=("selected", "cluster_id"), name="cluster_offloading_selected")]
 
     def __str__(self) -> str:
         return f"{self.namespace_id}@{self.cluster_id}: {self.state or 'not selected'}"

@@ -8,7 +8,7 @@ import yaml
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.db.models import Case, Count, Q, When
+from django.db.models import Case, Count, Prefetch, Q, When
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -49,6 +49,7 @@ def cluster_list(request: HttpRequest) -> HttpResponse:
     clusters = list(Cluster.objects.all())
     hosted = dict(
         ClusterOffloading.objects.filter(selected=True)
+        .order_by()
         .values("cluster_id")
         .annotate(n=Count("id"))
         .values_list("cluster_id", "n")
@@ -72,7 +73,12 @@ def cluster_list(request: HttpRequest) -> HttpResponse:
 @vary_on_headers("HX-Request")
 def namespace_list(request: HttpRequest) -> HttpResponse:
     filterset = NamespaceFilterSet(request.GET, queryset=Namespace.objects.all())
-    page = Paginator(filterset.qs.prefetch_related("cluster_states"), 50).get_page(request.GET.get("page"))
+    selected_states = Prefetch(
+        "cluster_states", queryset=ClusterOffloading.objects.filter(selected=True).order_by("cluster_id")
+    )
+    page = Paginator(filterset.qs.defer("offloading_status").prefetch_related(selected_states), 50).get_page(
+        request.GET.get("page")
+    )
     query = request.GET.copy()
     query.pop("page", None)
     context = {"filterset": filterset, "page": page, "query": query.urlencode(), "phase_counts": _phase_counts()}

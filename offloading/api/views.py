@@ -86,6 +86,7 @@ class ClusterViewSet(SnapshotHeadersMixin, viewsets.ReadOnlyModelViewSet):
         context["virtual_nodes"] = nodes
         context["hosted"] = dict(
             ClusterOffloading.objects.filter(selected=True)
+            .order_by()
             .values("cluster_id")
             .annotate(n=Count("id"))
             .values_list("cluster_id", "n")

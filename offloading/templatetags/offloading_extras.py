@@ -44,6 +44,12 @@ def badge(value: str, title: str = "") -> str:
 
 
 @register.filter
+def tone(value: str) -> str:
+    """The colour class of a phase, state or status (the same as its badge)."""
+    return TONES.get(value, "muted")
+
+
+@register.filter
 def as_yaml(value: Any) -> str:
     if value in (None, ""):
         return ""
