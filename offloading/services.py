@@ -18,7 +18,7 @@ from typing import Any
 from django.conf import settings
 from django.core.cache import cache
 from django.db import transaction
-from django.db.models import Count, F
+from django.db.models import Count, F, Q
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
@@ -1189,8 +1189,13 @@ def _record_drift(old: Namespace | None, obj: dict[str, Any] | None, now: Any) -
         action = AuditAction.DRIFT_CREATED if old_spec is None else AuditAction.DRIFT_UPDATED
         actor = _actor_from_managed_fields(obj)
     else:
+        # Ours while the unoffload is pending, and also when it gave up waiting for Liqo's finalizer
+        # (failed after DELETE_WAIT) but the deletion it started went through later.
+        recent = timezone.now() - timedelta(seconds=4 * settings.LIQO_DASH["DELETE_WAIT"])
         ours = ChangeRequest.objects.filter(
-            namespace=name, action=ChangeAction.UNOFFLOAD, state__in=ChangeState.pending()
+            Q(state__in=ChangeState.pending()) | Q(state=ChangeState.FAILED, finished_at__gte=recent),
+            namespace=name,
+            action=ChangeAction.UNOFFLOAD,
         ).exists()
         if ours:
             return False

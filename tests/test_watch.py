@@ -65,6 +65,7 @@ def test_an_offloading_created_elsewhere_reaches_the_snapshot_through_the_watch(
 def test_the_watch_survives_an_outage_and_resumes(watcher: KindWatcher, k8s: Any, sandbox: Any) -> None:
     k8s.core.create_namespace({"metadata": {"name": "resumed"}})
     services.refresh()
+    assert watcher.lists == 1
     sandbox.faults.set(outage=True)
     try:
         time.sleep(1.5)  # long enough for the watch to notice and back off
@@ -79,3 +80,5 @@ def test_the_watch_survives_an_outage_and_resumes(watcher: KindWatcher, k8s: Any
          "spec": {}},
     )  # fmt: skip
     wait_until(lambda: Namespace.objects.get(name="resumed").offloaded, 40, message="the event after the outage")
+    # It resumed from the resourceVersion it had, without listing again.
+    assert watcher.lists == 1

@@ -33,6 +33,7 @@ class KindWatcher(threading.Thread):
         self.timeout_seconds = timeout_seconds
         self.resource_version = ""
         self.events = 0
+        self.lists = 0  # how often the watch had to start over from a fresh list
 
     def run(self) -> None:
         failures = 0
@@ -40,6 +41,7 @@ class KindWatcher(threading.Thread):
             try:
                 if not self.resource_version:
                     self.resource_version = kube.current_resource_version(self.kind)
+                    self.lists += 1
                     # Whatever happened before this version is only known from a full list.
                     services.trigger_refresh()
                 for event_type, obj in kube.watch(self.kind, self.resource_version, self.timeout_seconds):
