@@ -241,10 +241,16 @@ def get_offloading(namespace: str, timeout: float | None = None) -> dict[str, An
     return obj
 
 
-def create_offloading(namespace: str, body: dict[str, Any], dry_run: bool = False) -> Result:
-    kwargs: dict[str, Any] = {"field_manager": settings.LIQO_DASH["FIELD_MANAGER"]}
+def _write_options(dry_run: bool) -> dict[str, Any]:
+    """Our field manager on every write; dry-runs also get the short timeout of a page request."""
+    options: dict[str, Any] = {"field_manager": settings.LIQO_DASH["FIELD_MANAGER"]}
     if dry_run:
-        kwargs.update(dry_run="All", timeout=DRY_RUN_TIMEOUT)
+        options.update(dry_run="All", timeout=DRY_RUN_TIMEOUT)
+    return options
+
+
+def create_offloading(namespace: str, body: dict[str, Any], dry_run: bool = False) -> Result:
+    kwargs = _write_options(dry_run)
     obj, warnings = _call(_custom().create_namespaced_custom_object, *_NSOFF[:2], namespace, _NSOFF[2], body, **kwargs)
     return Result(obj, warnings)
 
@@ -252,9 +258,7 @@ def create_offloading(namespace: str, body: dict[str, Any], dry_run: bool = Fals
 def replace_offloading(namespace: str, body: dict[str, Any], dry_run: bool = False) -> Result:
     """PUT the whole object; ``body.metadata.resourceVersion`` makes it fail with a conflict if the
     object changed since it was read."""
-    kwargs: dict[str, Any] = {"field_manager": settings.LIQO_DASH["FIELD_MANAGER"]}
-    if dry_run:
-        kwargs.update(dry_run="All", timeout=DRY_RUN_TIMEOUT)
+    kwargs = _write_options(dry_run)
     obj, warnings = _call(
         _custom().replace_namespaced_custom_object,
         *_NSOFF[:2],
