@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 import django_filters
+from django.core.exceptions import ValidationError
 from django.db.models import Q, QuerySet
 
 from .liqo import constants as liqo
+from .liqo import selectors as liqo_selectors
 from .models import ClusterOffloading, Namespace
 
 NOT_OFFLOADED = "none"
+
+
+def validate_label_selector(value: str) -> None:
+    try:
+        liqo_selectors.parse_requirements(value)
+    except liqo_selectors.SelectorError as exc:
+        raise ValidationError(str(exc)) from exc
 
 
 class NamespaceFilterSet(django_filters.FilterSet):
@@ -20,10 +29,25 @@ class NamespaceFilterSet(django_filters.FilterSet):
         choices=[(NOT_OFFLOADED, "Not offloaded"), *((p, p) for p in liqo.PHASES)],
     )
     cluster = django_filters.CharFilter(method="filter_cluster", label="Offloaded to cluster")
+    selector = django_filters.CharFilter(
+        method="filter_selector", label="Label selector", validators=[validate_label_selector]
+    )
 
     class Meta:
         model = Namespace
-        fields = ["q", "phase", "cluster"]
+        fields = ["q", "phase", "cluster", "selector"]
+
+    def filter_selector(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
+        """kubectl -l syntax over the namespaces' labels (matched here, as the API server would)."""
+        requirements = liqo_selectors.parse_requirements(value)
+        if not requirements:
+            return queryset
+        matching = [
+            pk
+            for pk, labels in Namespace.objects.values_list("pk", "labels")
+            if all(r.matches(labels or {}) for r in requirements)
+        ]
+        return queryset.filter(pk__in=matching)
 
     def filter_q(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
         value = value.strip()

@@ -76,7 +76,9 @@ def namespace_list(request: HttpRequest) -> HttpResponse:
     selected_states = Prefetch(
         "cluster_states", queryset=ClusterOffloading.objects.filter(selected=True).order_by("cluster_id")
     )
-    page = Paginator(filterset.qs.defer("offloading_status").prefetch_related(selected_states), 50).get_page(
+    # An invalid filter shows its error and no rows (rather than silently ignoring the filter).
+    queryset = filterset.qs if filterset.is_valid() else Namespace.objects.none()
+    page = Paginator(queryset.defer("offloading_status").prefetch_related(selected_states), 50).get_page(
         request.GET.get("page")
     )
     query = request.GET.copy()

@@ -156,3 +156,10 @@ def test_absurd_input_is_a_400_or_an_invalid_preview_never_a_500(api: APIClient,
     assert (
         api.put("/api/v1/namespaces/payments/offloading/", {"selectors": [1, None]}, format="json").status_code == 400
     )
+
+
+def test_the_api_filters_namespaces_by_label_selector_and_rejects_a_bad_one(api: APIClient, fleet: Any) -> None:  # noqa: F811
+    names = [n["name"] for n in api.get("/api/v1/namespaces/", {"selector": "team"}).json()["results"]]
+    assert names == ["payments"]
+    bad = api.get("/api/v1/namespaces/", {"selector": "team in (pay"})
+    assert bad.status_code == 400 and "selector" in bad.json()

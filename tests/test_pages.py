@@ -295,3 +295,13 @@ def test_bulk_refuses_one_selected_name_for_many_namespaces(admin_client: Any, f
     )  # fmt: skip
     assert response.status_code == 200 and not ChangeRequest.objects.exists()
     assert "SelectedName" in str(response.context["form"].errors)
+
+
+def test_namespaces_filter_by_label_selector_and_explain_a_bad_one(admin_client: Any, fleet: Any) -> None:
+    Namespace.objects.create(name="cart", labels={"team": "shop", "env": "dev"})
+    Namespace.objects.create(name="cart-prod", labels={"team": "shop", "env": "prod"})
+    body = admin_client.get(reverse("offloading:namespace_list"), {"selector": "team=shop,env!=dev"}).content.decode()
+    assert ">cart-prod<" in body and ">cart<" not in body and ">payments<" not in body
+    bad = admin_client.get(reverse("offloading:namespace_list"), {"selector": "team in (shop"}, HTTP_HX_REQUEST="true")
+    assert bad.status_code == 200 and "selector:" in bad.content.decode()
+    assert ">cart-prod<" not in bad.content.decode()
