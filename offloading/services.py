@@ -338,6 +338,25 @@ def dry_run(namespace_name: str, spec: dict[str, Any]) -> DryRun:
     return DryRun([], result.warnings, True)
 
 
+def reapply(change_id: int, actor: Actor) -> ChangeRequest:
+    """Resolve a change that ended in conflict by asking for it again, this time based on what the
+    snapshot holds now (the requester has seen both versions and chose theirs)."""
+    change = ChangeRequest.objects.filter(pk=change_id).first()
+    if change is None or change.state != ChangeState.CONFLICT:
+        raise ChangeRejected({"change": ["only a change in conflict can be applied again"]})
+    namespace = _namespace(change.namespace)
+    current = namespace.offloading_generation if namespace.offloaded else 0
+    if change.action == ChangeAction.UNOFFLOAD:
+        return request_unoffload(namespace.name, actor, expected_generation=current or None)
+    return request_offload(
+        namespace.name,
+        change.desired_spec or {},
+        actor,
+        expected_generation=current,
+        label_namespace=change.label_namespace,
+    )
+
+
 @dataclass
 class BulkPlan:
     """What a bulk request would do: the changes it would make and the namespaces it would skip."""

@@ -16,6 +16,7 @@ urlpatterns = [
     path("changes/", views.change_list, name="change_list"),
     path("changes/<int:pk>/", views.change_detail, name="change_detail"),
     path("changes/<int:pk>/status/", views.change_status, name="change_status"),
+    path("changes/<int:pk>/reapply/", views.change_reapply, name="change_reapply"),
     path("bulk/", views.bulk, name="bulk"),
     path("bulk/preview/", views.bulk_preview, name="bulk_preview"),
     path("bulk/<int:pk>/", views.bulk_detail, name="bulk_detail"),

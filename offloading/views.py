@@ -6,6 +6,7 @@ from typing import Any
 
 import yaml
 from django.conf import settings
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db.models import Case, Count, Prefetch, Q, When
@@ -303,6 +304,20 @@ def change_status(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @login_required
+@require_POST
+def change_reapply(request: HttpRequest, pk: int) -> HttpResponse:
+    """Resolve a conflict: ask for the same change again, based on the current version."""
+    try:
+        change = services.reapply(pk, current_actor())
+    except services.ChangeRejected as exc:
+        for field_messages in exc.errors.values():
+            for message in field_messages:
+                messages.error(request, message)
+        return redirect("offloading:change_detail", pk=pk)
+    return redirect("offloading:change_detail", pk=change.pk)
+
+
+@login_required
 @require_GET
 def audit_list(request: HttpRequest) -> HttpResponse:
     events = AuditEvent.objects.select_related("change")
@@ -315,8 +330,8 @@ def audit_list(request: HttpRequest) -> HttpResponse:
 
 def _reject_into(form: Any, exc: services.ChangeRejected, field: str | None = None) -> None:
     """Put a service's refusal on the form (on ``field``, or as a form-wide error)."""
-    for messages in exc.errors.values():
-        for message in messages:
+    for field_messages in exc.errors.values():
+        for message in field_messages:
             form.add_error(field, message)
 
 

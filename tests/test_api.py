@@ -163,3 +163,13 @@ def test_the_api_filters_namespaces_by_label_selector_and_rejects_a_bad_one(api:
     assert names == ["payments"]
     bad = api.get("/api/v1/namespaces/", {"selector": "team in (pay"})
     assert bad.status_code == 400 and "selector" in bad.json()
+
+
+def test_reapply_only_takes_a_change_in_conflict(api: APIClient, fleet: Any) -> None:  # noqa: F811
+    queued = api.put("/api/v1/namespaces/payments/offloading/", {}, format="json").json()
+    response = api.post(f"/api/v1/changes/{queued['id']}/reapply/")
+    assert response.status_code == 400 and "change" in response.json()
+    ChangeRequest.objects.filter(pk=queued["id"]).update(state="conflict")
+    response = api.post(f"/api/v1/changes/{queued['id']}/reapply/")
+    assert response.status_code == 202 and response.json()["id"] != queued["id"]
+    assert api.post("/api/v1/changes/999999/reapply/").status_code == 404

@@ -354,3 +354,33 @@ def test_a_broker_failure_after_commit_loses_nothing_and_does_not_fail_the_reque
     assert services.sweep() == 1  # the outbox sweeper sends it again (run eagerly here)
     change.refresh_from_db()
     assert change.state == ChangeState.APPLIED
+
+
+def test_a_conflict_is_resolved_by_applying_the_same_change_over_the_current_version(
+    sandbox: Any, k8s: Any, admin_client: Any
+) -> None:
+    from django.urls import reverse
+
+    _make_namespace(k8s, "contested")
+    services.request_offload("contested", _spec(), ALICE)
+    _settle("contested", ("Ready",))
+    generation = Namespace.objects.get(name="contested").offloading_generation
+    services.request_offload("contested", _spec(podOffloadingStrategy="Remote"), ALICE, expected_generation=generation)
+    loser = services.request_offload(
+        "contested", _spec(podOffloadingStrategy="Local"), BOB, expected_generation=generation
+    )
+    loser.refresh_from_db()
+    assert loser.state == ChangeState.CONFLICT
+    page = admin_client.get(reverse("offloading:change_status", args=[loser.pk])).content.decode()
+    assert "Apply mine over the current version" in page
+    _settle("contested", ("Ready",))
+    response = admin_client.post(reverse("offloading:change_reapply", args=[loser.pk]))
+    again = ChangeRequest.objects.order_by("-id").first()
+    assert response.status_code == 302 and again.pk != loser.pk
+    again.refresh_from_db()
+    assert again.state == ChangeState.APPLIED, again.message
+    obj = k8s.custom.get_namespaced_custom_object(GROUP, VERSION, "contested", PLURAL, "offloading")
+    assert obj["spec"]["podOffloadingStrategy"] == "Local"
+    # Only a change in conflict can be applied again.
+    assert admin_client.post(reverse("offloading:change_reapply", args=[again.pk])).status_code == 302
+    assert ChangeRequest.objects.order_by("-id").first().pk == again.pk

@@ -217,6 +217,17 @@ class ChangeRequestViewSet(SnapshotHeadersMixin, viewsets.ReadOnlyModelViewSet):
     serializer_class = ChangeRequestSerializer
     filterset_fields = ["namespace", "state", "action", "source", "bulk"]
 
+    @extend_schema(request=None, responses={202: ChangeRequestSerializer})
+    @action(detail=True, methods=["post"])
+    def reapply(self, request: Request, pk: str) -> Response:
+        """Resolve a conflict: the same change again, based on the version the snapshot holds now."""
+        get_object_or_404(ChangeRequest, pk=pk)
+        try:
+            change = services.reapply(int(pk), current_actor())
+        except services.ChangeRejected as exc:
+            raise _rejected(exc)
+        return Response(ChangeRequestSerializer(change).data, status=status.HTTP_202_ACCEPTED)
+
 
 class BulkRequestViewSet(SnapshotHeadersMixin, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
     queryset = BulkRequest.objects.all()
