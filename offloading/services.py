@@ -96,7 +96,7 @@ def _record(change: ChangeRequest, actor: Actor, before: Any, after: Any, messag
     AuditEvent.objects.create(
         user_id=actor.user_id,
         user_name=actor.user_name,
-        source=actor.source,
+        source=change.source,
         request_id=actor.request_id,
         action=AuditAction.REQUESTED,
         namespace=change.namespace,
@@ -401,6 +401,8 @@ def plan_bulk(
             )
     changes, skipped = [], []
     local_id = local_cluster_id()
+    # The children of a bulk request say so; the parent keeps where it came from (web or api).
+    actor = Actor(actor.user_id, actor.user_name, Source.BULK, actor.request_id)
     for namespace in bulk_targets(namespace_selector):
         try:
             if action == ChangeAction.UNOFFLOAD:

@@ -236,7 +236,9 @@ def test_bulk_offload_applies_one_change_per_matching_namespace(sandbox: Any, k8
         obj = k8s.custom.get_namespaced_custom_object(GROUP, VERSION, name, PLURAL, "offloading")
         assert obj["spec"]["podOffloadingStrategy"] == "Remote"
     assert k8s.custom.list_namespaced_custom_object(GROUP, VERSION, "team-b-1", PLURAL)["items"] == []
-    assert AuditEvent.objects.filter(change__bulk=bulk, action=AuditAction.REQUESTED).count() == 2
+    requested = AuditEvent.objects.filter(change__bulk=bulk, action=AuditAction.REQUESTED)
+    assert requested.count() == 2 and {e.source for e in requested} == {Source.BULK}
+    assert bulk.source == Source.WEB and {c.source for c in bulk.changes.all()} == {Source.BULK}
 
 
 def test_the_dry_run_puts_the_api_servers_refusal_on_the_form(
