@@ -221,9 +221,9 @@ class ChangeRequestViewSet(SnapshotHeadersMixin, viewsets.ReadOnlyModelViewSet):
     @action(detail=True, methods=["post"])
     def reapply(self, request: Request, pk: str) -> Response:
         """Resolve a conflict: the same change again, based on the version the snapshot holds now."""
-        get_object_or_404(ChangeRequest, pk=pk)
+        conflicted = self.get_object()  # DRF's lookup: a malformed id is a 404, not a 500
         try:
-            change = services.reapply(int(pk), current_actor())
+            change = services.reapply(conflicted.pk, current_actor())
         except services.ChangeRejected as exc:
             raise _rejected(exc)
         return Response(ChangeRequestSerializer(change).data, status=status.HTTP_202_ACCEPTED)
