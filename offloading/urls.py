@@ -8,6 +8,7 @@ urlpatterns = [
     path("", views.home, name="home"),
     path("clusters/", views.cluster_list, name="cluster_list"),
     path("namespaces/", views.namespace_list, name="namespace_list"),
+    path("matrix/", views.fleet_matrix, name="fleet_matrix"),
     path("namespaces/<str:name>/", views.namespace_detail, name="namespace_detail"),
     path("namespaces/<str:name>/status/", views.namespace_status, name="namespace_status"),
     path("namespaces/<str:name>/offload/", views.offload, name="namespace_offload"),

@@ -118,6 +118,20 @@ def _phase_counts() -> dict[str, int]:
 
 @login_required
 @require_GET
+def fleet_matrix(request: HttpRequest) -> HttpResponse:
+    """Offloaded namespaces x peered clusters: the state of each twin namespace at a glance."""
+    clusters = list(Cluster.objects.values_list("cluster_id", flat=True))
+    offloaded = Namespace.objects.filter(offloaded=True).defer("offloading_status", "offloading_spec")
+    page = Paginator(offloaded, 50).get_page(request.GET.get("page"))
+    states: dict[int, dict[str, ClusterOffloading]] = {}
+    for row in ClusterOffloading.objects.filter(namespace_id__in=[ns.pk for ns in page]).order_by():
+        states.setdefault(row.namespace_id, {})[row.cluster_id] = row
+    rows = [(ns, [states.get(ns.pk, {}).get(cluster_id) for cluster_id in clusters]) for ns in page]
+    return render(request, "offloading/fleet_matrix.html", {"clusters": clusters, "rows": rows, "page": page})
+
+
+@login_required
+@require_GET
 def namespace_detail(request: HttpRequest, name: str) -> HttpResponse:
     namespace = get_object_or_404(Namespace, name=name)
     changes = ChangeRequest.objects.filter(namespace=name)[:10]

@@ -305,3 +305,14 @@ def test_namespaces_filter_by_label_selector_and_explain_a_bad_one(admin_client:
     bad = admin_client.get(reverse("offloading:namespace_list"), {"selector": "team in (shop"}, HTTP_HX_REQUEST="true")
     assert bad.status_code == 200 and "selector:" in bad.content.decode()
     assert ">cart-prod<" not in bad.content.decode()
+
+
+def test_the_fleet_matrix_shows_each_offloaded_namespace_per_cluster(admin_client: Any, fleet: Any) -> None:
+    response = admin_client.get(reverse("offloading:fleet_matrix"))
+    assert response.status_code == 200
+    rows = response.context["rows"]
+    assert [ns.name for ns, _ in rows] == ["shop"]  # only offloaded namespaces
+    clusters = response.context["clusters"]
+    cells = dict(zip(clusters, rows[0][1], strict=True))
+    assert cells["milan"].state == "NamespaceCreated" and cells["naples"].selected is False
+    assert "✓" in response.content.decode()
