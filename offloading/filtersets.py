@@ -39,15 +39,12 @@ class NamespaceFilterSet(django_filters.FilterSet):
 
     def filter_selector(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
         """kubectl -l syntax over the namespaces' labels (matched here, as the API server would)."""
+        from .services import namespace_ids_matching
+
         requirements = liqo_selectors.parse_requirements(value)
         if not requirements:
             return queryset
-        matching = [
-            pk
-            for pk, labels in Namespace.objects.values_list("pk", "labels")
-            if all(r.matches(labels or {}) for r in requirements)
-        ]
-        return queryset.filter(pk__in=matching)
+        return queryset.filter(pk__in=namespace_ids_matching(requirements))
 
     def filter_q(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
         value = value.strip()

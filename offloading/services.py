@@ -369,6 +369,16 @@ class BulkPlan:
         return [c.namespace for c in self.changes]
 
 
+def namespace_ids_matching(requirements: list[Any]) -> list[int]:
+    """Ids of the snapshot namespaces whose labels satisfy parsed label-selector requirements (matched
+    here with offloading.liqo, as the API server would)."""
+    return [
+        pk
+        for pk, labels in Namespace.objects.values_list("pk", "labels")
+        if all(r.matches(labels or {}) for r in requirements)
+    ]
+
+
 def bulk_targets(namespace_selector: str) -> list[Namespace]:
     """Snapshot namespaces whose labels match a kubectl-style label selector."""
     try:
@@ -377,7 +387,7 @@ def bulk_targets(namespace_selector: str) -> list[Namespace]:
         raise ChangeRejected({"namespace_selector": [str(exc)]})
     if not requirements:
         raise ChangeRejected({"namespace_selector": ["give a selector: an empty one would match every namespace"]})
-    return [ns for ns in Namespace.objects.all() if all(r.matches(ns.labels) for r in requirements)]
+    return list(Namespace.objects.filter(pk__in=namespace_ids_matching(requirements)).defer("offloading_status"))
 
 
 def plan_bulk(

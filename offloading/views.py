@@ -22,6 +22,7 @@ from .choices import ChangeState
 from .context import current_actor
 from .filtersets import NamespaceFilterSet
 from .forms import MAPPING_HELP, POD_HELP, BulkForm, OffloadForm, UnoffloadForm
+from .liqo import constants as liqo_constants
 from .models import (
     AuditEvent,
     BulkRequest,
@@ -89,24 +90,11 @@ def namespace_list(request: HttpRequest) -> HttpResponse:
     return render(request, template, context)
 
 
-# Labels every virtual node carries (set by the virtual kubelet); shown folded, after the ones
-# that tell clusters apart.
-STANDARD_NODE_LABELS = (
-    "kubernetes.io/hostname",
-    "kubernetes.io/role",
-    "kubernetes.io/os",
-    "kubernetes.io/arch",
-    "type",
-    "liqo.io/type",
-    "liqo.io/remote-cluster-id",
-    "node.kubernetes.io/exclude-from-external-load-balancers",
-    "alpha.service-controller.kubernetes.io/exclude-balancer",
-)
-
-
 def _split_labels(labels: dict[str, str]) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
-    distinctive = sorted((k, v) for k, v in labels.items() if k not in STANDARD_NODE_LABELS)
-    standard = sorted((k, v) for k, v in labels.items() if k in STANDARD_NODE_LABELS)
+    """The labels that tell clusters apart first; the ones every virtual node carries, folded."""
+    standard_keys = liqo_constants.VIRTUAL_NODE_STANDARD_LABELS
+    distinctive = sorted((k, v) for k, v in labels.items() if k not in standard_keys)
+    standard = sorted((k, v) for k, v in labels.items() if k in standard_keys)
     return distinctive, standard
 
 

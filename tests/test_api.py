@@ -9,7 +9,7 @@ from django.urls import reverse
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from offloading.models import ChangeRequest
+from offloading.models import ChangeRequest, Namespace
 
 from .test_pages import fleet  # noqa: F401 - the same snapshot as the page tests
 
@@ -173,3 +173,16 @@ def test_reapply_only_takes_a_change_in_conflict(api: APIClient, fleet: Any) -> 
     response = api.post(f"/api/v1/changes/{queued['id']}/reapply/")
     assert response.status_code == 202 and response.json()["id"] != queued["id"]
     assert api.post("/api/v1/changes/999999/reapply/").status_code == 404
+
+
+def test_listing_bulk_requests_costs_the_same_queries_for_one_or_many(
+    api: APIClient,
+    fleet: Any,
+    django_assert_max_num_queries: Any,  # noqa: F811
+) -> None:
+    for team in ("a", "b", "c", "d"):
+        Namespace.objects.create(name=f"bulk-{team}", labels={"bulk": team})
+        api.post("/api/v1/bulk/", {"action": "offload", "namespaceSelector": f"bulk={team}", "spec": {}}, format="json")
+    with django_assert_max_num_queries(4):
+        results = api.get("/api/v1/bulk/").json()["results"]
+    assert len(results) == 4 and all(r["progress"]["queued"] == 1 and r["progress"]["total"] == 1 for r in results)

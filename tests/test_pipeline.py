@@ -194,7 +194,6 @@ def test_transient_errors_are_retried_until_they_succeed(sandbox: Any, k8s: Any,
         sandbox.faults.clear()
     change.refresh_from_db()
     assert change.state == ChangeState.APPLIED, change.message
-    assert change.attempts >= 1
     assert AuditEvent.objects.filter(change=change, action=AuditAction.APPLIED).count() == 1
 
 

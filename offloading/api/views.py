@@ -230,7 +230,7 @@ class ChangeRequestViewSet(SnapshotHeadersMixin, viewsets.ReadOnlyModelViewSet):
 
 
 class BulkRequestViewSet(SnapshotHeadersMixin, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
-    queryset = BulkRequest.objects.all()
+    queryset = BulkRequest.objects.with_progress()
     serializer_class = BulkRequestSerializer
     filter_backends: list[Any] = []
 

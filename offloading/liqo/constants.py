@@ -122,3 +122,17 @@ METADATA_NAME_FIELD = "metadata.name"
 
 # The field manager of Liqo's controller-manager (its writes are status and finalizers, not intent).
 CONTROLLER_MANAGER = "liqo-controller-manager"
+
+# Labels the virtual kubelet puts on every virtual Node (liqo-semantics.md c.3): they never tell one
+# peered cluster from another.
+VIRTUAL_NODE_STANDARD_LABELS = (
+    "kubernetes.io/hostname",
+    "kubernetes.io/role",
+    "kubernetes.io/os",
+    "kubernetes.io/arch",
+    "type",
+    "liqo.io/type",
+    "liqo.io/remote-cluster-id",
+    "node.kubernetes.io/exclude-from-external-load-balancers",
+    "alpha.service-controller.kubernetes.io/exclude-balancer",
+)
