@@ -177,8 +177,8 @@ def test_reapply_only_takes_a_change_in_conflict(api: APIClient, fleet: Any) -> 
 
 def test_listing_bulk_requests_costs_the_same_queries_for_one_or_many(
     api: APIClient,
-    fleet: Any,
-    django_assert_max_num_queries: Any,  # noqa: F811
+    fleet: Any,  # noqa: F811
+    django_assert_max_num_queries: Any,
 ) -> None:
     for team in ("a", "b", "c", "d"):
         Namespace.objects.create(name=f"bulk-{team}", labels={"bulk": team})
