@@ -22,6 +22,7 @@ system-deps:
 
 test: $(VENV)/.installed system-deps
 	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
 	$(PY) manage.py check
 	$(PY) manage.py makemigrations --check --dry-run
 	$(PY) -m pytest
@@ -29,6 +30,7 @@ test: $(VENV)/.installed system-deps
 
 lint: $(VENV)/.installed
 	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
 	$(PY) -m ruff format --check .
 
 bench: $(VENV)/.installed

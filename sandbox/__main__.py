@@ -16,8 +16,14 @@ from sandbox import scenarios
 def _serve(args: argparse.Namespace) -> int:
     from sandbox.server import Sandbox
 
-    sb = Sandbox(scenario=args.scenario, controller_delay=args.controller_delay, port=args.port, host=args.host,
-                 state_file=args.state_file, rbac=args.rbac_policy)
+    sb = Sandbox(
+        scenario=args.scenario,
+        controller_delay=args.controller_delay,
+        port=args.port,
+        host=args.host,
+        state_file=args.state_file,
+        rbac=args.rbac_policy,
+    )
     sb.start()
     if args.kubeconfig:
         sb.write_kubeconfig(args.kubeconfig)
@@ -58,8 +64,9 @@ def _faults(args: argparse.Namespace) -> int:
                 payload[key] = json.loads(value)
             except ValueError:
                 payload[key] = value  # a bare string such as a cluster id
-        request = urllib.request.Request(url, data=json.dumps(payload).encode(), method="PATCH",
-                                         headers={"Content-Type": "application/json"})
+        request = urllib.request.Request(
+            url, data=json.dumps(payload).encode(), method="PATCH", headers={"Content-Type": "application/json"}
+        )
     else:
         request = urllib.request.Request(url)
     with urllib.request.urlopen(request, timeout=10) as response:
@@ -74,11 +81,16 @@ def main(argv: list[str] | None = None) -> int:
     serve = sub.add_parser("serve", help="run the sandbox API server")
     serve.add_argument("--port", type=int, default=0, help="0 picks a free port")
     serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--scenario", default="demo",
-                       help=f"a built-in name ({', '.join(scenarios.builtin_names())}) or a YAML file")
+    serve.add_argument(
+        "--scenario", default="demo", help=f"a built-in name ({', '.join(scenarios.builtin_names())}) or a YAML file"
+    )
     serve.add_argument("--kubeconfig", help="write a kubeconfig for the sandbox here")
-    serve.add_argument("--controller-delay", type=float, default=0.0,
-                       help="seconds the simulated controllers wait before reacting (demo: 1-2)")
+    serve.add_argument(
+        "--controller-delay",
+        type=float,
+        default=0.0,
+        help="seconds the simulated controllers wait before reacting (demo: 1-2)",
+    )
     serve.add_argument("--state-file", help="persist the cluster state here and restore it on start")
     serve.add_argument("--rbac-policy", help="YAML RBAC policy (users, tokens, rules); default: built-in")
     serve.set_defaults(func=_serve)
@@ -93,8 +105,9 @@ def main(argv: list[str] | None = None) -> int:
 
     faults = sub.add_parser("faults", help="show or change the faults of a running sandbox")
     faults.add_argument("--url", required=True, help="the sandbox URL, e.g. http://127.0.0.1:8001")
-    faults.add_argument("--set", nargs="*", metavar="KEY=VALUE",
-                        help="e.g. latency=0.5 error_rate=0.1 outage=true peer_down=milan")
+    faults.add_argument(
+        "--set", nargs="*", metavar="KEY=VALUE", help="e.g. latency=0.5 error_rate=0.1 outage=true peer_down=milan"
+    )
     faults.add_argument("--clear", action="store_true")
     faults.set_defaults(func=_faults)
 

@@ -43,9 +43,17 @@ if TYPE_CHECKING:
     from sandbox.faults import Faults
 
 SERVER_VERSION = {
-    "major": "1", "minor": "35", "gitVersion": "v1.35.2-sandbox", "gitCommit": "0000000000000000000000000000000000000000",
-    "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.25.0", "compiler": "gc",
-    "platform": "linux/amd64", "emulationMajor": "1", "emulationMinor": "35",
+    "major": "1",
+    "minor": "35",
+    "gitVersion": "v1.35.2-sandbox",
+    "gitCommit": "0000000000000000000000000000000000000000",
+    "gitTreeState": "clean",
+    "buildDate": "2026-01-01T00:00:00Z",
+    "goVersion": "go1.25.0",
+    "compiler": "gc",
+    "platform": "linux/amd64",
+    "emulationMajor": "1",
+    "emulationMinor": "35",
 }
 TRUE_VALUES = ("1", "t", "T", "true", "TRUE", "True")
 
@@ -103,7 +111,7 @@ def compile_field_selector(kind: Kind, text: str) -> Callable[[Obj], bool]:
     allowed = kind.allowed_field_selectors()
     for key, _, _ in requirements:
         if key not in allowed:
-            raise errors.bad_request(f'field label not supported: {key}')
+            raise errors.bad_request(f"field label not supported: {key}")
 
     def predicate(obj: Obj) -> bool:
         for key, op, value in requirements:
@@ -179,12 +187,15 @@ def _cell(obj: Obj, column: Column) -> Any:
         return text
     if path == "@node_roles":
         labels = (obj.get("metadata") or {}).get("labels") or {}
-        roles = sorted({k.split("/", 1)[1] for k in labels if k.startswith("node-role.kubernetes.io/")}
-                       | ({labels["kubernetes.io/role"]} if "kubernetes.io/role" in labels else set()))
+        roles = sorted(
+            {k.split("/", 1)[1] for k in labels if k.startswith("node-role.kubernetes.io/")}
+            | ({labels["kubernetes.io/role"]} if "kubernetes.io/role" in labels else set())
+        )
         return ",".join(r for r in roles if r) or "<none>"
     if path == "@node_ip":
-        return next((a.get("address") for a in status.get("addresses") or [] if a.get("type") == "InternalIP"),
-                    "<none>")
+        return next(
+            (a.get("address") for a in status.get("addresses") or [] if a.get("type") == "InternalIP"), "<none>"
+        )
     if path == "@pod_ready":
         statuses = status.get("containerStatuses") or []
         total = len((obj.get("spec") or {}).get("containers") or [])
@@ -192,13 +203,14 @@ def _cell(obj: Obj, column: Column) -> Any:
     if path == "@pod_restarts":
         return sum(int(c.get("restartCount") or 0) for c in status.get("containerStatuses") or [])
     if path == "@event_last_seen":
-        return _since(obj.get("lastTimestamp") or obj.get("eventTime") or
-                      (obj.get("metadata") or {}).get("creationTimestamp"))
+        return _since(
+            obj.get("lastTimestamp") or obj.get("eventTime") or (obj.get("metadata") or {}).get("creationTimestamp")
+        )
     if path == "@event_object":
         inv = obj.get("involvedObject") or {}
         return f"{(inv.get('kind') or '').lower()}/{inv.get('name', '')}"
     if path.startswith("@vn_condition_"):
-        ctype = path[len("@vn_condition_"):]
+        ctype = path[len("@vn_condition_") :]
         return next((c.get("status") for c in status.get("conditions") or [] if c.get("type") == ctype), None)
     value = field_value(obj, path) if not isinstance(_raw(obj, path), (int, bool)) else _raw(obj, path)
     return value if value != "" else None
@@ -214,21 +226,38 @@ def _raw(obj: Obj, path: str) -> Any:
 
 
 def table(kind: Kind, objs: Iterable[Obj], list_meta: dict[str, Any], include: str) -> dict[str, Any]:
-    columns = [{"name": "Name", "type": "string", "format": "name", "priority": 0,
-                "description": "Name must be unique within a namespace."}]
-    columns += [{"name": c.name, "type": c.type, "format": "", "description": c.description or c.name,
-                 "priority": c.priority} for c in kind.columns]
+    columns = [
+        {
+            "name": "Name",
+            "type": "string",
+            "format": "name",
+            "priority": 0,
+            "description": "Name must be unique within a namespace.",
+        }
+    ]
+    columns += [
+        {"name": c.name, "type": c.type, "format": "", "description": c.description or c.name, "priority": c.priority}
+        for c in kind.columns
+    ]
     rows = []
     for obj in objs:
         row: dict[str, Any] = {"cells": [obj["metadata"]["name"]] + [_cell(obj, c) for c in kind.columns]}
         if include == "Object":
             row["object"] = obj
         elif include != "None":
-            row["object"] = {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
-                             "metadata": obj.get("metadata") or {}}
+            row["object"] = {
+                "kind": "PartialObjectMetadata",
+                "apiVersion": "meta.k8s.io/v1",
+                "metadata": obj.get("metadata") or {},
+            }
         rows.append(row)
-    return {"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": list_meta, "columnDefinitions": columns,
-            "rows": rows}
+    return {
+        "kind": "Table",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": list_meta,
+        "columnDefinitions": columns,
+        "rows": rows,
+    }
 
 
 # -- discovery -------------------------------------------------------------------------------------
@@ -238,18 +267,34 @@ def resource_list(group: str, version: str) -> dict[str, Any] | None:
         return None
     resources = []
     for kind in gv.kinds:
-        entry: dict[str, Any] = {"name": kind.plural, "singularName": kind.singular, "namespaced": kind.namespaced,
-                                 "kind": kind.kind, "verbs": list(kind.verbs)}
+        entry: dict[str, Any] = {
+            "name": kind.plural,
+            "singularName": kind.singular,
+            "namespaced": kind.namespaced,
+            "kind": kind.kind,
+            "verbs": list(kind.verbs),
+        }
         if kind.short_names:
             entry["shortNames"] = list(kind.short_names)
         if kind.categories:
             entry["categories"] = list(kind.categories)
         resources.append(entry)
         if kind.status_subresource:
-            resources.append({"name": kind.plural + "/status", "singularName": "", "namespaced": kind.namespaced,
-                              "kind": kind.kind, "verbs": ["get", "patch", "update"]})
-    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": f"{group}/{version}" if group else version,
-            "resources": resources}
+            resources.append(
+                {
+                    "name": kind.plural + "/status",
+                    "singularName": "",
+                    "namespaced": kind.namespaced,
+                    "kind": kind.kind,
+                    "verbs": ["get", "patch", "update"],
+                }
+            )
+    return {
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": f"{group}/{version}" if group else version,
+        "resources": resources,
+    }
 
 
 def group_list() -> dict[str, Any]:
@@ -257,8 +302,11 @@ def group_list() -> dict[str, Any]:
     for gv in group_versions():
         if gv.group:
             groups.setdefault(gv.group, []).append(gv.version)
-    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": [_group(name, versions)
-                                                                   for name, versions in groups.items()]}
+    return {
+        "kind": "APIGroupList",
+        "apiVersion": "v1",
+        "groups": [_group(name, versions) for name, versions in groups.items()],
+    }
 
 
 def _group(name: str, versions: list[str]) -> dict[str, Any]:
@@ -272,8 +320,14 @@ def _gv_path(group: str, version: str) -> str:
 
 
 def openapi_root() -> dict[str, Any]:
-    return {"paths": {_gv_path(gv.group, gv.version): {
-        "serverRelativeURL": f"/openapi/v3/{_gv_path(gv.group, gv.version)}?hash=sandbox"} for gv in group_versions()}}
+    return {
+        "paths": {
+            _gv_path(gv.group, gv.version): {
+                "serverRelativeURL": f"/openapi/v3/{_gv_path(gv.group, gv.version)}?hash=sandbox"
+            }
+            for gv in group_versions()
+        }
+    }
 
 
 def openapi_group_version(gv_path: str) -> dict[str, Any] | None:
@@ -290,16 +344,21 @@ def openapi_group_version(gv_path: str) -> dict[str, Any] | None:
         operation = {"x-kubernetes-group-version-kind": gvk, "parameters": param, "responses": {}}
         paths[base] = {"post": operation}
         paths[base + "/{name}"] = {"put": operation, "patch": operation}
-    return {"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": SERVER_VERSION["gitVersion"]},
-            "paths": paths, "components": {"schemas": {}}}
+    return {
+        "openapi": "3.0.0",
+        "info": {"title": "Kubernetes", "version": SERVER_VERSION["gitVersion"]},
+        "paths": paths,
+        "components": {"schemas": {}},
+    }
 
 
 # -- the handler -----------------------------------------------------------------------------------
 class Api:
     """Everything a request needs; one per sandbox, shared by the handler threads."""
 
-    def __init__(self, store: Store, server: ApiServer, policy: Policy, faults: Faults,
-                 bookmark_interval: float = 60.0) -> None:
+    def __init__(
+        self, store: Store, server: ApiServer, policy: Policy, faults: Faults, bookmark_interval: float = 60.0
+    ) -> None:
         self.store = store
         self.server = server
         self.policy = policy
@@ -365,8 +424,14 @@ class Handler(BaseHTTPRequestHandler):
         return self.server.api
 
     # -- responses -------------------------------------------------------------------------------
-    def _send(self, code: int, body: Any, headers: dict[str, str] | None = None, warnings: list[str] | None = None,
-              content_type: str = "application/json") -> None:
+    def _send(
+        self,
+        code: int,
+        body: Any,
+        headers: dict[str, str] | None = None,
+        warnings: list[str] | None = None,
+        content_type: str = "application/json",
+    ) -> None:
         data = body if isinstance(body, bytes) else json.dumps(body, separators=(",", ":")).encode()
         self.send_response(code)
         self.send_header("Content-Type", content_type)
@@ -452,8 +517,12 @@ class Handler(BaseHTTPRequestHandler):
             raise errors.internal("sandbox: injected fault")
         if action == "conflict":
             self._body()
-            raise ApiError(409, "Conflict", "Operation cannot be fulfilled: the object has been modified; please "
-                           "apply your changes to the latest version and try again (sandbox: injected fault)")
+            raise ApiError(
+                409,
+                "Conflict",
+                "Operation cannot be fulfilled: the object has been modified; please "
+                "apply your changes to the latest version and try again (sandbox: injected fault)",
+            )
 
     def _authenticate(self) -> User:
         user = self.api.policy.authenticate(self.headers.get("Authorization"))
@@ -471,8 +540,10 @@ class Handler(BaseHTTPRequestHandler):
             attrs = Attributes("impersonate", "", resource, "", "", name)
             if not self.api.policy.allowed(user, attrs):
                 self._body()
-                raise errors.forbidden(f'{resource} "{name}" is forbidden: User "{user.name}" cannot impersonate '
-                                       f'resource "{resource}" in API group "" at the cluster scope')
+                raise errors.forbidden(
+                    f'{resource} "{name}" is forbidden: User "{user.name}" cannot impersonate '
+                    f'resource "{resource}" in API group "" at the cluster scope'
+                )
         groups = tuple(dict.fromkeys(tuple(imp_groups) + ("system:authenticated",)))
         return User(imp_user, groups)
 
@@ -485,8 +556,12 @@ class Handler(BaseHTTPRequestHandler):
         parsed = self._parse_resource_path(path)
         if parsed is None:
             self._body()
-            raise ApiError(404, "NotFound", "the server could not find the requested resource",
-                           {"causes": [{"reason": "UnexpectedServerResponse", "message": "404 page not found"}]})
+            raise ApiError(
+                404,
+                "NotFound",
+                "the server could not find the requested resource",
+                {"causes": [{"reason": "UnexpectedServerResponse", "message": "404 page not found"}]},
+            )
         kind, namespace, name, subresource = parsed
         self._resource(kind, namespace, name, subresource, query, user)
 
@@ -497,8 +572,11 @@ class Handler(BaseHTTPRequestHandler):
             return b"ok"
         if path == "/api":
             host = f"{self.server.server_address[0]}:{self.server.server_address[1]}"
-            return {"kind": "APIVersions", "versions": ["v1"],
-                    "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": host}]}
+            return {
+                "kind": "APIVersions",
+                "versions": ["v1"],
+                "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": host}],
+            }
         if path == "/apis":
             return group_list()
         if path == "/api/v1":
@@ -506,12 +584,13 @@ class Handler(BaseHTTPRequestHandler):
         if path == "/openapi/v3":
             return openapi_root()
         if path.startswith("/openapi/v3/"):
-            return openapi_group_version(path[len("/openapi/v3/"):])
+            return openapi_group_version(path[len("/openapi/v3/") :])
         parts = path.split("/")[1:]
         if parts[0] == "apis" and len(parts) == 2:
             listing = group_list()
             return next((g for g in listing["groups"] if g["name"] == parts[1]), None) and dict(
-                next(g for g in listing["groups"] if g["name"] == parts[1]), kind="APIGroup", apiVersion="v1")
+                next(g for g in listing["groups"] if g["name"] == parts[1]), kind="APIGroup", apiVersion="v1"
+            )
         if parts[0] == "apis" and len(parts) == 3:
             return resource_list(parts[1], parts[2])
         return None
@@ -548,14 +627,19 @@ class Handler(BaseHTTPRequestHandler):
             self._body()
             raise errors.forbidden(Policy.denial(user, attrs, kind.qualified), kind, name)
 
-    def _resource(self, kind: Kind, namespace: str, name: str, subresource: str, query: dict[str, str],
-                  user: User) -> None:
+    def _resource(
+        self, kind: Kind, namespace: str, name: str, subresource: str, query: dict[str, str], user: User
+    ) -> None:
         method = self.command
         if method == "HEAD":
             method = "GET"
-        verb = {"GET": "get" if name else ("watch" if _bool(query.get("watch")) else "list"),
-                "POST": "create", "PUT": "update", "PATCH": "patch",
-                "DELETE": "delete" if name else "deletecollection"}.get(method, "")
+        verb = {
+            "GET": "get" if name else ("watch" if _bool(query.get("watch")) else "list"),
+            "POST": "create",
+            "PUT": "update",
+            "PATCH": "patch",
+            "DELETE": "delete" if name else "deletecollection",
+        }.get(method, "")
         if not verb or verb not in kind.verbs or (method == "POST" and name):
             self._body()
             raise errors.method_not_allowed()
@@ -581,8 +665,9 @@ class Handler(BaseHTTPRequestHandler):
             self._send_object(kind, result.obj, 201, result.warnings)
         elif verb == "update":
             body = self._json_body(self._body())
-            result = server.update(kind, namespace, name, body, manager=manager, subresource=subresource,
-                                   dry_run=dry_run)
+            result = server.update(
+                kind, namespace, name, body, manager=manager, subresource=subresource, dry_run=dry_run
+            )
             self._send_object(kind, result.obj, 200, result.warnings)
         elif verb == "patch":
             content_type = (self.headers.get("Content-Type") or "").split(";")[0].strip()
@@ -594,9 +679,17 @@ class Handler(BaseHTTPRequestHandler):
             else:
                 patch_body = self._json_body(raw)
             force = _bool(query.get("force"))
-            result = server.patch(kind, namespace, name, content_type, patch_body, manager=query.get("fieldManager")
-                                  or ("" if content_type == PATCH_APPLY else manager), subresource=subresource,
-                                  force=force, dry_run=dry_run)
+            result = server.patch(
+                kind,
+                namespace,
+                name,
+                content_type,
+                patch_body,
+                manager=query.get("fieldManager") or ("" if content_type == PATCH_APPLY else manager),
+                subresource=subresource,
+                force=force,
+                dry_run=dry_run,
+            )
             self._send_object(kind, result.obj, 201 if result.created else 200, result.warnings)
         elif verb == "delete":
             raw = self._body()
@@ -754,8 +847,9 @@ class Handler(BaseHTTPRequestHandler):
                     self._chunk(self._bookmark(kind, obj["rv"], True))
                     continue
                 if as_table:
-                    obj = table(kind, [obj], {"resourceVersion": obj["metadata"]["resourceVersion"]},
-                                self._include_object())
+                    obj = table(
+                        kind, [obj], {"resourceVersion": obj["metadata"]["resourceVersion"]}, self._include_object()
+                    )
                 self._chunk({"type": event_type, "object": obj})
         except (BrokenPipeError, ConnectionResetError, OSError):
             self.close_connection = True
@@ -788,24 +882,46 @@ class Handler(BaseHTTPRequestHandler):
         spec = body.get("spec") or {}
         if kind is SUBJECT_ACCESS_REVIEWS:
             if not spec.get("user") and not spec.get("groups"):
-                raise errors.invalid(kind, "", [{"field": "spec.user", "reason": "FieldValueInvalid",
-                                                 "message": 'Invalid value: "": at least one of user or group '
-                                                            "must be specified"}])
+                raise errors.invalid(
+                    kind,
+                    "",
+                    [
+                        {
+                            "field": "spec.user",
+                            "reason": "FieldValueInvalid",
+                            "message": 'Invalid value: "": at least one of user or group must be specified',
+                        }
+                    ],
+                )
             subject = User(spec.get("user") or "", tuple(spec.get("groups") or ()))
         else:
             subject = user
         resource = spec.get("resourceAttributes")
         non_resource = spec.get("nonResourceAttributes")
         if resource:
-            attrs = Attributes(resource.get("verb") or "", resource.get("group") or "", resource.get("resource") or "",
-                               resource.get("subresource") or "", resource.get("namespace") or "",
-                               resource.get("name") or "")
+            attrs = Attributes(
+                resource.get("verb") or "",
+                resource.get("group") or "",
+                resource.get("resource") or "",
+                resource.get("subresource") or "",
+                resource.get("namespace") or "",
+                resource.get("name") or "",
+            )
         elif non_resource:
             attrs = Attributes(non_resource.get("verb") or "", path=non_resource.get("path") or "")
         else:
-            raise errors.invalid(kind, "", [{"field": "spec", "reason": "FieldValueRequired",
-                                             "message": "Required value: exactly one of nonResourceAttributes or "
-                                                        "resourceAttributes must be specified"}])
+            raise errors.invalid(
+                kind,
+                "",
+                [
+                    {
+                        "field": "spec",
+                        "reason": "FieldValueRequired",
+                        "message": "Required value: exactly one of nonResourceAttributes or "
+                        "resourceAttributes must be specified",
+                    }
+                ],
+            )
         allowed = self.api.policy.allowed(subject, attrs)
         status: dict[str, Any] = {"allowed": allowed}
         if allowed:
@@ -817,11 +933,16 @@ class Handler(BaseHTTPRequestHandler):
     # -- admin (not part of the Kubernetes API) --------------------------------------------------
     def _admin(self, path: str, query: dict[str, str]) -> None:
         raw = self._body()
-        name = path[len("/sandbox/"):]
+        name = path[len("/sandbox/") :]
         hook = self.api.admin_hooks.get(name)
         if hook is None:
-            self._send(404, {"error": f"unknown sandbox endpoint {path}",
-                             "endpoints": sorted("/sandbox/" + k for k in self.api.admin_hooks)})
+            self._send(
+                404,
+                {
+                    "error": f"unknown sandbox endpoint {path}",
+                    "endpoints": sorted("/sandbox/" + k for k in self.api.admin_hooks),
+                },
+            )
             return
         payload = None
         if raw:

@@ -28,14 +28,26 @@ from sandbox.store import Obj, Store, clone
 
 DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
-LABEL_MSG = ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must "
-             "start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for "
-             "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')")
-SUBDOMAIN_MSG = ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
-                 "and must start and end with an alphanumeric character (e.g. 'example.com', regex used for "
-                 "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')")
-SERVER_META = ("uid", "resourceVersion", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
-               "generation", "selfLink", "managedFields")
+LABEL_MSG = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must "
+    "start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for "
+    "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+)
+SUBDOMAIN_MSG = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
+    "and must start and end with an alphanumeric character (e.g. 'example.com', regex used for "
+    "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+)
+SERVER_META = (
+    "uid",
+    "resourceVersion",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "generation",
+    "selfLink",
+    "managedFields",
+)
 
 PATCH_MERGE = "application/merge-patch+json"
 PATCH_JSON = "application/json-patch+json"
@@ -89,8 +101,17 @@ class ApiServer:
         if not ok or len(name) > limit:
             if len(name) > limit:
                 msg = f"must be no more than {limit} characters"
-            raise errors.invalid(kind, name, [{"field": "metadata.name", "reason": "FieldValueInvalid",
-                                               "message": f'Invalid value: "{name}": {msg}'}])
+            raise errors.invalid(
+                kind,
+                name,
+                [
+                    {
+                        "field": "metadata.name",
+                        "reason": "FieldValueInvalid",
+                        "message": f'Invalid value: "{name}": {msg}',
+                    }
+                ],
+            )
 
     def _check_namespace(self, kind: Kind, namespace: str, name: str) -> None:
         if not kind.namespaced:
@@ -100,24 +121,38 @@ class ApiServer:
             raise errors.not_found(NAMESPACES, namespace)
         if ns["metadata"].get("deletionTimestamp"):
             raise ApiError(
-                403, "Forbidden",
+                403,
+                "Forbidden",
                 f'{kind.qualified} "{name}" is forbidden: unable to create new content in namespace {namespace} '
                 f"because it is being terminated",
-                {"name": name, "group": kind.group, "kind": kind.plural,
-                 "causes": [{"reason": "NamespaceTerminating", "message": f"namespace {namespace} is being "
-                             f"terminated", "field": "metadata.namespace"}]},
+                {
+                    "name": name,
+                    "group": kind.group,
+                    "kind": kind.plural,
+                    "causes": [
+                        {
+                            "reason": "NamespaceTerminating",
+                            "message": f"namespace {namespace} is being terminated",
+                            "field": "metadata.namespace",
+                        }
+                    ],
+                },
             )
 
     def _type_meta(self, kind: Kind, obj: Obj) -> None:
         api_version, body_kind = obj.get("apiVersion"), obj.get("kind")
         if body_kind and body_kind != kind.kind:
-            raise errors.bad_request(f"the API version in the data ({api_version}) does not match the expected "
-                                     f"API version ({kind.api_version})" if api_version != kind.api_version else
-                                     f"the kind in the data ({body_kind}) does not match the expected kind "
-                                     f"({kind.kind})")
+            raise errors.bad_request(
+                f"the API version in the data ({api_version}) does not match the expected "
+                f"API version ({kind.api_version})"
+                if api_version != kind.api_version
+                else f"the kind in the data ({body_kind}) does not match the expected kind ({kind.kind})"
+            )
         if api_version and api_version != kind.api_version:
-            raise errors.bad_request(f"the API version in the data ({api_version}) does not match the expected "
-                                     f"API version ({kind.api_version})")
+            raise errors.bad_request(
+                f"the API version in the data ({api_version}) does not match the expected "
+                f"API version ({kind.api_version})"
+            )
         obj["apiVersion"], obj["kind"] = kind.api_version, kind.kind
 
     def _validate(self, kind: Kind, obj: Obj, old: Obj | None) -> None:
@@ -134,8 +169,17 @@ class ApiServer:
         return warnings
 
     # -- create ----------------------------------------------------------------------------------
-    def create(self, kind: Kind, namespace: str, body: Obj, *, manager: str, dry_run: bool = False,
-               operation: str = "Update", managed: list[Any] | None = None) -> Result:
+    def create(
+        self,
+        kind: Kind,
+        namespace: str,
+        body: Obj,
+        *,
+        manager: str,
+        dry_run: bool = False,
+        operation: str = "Update",
+        managed: list[Any] | None = None,
+    ) -> Result:
         if not isinstance(body, dict):
             raise errors.bad_request("the body of the request is not a JSON object")
         obj = clone(body)
@@ -146,8 +190,9 @@ class ApiServer:
         if kind.namespaced:
             body_ns = meta.get("namespace")
             if body_ns and namespace and body_ns != namespace:
-                raise errors.bad_request("the namespace of the provided object does not match the namespace "
-                                         "sent on the request")
+                raise errors.bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request"
+                )
             namespace = namespace or body_ns or ""
             meta["namespace"] = namespace
         else:
@@ -157,8 +202,17 @@ class ApiServer:
             meta["name"] = meta["generateName"] + suffix
         name = meta.get("name") or ""
         if not name:
-            raise errors.invalid(kind, "", [{"field": "metadata.name", "reason": "FieldValueRequired",
-                                             "message": "Required value: name or generateName is required"}])
+            raise errors.invalid(
+                kind,
+                "",
+                [
+                    {
+                        "field": "metadata.name",
+                        "reason": "FieldValueRequired",
+                        "message": "Required value: name or generateName is required",
+                    }
+                ],
+            )
         self._check_name(kind, name)
         for key in SERVER_META:
             meta.pop(key, None)
@@ -189,32 +243,61 @@ class ApiServer:
             return Result(self.store.create(kind, obj), warnings, created=True)
 
     # -- update ----------------------------------------------------------------------------------
-    def update(self, kind: Kind, namespace: str, name: str, body: Obj, *, manager: str, subresource: str = "",
-               dry_run: bool = False) -> Result:
+    def update(
+        self,
+        kind: Kind,
+        namespace: str,
+        name: str,
+        body: Obj,
+        *,
+        manager: str,
+        subresource: str = "",
+        dry_run: bool = False,
+    ) -> Result:
         if not isinstance(body, dict):
             raise errors.bad_request("the body of the request is not a JSON object")
         new = clone(body)
         self._type_meta(kind, new)
         meta = new.setdefault("metadata", {})
         if meta.get("name") and meta["name"] != name:
-            raise errors.bad_request(f"the name of the object ({meta['name']}) does not match the name on the "
-                                     f"URL ({name})")
+            raise errors.bad_request(
+                f"the name of the object ({meta['name']}) does not match the name on the URL ({name})"
+            )
         if kind.namespaced and meta.get("namespace") and meta["namespace"] != namespace:
-            raise errors.bad_request("the namespace of the provided object does not match the namespace sent "
-                                     "on the request")
+            raise errors.bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request"
+            )
         with self.store.lock:
             current = self.store.must_get(kind, namespace, name)
             rv = meta.get("resourceVersion")
             if not rv and kind.custom:
-                raise errors.invalid(kind, name, [{
-                    "field": "metadata.resourceVersion", "reason": "FieldValueInvalid",
-                    "message": "Invalid value: 0x0: must be specified for an update"}])
+                raise errors.invalid(
+                    kind,
+                    name,
+                    [
+                        {
+                            "field": "metadata.resourceVersion",
+                            "reason": "FieldValueInvalid",
+                            "message": "Invalid value: 0x0: must be specified for an update",
+                        }
+                    ],
+                )
             if rv and rv != current["metadata"]["resourceVersion"]:
                 raise errors.conflict(kind, name)
             return self._write(kind, current, new, manager=manager, subresource=subresource, dry_run=dry_run)
 
-    def _write(self, kind: Kind, current: Obj, new: Obj, *, manager: str, subresource: str, dry_run: bool,
-               operation: str = "Update", managed_done: bool = False) -> Result:
+    def _write(
+        self,
+        kind: Kind,
+        current: Obj,
+        new: Obj,
+        *,
+        manager: str,
+        subresource: str,
+        dry_run: bool,
+        operation: str = "Update",
+        managed_done: bool = False,
+    ) -> Result:
         """Finish an update of `current` into `new` (caller holds the store lock)."""
         name = current["metadata"]["name"]
         meta = new.setdefault("metadata", {})
@@ -235,8 +318,15 @@ class ApiServer:
                 new["status"] = clone(current["status"])
             else:
                 new.pop("status", None)
-        for key in ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "namespace",
-                    "name", "generation"):
+        for key in (
+            "uid",
+            "creationTimestamp",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "namespace",
+            "name",
+            "generation",
+        ):
             if key in old_meta:
                 meta[key] = old_meta[key]
             else:
@@ -256,10 +346,18 @@ class ApiServer:
             added = [f for f in meta.get("finalizers") or [] if f not in (old_meta.get("finalizers") or [])]
             if added:
                 listing = ", ".join(f'"{f}"' for f in added)
-                raise errors.invalid(kind, name, [{
-                    "field": "metadata.finalizers", "reason": "FieldValueForbidden",
-                    "message": f"Forbidden: no new finalizers can be added if the object is being deleted, "
-                               f"found new finalizers []string{{{listing}}}"}])
+                raise errors.invalid(
+                    kind,
+                    name,
+                    [
+                        {
+                            "field": "metadata.finalizers",
+                            "reason": "FieldValueForbidden",
+                            "message": f"Forbidden: no new finalizers can be added if the object is being deleted, "
+                            f"found new finalizers []string{{{listing}}}",
+                        }
+                    ],
+                )
         if subresource != "status" and kind.key in self.defaulters:
             self.defaulters[kind.key](new)
         if kind.generation and _spec_part(new) != _spec_part(current):
@@ -283,19 +381,37 @@ class ApiServer:
         return Result(self.store.replace(kind, new, old_meta["resourceVersion"]), warnings)
 
     # -- patch -----------------------------------------------------------------------------------
-    def patch(self, kind: Kind, namespace: str, name: str, patch_type: str, body: bytes | Any, *, manager: str,
-              subresource: str = "", force: bool = False, dry_run: bool = False) -> Result:
+    def patch(
+        self,
+        kind: Kind,
+        namespace: str,
+        name: str,
+        patch_type: str,
+        body: bytes | Any,
+        *,
+        manager: str,
+        subresource: str = "",
+        force: bool = False,
+        dry_run: bool = False,
+    ) -> Result:
         if patch_type in (PATCH_APPLY, PATCH_APPLY_CBOR):
-            return self.apply(kind, namespace, name, body, manager=manager, subresource=subresource, force=force,
-                              dry_run=dry_run)
+            return self.apply(
+                kind, namespace, name, body, manager=manager, subresource=subresource, force=force, dry_run=dry_run
+            )
         if patch_type == PATCH_STRATEGIC and kind.custom:
-            raise ApiError(415, "UnsupportedMediaType",
-                           f"the body of the request was in an unknown format - accepted media types include: "
-                           f"{PATCH_JSON}, {PATCH_MERGE}, {PATCH_APPLY}, {PATCH_APPLY_CBOR}")
+            raise ApiError(
+                415,
+                "UnsupportedMediaType",
+                f"the body of the request was in an unknown format - accepted media types include: "
+                f"{PATCH_JSON}, {PATCH_MERGE}, {PATCH_APPLY}, {PATCH_APPLY_CBOR}",
+            )
         if patch_type not in (PATCH_MERGE, PATCH_JSON, PATCH_STRATEGIC):
-            raise ApiError(415, "UnsupportedMediaType",
-                           f"the body of the request was in an unknown format - accepted media types include: "
-                           f"{PATCH_JSON}, {PATCH_MERGE}, {PATCH_APPLY}, {PATCH_APPLY_CBOR}")
+            raise ApiError(
+                415,
+                "UnsupportedMediaType",
+                f"the body of the request was in an unknown format - accepted media types include: "
+                f"{PATCH_JSON}, {PATCH_MERGE}, {PATCH_APPLY}, {PATCH_APPLY_CBOR}",
+            )
         with self.store.lock:
             current = self.store.must_get(kind, namespace, name)
             doc = clone(current)
@@ -316,13 +432,32 @@ class ApiServer:
             if rv and rv != current["metadata"]["resourceVersion"]:
                 raise errors.conflict(kind, name)
             if meta.get("name") != name:
-                raise errors.invalid(kind, name, [{"field": "metadata.name", "reason": "FieldValueInvalid",
-                                                   "message": "Invalid value: the name cannot be changed"}])
+                raise errors.invalid(
+                    kind,
+                    name,
+                    [
+                        {
+                            "field": "metadata.name",
+                            "reason": "FieldValueInvalid",
+                            "message": "Invalid value: the name cannot be changed",
+                        }
+                    ],
+                )
             self._type_meta(kind, patched)
             return self._write(kind, current, patched, manager=manager, subresource=subresource, dry_run=dry_run)
 
-    def apply(self, kind: Kind, namespace: str, name: str, body: bytes | Any, *, manager: str,
-              subresource: str = "", force: bool = False, dry_run: bool = False) -> Result:
+    def apply(
+        self,
+        kind: Kind,
+        namespace: str,
+        name: str,
+        body: bytes | Any,
+        *,
+        manager: str,
+        subresource: str = "",
+        force: bool = False,
+        dry_run: bool = False,
+    ) -> Result:
         if not manager:
             raise errors.bad_request("PATCH requests must have fieldManager specified for apply patches")
         if isinstance(body, (bytes, str)):
@@ -338,8 +473,9 @@ class ApiServer:
         if not applied.get("apiVersion") or not applied.get("kind"):
             raise errors.bad_request("invalid object type: apiVersion and kind must be set")
         if meta.get("name") and meta["name"] != name:
-            raise errors.bad_request(f"the name of the object ({meta['name']}) does not match the name on the "
-                                     f"URL ({name})")
+            raise errors.bad_request(
+                f"the name of the object ({meta['name']}) does not match the name on the URL ({name})"
+            )
         with self.store.lock:
             current = self.store.get(kind, namespace, name)
             if current is None:
@@ -358,23 +494,40 @@ class ApiServer:
             if rv and rv != current["metadata"]["resourceVersion"]:
                 raise errors.conflict(kind, name)
             merged["apiVersion"], merged["kind"] = kind.api_version, kind.kind
-            return self._write(kind, current, merged, manager=manager, subresource=subresource, dry_run=dry_run,
-                               operation="Apply", managed_done=True)
+            return self._write(
+                kind,
+                current,
+                merged,
+                manager=manager,
+                subresource=subresource,
+                dry_run=dry_run,
+                operation="Apply",
+                managed_done=True,
+            )
 
     # -- delete ----------------------------------------------------------------------------------
-    def delete(self, kind: Kind, namespace: str, name: str, *, options: Obj | None = None,
-               dry_run: bool = False) -> Result:
+    def delete(
+        self, kind: Kind, namespace: str, name: str, *, options: Obj | None = None, dry_run: bool = False
+    ) -> Result:
         options = options or {}
         with self.store.lock:
             current = self.store.must_get(kind, namespace, name)
             pre = options.get("preconditions") or {}
             if pre.get("uid") and pre["uid"] != current["metadata"].get("uid"):
-                raise errors.conflict(kind, name, f"Precondition failed: UID in precondition: {pre['uid']}, UID in "
-                                      f"object meta: {current['metadata'].get('uid')}")
+                raise errors.conflict(
+                    kind,
+                    name,
+                    f"Precondition failed: UID in precondition: {pre['uid']}, UID in "
+                    f"object meta: {current['metadata'].get('uid')}",
+                )
             if pre.get("resourceVersion") and pre["resourceVersion"] != current["metadata"]["resourceVersion"]:
-                raise errors.conflict(kind, name, "Precondition failed: ResourceVersion in precondition: "
-                                      f"{pre['resourceVersion']}, ResourceVersion in object meta: "
-                                      f"{current['metadata']['resourceVersion']}")
+                raise errors.conflict(
+                    kind,
+                    name,
+                    "Precondition failed: ResourceVersion in precondition: "
+                    f"{pre['resourceVersion']}, ResourceVersion in object meta: "
+                    f"{current['metadata']['resourceVersion']}",
+                )
             finalizers = current["metadata"].get("finalizers") or []
             if kind is NAMESPACES or finalizers:
                 if current["metadata"].get("deletionTimestamp"):
@@ -395,6 +548,9 @@ class ApiServer:
         """The namespace controller's last step: drop the `kubernetes` finalizer and the namespace."""
         with self.store.lock:
             current = self.store.get(NAMESPACES, "", name)
-            if current is not None and current["metadata"].get("deletionTimestamp") \
-                    and not current["metadata"].get("finalizers"):
+            if (
+                current is not None
+                and current["metadata"].get("deletionTimestamp")
+                and not current["metadata"].get("finalizers")
+            ):
                 self.store.remove(NAMESPACES, "", name)

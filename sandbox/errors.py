@@ -11,7 +11,11 @@ class ApiError(Exception):
     """An error the API answers with a `Status` body (`code` is the HTTP status)."""
 
     def __init__(
-        self, code: int, reason: str, message: str, details: dict[str, Any] | None = None,
+        self,
+        code: int,
+        reason: str,
+        message: str,
+        details: dict[str, Any] | None = None,
         retry_after: int | None = None,
     ) -> None:
         super().__init__(message)
@@ -23,8 +27,13 @@ class ApiError(Exception):
 
     def status(self) -> dict[str, Any]:
         body: dict[str, Any] = {
-            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-            "message": self.message, "reason": self.reason, "code": self.code,
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "code": self.code,
         }
         if self.details:
             body["details"] = self.details
@@ -62,12 +71,14 @@ def invalid(kind: Kind, name: str, causes: list[dict[str, str]]) -> ApiError:
     """422 Invalid; each cause has `field`, `message` (already formatted) and `reason`."""
     text = "; ".join(f"{c['field']}: {c['message']}" if c.get("field") else c["message"] for c in causes)
     if len(causes) > 1:
-        text = "[" + ", ".join(
-            f"{c['field']}: {c['message']}" if c.get("field") else c["message"] for c in causes
-        ) + "]"
+        text = (
+            "[" + ", ".join(f"{c['field']}: {c['message']}" if c.get("field") else c["message"] for c in causes) + "]"
+        )
     group = f".{kind.group}" if kind.group else ""
     return ApiError(
-        422, "Invalid", f'{kind.kind}{group} "{name}" is invalid: {text}',
+        422,
+        "Invalid",
+        f'{kind.kind}{group} "{name}" is invalid: {text}',
         _details(kind, name, use_kind=True, causes=causes),
     )
 
@@ -97,8 +108,12 @@ def too_old(rv: int, oldest: int) -> ApiError:
 
 
 def unsupported_media_type(content_type: str) -> ApiError:
-    return ApiError(415, "UnsupportedMediaType", f'the body of the request was in an unknown format - accepted '
-                    f'media types include: application/json, application/yaml (got "{content_type}")')
+    return ApiError(
+        415,
+        "UnsupportedMediaType",
+        f"the body of the request was in an unknown format - accepted "
+        f'media types include: application/json, application/yaml (got "{content_type}")',
+    )
 
 
 def internal(message: str) -> ApiError:

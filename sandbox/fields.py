@@ -44,8 +44,9 @@ def leaf_values(obj: dict[str, Any], kind: Kind, subresource: str = "") -> dict[
     return out
 
 
-def changed_paths(old: dict[str, Any] | None, new: dict[str, Any], kind: Kind, subresource: str = ""
-                  ) -> tuple[set[Path], set[Path]]:
+def changed_paths(
+    old: dict[str, Any] | None, new: dict[str, Any], kind: Kind, subresource: str = ""
+) -> tuple[set[Path], set[Path]]:
     """(leaves set or changed in `new`, leaves that disappeared)."""
     before = leaf_values(old or {}, kind, subresource)
     after = leaf_values(new, kind, subresource)
@@ -81,19 +82,25 @@ def from_fields_v1(fields: dict[str, Any], prefix: Path = ()) -> set[Path]:
     return out
 
 
-def _entry(manager: str, operation: str, api_version: str, paths: set[Path], now: str, subresource: str
-           ) -> dict[str, Any]:
+def _entry(
+    manager: str, operation: str, api_version: str, paths: set[Path], now: str, subresource: str
+) -> dict[str, Any]:
     entry: dict[str, Any] = {
-        "manager": manager, "operation": operation, "apiVersion": api_version, "time": now,
-        "fieldsType": "FieldsV1", "fieldsV1": to_fields_v1(paths),
+        "manager": manager,
+        "operation": operation,
+        "apiVersion": api_version,
+        "time": now,
+        "fieldsType": "FieldsV1",
+        "fieldsV1": to_fields_v1(paths),
     }
     if subresource:
         entry["subresource"] = subresource
     return entry
 
 
-def _strip(entries: list[dict[str, Any]], paths: set[Path], skip: tuple[str, str, str] | None = None
-           ) -> list[dict[str, Any]]:
+def _strip(
+    entries: list[dict[str, Any]], paths: set[Path], skip: tuple[str, str, str] | None = None
+) -> list[dict[str, Any]]:
     """Remove ownership of `paths` (and overlapping leaves) from every entry but `skip`."""
     out = []
     for entry in entries:
@@ -106,8 +113,15 @@ def _strip(entries: list[dict[str, Any]], paths: set[Path], skip: tuple[str, str
     return out
 
 
-def record_update(old: dict[str, Any] | None, new: dict[str, Any], kind: Kind, manager: str, now: str,
-                  subresource: str = "", operation: str = "Update") -> None:
+def record_update(
+    old: dict[str, Any] | None,
+    new: dict[str, Any],
+    kind: Kind,
+    manager: str,
+    now: str,
+    subresource: str = "",
+    operation: str = "Update",
+) -> None:
     """Set new.metadata.managedFields after a create/update/patch by `manager`."""
     managed = clone((old or {}).get("metadata", {}).get("managedFields") or [])
     changed, removed = changed_paths(old, new, kind, subresource)
@@ -116,10 +130,9 @@ def record_update(old: dict[str, Any] | None, new: dict[str, Any], kind: Kind, m
         return
     ident = (manager, operation, subresource)
     managed = _strip(managed, changed | removed, skip=None)
-    mine = next((e for e in managed if (e.get("manager"), e.get("operation"), e.get("subresource", "")) == ident),
-                None)
+    mine = next((e for e in managed if (e.get("manager"), e.get("operation"), e.get("subresource", "")) == ident), None)
     owned = from_fields_v1(mine["fieldsV1"]) if mine else set()
-    owned = (owned | changed)
+    owned = owned | changed
     managed = [e for e in managed if e is not mine]
     if owned:
         managed.append(_entry(manager, operation, kind.api_version, owned, now, subresource))
@@ -151,8 +164,15 @@ def _fmt(path: Path) -> str:
     return "".join("." + p for p in path)
 
 
-def server_side_apply(current: dict[str, Any] | None, applied: dict[str, Any], kind: Kind, manager: str,
-                      force: bool, now: str, subresource: str = "") -> dict[str, Any]:
+def server_side_apply(
+    current: dict[str, Any] | None,
+    applied: dict[str, Any],
+    kind: Kind,
+    manager: str,
+    force: bool,
+    now: str,
+    subresource: str = "",
+) -> dict[str, Any]:
     """Merge an applied configuration into `current` and return the new object with managedFields."""
     base = clone(current) if current is not None else {}
     managed = clone((base.get("metadata") or {}).get("managedFields") or [])
@@ -172,8 +192,9 @@ def server_side_apply(current: dict[str, Any] | None, applied: dict[str, Any], k
     if conflicts:
         managed = _strip(managed, {p for _, p in conflicts}, skip=ident)
 
-    previous = next((e for e in managed if (e.get("manager"), e.get("operation"), e.get("subresource", ""))
-                     == ident), None)
+    previous = next(
+        (e for e in managed if (e.get("manager"), e.get("operation"), e.get("subresource", "")) == ident), None
+    )
     others: set[Path] = set()
     for entry in managed:
         if entry is not previous:
@@ -198,8 +219,14 @@ def server_side_apply(current: dict[str, Any] | None, applied: dict[str, Any], k
 
 def _conflict_error(kind: Kind, applied: dict[str, Any], conflicts: list[tuple[str, Path]]) -> ApiError:
     name = (applied.get("metadata") or {}).get("name", "")
-    causes = [{"type": "FieldManagerConflict", "message": f'conflict with "{mgr}" using {kind.api_version}',
-               "field": _fmt(path)} for mgr, path in conflicts]
+    causes = [
+        {
+            "type": "FieldManagerConflict",
+            "message": f'conflict with "{mgr}" using {kind.api_version}',
+            "field": _fmt(path),
+        }
+        for mgr, path in conflicts
+    ]
     if len(conflicts) == 1:
         mgr, path = conflicts[0]
         text = f'Apply failed with 1 conflict: conflict with "{mgr}" using {kind.api_version}: {_fmt(path)}'

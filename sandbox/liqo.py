@@ -77,8 +77,14 @@ def tenant_namespace(cluster_id: str) -> str:
 
 
 class LiqoSimulation:
-    def __init__(self, server: ApiServer, controller: Controller, faults: Faults, local_cluster_id: str,
-                 controller_delay: float = 0.0) -> None:
+    def __init__(
+        self,
+        server: ApiServer,
+        controller: Controller,
+        faults: Faults,
+        local_cluster_id: str,
+        controller_delay: float = 0.0,
+    ) -> None:
         self.server = server
         self.store = server.store
         self.controller = controller
@@ -115,8 +121,13 @@ class LiqoSimulation:
             field_path, _, detail = problem.message.partition(": ")
             if not detail:
                 field_path, detail = "spec." + problem.field, problem.message
-            reason = "FieldValueNotSupported" if detail.startswith("Unsupported value") else \
-                "FieldValueRequired" if detail.startswith("Required value") else "FieldValueInvalid"
+            reason = (
+                "FieldValueNotSupported"
+                if detail.startswith("Unsupported value")
+                else "FieldValueRequired"
+                if detail.startswith("Required value")
+                else "FieldValueInvalid"
+            )
             causes.append({"field": field_path, "reason": reason, "message": detail})
         return causes
 
@@ -132,12 +143,20 @@ class LiqoSimulation:
         # The object selector is evaluated on the new and the old object; the webhook runs if either matches.
         if skipped(obj) and (old is None or skipped(old)):
             return []
-        denials, warnings = webhook_admission(operation, obj["metadata"].get("name", ""), obj.get("spec") or {},
-                                              (old or {}).get("spec") if old is not None else None)
+        denials, warnings = webhook_admission(
+            operation,
+            obj["metadata"].get("name", ""),
+            obj.get("spec") or {},
+            (old or {}).get("spec") if old is not None else None,
+        )
         if denials:
             name = obj["metadata"].get("name", "")
-            raise ApiError(403, "Forbidden", f'admission webhook "{WEBHOOK_NAME}" denied the request: {denials[0]}',
-                           {"name": name, "group": kind.group, "kind": kind.plural})
+            raise ApiError(
+                403,
+                "Forbidden",
+                f'admission webhook "{WEBHOOK_NAME}" denied the request: {denials[0]}',
+                {"name": name, "group": kind.group, "kind": kind.plural},
+            )
         return warnings
 
     # -- change notifications (called under the store lock: only enqueue here) -----------------------
@@ -171,8 +190,9 @@ class LiqoSimulation:
             old_current = ((prev or {}).get("status") or {}).get("currentMapping") or {}
             new_current = (obj.get("status") or {}).get("currentMapping") or {}
             for ns in set(old_current) | set(new_current):
-                if (old_current.get(ns) or {}).get("phase") != (new_current.get(ns) or {}).get("phase") \
-                        or (ns in old_current) != (ns in new_current):
+                if (old_current.get(ns) or {}).get("phase") != (new_current.get(ns) or {}).get("phase") or (
+                    ns in old_current
+                ) != (ns in new_current):
                     self.controller.enqueue("offloading", ns, delay)
         elif kind is VIRTUAL_NODES:
             self.enqueue_all_offloadings()
@@ -180,9 +200,9 @@ class LiqoSimulation:
             if cluster_id:
                 self.controller.enqueue("virtualnode", cluster_id, delay)
         elif kind is NODES:
-            if (meta.get("labels") or {}).get(c.VIRTUAL_NODE_TYPE_LABEL) == "virtual-node" or \
-                    ((prev or {}).get("metadata", {}).get("labels") or {}).get(c.VIRTUAL_NODE_TYPE_LABEL) \
-                    == "virtual-node":
+            if (meta.get("labels") or {}).get(c.VIRTUAL_NODE_TYPE_LABEL) == "virtual-node" or (
+                (prev or {}).get("metadata", {}).get("labels") or {}
+            ).get(c.VIRTUAL_NODE_TYPE_LABEL) == "virtual-node":
                 self.enqueue_all_offloadings()
         elif kind is NAMESPACES:
             if meta.get("deletionTimestamp"):
@@ -215,14 +235,16 @@ class LiqoSimulation:
         out: dict[str, Obj] = {}
         for nm in self.store.items(NAMESPACE_MAPS):
             labels = nm["metadata"].get("labels") or {}
-            if labels.get(REPLICATION_LABEL) == "true" and REMOTE_ID_LABEL in labels \
-                    and labels.get(c.REMOTE_CLUSTER_ID_LABEL):
+            if (
+                labels.get(REPLICATION_LABEL) == "true"
+                and REMOTE_ID_LABEL in labels
+                and labels.get(c.REMOTE_CLUSTER_ID_LABEL)
+            ):
                 out[labels[c.REMOTE_CLUSTER_ID_LABEL]] = nm
         return out
 
     def _patch(self, kind: Kind, namespace: str, name: str, body: dict[str, Any], subresource: str = "") -> Obj:
-        return self.server.patch(kind, namespace, name, PATCH_MERGE, body, manager=MANAGER,
-                                 subresource=subresource).obj
+        return self.server.patch(kind, namespace, name, PATCH_MERGE, body, manager=MANAGER, subresource=subresource).obj
 
     def record_event(self, involved: Obj, event_type: str, reason: str, message: str) -> None:
         """An aggregated core/v1 Event like client-go's recorder (same object+reason+message: count++)."""
@@ -231,21 +253,40 @@ class LiqoSimulation:
         now = now_iso()
         for existing in self.store.items(EVENTS, namespace):
             inv = existing.get("involvedObject") or {}
-            if inv.get("uid") == meta.get("uid") and existing.get("reason") == reason \
-                    and existing.get("message") == message:
-                self._patch(EVENTS, namespace, existing["metadata"]["name"],
-                            {"count": int(existing.get("count") or 1) + 1, "lastTimestamp": now})
+            if (
+                inv.get("uid") == meta.get("uid")
+                and existing.get("reason") == reason
+                and existing.get("message") == message
+            ):
+                self._patch(
+                    EVENTS,
+                    namespace,
+                    existing["metadata"]["name"],
+                    {"count": int(existing.get("count") or 1) + 1, "lastTimestamp": now},
+                )
                 return
         suffix = hashlib.sha1(f"{meta.get('uid')}{reason}{message}{uuid.uuid4()}".encode()).hexdigest()[:16]
         event = {
-            "apiVersion": "v1", "kind": "Event",
+            "apiVersion": "v1",
+            "kind": "Event",
             "metadata": {"name": f"{meta['name']}.{suffix}", "namespace": namespace},
-            "involvedObject": {"kind": involved.get("kind"), "namespace": meta.get("namespace"),
-                               "name": meta["name"], "uid": meta.get("uid"), "apiVersion": involved.get("apiVersion"),
-                               "resourceVersion": meta.get("resourceVersion")},
-            "reason": reason, "message": message, "type": event_type, "count": 1,
-            "firstTimestamp": now, "lastTimestamp": now,
-            "source": {"component": MANAGER}, "reportingComponent": MANAGER, "reportingInstance": "",
+            "involvedObject": {
+                "kind": involved.get("kind"),
+                "namespace": meta.get("namespace"),
+                "name": meta["name"],
+                "uid": meta.get("uid"),
+                "apiVersion": involved.get("apiVersion"),
+                "resourceVersion": meta.get("resourceVersion"),
+            },
+            "reason": reason,
+            "message": message,
+            "type": event_type,
+            "count": 1,
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "source": {"component": MANAGER},
+            "reportingComponent": MANAGER,
+            "reportingInstance": "",
         }
         self.server.create(EVENTS, namespace, event, manager=MANAGER)
 
@@ -278,8 +319,9 @@ class LiqoSimulation:
         body = clone(nsoff)
         body["metadata"]["finalizers"] = finalizers + [c.FINALIZER]
         try:
-            self.server.update(NAMESPACE_OFFLOADINGS, nsoff["metadata"]["namespace"], c.OFFLOADING_NAME, body,
-                               manager=MANAGER)
+            self.server.update(
+                NAMESPACE_OFFLOADINGS, nsoff["metadata"]["namespace"], c.OFFLOADING_NAME, body, manager=MANAGER
+            )
         except ApiError as err:
             raise Retry(f"adding the finalizer: {err.message}") from None
 
@@ -301,19 +343,30 @@ class LiqoSimulation:
                 node = None
             labels = virtual_node_labels(vn, node)
             try:
-                selected = cluster_matches(spec.get("clusterSelector"), labels, {"metadata.name": vn["metadata"]["name"]})
+                selected = cluster_matches(
+                    spec.get("clusterSelector"), labels, {"metadata.name": vn["metadata"]["name"]}
+                )
             except SelectorError as err:
-                self.record_event(nsoff, "Warning", c.INVALID_SELECTOR_EVENT_REASON,
-                                  c.INVALID_SELECTOR_EVENT_PREFIX + str(err))
+                self.record_event(
+                    nsoff, "Warning", c.INVALID_SELECTOR_EVENT_REASON, c.INVALID_SELECTOR_EVENT_PREFIX + str(err)
+                )
                 return False
             nm = maps[cluster_id]
             desired = (nm.get("spec") or {}).get("desiredMapping") or {}
             if selected and desired.get(namespace) != remote:
-                maps[cluster_id] = self._patch(NAMESPACE_MAPS, nm["metadata"]["namespace"], nm["metadata"]["name"],
-                                               {"spec": {"desiredMapping": {namespace: remote}}})
+                maps[cluster_id] = self._patch(
+                    NAMESPACE_MAPS,
+                    nm["metadata"]["namespace"],
+                    nm["metadata"]["name"],
+                    {"spec": {"desiredMapping": {namespace: remote}}},
+                )
             elif not selected and namespace in desired:
-                maps[cluster_id] = self._patch(NAMESPACE_MAPS, nm["metadata"]["namespace"], nm["metadata"]["name"],
-                                               {"spec": {"desiredMapping": {namespace: None}}})
+                maps[cluster_id] = self._patch(
+                    NAMESPACE_MAPS,
+                    nm["metadata"]["namespace"],
+                    nm["metadata"]["name"],
+                    {"spec": {"desiredMapping": {namespace: None}}},
+                )
         return True
 
     def _scheduling_label(self, namespace: str, strategy: str | None) -> None:
@@ -343,8 +396,12 @@ class LiqoSimulation:
             self._scheduling_label(namespace, c.LOCAL)
         for nm in self.local_namespace_maps().values():
             if namespace in ((nm.get("spec") or {}).get("desiredMapping") or {}):
-                self._patch(NAMESPACE_MAPS, nm["metadata"]["namespace"], nm["metadata"]["name"],
-                            {"spec": {"desiredMapping": {namespace: None}}})
+                self._patch(
+                    NAMESPACE_MAPS,
+                    nm["metadata"]["namespace"],
+                    nm["metadata"]["name"],
+                    {"spec": {"desiredMapping": {namespace: None}}},
+                )
         if (nsoff.get("status") or {}).get("remoteNamespacesConditions"):
             raise Retry("waiting for remote namespaces deletion", delay=max(self.controller_delay, 0.5))
         body = clone(nsoff)
@@ -372,8 +429,13 @@ class LiqoSimulation:
             required += is_required
             ready += phase == c.MAPPING_ACCEPTED
             failed += phase == c.MAPPING_CREATION_LOOP_BACKOFF
-            listed = condition_list(existing.get(nm["metadata"]["name"]), required=is_required,
-                                    mapping_phase=phase or None, now=now, deleting=deleting)
+            listed = condition_list(
+                existing.get(nm["metadata"]["name"]),
+                required=is_required,
+                mapping_phase=phase or None,
+                now=now,
+                deleting=deleting,
+            )
             if listed:
                 conditions[nm["metadata"]["name"]] = listed
         new_status = {
@@ -387,8 +449,9 @@ class LiqoSimulation:
             return
         body = dict(nsoff, status=new_status)  # the API server copies what it stores
         try:
-            self.server.update(NAMESPACE_OFFLOADINGS, namespace, c.OFFLOADING_NAME, body, manager=MANAGER,
-                               subresource="status")
+            self.server.update(
+                NAMESPACE_OFFLOADINGS, namespace, c.OFFLOADING_NAME, body, manager=MANAGER, subresource="status"
+            )
         except ApiError as err:
             if err.code == 409:
                 raise Retry("status conflict") from None
@@ -419,7 +482,8 @@ class LiqoSimulation:
                     phase = c.MAPPING_CREATION_LOOP_BACKOFF
             else:
                 managed = (existing["metadata"].get("annotations") or {}).get(
-                    c.MANAGED_BY_NAMESPACE_MAP_ANNOTATION) == nm_ref
+                    c.MANAGED_BY_NAMESPACE_MAP_ANNOTATION
+                ) == nm_ref
                 phase = c.MAPPING_ACCEPTED if managed else c.MAPPING_CREATION_LOOP_BACKOFF
                 if managed and existing["metadata"].get("deletionTimestamp"):
                     # re-selected while being deleted: the deletion completes, then it is recreated
@@ -431,8 +495,10 @@ class LiqoSimulation:
         for local_ns in [ns for ns in current if ns not in desired]:
             remote = current[local_ns].get("remoteNamespace") or ""
             existing = remote_store.get(NAMESPACES, "", remote) if remote else None
-            managed = existing is not None and (existing["metadata"].get("annotations") or {}).get(
-                c.MANAGED_BY_NAMESPACE_MAP_ANNOTATION) == nm_ref
+            managed = (
+                existing is not None
+                and (existing["metadata"].get("annotations") or {}).get(c.MANAGED_BY_NAMESPACE_MAP_ANNOTATION) == nm_ref
+            )
             if not managed:
                 del current[local_ns]
             elif current[local_ns].get("phase") != c.MAPPING_TERMINATING:
@@ -448,21 +514,31 @@ class LiqoSimulation:
             body = clone(nm)
             body["status"] = dict(body.get("status") or {}, currentMapping=current)
             try:
-                self.server.update(NAMESPACE_MAPS, nm["metadata"]["namespace"], nm["metadata"]["name"], body,
-                                   manager=MANAGER, subresource="status")
+                self.server.update(
+                    NAMESPACE_MAPS,
+                    nm["metadata"]["namespace"],
+                    nm["metadata"]["name"],
+                    body,
+                    manager=MANAGER,
+                    subresource="status",
+                )
             except ApiError as err:
                 raise Retry(f"NamespaceMap status: {err.message}") from None
         return again
 
     def _remote_namespace(self, name: str, local_ns: str, nm_ref: str) -> Obj:
         return {
-            "apiVersion": "v1", "kind": "Namespace",
-            "metadata": {"name": name, "uid": str(uuid.uuid4()), "creationTimestamp": now_iso(),
-                         "labels": {c.REMOTE_CLUSTER_ID_LABEL: self.local_cluster_id,
-                                    "kubernetes.io/metadata.name": name},
-                         "annotations": {c.MANAGED_BY_NAMESPACE_MAP_ANNOTATION: nm_ref,
-                                         c.ORIGINAL_NAME_ANNOTATION: local_ns}},
-            "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"},
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {
+                "name": name,
+                "uid": str(uuid.uuid4()),
+                "creationTimestamp": now_iso(),
+                "labels": {c.REMOTE_CLUSTER_ID_LABEL: self.local_cluster_id, "kubernetes.io/metadata.name": name},
+                "annotations": {c.MANAGED_BY_NAMESPACE_MAP_ANNOTATION: nm_ref, c.ORIGINAL_NAME_ANNOTATION: local_ns},
+            },
+            "spec": {"finalizers": ["kubernetes"]},
+            "status": {"phase": "Active"},
         }
 
     # -- VirtualNodes, their Nodes and NamespaceMaps ------------------------------------------------
@@ -496,16 +572,24 @@ class LiqoSimulation:
                 if (node.get("status") or {}).get("capacity") != capacity:
                     fresh = clone(self.store.must_get(NODES, "", node["metadata"]["name"]))
                     fresh["status"] = dict(fresh.get("status") or {}, capacity=capacity, allocatable=capacity)
-                    self.server.update(NODES, "", node["metadata"]["name"], fresh, manager=MANAGER,
-                                       subresource="status")
+                    self.server.update(
+                        NODES, "", node["metadata"]["name"], fresh, manager=MANAGER, subresource="status"
+                    )
         return None
 
     def namespace_map(self, cluster_id: str) -> Obj:
         return {
-            "apiVersion": f"{c.GROUP}/{c.VERSION}", "kind": "NamespaceMap",
-            "metadata": {"name": cluster_id, "namespace": tenant_namespace(cluster_id),
-                         "labels": {c.REMOTE_CLUSTER_ID_LABEL: cluster_id, REPLICATION_LABEL: "true",
-                                    REMOTE_ID_LABEL: cluster_id}},
+            "apiVersion": f"{c.GROUP}/{c.VERSION}",
+            "kind": "NamespaceMap",
+            "metadata": {
+                "name": cluster_id,
+                "namespace": tenant_namespace(cluster_id),
+                "labels": {
+                    c.REMOTE_CLUSTER_ID_LABEL: cluster_id,
+                    REPLICATION_LABEL: "true",
+                    REMOTE_ID_LABEL: cluster_id,
+                },
+            },
             "spec": {},
         }
 
@@ -515,29 +599,48 @@ class LiqoSimulation:
         name = vn["metadata"]["name"]
         cluster_id = spec.get("clusterID") or ""
         labels = {
-            "kubernetes.io/hostname": name, "kubernetes.io/role": "agent", "kubernetes.io/os": "linux",
-            "kubernetes.io/arch": "amd64", c.VIRTUAL_NODE_TYPE_LABEL: c.VIRTUAL_NODE_TYPE_VALUE,
-            "type": "virtual-kubelet", c.REMOTE_CLUSTER_ID_LABEL: cluster_id,
+            "kubernetes.io/hostname": name,
+            "kubernetes.io/role": "agent",
+            "kubernetes.io/os": "linux",
+            "kubernetes.io/arch": "amd64",
+            c.VIRTUAL_NODE_TYPE_LABEL: c.VIRTUAL_NODE_TYPE_VALUE,
+            "type": "virtual-kubelet",
+            c.REMOTE_CLUSTER_ID_LABEL: cluster_id,
             "node.kubernetes.io/exclude-from-external-load-balancers": "true",
             "alpha.service-controller.kubernetes.io/exclude-balancer": "true",
         }
         labels.update(spec.get("labels") or {})
         labels[c.STORAGE_AVAILABLE_LABEL] = "true" if spec.get("storageClasses") else "false"
-        taints = list(spec.get("taints") or []) + [{"key": c.VIRTUAL_NODE_TAINT_KEY, "value": c.VIRTUAL_NODE_TAINT_VALUE,
-                                                    "effect": c.VIRTUAL_NODE_TAINT_EFFECT}]
+        taints = list(spec.get("taints") or []) + [
+            {
+                "key": c.VIRTUAL_NODE_TAINT_KEY,
+                "value": c.VIRTUAL_NODE_TAINT_VALUE,
+                "effect": c.VIRTUAL_NODE_TAINT_EFFECT,
+            }
+        ]
         capacity = dict(((spec.get("resourceQuota") or {}).get("hard")) or {})
         down = self.faults.peer_is_down(cluster_id)
         return {
-            "apiVersion": "v1", "kind": "Node",
+            "apiVersion": "v1",
+            "kind": "Node",
             "metadata": {"name": name, "labels": labels, "annotations": dict(spec.get("annotations") or {})},
             "spec": {"taints": taints},
             "status": {
-                "capacity": capacity, "allocatable": capacity,
+                "capacity": capacity,
+                "allocatable": capacity,
                 "conditions": [self._node_ready(not down)],
-                "nodeInfo": {"kubeletVersion": "v1.35.2", "osImage": "Liqo virtual node", "architecture": "amd64",
-                             "operatingSystem": "linux", "containerRuntimeVersion": "liqo://v1.0.0",
-                             "kernelVersion": "", "kubeProxyVersion": "", "machineID": "", "systemUUID": "",
-                             "bootID": ""},
+                "nodeInfo": {
+                    "kubeletVersion": "v1.35.2",
+                    "osImage": "Liqo virtual node",
+                    "architecture": "amd64",
+                    "operatingSystem": "linux",
+                    "containerRuntimeVersion": "liqo://v1.0.0",
+                    "kernelVersion": "",
+                    "kubeProxyVersion": "",
+                    "machineID": "",
+                    "systemUUID": "",
+                    "bootID": "",
+                },
                 "addresses": [{"type": "InternalIP", "address": "10.42.0.1"}],
             },
         }
@@ -546,11 +649,22 @@ class LiqoSimulation:
     def _node_ready(ready: bool) -> dict[str, Any]:
         now = now_iso()
         if ready:
-            return {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "The Liqo Virtual Kubelet "
-                    "is posting ready status", "lastHeartbeatTime": now, "lastTransitionTime": now}
-        return {"type": "Ready", "status": "Unknown", "reason": "NodeStatusUnknown",
-                "message": "Kubelet stopped posting node status.", "lastHeartbeatTime": now,
-                "lastTransitionTime": now}
+            return {
+                "type": "Ready",
+                "status": "True",
+                "reason": "KubeletReady",
+                "message": "The Liqo Virtual Kubelet is posting ready status",
+                "lastHeartbeatTime": now,
+                "lastTransitionTime": now,
+            }
+        return {
+            "type": "Ready",
+            "status": "Unknown",
+            "reason": "NodeStatusUnknown",
+            "message": "Kubelet stopped posting node status.",
+            "lastHeartbeatTime": now,
+            "lastTransitionTime": now,
+        }
 
     # -- peers going up / down ----------------------------------------------------------------------
     def reconcile_peer(self, cluster_id: str) -> float | None:
@@ -569,21 +683,27 @@ class LiqoSimulation:
                 continue
             body = clone(vn)
             body["status"] = self.virtual_node_status(peer, up)
-            self.server.update(VIRTUAL_NODES, vn["metadata"]["namespace"], vn["metadata"]["name"], body,
-                               manager=MANAGER, subresource="status")
+            self.server.update(
+                VIRTUAL_NODES,
+                vn["metadata"]["namespace"],
+                vn["metadata"]["name"],
+                body,
+                manager=MANAGER,
+                subresource="status",
+            )
             node = self.store.get(NODES, "", vn["metadata"]["name"])
             if node is not None:
                 body = clone(node)
-                conditions = [cond for cond in (body.get("status") or {}).get("conditions") or []
-                              if cond.get("type") != "Ready"]
+                conditions = [
+                    cond for cond in (body.get("status") or {}).get("conditions") or [] if cond.get("type") != "Ready"
+                ]
                 body["status"] = dict(body.get("status") or {}, conditions=conditions + [self._node_ready(up)])
                 self.server.update(NODES, "", node["metadata"]["name"], body, manager=MANAGER, subresource="status")
         return None
 
     @staticmethod
     def _condition(ctype: str, status: str, reason: str, message: str) -> dict[str, Any]:
-        return {"type": ctype, "status": status, "lastTransitionTime": now_iso(), "reason": reason,
-                "message": message}
+        return {"type": ctype, "status": status, "lastTransitionTime": now_iso(), "reason": reason, "message": message}
 
     def foreign_cluster_status(self, peer: Peer, up: bool = True) -> dict[str, Any]:
         cond = self._condition
@@ -591,54 +711,91 @@ class LiqoSimulation:
         consumer = peer.role in ("Consumer", "ConsumerAndProvider")
         if up:
             api = cond("APIServerStatus", "Established", "APIServerReady", "The remote API server is ready")
-            net = [cond("NetworkConfigurationStatus", "Ready", "NetworkConfigurationReady",
-                        "The network configuration has been exchanged"),
-                   cond("NetworkConnectionStatus", "Established", "ConnectionEstablished",
-                        "The network connection with the foreign cluster is established"),
-                   cond("NetworkGatewayPresence", "Established", "GatewayPresent", "The gateway is present")]
+            net = [
+                cond(
+                    "NetworkConfigurationStatus",
+                    "Ready",
+                    "NetworkConfigurationReady",
+                    "The network configuration has been exchanged",
+                ),
+                cond(
+                    "NetworkConnectionStatus",
+                    "Established",
+                    "ConnectionEstablished",
+                    "The network connection with the foreign cluster is established",
+                ),
+                cond("NetworkGatewayPresence", "Established", "GatewayPresent", "The gateway is present"),
+            ]
         else:
             api = cond("APIServerStatus", "Error", "APIServerNotReady", "The remote API server is not reachable")
-            net = [cond("NetworkConfigurationStatus", "Ready", "NetworkConfigurationReady",
-                        "The network configuration has been exchanged"),
-                   cond("NetworkConnectionStatus", "Error", "ConnectionError",
-                        "The network connection with the foreign cluster is not working"),
-                   cond("NetworkGatewayPresence", "Established", "GatewayPresent", "The gateway is present")]
+            net = [
+                cond(
+                    "NetworkConfigurationStatus",
+                    "Ready",
+                    "NetworkConfigurationReady",
+                    "The network configuration has been exchanged",
+                ),
+                cond(
+                    "NetworkConnectionStatus",
+                    "Error",
+                    "ConnectionError",
+                    "The network connection with the foreign cluster is not working",
+                ),
+                cond("NetworkGatewayPresence", "Established", "GatewayPresent", "The gateway is present"),
+            ]
         auth = []
         if consumer:
             auth.append(cond("AuthTenantStatus", "Ready", "TenantReady", "The tenant has been correctly configured"))
         if provider:
-            auth.append(cond("AuthIdentityControlPlaneStatus", "Ready", "IdentityReady",
-                             "The identity has been correctly configured"))
+            auth.append(
+                cond(
+                    "AuthIdentityControlPlaneStatus",
+                    "Ready",
+                    "IdentityReady",
+                    "The identity has been correctly configured",
+                )
+            )
         offloading: dict[str, Any] = {"enabled": provider, "conditions": []}
         if provider:
             healthy = peer.offloading_healthy and up
             if healthy:
                 offloading["conditions"] = [
                     cond("OffloadingVirtualNodeStatus", "Ready", "VirtualNodesReady", "All virtual nodes are ready"),
-                    cond("OffloadingNodeStatus", "Ready", "NodesReady", "All nodes are ready")]
+                    cond("OffloadingNodeStatus", "Ready", "NodesReady", "All nodes are ready"),
+                ]
             else:
                 offloading["conditions"] = [
-                    cond("OffloadingVirtualNodeStatus", "NotReady", "VirtualNodesNotReady",
-                         "No virtual nodes are ready"),
-                    cond("OffloadingNodeStatus", "NotReady", "NodesNotReady", "No nodes are ready")]
+                    cond(
+                        "OffloadingVirtualNodeStatus", "NotReady", "VirtualNodesNotReady", "No virtual nodes are ready"
+                    ),
+                    cond("OffloadingNodeStatus", "NotReady", "NodesNotReady", "No nodes are ready"),
+                ]
         return {
             "role": peer.role,
-            "modules": {"networking": {"enabled": True, "conditions": net},
-                        "authentication": {"enabled": True, "conditions": auth},
-                        "offloading": offloading},
+            "modules": {
+                "networking": {"enabled": True, "conditions": net},
+                "authentication": {"enabled": True, "conditions": auth},
+                "offloading": offloading,
+            },
             "apiServerUrl": f"https://{peer.cluster_id}.liqo.example:6443",
-            "tenantNamespace": {"local": tenant_namespace(peer.cluster_id),
-                                "remote": tenant_namespace(self.local_cluster_id)},
+            "tenantNamespace": {
+                "local": tenant_namespace(peer.cluster_id),
+                "remote": tenant_namespace(self.local_cluster_id),
+            },
             "conditions": [api],
         }
 
     def virtual_node_status(self, peer: Peer, up: bool = True) -> dict[str, Any]:
         if up and peer.offloading_healthy:
-            vk, node = ("Running", "VirtualKubeletRunning", "The virtual kubelet is running"), \
-                ("Running", "NodeRunning", "The node is running")
+            vk, node = (
+                ("Running", "VirtualKubeletRunning", "The virtual kubelet is running"),
+                ("Running", "NodeRunning", "The node is running"),
+            )
         else:
-            vk, node = ("Creating", "VirtualKubeletCreating", "The virtual kubelet is not ready"), \
-                ("Creating", "NodeCreating", "The node is not ready")
+            vk, node = (
+                ("Creating", "VirtualKubeletCreating", "The virtual kubelet is not ready"),
+                ("Creating", "NodeCreating", "The node is not ready"),
+            )
         return {"conditions": [self._condition("VirtualKubelet", *vk), self._condition("Node", *node)]}
 
     # -- namespace lifecycle (kube-controller-manager's namespace controller) -----------------------
@@ -666,8 +823,11 @@ class LiqoSimulation:
     # -- demo pods ---------------------------------------------------------------------------------
     def reconcile_pods(self, namespace: str) -> float | None:
         """Bind pending pods: local nodes, and virtual nodes of clusters where the namespace is ready."""
-        pending = [p for p in self.store.items(PODS, namespace) if not (p.get("spec") or {}).get("nodeName")
-                   and not p["metadata"].get("deletionTimestamp")]
+        pending = [
+            p
+            for p in self.store.items(PODS, namespace)
+            if not (p.get("spec") or {}).get("nodeName") and not p["metadata"].get("deletionTimestamp")
+        ]
         if not pending:
             return None
         nsoff = self.store.get(NAMESPACE_OFFLOADINGS, namespace, c.OFFLOADING_NAME)
@@ -680,8 +840,9 @@ class LiqoSimulation:
         for node in self.store.items(NODES):
             labels = node["metadata"].get("labels") or {}
             if labels.get(c.VIRTUAL_NODE_TYPE_LABEL) == c.VIRTUAL_NODE_TYPE_VALUE:
-                if labels.get(c.REMOTE_CLUSTER_ID_LABEL) in ready_clusters \
-                        and not self.faults.peer_is_down(labels.get(c.REMOTE_CLUSTER_ID_LABEL, "")):
+                if labels.get(c.REMOTE_CLUSTER_ID_LABEL) in ready_clusters and not self.faults.peer_is_down(
+                    labels.get(c.REMOTE_CLUSTER_ID_LABEL, "")
+                ):
                     virtual_nodes.append(node["metadata"]["name"])
             elif "node-role.kubernetes.io/control-plane" not in labels:
                 local_nodes.append(node["metadata"]["name"])
@@ -709,11 +870,26 @@ def running_pod_status(pod: Obj, on_virtual: bool) -> dict[str, Any]:
     ip = f"10.{(71 if on_virtual else 244)}.{digest % 250}.{(digest >> 8) % 250 + 2}"
     containers = (pod.get("spec") or {}).get("containers") or []
     return {
-        "phase": "Running", "podIP": ip, "podIPs": [{"ip": ip}], "hostIP": "10.42.0.1", "startTime": now,
+        "phase": "Running",
+        "podIP": ip,
+        "podIPs": [{"ip": ip}],
+        "hostIP": "10.42.0.1",
+        "startTime": now,
         "qosClass": "BestEffort",
-        "conditions": [{"type": t, "status": "True", "lastTransitionTime": now}
-                       for t in ("PodScheduled", "Initialized", "ContainersReady", "Ready")],
-        "containerStatuses": [{"name": ct.get("name"), "image": ct.get("image"), "imageID": "", "ready": True,
-                               "started": True, "restartCount": 0,
-                               "state": {"running": {"startedAt": now}}} for ct in containers],
+        "conditions": [
+            {"type": t, "status": "True", "lastTransitionTime": now}
+            for t in ("PodScheduled", "Initialized", "ContainersReady", "Ready")
+        ],
+        "containerStatuses": [
+            {
+                "name": ct.get("name"),
+                "image": ct.get("image"),
+                "imageID": "",
+                "ready": True,
+                "started": True,
+                "restartCount": 0,
+                "state": {"running": {"startedAt": now}},
+            }
+            for ct in containers
+        ],
     }

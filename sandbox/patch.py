@@ -12,8 +12,16 @@ from typing import Any
 from sandbox.errors import ApiError, bad_request
 from sandbox.store import clone
 
-MERGE_KEYS = {"containers": "name", "initContainers": "name", "env": "name", "ports": "containerPort",
-              "volumes": "name", "volumeMounts": "mountPath", "conditions": "type", "taints": "key"}
+MERGE_KEYS = {
+    "containers": "name",
+    "initContainers": "name",
+    "env": "name",
+    "ports": "containerPort",
+    "volumes": "name",
+    "volumeMounts": "mountPath",
+    "conditions": "type",
+    "taints": "key",
+}
 
 
 def merge_patch(target: Any, patch: Any) -> Any:
@@ -63,8 +71,9 @@ def _merge_keyed_list(current: list[Any], patch: list[Any], merge_key: str) -> l
         if not isinstance(item, dict) or merge_key not in item:
             out.append(clone(item))
             continue
-        index = next((i for i, cur in enumerate(out)
-                      if isinstance(cur, dict) and cur.get(merge_key) == item[merge_key]), None)
+        index = next(
+            (i for i, cur in enumerate(out) if isinstance(cur, dict) and cur.get(merge_key) == item[merge_key]), None
+        )
         if item.get("$patch") == "delete":
             if index is not None:
                 out.pop(index)
@@ -79,8 +88,9 @@ def _pointer(path: str) -> list[str]:
     if path == "":
         return []
     if not path.startswith("/"):
-        raise bad_request(f'the server rejected our request due to an error in our request: invalid JSON '
-                          f'pointer "{path}"')
+        raise bad_request(
+            f'the server rejected our request due to an error in our request: invalid JSON pointer "{path}"'
+        )
     return [p.replace("~1", "/").replace("~0", "~") for p in path[1:].split("/")]
 
 
@@ -149,13 +159,15 @@ def _add(doc: Any, parts: list[str], value: Any, op: str = "add") -> Any:
 
 def json_patch(doc: Any, ops: Any) -> Any:
     if not isinstance(ops, list):
-        raise bad_request("the server rejected our request due to an error in our request: json patch must "
-                          "be a list of operations")
+        raise bad_request(
+            "the server rejected our request due to an error in our request: json patch must be a list of operations"
+        )
     doc = clone(doc)
     for op in ops:
         if not isinstance(op, dict) or "op" not in op or "path" not in op:
-            raise bad_request("the server rejected our request due to an error in our request: invalid "
-                              "json patch operation")
+            raise bad_request(
+                "the server rejected our request due to an error in our request: invalid json patch operation"
+            )
         kind = op["op"]
         parts = _pointer(op["path"])
         if kind == "add":
@@ -180,8 +192,9 @@ def json_patch(doc: Any, ops: Any) -> Any:
             if _get(doc, parts, "test") != op.get("value"):
                 raise _unprocessable(f"testing value /{'/'.join(parts)} failed: test failed")
         else:
-            raise bad_request(f"the server rejected our request due to an error in our request: Unexpected "
-                              f"kind: {kind}")
+            raise bad_request(
+                f"the server rejected our request due to an error in our request: Unexpected kind: {kind}"
+            )
     return doc
 
 

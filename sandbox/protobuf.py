@@ -39,11 +39,11 @@ def fields(data: bytes) -> list[tuple[int, Any]]:
             value, pos = _varint(data, pos)
         elif wire == 2:
             length, pos = _varint(data, pos)
-            value, pos = data[pos:pos + length], pos + length
+            value, pos = data[pos : pos + length], pos + length
         elif wire == 1:
-            value, pos = data[pos:pos + 8], pos + 8
+            value, pos = data[pos : pos + 8], pos + 8
         elif wire == 5:
-            value, pos = data[pos:pos + 4], pos + 4
+            value, pos = data[pos : pos + 4], pos + 4
         else:
             raise bad_request(f"unsupported protobuf wire type {wire}")
         out.append((number, value))
@@ -58,8 +58,7 @@ def _strings(data: bytes, names: dict[int, str]) -> dict[str, Any]:
     return out
 
 
-RESOURCE_ATTRIBUTES = {1: "namespace", 2: "verb", 3: "group", 4: "version", 5: "resource", 6: "subresource",
-                       7: "name"}
+RESOURCE_ATTRIBUTES = {1: "namespace", 2: "verb", 3: "group", 4: "version", 5: "resource", 6: "subresource", 7: "name"}
 NON_RESOURCE_ATTRIBUTES = {1: "path", 2: "verb"}
 
 
@@ -67,7 +66,7 @@ def decode_access_review(body: bytes) -> dict[str, Any]:
     """A SelfSubjectAccessReview or SubjectAccessReview as the JSON the API would have received."""
     if not body.startswith(MAGIC):
         raise bad_request("protobuf body without the k8s magic prefix")
-    envelope = dict(fields(body[len(MAGIC):]))
+    envelope = dict(fields(body[len(MAGIC) :]))
     type_meta = _strings(envelope.get(1, b""), {1: "apiVersion", 2: "kind"})
     obj = fields(envelope.get(2, b""))
     spec: dict[str, Any] = {}

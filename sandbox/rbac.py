@@ -45,24 +45,63 @@ DEFAULT_POLICY: dict[str, Any] = {
     "rules": [
         # The dashboard's service account: reads everything, writes offloadings and namespace labels, and
         # impersonates end users so the cluster's RBAC decides for them.
-        {"subjects": [{"kind": "Group", "name": "liqo-dash:service"}], "apiGroups": ["*"], "resources": ["*"],
-         "verbs": ["get", "list", "watch"]},
-        {"subjects": [{"kind": "Group", "name": "liqo-dash:service"}], "apiGroups": ["offloading.liqo.io"],
-         "resources": ["namespaceoffloadings"], "verbs": ["*"]},
-        {"subjects": [{"kind": "Group", "name": "liqo-dash:service"}], "apiGroups": [""],
-         "resources": ["namespaces"], "verbs": ["get", "list", "watch", "patch", "update"]},
-        {"subjects": [{"kind": "Group", "name": "liqo-dash:service"}], "apiGroups": [""],
-         "resources": ["users", "groups"], "verbs": ["impersonate"]},
-        {"subjects": [{"kind": "Group", "name": "liqo-dash:service"}], "apiGroups": ["authorization.k8s.io"],
-         "resources": ["subjectaccessreviews"], "verbs": ["create"]},
-        {"subjects": [{"kind": "Group", "name": "liqo-dash:viewers"}, {"kind": "Group", "name": "liqo-dash:operators"}],
-         "apiGroups": ["*"], "resources": ["*"], "verbs": ["get", "list", "watch"]},
-        {"subjects": [{"kind": "Group", "name": "liqo-dash:operators"}], "apiGroups": ["offloading.liqo.io"],
-         "resources": ["namespaceoffloadings"], "verbs": ["*"]},
-        {"subjects": [{"kind": "Group", "name": "liqo-dash:operators"}], "apiGroups": [""],
-         "resources": ["namespaces"], "verbs": ["patch", "update"]},
-        {"subjects": [{"kind": "Group", "name": "system:authenticated"}], "apiGroups": ["authorization.k8s.io"],
-         "resources": ["selfsubjectaccessreviews"], "verbs": ["create"]},
+        {
+            "subjects": [{"kind": "Group", "name": "liqo-dash:service"}],
+            "apiGroups": ["*"],
+            "resources": ["*"],
+            "verbs": ["get", "list", "watch"],
+        },
+        {
+            "subjects": [{"kind": "Group", "name": "liqo-dash:service"}],
+            "apiGroups": ["offloading.liqo.io"],
+            "resources": ["namespaceoffloadings"],
+            "verbs": ["*"],
+        },
+        {
+            "subjects": [{"kind": "Group", "name": "liqo-dash:service"}],
+            "apiGroups": [""],
+            "resources": ["namespaces"],
+            "verbs": ["get", "list", "watch", "patch", "update"],
+        },
+        {
+            "subjects": [{"kind": "Group", "name": "liqo-dash:service"}],
+            "apiGroups": [""],
+            "resources": ["users", "groups"],
+            "verbs": ["impersonate"],
+        },
+        {
+            "subjects": [{"kind": "Group", "name": "liqo-dash:service"}],
+            "apiGroups": ["authorization.k8s.io"],
+            "resources": ["subjectaccessreviews"],
+            "verbs": ["create"],
+        },
+        {
+            "subjects": [
+                {"kind": "Group", "name": "liqo-dash:viewers"},
+                {"kind": "Group", "name": "liqo-dash:operators"},
+            ],
+            "apiGroups": ["*"],
+            "resources": ["*"],
+            "verbs": ["get", "list", "watch"],
+        },
+        {
+            "subjects": [{"kind": "Group", "name": "liqo-dash:operators"}],
+            "apiGroups": ["offloading.liqo.io"],
+            "resources": ["namespaceoffloadings"],
+            "verbs": ["*"],
+        },
+        {
+            "subjects": [{"kind": "Group", "name": "liqo-dash:operators"}],
+            "apiGroups": [""],
+            "resources": ["namespaces"],
+            "verbs": ["patch", "update"],
+        },
+        {
+            "subjects": [{"kind": "Group", "name": "system:authenticated"}],
+            "apiGroups": ["authorization.k8s.io"],
+            "resources": ["selfsubjectaccessreviews"],
+            "verbs": ["create"],
+        },
     ],
 }
 
@@ -131,16 +170,21 @@ class Policy:
         resource = attrs.resource + ("/" + attrs.subresource if attrs.subresource else "")
         for rule in self.rules:
             subjects = rule.get("subjects") or []
-            if not any((s.get("kind") == "User" and s.get("name") == user.name)
-                       or (s.get("kind") == "Group" and s.get("name") in user.groups) for s in subjects):
+            if not any(
+                (s.get("kind") == "User" and s.get("name") == user.name)
+                or (s.get("kind") == "Group" and s.get("name") in user.groups)
+                for s in subjects
+            ):
                 continue
             if not _match(rule.get("verbs"), attrs.verb):
                 continue
             if not _match(rule.get("apiGroups"), attrs.group):
                 continue
             resources = rule.get("resources") or []
-            if not any(r == "*" or r == resource or (r.endswith("/*") and attrs.subresource
-                                                     and r[:-2] == attrs.resource) for r in resources):
+            if not any(
+                r == "*" or r == resource or (r.endswith("/*") and attrs.subresource and r[:-2] == attrs.resource)
+                for r in resources
+            ):
                 continue
             names = rule.get("resourceNames")
             if names and attrs.name not in names:
@@ -159,5 +203,7 @@ class Policy:
         resource = attrs.resource + ("/" + attrs.subresource if attrs.subresource else "")
         subject = f'{qualified} "{attrs.name}"' if attrs.name else qualified
         scope = f'in the namespace "{attrs.namespace}"' if attrs.namespace else "at the cluster scope"
-        return (f'{subject} is forbidden: User "{user.name}" cannot {attrs.verb} resource "{resource}" in API '
-                f'group "{group}" {scope}')
+        return (
+            f'{subject} is forbidden: User "{user.name}" cannot {attrs.verb} resource "{resource}" in API '
+            f'group "{group}" {scope}'
+        )

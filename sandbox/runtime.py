@@ -86,8 +86,11 @@ class Controller:
         except Retry as retry:
             failures = self._failures.get(item, 0) + 1
             self._failures[item] = failures
-            delay = retry.delay if retry.delay is not None else min(
-                self.base_backoff * 2 ** (failures - 1), self.max_backoff)
+            delay = (
+                retry.delay
+                if retry.delay is not None
+                else min(self.base_backoff * 2 ** (failures - 1), self.max_backoff)
+            )
             self.enqueue(name, key, delay)
         except Exception as exc:  # noqa: BLE001 - a controller keeps going, like the real ones
             failures = self._failures.get(item, 0) + 1
@@ -155,6 +158,7 @@ class Controller:
                 if not self._busy and not due_soon:
                     return True
                 if remaining <= 0:
-                    raise TimeoutError(f"the simulated controller is still busy after {timeout}s "
-                                       f"({self.pending(0)} items due)")
+                    raise TimeoutError(
+                        f"the simulated controller is still busy after {timeout}s ({self.pending(0)} items due)"
+                    )
                 self._cond.wait(min(remaining, 0.05))

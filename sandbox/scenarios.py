@@ -35,8 +35,9 @@ def load(scenario: str | Path | dict[str, Any]) -> dict[str, Any]:
     if not path.exists() and (BUILTIN_DIR / f"{scenario}.yaml").exists():
         path = BUILTIN_DIR / f"{scenario}.yaml"
     if not path.exists():
-        raise FileNotFoundError(f"scenario {scenario!r} is neither a file nor a built-in scenario "
-                                f"({', '.join(builtin_names())})")
+        raise FileNotFoundError(
+            f"scenario {scenario!r} is neither a file nor a built-in scenario ({', '.join(builtin_names())})"
+        )
     data = yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     if not isinstance(data, dict):
         raise ValueError(f"scenario {path} is not a YAML mapping")
@@ -68,8 +69,13 @@ def apply_pods(data: dict[str, Any], server: ApiServer) -> None:
 
 def local_node(node: dict[str, Any]) -> dict[str, Any]:
     name = node["name"]
-    labels = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
-              "beta.kubernetes.io/os": "linux", "beta.kubernetes.io/arch": "amd64"}
+    labels = {
+        "kubernetes.io/hostname": name,
+        "kubernetes.io/os": "linux",
+        "kubernetes.io/arch": "amd64",
+        "beta.kubernetes.io/os": "linux",
+        "beta.kubernetes.io/arch": "amd64",
+    }
     for role in node.get("roles") or []:
         labels[f"node-role.kubernetes.io/{role}"] = ""
     labels.update(node.get("labels") or {})
@@ -79,40 +85,89 @@ def local_node(node: dict[str, Any]) -> dict[str, Any]:
     if "control-plane" in (node.get("roles") or []):
         spec["taints"] = [{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}]
     return {
-        "apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels}, "spec": spec,
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": labels},
+        "spec": spec,
         "status": {
-            "capacity": capacity, "allocatable": capacity,
-            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
-                            "message": "kubelet is posting ready status", "lastHeartbeatTime": now,
-                            "lastTransitionTime": now}],
-            "addresses": [{"type": "InternalIP", "address": node.get("address", "192.168.10.10")},
-                          {"type": "Hostname", "address": name}],
-            "nodeInfo": {"kubeletVersion": "v1.35.2", "osImage": "Debian GNU/Linux 13 (trixie)",
-                         "architecture": "amd64", "operatingSystem": "linux",
-                         "containerRuntimeVersion": "containerd://2.1.4", "kernelVersion": "6.12.0",
-                         "kubeProxyVersion": "", "machineID": "", "systemUUID": "", "bootID": ""},
+            "capacity": capacity,
+            "allocatable": capacity,
+            "conditions": [
+                {
+                    "type": "Ready",
+                    "status": "True",
+                    "reason": "KubeletReady",
+                    "message": "kubelet is posting ready status",
+                    "lastHeartbeatTime": now,
+                    "lastTransitionTime": now,
+                }
+            ],
+            "addresses": [
+                {"type": "InternalIP", "address": node.get("address", "192.168.10.10")},
+                {"type": "Hostname", "address": name},
+            ],
+            "nodeInfo": {
+                "kubeletVersion": "v1.35.2",
+                "osImage": "Debian GNU/Linux 13 (trixie)",
+                "architecture": "amd64",
+                "operatingSystem": "linux",
+                "containerRuntimeVersion": "containerd://2.1.4",
+                "kernelVersion": "6.12.0",
+                "kubeProxyVersion": "",
+                "machineID": "",
+                "systemUUID": "",
+                "bootID": "",
+            },
         },
     }
 
 
 def _apply_peer(data: dict[str, Any], server: ApiServer, sim: LiqoSimulation) -> None:
     cluster_id = data["id"]
-    peer = Peer(cluster_id, role=data.get("role", "Provider"), namespace_delay=float(data.get("namespaceDelay", 0)),
-                offloading_healthy=bool(data.get("offloadingHealthy", True)))
+    peer = Peer(
+        cluster_id,
+        role=data.get("role", "Provider"),
+        namespace_delay=float(data.get("namespaceDelay", 0)),
+        offloading_healthy=bool(data.get("offloadingHealthy", True)),
+    )
     sim.peers[cluster_id] = peer
     for name in list(SYSTEM_NAMESPACES) + list(data.get("existingNamespaces") or []):
-        peer.store.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace",
-                                       "metadata": {"name": name, "creationTimestamp": now_iso(),
-                                                    "labels": {"kubernetes.io/metadata.name": name}},
-                                       "status": {"phase": "Active"}})
+        peer.store.create(
+            NAMESPACES,
+            {
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {
+                    "name": name,
+                    "creationTimestamp": now_iso(),
+                    "labels": {"kubernetes.io/metadata.name": name},
+                },
+                "status": {"phase": "Active"},
+            },
+        )
     tenant = tenant_namespace(cluster_id)
-    server.create(NAMESPACES, "", {"metadata": {"name": tenant, "labels": {
-        "liqo.io/tenant-namespace": "true", c.REMOTE_CLUSTER_ID_LABEL: cluster_id}}}, manager=sim_manager())
-    fc = server.create(FOREIGN_CLUSTERS, "", {
-        "apiVersion": "core.liqo.io/v1beta1", "kind": "ForeignCluster",
-        "metadata": {"name": cluster_id, "labels": {c.REMOTE_CLUSTER_ID_LABEL: cluster_id}},
-        "spec": {"clusterID": cluster_id},
-    }, manager=sim_manager()).obj
+    server.create(
+        NAMESPACES,
+        "",
+        {
+            "metadata": {
+                "name": tenant,
+                "labels": {"liqo.io/tenant-namespace": "true", c.REMOTE_CLUSTER_ID_LABEL: cluster_id},
+            }
+        },
+        manager=sim_manager(),
+    )
+    fc = server.create(
+        FOREIGN_CLUSTERS,
+        "",
+        {
+            "apiVersion": "core.liqo.io/v1beta1",
+            "kind": "ForeignCluster",
+            "metadata": {"name": cluster_id, "labels": {c.REMOTE_CLUSTER_ID_LABEL: cluster_id}},
+            "spec": {"clusterID": cluster_id},
+        },
+        manager=sim_manager(),
+    ).obj
     body = clone(fc)
     body["status"] = sim.foreign_cluster_status(peer)
     server.update(FOREIGN_CLUSTERS, "", cluster_id, body, manager=sim_manager(), subresource="status")
@@ -123,22 +178,36 @@ def _apply_peer(data: dict[str, Any], server: ApiServer, sim: LiqoSimulation) ->
         name = cluster_id if count == 1 else f"{cluster_id}-{index + 1}"
         storage = data.get("storageClasses")
         spec: dict[str, Any] = {
-            "clusterID": cluster_id, "createNode": bool(data.get("createNode", True)),
+            "clusterID": cluster_id,
+            "createNode": bool(data.get("createNode", True)),
             "disableNetworkCheck": False,
             "labels": {c.REMOTE_CLUSTER_ID_LABEL: cluster_id, **(data.get("labels") or {})},
-            "resourceQuota": {"hard": {k: str(v) for k, v in (data.get("resources") or {
-                "cpu": "16", "memory": "64Gi", "pods": "200"}).items()}},
+            "resourceQuota": {
+                "hard": {
+                    k: str(v)
+                    for k, v in (data.get("resources") or {"cpu": "16", "memory": "64Gi", "pods": "200"}).items()
+                }
+            },
             "kubeconfigSecretRef": {"name": f"kubeconfig-resourceslice-{name}"},
             "offloadingPatch": {},
         }
         if storage:
             spec["storageClasses"] = [{"storageClassName": s, "default": i == 0} for i, s in enumerate(storage)]
-        vn = server.create(VIRTUAL_NODES, tenant, {
-            "apiVersion": f"{c.GROUP}/{c.VERSION}", "kind": "VirtualNode",
-            "metadata": {"name": name, "namespace": tenant,
-                         "labels": {c.REMOTE_CLUSTER_ID_LABEL: cluster_id, "liqo.io/resourceslice-name": name}},
-            "spec": spec,
-        }, manager=sim_manager()).obj
+        vn = server.create(
+            VIRTUAL_NODES,
+            tenant,
+            {
+                "apiVersion": f"{c.GROUP}/{c.VERSION}",
+                "kind": "VirtualNode",
+                "metadata": {
+                    "name": name,
+                    "namespace": tenant,
+                    "labels": {c.REMOTE_CLUSTER_ID_LABEL: cluster_id, "liqo.io/resourceslice-name": name},
+                },
+                "spec": spec,
+            },
+            manager=sim_manager(),
+        ).obj
         body = clone(vn)
         body["status"] = sim.virtual_node_status(peer)
         server.update(VIRTUAL_NODES, tenant, name, body, manager=sim_manager(), subresource="status")
@@ -160,30 +229,43 @@ def _apply_namespace(data: dict[str, Any], server: ApiServer) -> None:
         if "selector" in (offloading or {}):
             spec["clusterSelector"] = cluster_selector(list(offloading["selector"] or []))
         spec.setdefault("clusterSelector", {"nodeSelectorTerms": []})
-        server.create(NAMESPACE_OFFLOADINGS, name, {
-            "apiVersion": f"{c.GROUP}/{c.VERSION}", "kind": "NamespaceOffloading",
-            "metadata": {"name": c.OFFLOADING_NAME, "namespace": name}, "spec": spec,
-        }, manager=(offloading or {}).get("manager", "liqoctl"))
+        server.create(
+            NAMESPACE_OFFLOADINGS,
+            name,
+            {
+                "apiVersion": f"{c.GROUP}/{c.VERSION}",
+                "kind": "NamespaceOffloading",
+                "metadata": {"name": c.OFFLOADING_NAME, "namespace": name},
+                "spec": spec,
+            },
+            manager=(offloading or {}).get("manager", "liqoctl"),
+        )
 
 
 def _apply_pods(data: dict[str, Any], server: ApiServer) -> None:
     name = data["name"]
     for index in range(int(data.get("pods", 0))):
         app = data.get("app", name)
-        server.create(PODS, name, {
-            "metadata": {"name": f"{app}-{_pod_suffix(name, index)}", "namespace": name,
-                         "labels": {"app": app}},
-            "spec": {"containers": [{"name": app, "image": data.get("image", "nginx:1.27")}],
-                     "restartPolicy": "Always", "schedulerName": "default-scheduler",
-                     "serviceAccountName": "default"},
-        }, manager="kube-controller-manager")
+        server.create(
+            PODS,
+            name,
+            {
+                "metadata": {"name": f"{app}-{_pod_suffix(name, index)}", "namespace": name, "labels": {"app": app}},
+                "spec": {
+                    "containers": [{"name": app, "image": data.get("image", "nginx:1.27")}],
+                    "restartPolicy": "Always",
+                    "schedulerName": "default-scheduler",
+                    "serviceAccountName": "default",
+                },
+            },
+            manager="kube-controller-manager",
+        )
 
 
 def _pod_suffix(namespace: str, index: int) -> str:
     rnd = random.Random(f"{namespace}-{index}")
     alphabet = "bcdfghjklmnpqrstvwxz2456789"
-    return "".join(rnd.choice(alphabet) for _ in range(10))[:5] + "-" + "".join(rnd.choice(alphabet)
-                                                                               for _ in range(5))
+    return "".join(rnd.choice(alphabet) for _ in range(10))[:5] + "-" + "".join(rnd.choice(alphabet) for _ in range(5))
 
 
 # -- the generator -------------------------------------------------------------------------------------
@@ -193,21 +275,28 @@ TEAMS = ("payments", "search", "checkout", "identity", "data", "ml", "media", "o
 ENVS = ("prod", "staging", "dev", "test")
 
 
-def generate(namespaces: int, clusters: int, *, offloaded: float = 0.1, seed: int = 42,
-             local_id: str = "rome") -> dict[str, Any]:
+def generate(
+    namespaces: int, clusters: int, *, offloaded: float = 0.1, seed: int = 42, local_id: str = "rome"
+) -> dict[str, Any]:
     """A large fleet: `clusters` peers over a few regions and providers, `namespaces` namespaces of which a
     fraction is offloaded with region / provider selectors (and a few with no selector)."""
     rnd = random.Random(seed)
     peers = []
     for i in range(clusters):
         region = REGIONS[i % len(REGIONS)]
-        peers.append({
-            "id": f"cluster-{i:04d}", "role": "Provider",
-            "labels": {"topology.kubernetes.io/region": region, "liqo.io/provider": PROVIDERS[i % len(PROVIDERS)],
-                       **({"staging": "true"} if i % 10 == 9 else {})},
-            "resources": {"cpu": str(16 * (1 + i % 4)), "memory": f"{64 * (1 + i % 4)}Gi", "pods": "500"},
-            **({"storageClasses": ["standard"]} if i % 3 else {}),
-        })
+        peers.append(
+            {
+                "id": f"cluster-{i:04d}",
+                "role": "Provider",
+                "labels": {
+                    "topology.kubernetes.io/region": region,
+                    "liqo.io/provider": PROVIDERS[i % len(PROVIDERS)],
+                    **({"staging": "true"} if i % 10 == 9 else {}),
+                },
+                "resources": {"cpu": str(16 * (1 + i % 4)), "memory": f"{64 * (1 + i % 4)}Gi", "pods": "500"},
+                **({"storageClasses": ["standard"]} if i % 3 else {}),
+            }
+        )
     items = []
     for i in range(namespaces):
         team, env = TEAMS[i % len(TEAMS)], ENVS[(i // len(TEAMS)) % len(ENVS)]
@@ -215,14 +304,21 @@ def generate(namespaces: int, clusters: int, *, offloaded: float = 0.1, seed: in
         if rnd.random() < offloaded:
             roll = rnd.random()
             if roll < 0.6:
-                ns["offloading"] = {"selector": [f"topology.kubernetes.io/region={rnd.choice(REGIONS)},"
-                                                 f"liqo.io/provider={rnd.choice(PROVIDERS)}"]}
+                ns["offloading"] = {
+                    "selector": [
+                        f"topology.kubernetes.io/region={rnd.choice(REGIONS)},liqo.io/provider={rnd.choice(PROVIDERS)}"
+                    ]
+                }
             elif roll < 0.9:
-                ns["offloading"] = {"selector": [f"topology.kubernetes.io/region={rnd.choice(REGIONS)},!staging"],
-                                    "podOffloadingStrategy": "Remote"}
+                ns["offloading"] = {
+                    "selector": [f"topology.kubernetes.io/region={rnd.choice(REGIONS)},!staging"],
+                    "podOffloadingStrategy": "Remote",
+                }
             else:
-                ns["offloading"] = {"selector": [f"liqo.io/provider={rnd.choice(PROVIDERS)}"],
-                                    "namespaceMappingStrategy": "EnforceSameName"}
+                ns["offloading"] = {
+                    "selector": [f"liqo.io/provider={rnd.choice(PROVIDERS)}"],
+                    "namespaceMappingStrategy": "EnforceSameName",
+                }
         items.append(ns)
     return {
         "description": f"Generated fleet: {namespaces} namespaces, {clusters} peers (seed {seed})",

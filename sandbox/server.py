@@ -56,10 +56,14 @@ class Sandbox:
         self.controller = Controller()
         self.liqo = LiqoSimulation(self.server, self.controller, self.faults, "local", self.controller_delay)
         self.api = Api(self.store, self.server, self.policy, self.faults, bookmark_interval=bookmark_interval)
-        self.api.admin_hooks.update({
-            "faults": self._faults_endpoint, "idle": self._idle_endpoint, "compact": self._compact_endpoint,
-            "peers": self._peers_endpoint,
-        })
+        self.api.admin_hooks.update(
+            {
+                "faults": self._faults_endpoint,
+                "idle": self._idle_endpoint,
+                "compact": self._compact_endpoint,
+                "peers": self._peers_endpoint,
+            }
+        )
         # an outage also ends the watches that are open
         self.faults.add_listener(lambda settings: self.store.close_watchers() if settings.outage else None)
         self._http: SandboxHTTPServer | None = None
@@ -87,12 +91,12 @@ class Sandbox:
         self.store.reset_history()
         self.controller.start()
         self._http = SandboxHTTPServer((self.host, self.requested_port), self.api)
-        self._http_thread = threading.Thread(target=self._http.serve_forever, kwargs={"poll_interval": 0.2},
-                                             name="sandbox-http", daemon=True)
+        self._http_thread = threading.Thread(
+            target=self._http.serve_forever, kwargs={"poll_interval": 0.2}, name="sandbox-http", daemon=True
+        )
         self._http_thread.start()
         self._persist_stop.clear()
-        self._persist_thread = threading.Thread(target=self._housekeeping, name="sandbox-housekeeping",
-                                                daemon=True)
+        self._persist_thread = threading.Thread(target=self._housekeeping, name="sandbox-housekeeping", daemon=True)
         self._persist_thread.start()
         self.started = True
         return self
@@ -136,11 +140,13 @@ class Sandbox:
     def kubeconfig(self, user: str = ADMIN_USER) -> dict[str, Any]:
         token = self.policy.token_for(user)
         return {
-            "apiVersion": "v1", "kind": "Config",
+            "apiVersion": "v1",
+            "kind": "Config",
             "clusters": [{"name": "sandbox", "cluster": {"server": self.url}}],
             "users": [{"name": user, "user": {"token": token}}],
             "contexts": [{"name": "sandbox", "context": {"cluster": "sandbox", "user": user}}],
-            "current-context": "sandbox", "preferences": {},
+            "current-context": "sandbox",
+            "preferences": {},
         }
 
     def write_kubeconfig(self, path: str | Path, user: str = ADMIN_USER) -> Path:
@@ -168,10 +174,15 @@ class Sandbox:
         """Create a namespace directly in a provider cluster (e.g. to provoke an EnforceSameName conflict)."""
         from sandbox.apiserver import now_iso
 
-        self.liqo.peers[cluster_id].store.create(NAMESPACES, {
-            "apiVersion": "v1", "kind": "Namespace",
-            "metadata": {"name": name, "creationTimestamp": now_iso(), "annotations": annotations or {}},
-            "status": {"phase": "Active"}})
+        self.liqo.peers[cluster_id].store.create(
+            NAMESPACES,
+            {
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {"name": name, "creationTimestamp": now_iso(), "annotations": annotations or {}},
+                "status": {"phase": "Active"},
+            },
+        )
 
     def get(self, plural_key: str, namespace: str, name: str) -> dict[str, Any] | None:
         """Read an object straight from the store, e.g. get("namespaceoffloadings.offloading.liqo.io", ns, "offloading")."""
@@ -225,9 +236,16 @@ class Sandbox:
                 "version": STATE_VERSION,
                 "localClusterId": self.liqo.local_cluster_id,
                 "store": self.store.dump(),
-                "peers": [{"id": p.cluster_id, "role": p.role, "namespaceDelay": p.namespace_delay,
-                           "offloadingHealthy": p.offloading_healthy,
-                           "namespaces": p.store.items(NAMESPACES)} for p in self.liqo.peers.values()],
+                "peers": [
+                    {
+                        "id": p.cluster_id,
+                        "role": p.role,
+                        "namespaceDelay": p.namespace_delay,
+                        "offloadingHealthy": p.offloading_healthy,
+                        "namespaces": p.store.items(NAMESPACES),
+                    }
+                    for p in self.liqo.peers.values()
+                ],
             }
             revision = self.store.revision
         path.parent.mkdir(parents=True, exist_ok=True)

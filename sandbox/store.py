@@ -184,8 +184,7 @@ class Store:
             state.sorted_keys = sorted(state.objects)
         return state.sorted_keys
 
-    def snapshot(self, kind: Kind, at_rv: int, namespace: str | None = None, after: Key | None = None
-                 ) -> Iterator[Obj]:
+    def snapshot(self, kind: Kind, at_rv: int, namespace: str | None = None, after: Key | None = None) -> Iterator[Obj]:
         """The objects as they were at revision `at_rv`, in key order, with keys > `after`.
 
         Consistent pagination: continue tokens carry the revision of the first page. Raises 410 when the
@@ -196,8 +195,12 @@ class Store:
             if at_rv < state.compacted:
                 raise gone_expired(EXPIRED_CONTINUE)
             if at_rv > self._rv:
-                raise ApiError(504, "Timeout", f"Too large resource version: {at_rv}, current: {self._rv}",
-                               {"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}]})
+                raise ApiError(
+                    504,
+                    "Timeout",
+                    f"Too large resource version: {at_rv}, current: {self._rv}",
+                    {"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}]},
+                )
             # The state at at_rv of every key touched since: the `prev` of its first later event.
             past: dict[Key, Obj | None] = {}
             for event in reversed(state.log):
@@ -322,8 +325,9 @@ class Store:
             return self._kinds[kind.key].compacted
 
     # -- watches ---------------------------------------------------------------------------------
-    def watch(self, kind: Kind, namespace: str | None, predicate: Callable[[Obj], bool],
-              since: int | None, initial: bool) -> Watcher:
+    def watch(
+        self, kind: Kind, namespace: str | None, predicate: Callable[[Obj], bool], since: int | None, initial: bool
+    ) -> Watcher:
         """Open a watch: replay history after `since` (410 if compacted) or, with `initial`, ADDED for
         every current object; then live events. Registration and replay happen under the lock."""
         watcher = Watcher(kind, namespace, predicate)
@@ -361,8 +365,7 @@ class Store:
         with self.lock:
             return {
                 "revision": self._rv,
-                "objects": {key: [state.objects[k] for k in self._sorted(state)]
-                            for key, state in self._kinds.items()},
+                "objects": {key: [state.objects[k] for k in self._sorted(state)] for key, state in self._kinds.items()},
             }
 
     def reset_history(self) -> None:

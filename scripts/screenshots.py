@@ -31,7 +31,10 @@ def main(base: str, user: str, password: str, out: Path) -> None:
         page.screenshot(path=str(out / "namespaces.png"), full_page=True)
         page.goto(f"{base}/clusters/")
         page.screenshot(path=str(out / "clusters.png"), full_page=True)
-        offloaded = page.goto(f"{base}/namespaces/?phase=SomeFailed") and page.locator("#namespace-table td:first-child a").first
+        offloaded = (
+            page.goto(f"{base}/namespaces/?phase=SomeFailed")
+            and page.locator("#namespace-table td:first-child a").first
+        )
         if offloaded and offloaded.count():
             offloaded.click()
             page.wait_for_load_state()

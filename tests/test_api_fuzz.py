@@ -24,7 +24,10 @@ schema = schemathesis.openapi.from_dict(json.loads(json.dumps(SchemaGenerator().
 # Derandomized so CI is repeatable; raise max_examples locally to explore further.
 @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 def test_no_input_makes_the_api_fail_with_a_server_error(
-    case: Any, live_server: Any, admin_user: Any, fleet: Any  # noqa: F811
+    case: Any,
+    live_server: Any,
+    admin_user: Any,
+    fleet: Any,  # noqa: F811
 ) -> None:
     token, _ = Token.objects.get_or_create(user=admin_user)
     case.call_and_validate(

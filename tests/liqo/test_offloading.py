@@ -77,9 +77,7 @@ def test_controller_scenarios(case: dict[str, Any]) -> None:
     assert status["observedGeneration"] == 1
     assert status["remoteNamespaceName"] == case["remote_namespace"]
     assert status["offloadingPhase"] == case["phase"]
-    conditions = {
-        k: [[x["type"], x["status"]] for x in v] for k, v in status["remoteNamespacesConditions"].items()
-    }
+    conditions = {k: [[x["type"], x["status"]] for x in v] for k, v in status["remoteNamespacesConditions"].items()}
     assert conditions == case["conditions"]
 
 
@@ -182,9 +180,7 @@ def test_conditions_keep_time_when_unchanged_and_overwrite_on_change() -> None:
 
 def test_conditions_removed_while_deleting() -> None:
     assert (
-        condition_list(
-            [{"type": "OffloadingRequired"}], required=False, mapping_phase=None, now=NOW, deleting=True
-        )
+        condition_list([{"type": "OffloadingRequired"}], required=False, mapping_phase=None, now=NOW, deleting=True)
         == []
     )
     assert len(condition_list(None, required=False, mapping_phase="Terminating", now=NOW, deleting=True)) == 2
@@ -300,9 +296,7 @@ def test_normalize_spec_makes_equivalent_specs_equal() -> None:
     assert list(normalize_spec(a)) == ["namespaceMappingStrategy", "podOffloadingStrategy", "clusterSelector"]
     assert normalize_spec({})["clusterSelector"] == {"nodeSelectorTerms": []}
     assert (
-        normalize_spec({"namespaceMappingStrategy": "SelectedName", "remoteNamespaceName": "x"})[
-            "remoteNamespaceName"
-        ]
+        normalize_spec({"namespaceMappingStrategy": "SelectedName", "remoteNamespaceName": "x"})["remoteNamespaceName"]
         == "x"
     )
 
@@ -322,11 +316,7 @@ def test_normalize_spec_makes_equivalent_specs_equal() -> None:
             ["clusterSelector"],
         ),
         (
-            {
-                "clusterSelector": {
-                    "nodeSelectorTerms": [{"matchExpressions": [{"key": "a", "operator": "Foo"}]}]
-                }
-            },
+            {"clusterSelector": {"nodeSelectorTerms": [{"matchExpressions": [{"key": "a", "operator": "Foo"}]}]}},
             [],
         ),
         (
@@ -464,13 +454,9 @@ def test_validate_spec_collects_schema_webhook_and_dashboard_problems() -> None:
     assert validate_spec("foo", {}) == ([], [])
     errors, _ = validate_spec("foo", {"namespaceMappingStrategy": "SelectedName"})
     assert fields_of(errors) == [("remoteNamespaceName", "webhook")]
-    errors, _ = validate_spec(
-        "foo", {"namespaceMappingStrategy": "SelectedName", "remoteNamespaceName": "Bad_Name"}
-    )
+    errors, _ = validate_spec("foo", {"namespaceMappingStrategy": "SelectedName", "remoteNamespaceName": "Bad_Name"})
     assert fields_of(errors) == [("remoteNamespaceName", "dashboard")]
-    errors, _ = validate_spec(
-        "foo", {"namespaceMappingStrategy": "SelectedName", "remoteNamespaceName": "a" * 64}
-    )
+    errors, _ = validate_spec("foo", {"namespaceMappingStrategy": "SelectedName", "remoteNamespaceName": "a" * 64})
     assert fields_of(errors) == [("remoteNamespaceName", "dashboard")]
     errors, _ = validate_spec("n" * 55, {}, local_cluster_id="florence")
     assert fields_of(errors) == [("namespaceMappingStrategy", "dashboard")]
@@ -481,14 +467,10 @@ def test_validate_spec_collects_schema_webhook_and_dashboard_problems() -> None:
     assert fields_of(errors) == [("namespace", "dashboard")]
     errors, _ = validate_spec("foo", {"podOffloadingStrategy": "Nope"})
     assert fields_of(errors) == [("podOffloadingStrategy", "schema")]
-    bad_selector = {
-        "clusterSelector": {"nodeSelectorTerms": [{"matchExpressions": [{"key": "a", "operator": "Foo"}]}]}
-    }
+    bad_selector = {"clusterSelector": {"nodeSelectorTerms": [{"matchExpressions": [{"key": "a", "operator": "Foo"}]}]}}
     errors, _ = validate_spec("foo", bad_selector)
     assert fields_of(errors) == [("clusterSelector", "dashboard")]
-    errors, warnings = validate_spec(
-        "foo", {"podOffloadingStrategy": "Remote"}, {"podOffloadingStrategy": "Local"}
-    )
+    errors, warnings = validate_spec("foo", {"podOffloadingStrategy": "Remote"}, {"podOffloadingStrategy": "Local"})
     assert errors == [] and fields_of(warnings) == [("podOffloadingStrategy", "webhook")]
     errors, _ = validate_spec("foo", {"namespaceMappingStrategy": "EnforceSameName"}, {})
     assert fields_of(errors) == [("namespaceMappingStrategy", "webhook")]
@@ -623,9 +605,7 @@ def test_render_manifest_json_full() -> None:
 
 def test_render_manifest_json_default_and_round_trip() -> None:
     out = render_manifest("foo", {}, "json")
-    assert out.startswith(
-        '{\n    "kind": "NamespaceOffloading",\n    "apiVersion": "offloading.liqo.io/v1beta1",\n'
-    )
+    assert out.startswith('{\n    "kind": "NamespaceOffloading",\n    "apiVersion": "offloading.liqo.io/v1beta1",\n')
     assert '"clusterSelector": {\n            "nodeSelectorTerms": []\n        }' in out
     assert out.endswith('    "status": {}\n}\n')
     assert yaml.safe_load(render_manifest("foo", {}).removesuffix("---\n")) == json.loads(out)

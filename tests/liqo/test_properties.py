@@ -19,9 +19,7 @@ prefixes = st.sampled_from(["", "example.com/", "liqo.io/"])
 keys = st.builds(lambda p, n: p + n, prefixes, names)
 values = st.sampled_from(["", "1", "2", "10", "v", "eu", "us", "in", "007"])
 # Node label values are not validated by the matcher, so they may be anything.
-label_values = st.sampled_from(
-    ["", "1", "2", "10", "-3", "+5", "v", "eu", "us", "1_0", " 5", "99999999999999999999"]
-)
+label_values = st.sampled_from(["", "1", "2", "10", "-3", "+5", "v", "eu", "us", "1_0", " 5", "99999999999999999999"])
 int_values = st.sampled_from(["0", "1", "2", "10", "007", "9223372036854775807"])
 
 
@@ -36,9 +34,7 @@ def requirements(draw: st.DrawFn) -> dict[str, Any]:
     return expr
 
 
-terms = st.builds(
-    lambda exprs: {"matchExpressions": exprs} if exprs else {}, st.lists(requirements(), max_size=4)
-)
+terms = st.builds(lambda exprs: {"matchExpressions": exprs} if exprs else {}, st.lists(requirements(), max_size=4))
 label_sets = st.dictionaries(keys, label_values, max_size=5)
 selectors = st.builds(lambda ts: {"nodeSelectorTerms": ts}, st.lists(terms, max_size=3))
 
@@ -97,9 +93,7 @@ def test_format_term_round_trips(term: dict[str, Any], samples: list[dict[str, s
 
     assert canon(back) == canon(term)
     for labels in samples:
-        assert sel.matches({"nodeSelectorTerms": [back]}, labels) is sel.matches(
-            {"nodeSelectorTerms": [term]}, labels
-        )
+        assert sel.matches({"nodeSelectorTerms": [back]}, labels) is sel.matches({"nodeSelectorTerms": [term]}, labels)
 
 
 @SETTINGS
@@ -140,16 +134,12 @@ def test_cluster_selector_only_raises_selector_error(texts: list[str]) -> None:
 
 @SETTINGS
 @given(st.sampled_from(["Local", "Remote", "LocalAndRemote"]), selectors, terms)
-def test_mutate_pod_never_modifies_inputs(
-    strategy: str, selector: dict[str, Any], pod_term: dict[str, Any]
-) -> None:
+def test_mutate_pod_never_modifies_inputs(strategy: str, selector: dict[str, Any], pod_term: dict[str, Any]) -> None:
     spec = {"podOffloadingStrategy": strategy, "clusterSelector": selector}
     pod = {
         "spec": {
             "affinity": {
-                "nodeAffinity": {
-                    "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [pod_term]}
-                }
+                "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [pod_term]}}
             }
         }
     }

@@ -194,9 +194,7 @@ def test_strict_node_selector(case: dict[str, Any]) -> None:
 
 
 @pytest.mark.parametrize(("exprs", "want", "paths"), HELPERS["requirements_as_selector"])
-def test_node_requirements_as_selector(
-    exprs: list[dict[str, Any]] | None, want: str | None, paths: list[str]
-) -> None:
+def test_node_requirements_as_selector(exprs: list[dict[str, Any]] | None, want: str | None, paths: list[str]) -> None:
     term = {"matchExpressions": exprs} if exprs is not None else {}
     errors = sel.validate_term(term)
     prefix = "nodeSelectorTerms[0].matchExpressions"
@@ -216,9 +214,7 @@ def test_invalid_term_only_errors_when_nothing_matches() -> None:
         ]
     }
     assert sel.matches(selector, {"b": "1"}) is True
-    with pytest.raises(
-        SelectorError, match=r"nodeSelectorTerms\[0\]\.matchExpressions\[0\]\.values\[0\]\[a\]"
-    ):
+    with pytest.raises(SelectorError, match=r"nodeSelectorTerms\[0\]\.matchExpressions\[0\]\.values\[0\]\[a\]"):
         sel.matches(selector, {"c": "1"})
 
 
@@ -230,9 +226,7 @@ def test_missing_or_empty_selector_matches_nothing_but_selects_every_cluster() -
 
 
 def test_match_fields_ignored_without_a_node_name() -> None:
-    selector = {
-        "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["x"]}]}]
-    }
+    selector = {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["x"]}]}]}
     assert sel.matches(selector, {}) is True
     assert sel.matches(selector, {}, {"metadata.name": "y"}) is False
     assert sel.matches(selector, {}, {"metadata.name": "x"}) is True
@@ -374,9 +368,7 @@ def test_explain_empty_and_invalid_terms() -> None:
 
 
 def test_explain_gt_lt_reasons() -> None:
-    selector = {
-        "nodeSelectorTerms": [{"matchExpressions": [{"key": "cpu", "operator": "Gt", "values": ["4"]}]}]
-    }
+    selector = {"nodeSelectorTerms": [{"matchExpressions": [{"key": "cpu", "operator": "Gt", "values": ["4"]}]}]}
     assert sel.explain(selector, {"cpu": "x"})["terms"][0]["failed"] == (
         "cpu Gt (4) but the cluster has cpu=x, which is not an integer"
     )

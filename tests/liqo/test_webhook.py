@@ -74,9 +74,7 @@ def test_mutate_pod_strategies_and_runtime_class(case: list[Any]) -> None:
         "spec": {
             "tolerations": copy.deepcopy(cfg["pod_tolerations"]),
             "affinity": {
-                "nodeAffinity": {
-                    "requiredDuringSchedulingIgnoredDuringExecution": copy.deepcopy(cfg["pod_required"])
-                }
+                "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": copy.deepcopy(cfg["pod_required"])}
             },
         },
     }
@@ -98,9 +96,7 @@ def test_a_runtime_class_other_than_liqo_is_still_mutated() -> None:
         "spec": {
             "runtimeClassName": case["pod_runtime_class"],
             "tolerations": [{"key": "test"}],
-            "affinity": {
-                "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": FIX["pod_node_selector"]}
-            },
+            "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": FIX["pod_node_selector"]}},
         }
     }
     out = mutate_pod(spec_for(case["strategy"]), pod, case["webhook_runtime_class"])
@@ -114,9 +110,7 @@ def test_a_runtime_class_other_than_liqo_is_still_mutated() -> None:
 
 
 def test_remote_with_empty_selector_targets_every_virtual_node() -> None:
-    out = mutate_pod(
-        {"podOffloadingStrategy": "Remote", "clusterSelector": {"nodeSelectorTerms": []}}, {"spec": {}}
-    )
+    out = mutate_pod({"podOffloadingStrategy": "Remote", "clusterSelector": {"nodeSelectorTerms": []}}, {"spec": {}})
     assert required_of(out) == {
         "nodeSelectorTerms": [
             {"matchExpressions": [{"key": "liqo.io/type", "operator": "In", "values": ["virtual-node"]}]}
@@ -153,10 +147,7 @@ def test_match_fields_are_dropped_by_the_merge_but_kept_without_pod_terms() -> N
     }
     spec = {"podOffloadingStrategy": "Remote", "clusterSelector": selector}
     alone = mutate_pod(spec, {"spec": {}})
-    assert (
-        required_of(alone)["nodeSelectorTerms"][0]["matchFields"]
-        == selector["nodeSelectorTerms"][0]["matchFields"]
-    )
+    assert required_of(alone)["nodeSelectorTerms"][0]["matchFields"] == selector["nodeSelectorTerms"][0]["matchFields"]
     pod_sel = {
         "nodeSelectorTerms": [
             {
@@ -165,9 +156,7 @@ def test_match_fields_are_dropped_by_the_merge_but_kept_without_pod_terms() -> N
             }
         ]
     }
-    pod = {
-        "spec": {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": pod_sel}}}
-    }
+    pod = {"spec": {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": pod_sel}}}}
     merged = required_of(mutate_pod(spec, pod))
     assert merged == {
         "nodeSelectorTerms": [
@@ -198,9 +187,7 @@ def test_existing_toleration_is_duplicated_and_other_fields_untouched() -> None:
     assert out["spec"]["tolerations"] == [TOLERATION, TOLERATION]
     assert out["spec"]["nodeSelector"] == {"disk": "ssd"} and out["spec"]["nodeName"] == "n1"
     assert out["spec"]["affinity"]["podAntiAffinity"] == {"x": 1}
-    assert out["spec"]["affinity"]["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"] == [
-        {"weight": 1}
-    ]
+    assert out["spec"]["affinity"]["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"] == [{"weight": 1}]
 
 
 def test_liqo_runtime_class_skips_everything() -> None:

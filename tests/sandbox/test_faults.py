@@ -168,12 +168,21 @@ def test_the_cli_server_writes_a_kubeconfig_and_takes_faults_over_http(tmp_path:
         with pytest.raises(ApiException):
             core.list_namespace()
         http(url + "/sandbox/faults", "DELETE")
-        cli = subprocess.run([sys.executable, "-m", "sandbox", "faults", "--url", url, "--set", "latency=0.25",
-                              "peer_down=milan"], cwd=ROOT, capture_output=True, text=True, check=True)
+        cli = subprocess.run(
+            [sys.executable, "-m", "sandbox", "faults", "--url", url, "--set", "latency=0.25", "peer_down=milan"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         assert json.loads(cli.stdout)["peer_down"] == ["milan"]
         assert http(url + "/sandbox/faults")[1]["latency"] == 0.25
-        subprocess.run([sys.executable, "-m", "sandbox", "faults", "--url", url, "--clear"], cwd=ROOT, check=True,
-                       capture_output=True)
+        subprocess.run(
+            [sys.executable, "-m", "sandbox", "faults", "--url", url, "--clear"],
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+        )
         core.patch_namespace("alpha", {"metadata": {"labels": {"persisted": "yes"}}})
         api_client.close()
     finally:

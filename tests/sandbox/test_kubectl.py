@@ -192,9 +192,24 @@ def test_impersonation_with_as_follows_the_rbac_policy(kubectl: Kubectl) -> None
 def test_get_watch_streams_table_rows(kubectl: Kubectl, kube: Clients) -> None:
     kube.create_nsoff("alpha")
     kube.sb.wait_idle(10)
-    proc = subprocess.Popen([KUBECTL, "--kubeconfig", str(kubectl.kubeconfig), "--cache-dir", str(kubectl.cache),
-                             "get", "nsoff", "-A", "--watch", "--request-timeout=20s"], stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True, env=kubectl.env)
+    proc = subprocess.Popen(
+        [
+            KUBECTL,
+            "--kubeconfig",
+            str(kubectl.kubeconfig),
+            "--cache-dir",
+            str(kubectl.cache),
+            "get",
+            "nsoff",
+            "-A",
+            "--watch",
+            "--request-timeout=20s",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=kubectl.env,
+    )
     lines: queue.Queue[str] = queue.Queue()
     reader = threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True)
     reader.start()
@@ -215,8 +230,9 @@ def test_get_watch_streams_table_rows(kubectl: Kubectl, kube: Clients) -> None:
         reader.join(10)
 
 
-def test_apply_validates_through_the_server_and_server_side_apply_reports_conflicts(kubectl: Kubectl,
-                                                                                       kube: Clients) -> None:
+def test_apply_validates_through_the_server_and_server_side_apply_reports_conflicts(
+    kubectl: Kubectl, kube: Clients
+) -> None:
     assert "created" in kubectl("apply", "-f", "-", stdin=MANIFEST).stdout  # no --validate=false needed
     kube.sb.wait_idle(10)
     remote = MANIFEST.replace("LocalAndRemote", "Remote")

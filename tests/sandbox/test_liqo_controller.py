@@ -163,8 +163,9 @@ def test_changing_virtual_node_labels_re_evaluates_selectors(kube: Clients) -> N
 def test_virtual_node_spec_labels_reach_the_node_and_the_selection(kube: Clients) -> None:
     kube.create_nsoff("alpha", {"clusterSelector": selector([expr("zone", "In", "north")])})
     assert converged(kube, "alpha")["status"]["offloadingPhase"] == "NoClusterSelected"
-    kube.custom.patch_namespaced_custom_object(GROUP, VERSION, "liqo-tenant-milan", "virtualnodes", "milan",
-                                               {"spec": {"labels": {"zone": "north"}}})
+    kube.custom.patch_namespaced_custom_object(
+        GROUP, VERSION, "liqo-tenant-milan", "virtualnodes", "milan", {"spec": {"labels": {"zone": "north"}}}
+    )
     obj = converged(kube, "alpha")
     assert kube.core.read_node("milan").metadata.labels["zone"] == "north"
     assert obj["status"]["offloadingPhase"] == "Ready"

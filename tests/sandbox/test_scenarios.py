@@ -90,6 +90,7 @@ def test_stop_ends_every_thread_and_open_connection(tmp_path: Path) -> None:
         stream.start()
         time.sleep(0.3)
         sb.faults.set(timeout_rate=1.0, timeout_seconds=60)
+
         def hang() -> None:
             with contextlib.suppress(Exception):  # the connection drops when the sandbox stops
                 core.list_namespace(_request_timeout=30)
