@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from bench import harness
+from offloading.liqo.selectors.liqoctl import cluster_selector
 
 # The cluster selector the previews evaluate: two regions out of seven, without staging clusters.
 PREVIEW_SELECTOR = "topology.kubernetes.io/region in (eu-west-1, eu-south-1),!staging"
@@ -230,14 +231,13 @@ def measure_pages(repeat: int) -> tuple[list[PageRun], str]:
 def measure_preview(namespace_name: str, repeat: int) -> PreviewRun:
     """``services.preview`` alone (no form, no template) for an edit of ``namespace_name``."""
     from offloading import services
-    from offloading.liqo import selectors
     from offloading.models import Cluster, Namespace
 
     namespace = Namespace.objects.get(name=namespace_name)
     spec = {
         "namespaceMappingStrategy": (namespace.offloading_spec or {}).get("namespaceMappingStrategy", "DefaultName"),
         "podOffloadingStrategy": "LocalAndRemote",
-        "clusterSelector": selectors.cluster_selector([PREVIEW_SELECTOR]),
+        "clusterSelector": cluster_selector([PREVIEW_SELECTOR]),
     }
     services.preview(namespace, spec)  # warm-up
     with harness.queries() as sql:

@@ -6,8 +6,10 @@ import django_filters
 from django.core.exceptions import ValidationError
 from django.db.models import Q, QuerySet
 
+from offloading.liqo.selectors.parse import parse_requirements
+from offloading.liqo.selectors.requirements import SelectorError
+
 from .liqo import constants as liqo
-from .liqo import selectors as liqo_selectors
 from .models import ClusterOffloading, Namespace
 
 NOT_OFFLOADED = "none"
@@ -15,8 +17,8 @@ NOT_OFFLOADED = "none"
 
 def validate_label_selector(value: str) -> None:
     try:
-        liqo_selectors.parse_requirements(value)
-    except liqo_selectors.SelectorError as exc:
+        parse_requirements(value)
+    except SelectorError as exc:
         raise ValidationError(str(exc)) from exc
 
 
@@ -41,7 +43,7 @@ class NamespaceFilterSet(django_filters.FilterSet):
         """kubectl -l syntax over the namespaces' labels (matched here, as the API server would)."""
         from .services import namespace_ids_matching
 
-        requirements = liqo_selectors.parse_requirements(value)
+        requirements = parse_requirements(value)
         if not requirements:
             return queryset
         return queryset.filter(pk__in=namespace_ids_matching(requirements))

@@ -6,9 +6,12 @@ from typing import Any
 
 from django import forms
 
+from offloading.liqo.selectors.format import format_term
+from offloading.liqo.selectors.liqoctl import cluster_selector, cluster_selector_notes
+from offloading.liqo.selectors.requirements import SelectorError, UnformattableTermError
+
 from . import services
 from .liqo import constants as liqo
-from .liqo import selectors as liqo_selectors
 from .models import Namespace
 
 # Form field name for each spec field named in a Problem (offloading.liqo.validate_spec).
@@ -40,7 +43,7 @@ def selector_lines(text: str) -> list[str]:
 def selector_text(spec: dict[str, Any] | None) -> str:
     """The cluster selector of a stored spec written back as lines, for editing."""
     terms = ((spec or {}).get("clusterSelector") or {}).get("nodeSelectorTerms") or []
-    return "\n".join(liqo_selectors.format_term(term) for term in terms)
+    return "\n".join(format_term(term) for term in terms)
 
 
 class SpecForm(forms.Form):
@@ -98,11 +101,11 @@ class SpecForm(forms.Form):
         else:
             lines = selector_lines(data.get("cluster_selector", ""))
             try:
-                selector = liqo_selectors.cluster_selector(lines)
-            except liqo_selectors.SelectorError as exc:
+                selector = cluster_selector(lines)
+            except SelectorError as exc:
                 self.add_error("cluster_selector", str(exc))
                 return None
-            self.selector_notes = liqo_selectors.cluster_selector_notes(lines)
+            self.selector_notes = cluster_selector_notes(lines)
         spec: dict[str, Any] = {
             "namespaceMappingStrategy": data.get("namespace_mapping_strategy"),
             "podOffloadingStrategy": data.get("pod_offloading_strategy"),
@@ -132,7 +135,7 @@ class OffloadForm(SpecForm):
             spec = namespace.offloading_spec or {}
             try:
                 text = selector_text(spec)
-            except liqo_selectors.UnformattableTermError:
+            except UnformattableTermError:
                 text, kept = "", spec.get("clusterSelector")
             kwargs["initial"] = {
                 "namespace_mapping_strategy": spec.get("namespaceMappingStrategy", "DefaultName"),
@@ -147,7 +150,7 @@ class OffloadForm(SpecForm):
         elif namespace.offloaded:
             try:
                 selector_text(namespace.offloading_spec)
-            except liqo_selectors.UnformattableTermError:
+            except UnformattableTermError:
                 kept = (namespace.offloading_spec or {}).get("clusterSelector")
         super().__init__(*args, **kwargs)
         if namespace.offloaded:

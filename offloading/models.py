@@ -11,8 +11,10 @@ from django.conf import settings
 from django.db import models, transaction
 from django.utils import timezone
 
+from offloading.liqo.spec import is_system_namespace
+from offloading.liqo.status import phase_is_settled
+
 from .choices import AuditAction, ChangeAction, ChangeState, Source
-from .liqo.offloading import is_system_namespace, phase_is_settled
 
 
 class SnapshotState(models.Model):

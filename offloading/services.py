@@ -22,13 +22,19 @@ from django.db.models import Count, F, Q
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
+from offloading.liqo.admission import validate_spec
+from offloading.liqo.manifest import manifest, render_manifest
+from offloading.liqo.selectors.match import virtual_node_labels
+from offloading.liqo.selectors.parse import parse_requirements
+from offloading.liqo.selectors.requirements import SelectorError
+from offloading.liqo.spec import apply_defaults, local_cluster_id_from, normalize_spec, remote_namespace_name
+from offloading.liqo.status import cluster_status_table
+
 from . import kube
 from .choices import AuditAction, ChangeAction, ChangeState, Source
 from .context import Actor
 from .liqo import constants as liqo
-from .liqo import offloading as liqo_offloading
 from .liqo import peers as liqo_peers
-from .liqo import selectors as liqo_selectors
 from .liqo import webhook as liqo_webhook
 from .models import (
     AuditEvent,
@@ -84,11 +90,11 @@ class Validation:
 def validate(namespace: Namespace, spec: dict[str, Any], local_id: str | None = None) -> Validation:
     """Check a desired spec for ``namespace`` against its observed one with Liqo's rules
     (``local_id``: the local cluster id, when the caller already has it)."""
-    normalized = liqo_offloading.normalize_spec(spec)
+    normalized = normalize_spec(spec)
     old = namespace.offloading_spec if namespace.offloaded else None
     if local_id is None:
         local_id = local_cluster_id()
-    errors, warnings = liqo_offloading.validate_spec(namespace.name, normalized, old, local_cluster_id=local_id or None)
+    errors, warnings = validate_spec(namespace.name, normalized, old, local_cluster_id=local_id or None)
     return Validation(normalized, _problems_by_field(errors), _problems_by_field(warnings))
 
 
@@ -295,11 +301,9 @@ def preview(namespace: Namespace, spec: dict[str, Any], pod: dict[str, Any] | No
         target_count=len(selection),
         gains=sorted(set(selected) - before) if namespace.offloaded else [],
         losses=sorted(before - set(selected)) if namespace.offloaded else [],
-        remote_namespace_name=liqo_offloading.remote_namespace_name(
-            namespace.name, local_id or "<local-cluster-id>", spec
-        ),
+        remote_namespace_name=remote_namespace_name(namespace.name, local_id or "<local-cluster-id>", spec),
         local_cluster_id=local_id,
-        manifest=liqo_offloading.render_manifest(namespace.name, spec, "yaml"),
+        manifest=render_manifest(namespace.name, spec, "yaml"),
         pod_before=sample,
         pod_after=liqo_webhook.mutate_pod(spec, sample),
     )
@@ -321,7 +325,7 @@ def dry_run(namespace_name: str, spec: dict[str, Any]) -> DryRun:
         "apiVersion": f"{liqo.GROUP}/{liqo.VERSION}",
         "kind": "NamespaceOffloading",
         "metadata": {"name": liqo.OFFLOADING_NAME, "namespace": namespace_name},
-        "spec": liqo_offloading.normalize_spec(spec),
+        "spec": normalize_spec(spec),
     }
     try:
         current = kube.get_offloading(namespace_name, timeout=kube.DRY_RUN_TIMEOUT)
@@ -382,8 +386,8 @@ def namespace_ids_matching(requirements: list[Any]) -> list[int]:
 def bulk_targets(namespace_selector: str) -> list[Namespace]:
     """Snapshot namespaces whose labels match a kubectl-style label selector."""
     try:
-        requirements = liqo_selectors.parse_requirements(namespace_selector)
-    except liqo_selectors.SelectorError as exc:
+        requirements = parse_requirements(namespace_selector)
+    except SelectorError as exc:
         raise ChangeRejected({"namespace_selector": [str(exc)]})
     if not requirements:
         raise ChangeRejected({"namespace_selector": ["give a selector: an empty one would match every namespace"]})
@@ -404,7 +408,7 @@ def plan_bulk(
     if action != ChangeAction.UNOFFLOAD:
         if spec is None:
             raise ChangeRejected({"spec": ["a spec is required to offload"]})
-        if liqo_offloading.apply_defaults(spec).get("namespaceMappingStrategy") == "SelectedName":
+        if apply_defaults(spec).get("namespaceMappingStrategy") == "SelectedName":
             # Like liqoctl: one remote name for many namespaces would collide on every cluster.
             raise ChangeRejected(
                 {"namespaceMappingStrategy": ["SelectedName cannot be used when offloading several namespaces at once"]}
@@ -616,7 +620,7 @@ def _apply_claimed(change: ChangeRequest, followups: list[Callable[[], None]]) -
         followups.append(lambda: await_deletion.apply_async((change.pk,), countdown=1.0))
         return ChangeState.APPLYING
     except _Conflict as exc:
-        found = liqo_offloading.normalize_spec(exc.found["spec"]) if exc.found and "spec" in exc.found else None
+        found = normalize_spec(exc.found["spec"]) if exc.found and "spec" in exc.found else None
         _finish(change.pk, ChangeState.CONFLICT, str(exc), conflict_spec=found)
         trigger_refresh()
         return ChangeState.CONFLICT
@@ -681,7 +685,7 @@ def _check_base(change: ChangeRequest, current: dict[str, Any], advice: str = ""
 def _create(change: ChangeRequest, annotations: dict[str, str]) -> kube.Result:
     """Create the NamespaceOffloading, labelling the namespace first when asked to; a label we added
     is taken back if the create is refused, so a refused change leaves nothing behind."""
-    body = liqo_offloading.manifest(change.namespace, change.desired_spec or {})
+    body = manifest(change.namespace, change.desired_spec or {})
     body.pop("status", None)
     body["metadata"]["annotations"] = annotations
     body["spec"] = change.desired_spec
@@ -878,7 +882,7 @@ def _offloading_fields(obj: dict[str, Any]) -> dict[str, Any]:
     return {
         "offloaded": True,
         "offloading_uid": meta.get("uid", ""),
-        "offloading_spec": liqo_offloading.normalize_spec(obj.get("spec") or {}),
+        "offloading_spec": normalize_spec(obj.get("spec") or {}),
         "offloading_status": status,
         "offloading_phase": status.get("offloadingPhase", ""),
         "offloading_generation": meta.get("generation") or 0,
@@ -920,7 +924,7 @@ def _cluster_rows(namespace_id: int, obj: dict[str, Any]) -> list[ClusterOffload
             message=row.get("message") or "",
             since=_dt(row.get("last_transition")),
         )
-        for row in liqo_offloading.cluster_status_table(obj)
+        for row in cluster_status_table(obj)
         if row["selected"] or (row["state"] or "") not in _IDLE_STATES
     ]
 
@@ -1115,7 +1119,7 @@ def _store_clusters(
                 namespace=meta.get("namespace", ""),
                 name=meta.get("name", ""),
                 cluster_id=cluster_id,
-                labels=liqo_selectors.virtual_node_labels(vn, node),
+                labels=virtual_node_labels(vn, node),
                 has_node=node is not None,
                 capacity=(spec.get("resourceQuota") or {}).get("hard") or {},
                 healthy=liqo_peers.virtual_node_healthy(vn),
@@ -1198,7 +1202,7 @@ def _store_namespaces(
 def _record_drift(old: Namespace | None, obj: dict[str, Any] | None, now: Any) -> bool:
     """Record an audit event when the offloading changed in the cluster without a change of ours."""
     old_spec = old.offloading_spec if old is not None and old.offloaded else None
-    new_spec = liqo_offloading.normalize_spec(obj.get("spec") or {}) if obj else None
+    new_spec = normalize_spec(obj.get("spec") or {}) if obj else None
     if old_spec == new_spec:
         return False
     name = (obj or {}).get("metadata", {}).get("namespace") or (old.name if old else "")
@@ -1275,7 +1279,7 @@ def _older(obj: dict[str, Any], known_version: str) -> bool:
 def _discover_local_cluster_id(offloadings: list[dict[str, Any]]) -> str:
     """The local cluster id, read from the first DefaultName offloading Liqo has named."""
     for obj in offloadings:
-        found = liqo_offloading.local_cluster_id_from(
+        found = local_cluster_id_from(
             (obj.get("metadata") or {}).get("namespace", ""),
             obj.get("spec") or {},
             (obj.get("status") or {}).get("remoteNamespaceName", ""),

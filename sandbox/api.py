@@ -66,7 +66,8 @@ def _bool(value: str | None) -> bool:
 def compile_label_selector(text: str) -> Callable[[Obj], bool]:
     if not text:
         return lambda obj: True
-    from offloading.liqo.selectors import SelectorError, parse_requirements
+    from offloading.liqo.selectors.parse import parse_requirements
+    from offloading.liqo.selectors.requirements import SelectorError
 
     try:
         requirements = parse_requirements(text)

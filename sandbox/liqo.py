@@ -21,16 +21,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from offloading.liqo import constants as c
-from offloading.liqo.offloading import (
-    apply_defaults,
-    condition_list,
-    is_dns1123_label,
-    offloading_phase,
-    remote_namespace_name,
-    schema_errors,
-    webhook_admission,
-)
-from offloading.liqo.selectors import SelectorError, cluster_matches, virtual_node_labels
+from offloading.liqo.admission import webhook_admission
+from offloading.liqo.schema import schema_errors
+from offloading.liqo.selectors.match import cluster_matches, virtual_node_labels
+from offloading.liqo.selectors.requirements import SelectorError
+from offloading.liqo.spec import apply_defaults, is_dns1123_label, remote_namespace_name
+from offloading.liqo.status import condition_list, offloading_phase
 from sandbox.apiserver import PATCH_MERGE, ApiServer, now_iso
 from sandbox.errors import ApiError
 from sandbox.kinds import (

@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 
 from offloading.liqo import constants as c
-from offloading.liqo.selectors import cluster_selector
+from offloading.liqo.selectors.liqoctl import cluster_selector
 from sandbox.apiserver import ApiServer, now_iso
 from sandbox.kinds import FOREIGN_CLUSTERS, NAMESPACE_OFFLOADINGS, NAMESPACES, NODES, PODS, VIRTUAL_NODES
 from sandbox.liqo import LiqoSimulation, Peer, tenant_namespace

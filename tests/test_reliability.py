@@ -35,7 +35,7 @@ from kubernetes.client.rest import ApiException
 from offloading import kube, services
 from offloading.choices import AuditAction, ChangeAction, ChangeState, Source
 from offloading.context import Actor
-from offloading.liqo.offloading import normalize_spec
+from offloading.liqo.spec import normalize_spec
 from offloading.models import AuditEvent, ChangeRequest, Namespace, SnapshotState
 
 from .conftest import wait_until

@@ -6,9 +6,11 @@ from typing import Any
 
 from rest_framework import serializers
 
+from offloading.liqo.selectors.liqoctl import cluster_selector
+from offloading.liqo.selectors.requirements import SelectorError
+
 from .. import services
 from ..liqo import constants as liqo
-from ..liqo import selectors as liqo_selectors
 from ..models import (
     AuditEvent,
     BulkRequest,
@@ -126,8 +128,8 @@ class SpecSerializer(serializers.Serializer):
             raise serializers.ValidationError({"selectors": ["give either clusterSelector or selectors, not both"]})
         if "selectors" in attrs:
             try:
-                selector = liqo_selectors.cluster_selector(attrs.pop("selectors"))
-            except liqo_selectors.SelectorError as exc:
+                selector = cluster_selector(attrs.pop("selectors"))
+            except SelectorError as exc:
                 raise serializers.ValidationError({"selectors": [str(exc)]})
             attrs["clusterSelector"] = selector
         selector = attrs.get("clusterSelector")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from offloading.liqo.selectors.match import explain
+
 from .constants import REMOTE_CLUSTER_ID_LABEL
 
 HEALTHY_CONDITION_STATUSES = ("Established", "Ready")
@@ -38,7 +40,6 @@ def select_clusters(
     invalid selector stops the pass at the first VirtualNode where it errors (clusters not reached keep
     whatever mapping they had; for a preview we report them as not selected). Returns, per cluster id,
     ``{"selected", "explanations": [(vn_name, explain-dict)], "disagree", "error", "reached"}``."""
-    from .selectors import explain
 
     result: dict[str, dict[str, Any]] = {}
     stopped = False

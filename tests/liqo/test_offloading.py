@@ -12,23 +12,20 @@ import pytest
 import yaml
 
 from offloading.liqo import constants as c
-from offloading.liqo.offloading import (
-    Problem,
-    apply_defaults,
+from offloading.liqo.admission import validate_spec, webhook_admission
+from offloading.liqo.manifest import render_manifest
+from offloading.liqo.schema import schema_errors
+from offloading.liqo.selectors.liqoctl import cluster_selector
+from offloading.liqo.selectors.match import cluster_matches
+from offloading.liqo.selectors.requirements import SelectorError
+from offloading.liqo.spec import Problem, apply_defaults, local_cluster_id_from, normalize_spec, remote_namespace_name
+from offloading.liqo.status import (
     cluster_status_table,
     compute_status,
     condition_list,
-    local_cluster_id_from,
-    normalize_spec,
     offloading_phase,
     phase_from_namespace_maps,
-    remote_namespace_name,
-    render_manifest,
-    schema_errors,
-    validate_spec,
-    webhook_admission,
 )
-from offloading.liqo.selectors import SelectorError, cluster_matches, cluster_selector
 
 CTRL = yaml.safe_load((Path(__file__).parent / "data" / "liqo_controller.yaml").read_text(encoding="utf-8"))
 NOW = "2026-01-01T00:00:00Z"

@@ -8,7 +8,11 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from offloading.liqo import selectors as sel
+from offloading.liqo.selectors.format import format_term
+from offloading.liqo.selectors.liqoctl import cluster_selector
+from offloading.liqo.selectors.match import cluster_matches, explain, matches, validate_node_selector
+from offloading.liqo.selectors.parse import parse_label_selector, parse_requirements
+from offloading.liqo.selectors.requirements import SelectorError
 from offloading.liqo.webhook import mutate_pod
 
 SETTINGS = settings(max_examples=200, deadline=None)
@@ -72,18 +76,16 @@ def simple_match(selector: dict[str, Any], labels: dict[str, str]) -> bool:
 @SETTINGS
 @given(selectors, label_sets)
 def test_matches_agrees_with_a_simple_evaluator(selector: dict[str, Any], labels: dict[str, str]) -> None:
-    assert sel.matches(selector, labels) is simple_match(selector, labels)
-    assert sel.cluster_matches(selector, labels) is (
-        simple_match(selector, labels) or not selector["nodeSelectorTerms"]
-    )
-    assert sel.explain(selector, labels)["selected"] is sel.cluster_matches(selector, labels)
+    assert matches(selector, labels) is simple_match(selector, labels)
+    assert cluster_matches(selector, labels) is (simple_match(selector, labels) or not selector["nodeSelectorTerms"])
+    assert explain(selector, labels)["selected"] is cluster_matches(selector, labels)
 
 
 @SETTINGS
 @given(terms, st.lists(label_sets, min_size=1, max_size=4))
 def test_format_term_round_trips(term: dict[str, Any], samples: list[dict[str, str]]) -> None:
-    text = sel.format_term(term)
-    [back] = sel.cluster_selector([text])["nodeSelectorTerms"]
+    text = format_term(term)
+    [back] = cluster_selector([text])["nodeSelectorTerms"]
 
     def canon(t: dict[str, Any]) -> list[tuple[str, str, tuple[str, ...]]]:
         return sorted(
@@ -93,43 +95,43 @@ def test_format_term_round_trips(term: dict[str, Any], samples: list[dict[str, s
 
     assert canon(back) == canon(term)
     for labels in samples:
-        assert sel.matches({"nodeSelectorTerms": [back]}, labels) is sel.matches({"nodeSelectorTerms": [term]}, labels)
+        assert matches({"nodeSelectorTerms": [back]}, labels) is matches({"nodeSelectorTerms": [term]}, labels)
 
 
 @SETTINGS
 @given(st.text(max_size=40))
 def test_parser_only_raises_selector_error(text: str) -> None:
     try:
-        reqs = sel.parse_requirements(text)
-    except sel.SelectorError:
+        reqs = parse_requirements(text)
+    except SelectorError:
         return
     # whatever parses re-parses to the same canonical string
     canonical = ",".join(str(r) for r in reqs)
-    assert ",".join(str(r) for r in sel.parse_requirements(canonical)) == canonical
+    assert ",".join(str(r) for r in parse_requirements(canonical)) == canonical
 
 
 @SETTINGS
 @given(st.text(alphabet="ab=!(),<> \t01in-./", max_size=30))
 def test_parser_on_selector_like_text(text: str) -> None:
     try:
-        reqs = sel.parse_requirements(text)
-    except sel.SelectorError as err:
+        reqs = parse_requirements(text)
+    except SelectorError as err:
         assert err.message
         return
     canonical = ",".join(str(r) for r in reqs)
-    assert ",".join(str(r) for r in sel.parse_requirements(canonical)) == canonical
-    assert sel.parse_label_selector(canonical) == sel.parse_label_selector(text)
+    assert ",".join(str(r) for r in parse_requirements(canonical)) == canonical
+    assert parse_label_selector(canonical) == parse_label_selector(text)
 
 
 @SETTINGS
 @given(st.lists(st.text(alphabet="ab=!(),<> 1in", max_size=15), max_size=3))
 def test_cluster_selector_only_raises_selector_error(texts: list[str]) -> None:
     try:
-        out = sel.cluster_selector(texts)
-    except sel.SelectorError:
+        out = cluster_selector(texts)
+    except SelectorError:
         return
     assert len(out["nodeSelectorTerms"]) == len(texts)
-    assert sel.validate_node_selector(out) == []
+    assert validate_node_selector(out) == []
 
 
 @SETTINGS

@@ -9,8 +9,30 @@ from typing import Any
 import pytest
 import yaml
 
-from offloading.liqo import selectors as sel
-from offloading.liqo.selectors import SelectorError
+from offloading.liqo.selectors.format import format_term
+from offloading.liqo.selectors.liqoctl import cluster_selector, cluster_selector_notes
+from offloading.liqo.selectors.match import (
+    cluster_matches,
+    explain,
+    matches,
+    validate_node_selector,
+    validate_term,
+    virtual_node_labels,
+)
+from offloading.liqo.selectors.parse import (
+    label_selector_matches,
+    lex,
+    parse_label_selector,
+    parse_operator,
+    parse_requirements,
+)
+from offloading.liqo.selectors.requirements import (
+    Requirement,
+    SelectorError,
+    UnformattableTermError,
+    new_requirement,
+    requirement_errors,
+)
 
 DATA = Path(__file__).parent / "data"
 
@@ -29,7 +51,7 @@ LIQOCTL = load("liqoctl_offload.yaml")
 
 def canonical(text: str) -> str:
     """apimachinery Selector.String() of a parsed selector."""
-    return ",".join(str(r) for r in sel.parse_requirements(text))
+    return ",".join(str(r) for r in parse_requirements(text))
 
 
 def expand(value: Any) -> Any:
@@ -55,7 +77,7 @@ def k8s_match(selector: dict[str, Any] | None, node: dict[str, Any] | None) -> b
         return False
     labels, fields = node_args(node)
     try:
-        return sel.matches(selector, labels, fields)
+        return matches(selector, labels, fields)
     except SelectorError:
         return False
 
@@ -72,7 +94,7 @@ def test_good_selectors_parse_and_restring(text: str) -> None:
 @pytest.mark.parametrize("text", APIM["selector_parse"]["bad"])
 def test_bad_selectors_are_rejected(text: str) -> None:
     with pytest.raises(SelectorError):
-        sel.parse_requirements(text)
+        parse_requirements(text)
 
 
 @pytest.mark.parametrize(("a", "b"), APIM["deterministic_parse"])
@@ -82,13 +104,13 @@ def test_parse_is_deterministic(a: str, b: str) -> None:
 
 @pytest.mark.parametrize(("text", "labels", "want"), APIM["selector_matches"])
 def test_selector_matches(text: str, labels: dict[str, str], want: bool) -> None:
-    assert sel.label_selector_matches(text, labels) is want
+    assert label_selector_matches(text, labels) is want
 
 
 @pytest.mark.parametrize(("selector_set", "labels"), APIM["set_matches"])
 def test_set_selector_matches(selector_set: dict[str, str], labels: dict[str, str]) -> None:
     text = ",".join(f"{k}={v}" for k, v in selector_set.items())
-    assert sel.label_selector_matches(text, labels)
+    assert label_selector_matches(text, labels)
 
 
 @pytest.mark.parametrize(("selector_set", "want"), APIM["set_selector_string"])
@@ -98,44 +120,44 @@ def test_set_selector_string(selector_set: dict[str, str], want: str) -> None:
 
 @pytest.mark.parametrize(("text", "token"), APIM["lexer"])
 def test_lexer_first_token(text: str, token: str) -> None:
-    kind, literal = sel.lex(text)[0]
+    kind, literal = lex(text)[0]
     assert kind == token
     assert literal == text
 
 
 @pytest.mark.parametrize(("text", "tokens"), APIM["lexer_sequence"])
 def test_lexer_sequence(text: str, tokens: list[str]) -> None:
-    assert [k for k, _ in sel.lex(text)] == [*tokens, "EndOfStringToken"]
+    assert [k for k, _ in lex(text)] == [*tokens, "EndOfStringToken"]
 
 
 @pytest.mark.parametrize(("text", "tokens"), APIM["parser_lookahead"])
 def test_parser_lookahead_sees_every_token(text: str, tokens: list[str]) -> None:
-    assert [k for k, _ in sel.lex(text)] == tokens
+    assert [k for k, _ in lex(text)] == tokens
 
 
 @pytest.mark.parametrize(("token", "operator"), APIM["parse_operator"])
 def test_parse_operator(token: str, operator: str | None) -> None:
     if operator is None:
         with pytest.raises(SelectorError, match="expected: in, notin, =, ==, !=, gt, lt"):
-            sel.parse_operator(token)
+            parse_operator(token)
     else:
-        assert sel.parse_operator(token) == operator
+        assert parse_operator(token) == operator
 
 
 @pytest.mark.parametrize(("key", "op", "values", "paths"), APIM["requirement_constructor"])
 def test_requirement_constructor(key: Any, op: str, values: list[Any], paths: list[str]) -> None:
-    errors = sel.requirement_errors(expand(key), op, expand(values))
+    errors = requirement_errors(expand(key), op, expand(values))
     assert [e.split(": ", 1)[0] for e in errors] == paths
     if not paths:
-        assert sel.new_requirement(expand(key), op, expand(values)).key == expand(key)
+        assert new_requirement(expand(key), op, expand(values)).key == expand(key)
     else:
         with pytest.raises(SelectorError):
-            sel.new_requirement(expand(key), op, expand(values))
+            new_requirement(expand(key), op, expand(values))
 
 
 @pytest.mark.parametrize(("labels", "want", "paths"), APIM["validated_selector_from_set"])
 def test_validated_selector_from_set(labels: dict[str, str], want: str | None, paths: list[str]) -> None:
-    errors = [e for k, v in labels.items() for e in sel.requirement_errors(k, "=", [v])]
+    errors = [e for k, v in labels.items() for e in requirement_errors(k, "=", [v])]
     assert [e.split(": ", 1)[0] for e in errors] == paths
     if want is not None:
         assert canonical(",".join(f"{k}={v}" for k, v in labels.items())) == want
@@ -143,13 +165,13 @@ def test_validated_selector_from_set(labels: dict[str, str], want: str | None, p
 
 @pytest.mark.parametrize(("reqs", "want"), APIM["to_string"])
 def test_requirements_to_string(reqs: list[list[Any]], want: str) -> None:
-    built = [sel.Requirement(k, op, tuple(v)) for k, op, v in reqs]
+    built = [Requirement(k, op, tuple(v)) for k, op, v in reqs]
     assert ",".join(str(r) for r in built) == want
 
 
 @pytest.mark.parametrize(("labels", "reqs", "want"), APIM["requirement_selector_matching"])
 def test_requirement_selector_matching(labels: dict[str, str], reqs: list[list[Any]], want: bool) -> None:
-    built = [sel.Requirement(k, op, tuple(v)) for k, op, v in reqs]
+    built = [Requirement(k, op, tuple(v)) for k, op, v in reqs]
     assert all(r.matches(labels) for r in built) is want
 
 
@@ -157,17 +179,17 @@ def test_requirement_selector_matching(labels: dict[str, str], reqs: list[list[A
 def test_set_selector_parser(text: str, valid: bool, want: list[list[Any]] | None) -> None:
     if not valid:
         with pytest.raises(SelectorError):
-            sel.parse_requirements(text)
+            parse_requirements(text)
         return
-    got = [[r.key, r.operator, list(r.values)] for r in sel.parse_requirements(text)]
+    got = [[r.key, r.operator, list(r.values)] for r in parse_requirements(text)]
     assert got == want
 
 
 @pytest.mark.parametrize(("text", "example"), APIM["matches_nothing"])
 def test_parsed_selectors_are_not_the_nothing_selector(text: str, example: dict[str, str] | None) -> None:
-    sel.parse_requirements(text)
+    parse_requirements(text)
     if example is not None:
-        assert sel.label_selector_matches(text, example)
+        assert label_selector_matches(text, example)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -188,7 +210,7 @@ def test_matching_does_not_modify_the_selector(case: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize("case", HELPERS["node_selector_match"], ids=lambda c: c["name"])
 def test_strict_node_selector(case: dict[str, Any]) -> None:
-    assert sel.validate_node_selector(case["selector"]) == case["errors"]
+    assert validate_node_selector(case["selector"]) == case["errors"]
     if not case["errors"]:
         assert k8s_match(case["selector"], case["node"]) is case["want"]
 
@@ -196,14 +218,14 @@ def test_strict_node_selector(case: dict[str, Any]) -> None:
 @pytest.mark.parametrize(("exprs", "want", "paths"), HELPERS["requirements_as_selector"])
 def test_node_requirements_as_selector(exprs: list[dict[str, Any]] | None, want: str | None, paths: list[str]) -> None:
     term = {"matchExpressions": exprs} if exprs is not None else {}
-    errors = sel.validate_term(term)
+    errors = validate_term(term)
     prefix = "nodeSelectorTerms[0].matchExpressions"
     assert [e.split(": ", 1)[0].removeprefix(prefix) for e in errors] == paths
     if want == "nothing":
-        assert sel.matches({"nodeSelectorTerms": [term]}, {}) is False
-        assert sel.matches({"nodeSelectorTerms": [term]}, {"foo": "bar"}) is False
+        assert matches({"nodeSelectorTerms": [term]}, {}) is False
+        assert matches({"nodeSelectorTerms": [term]}, {"foo": "bar"}) is False
     elif want is not None:
-        assert sel.parse_label_selector(sel.format_term(term)) == sel.parse_label_selector(want)
+        assert parse_label_selector(format_term(term)) == parse_label_selector(want)
 
 
 def test_invalid_term_only_errors_when_nothing_matches() -> None:
@@ -213,23 +235,23 @@ def test_invalid_term_only_errors_when_nothing_matches() -> None:
             {"matchExpressions": [{"key": "b", "operator": "Exists"}]},
         ]
     }
-    assert sel.matches(selector, {"b": "1"}) is True
+    assert matches(selector, {"b": "1"}) is True
     with pytest.raises(SelectorError, match=r"nodeSelectorTerms\[0\]\.matchExpressions\[0\]\.values\[0\]\[a\]"):
-        sel.matches(selector, {"c": "1"})
+        matches(selector, {"c": "1"})
 
 
 def test_missing_or_empty_selector_matches_nothing_but_selects_every_cluster() -> None:
     for selector in (None, {}, {"nodeSelectorTerms": []}):
-        assert sel.matches(selector, {"a": "b"}) is False
-        assert sel.cluster_matches(selector, {"a": "b"}) is True
-    assert sel.cluster_matches({"nodeSelectorTerms": [{}]}, {"a": "b"}) is False
+        assert matches(selector, {"a": "b"}) is False
+        assert cluster_matches(selector, {"a": "b"}) is True
+    assert cluster_matches({"nodeSelectorTerms": [{}]}, {"a": "b"}) is False
 
 
 def test_match_fields_ignored_without_a_node_name() -> None:
     selector = {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["x"]}]}]}
-    assert sel.matches(selector, {}) is True
-    assert sel.matches(selector, {}, {"metadata.name": "y"}) is False
-    assert sel.matches(selector, {}, {"metadata.name": "x"}) is True
+    assert matches(selector, {}) is True
+    assert matches(selector, {}, {"metadata.name": "y"}) is False
+    assert matches(selector, {}, {"metadata.name": "x"}) is True
 
 
 # --------------------------------------------------------------------------------------------------
@@ -238,30 +260,30 @@ def test_match_fields_ignored_without_a_node_name() -> None:
 
 @pytest.mark.parametrize(("texts", "terms"), LIQOCTL["cluster_selectors"])
 def test_liqoctl_cluster_selectors(texts: list[str], terms: list[dict[str, Any]]) -> None:
-    assert sel.cluster_selector(texts) == {"nodeSelectorTerms": terms}
+    assert cluster_selector(texts) == {"nodeSelectorTerms": terms}
 
 
 @pytest.mark.parametrize(("texts", "terms"), DOCS["cluster_selector"])
 def test_documented_cluster_selectors(texts: list[str], terms: list[dict[str, Any]]) -> None:
-    assert sel.cluster_selector(texts) == {"nodeSelectorTerms": terms}
+    assert cluster_selector(texts) == {"nodeSelectorTerms": terms}
 
 
 @pytest.mark.parametrize(("text", "want"), DOCS["parse"])
 def test_documented_grammar(text: str, want: str | None) -> None:
     if want is None:
         with pytest.raises(SelectorError):
-            sel.parse_label_selector(text)
+            parse_label_selector(text)
     else:
         assert canonical(text) == want
 
 
 @pytest.mark.parametrize(("text", "labels", "want"), DOCS["matches"])
 def test_documented_matching(text: str, labels: dict[str, str], want: bool) -> None:
-    assert sel.label_selector_matches(text, labels) is want
+    assert label_selector_matches(text, labels) is want
 
 
 def test_parse_label_selector_gives_node_selector_requirements() -> None:
-    assert sel.parse_label_selector("a=1,b==2,c!=3,d in (y,x),e notin (z),f,!g,h>4,i<5") == [
+    assert parse_label_selector("a=1,b==2,c!=3,d in (y,x),e notin (z),f,!g,h>4,i<5") == [
         {"key": "a", "operator": "In", "values": ["1"]},
         {"key": "b", "operator": "In", "values": ["2"]},
         {"key": "c", "operator": "NotIn", "values": ["3"]},
@@ -276,26 +298,26 @@ def test_parse_label_selector_gives_node_selector_requirements() -> None:
 
 def test_selector_error_says_where() -> None:
     with pytest.raises(SelectorError) as info:
-        sel.parse_label_selector("region in (eu, us) staging")
+        parse_label_selector("region in (eu, us) staging")
     assert info.value.position == 19
     assert info.value.token == "staging"
     assert "position 19" in str(info.value)
     with pytest.raises(SelectorError) as info2:
-        sel.cluster_selector(["a=b", "x=$y"])
+        cluster_selector(["a=b", "x=$y"])
     assert info2.value.path == "nodeSelectorTerms[1]"
     assert "$y" in str(info2.value)
 
 
 def test_liqoctl_incompatibilities_are_reported_not_fatal() -> None:
-    selector = sel.cluster_selector(["a!=b,c>5"])
+    selector = cluster_selector(["a!=b,c>5"])
     assert selector["nodeSelectorTerms"][0]["matchExpressions"] == [
         {"key": "a", "operator": "NotIn", "values": ["b"]},
         {"key": "c", "operator": "Gt", "values": ["5"]},
     ]
-    notes = sel.cluster_selector_notes(["a!=b,c>5"])
+    notes = cluster_selector_notes(["a!=b,c>5"])
     assert any("!=" in n and "liqoctl rejects" in n for n in notes)
     assert any("gt" in n and "liqoctl rejects" in n for n in notes)
-    assert sel.cluster_selector_notes(["a=b,c in (d)"]) == []
+    assert cluster_selector_notes(["a=b,c in (d)"]) == []
 
 
 # --------------------------------------------------------------------------------------------------
@@ -315,9 +337,9 @@ def test_format_term_writes_every_operator() -> None:
             {"key": "empty", "operator": "In", "values": [""]},
         ]
     }
-    text = sel.format_term(term)
+    text = format_term(term)
     assert text == "region in (eu,us),zone=a,tier notin (dev),gpu,!staging,cpu>4,mem<64,empty in ()"
-    assert sel.format_term({}) == ""
+    assert format_term({}) == ""
 
 
 @pytest.mark.parametrize(
@@ -332,13 +354,13 @@ def test_format_term_writes_every_operator() -> None:
     ],
 )
 def test_format_term_reports_terms_it_cannot_write(term: dict[str, Any]) -> None:
-    with pytest.raises(sel.UnformattableTermError):
-        sel.format_term(term)
+    with pytest.raises(UnformattableTermError):
+        format_term(term)
 
 
 def test_explain_names_the_failing_expression() -> None:
-    selector = sel.cluster_selector(["region=eu", "region in (us),!staging"])
-    out = sel.explain(selector, {"region": "us", "staging": "true"}, {"metadata.name": "milan"})
+    selector = cluster_selector(["region=eu", "region in (us),!staging"])
+    out = explain(selector, {"region": "us", "staging": "true"}, {"metadata.name": "milan"})
     assert out["selected"] is False
     assert out["matched_term"] is None
     assert out["error"] is None
@@ -347,20 +369,20 @@ def test_explain_names_the_failing_expression() -> None:
         "staging DoesNotExist but the cluster has staging=true",
     ]
     assert [t["text"] for t in out["terms"]] == ["region=eu", "region=us,!staging"]
-    ok = sel.explain(selector, {"region": "eu"})
+    ok = explain(selector, {"region": "eu"})
     assert ok["selected"] is True and ok["matched_term"] == 0
     assert ok["terms"][0]["failed"] is None
-    missing = sel.explain(selector, {})
+    missing = explain(selector, {})
     assert missing["terms"][0]["failed"] == "region In (eu) but the cluster has no label region"
 
 
 def test_explain_empty_and_invalid_terms() -> None:
-    assert sel.explain(None, {})["selected"] is True
-    assert sel.explain({"nodeSelectorTerms": []}, {})["all_clusters"] is True
-    out = sel.explain({"nodeSelectorTerms": [{}]}, {"a": "b"})
+    assert explain(None, {})["selected"] is True
+    assert explain({"nodeSelectorTerms": []}, {})["all_clusters"] is True
+    out = explain({"nodeSelectorTerms": [{}]}, {"a": "b"})
     assert out["selected"] is False and "empty" in out["terms"][0]["failed"]
     bad = {"nodeSelectorTerms": [{"matchExpressions": [{"key": "a", "operator": "Exists", "values": ["x"]}]}]}
-    out = sel.explain(bad, {"a": "b"})
+    out = explain(bad, {"a": "b"})
     assert out["selected"] is False
     assert "values set must be empty" in out["error"]
     assert out["terms"][0]["invalid"]
@@ -369,10 +391,10 @@ def test_explain_empty_and_invalid_terms() -> None:
 
 def test_explain_gt_lt_reasons() -> None:
     selector = {"nodeSelectorTerms": [{"matchExpressions": [{"key": "cpu", "operator": "Gt", "values": ["4"]}]}]}
-    assert sel.explain(selector, {"cpu": "x"})["terms"][0]["failed"] == (
+    assert explain(selector, {"cpu": "x"})["terms"][0]["failed"] == (
         "cpu Gt (4) but the cluster has cpu=x, which is not an integer"
     )
-    assert sel.explain(selector, {"cpu": "2"})["terms"][0]["failed"] == "cpu Gt (4) but the cluster has cpu=2"
+    assert explain(selector, {"cpu": "2"})["terms"][0]["failed"] == "cpu Gt (4) but the cluster has cpu=2"
 
 
 def test_virtual_node_labels_prefers_the_node_and_inverts_storage_in_the_fallback() -> None:
@@ -381,17 +403,17 @@ def test_virtual_node_labels_prefers_the_node_and_inverts_storage_in_the_fallbac
         "spec": {"clusterID": "milan", "labels": {"liqo.io/provider": "kind"}},
     }
     node = {"metadata": {"name": "milan", "labels": {"liqo.io/type": "virtual-node"}}}
-    assert sel.virtual_node_labels(vn, node) == {"liqo.io/type": "virtual-node"}
-    assert sel.virtual_node_labels(vn, None) == {
+    assert virtual_node_labels(vn, node) == {"liqo.io/type": "virtual-node"}
+    assert virtual_node_labels(vn, None) == {
         "liqo.io/provider": "kind",
         "liqo.io/remote-cluster-id": "milan",
         "storage.liqo.io/available": "true",
     }
     vn["spec"]["storageClasses"] = [{"storageClassName": "liqo"}]
-    assert sel.virtual_node_labels(vn, None)["storage.liqo.io/available"] == "false"
+    assert virtual_node_labels(vn, None)["storage.liqo.io/available"] == "false"
 
 
 def test_nul_byte_ends_the_lexer_like_go() -> None:
     assert canonical("a \x00b") == "a"
     with pytest.raises(SelectorError):
-        sel.parse_requirements("a\x00b c")
+        parse_requirements("a\x00b c")
