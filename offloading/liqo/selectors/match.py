@@ -108,7 +108,7 @@ def validate_node_selector(node_selector: dict[str, Any] | None) -> list[str]:
 
 def _field_expr_matches(expr: dict[str, Any], fields: dict[str, str]) -> bool:
     have = fields.get(expr["key"], "")
-    want = expr["values"][0]
+    want: str = expr["values"][0]
     return have == want if expr["operator"] == c.OP_IN else have != want
 
 
