@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import threading
-import time
 import urllib.error
 import urllib.request
 from typing import Any
@@ -356,21 +354,21 @@ def test_watch_from_a_resource_version_streams_later_events(kube: Clients) -> No
 
 
 def test_watch_without_a_version_starts_with_the_current_objects_and_sees_live_changes(kube: Clients) -> None:
-    stream = watch.Watch()
+    kube.create_nsoff("beta")
+    kube.sb.wait_idle(10)  # beta settled: no status update of it can arrive as a live event
+    events = watch.Watch().stream(kube.custom.list_cluster_custom_object, GROUP, VERSION, NSOFF, timeout_seconds=10)
     seen: list[tuple[str, str]] = []
-
-    def later() -> None:
-        time.sleep(0.3)
-        kube.create_nsoff("alpha")
-
-    thread = threading.Thread(target=later)
-    thread.start()
-    for event in stream.stream(kube.custom.list_cluster_custom_object, GROUP, VERSION, NSOFF, timeout_seconds=3):
-        seen.append((event["type"], event["object"]["metadata"]["namespace"]))
-        if event["type"] == "ADDED":
-            stream.stop()
-    thread.join()
-    assert seen[0] == ("ADDED", "alpha")
+    try:
+        for event in events:
+            seen.append((event["type"], event["object"]["metadata"]["namespace"]))
+            if seen == [("ADDED", "beta")]:
+                # The current object arrived, so the watch is established: a change made now is live.
+                kube.create_nsoff("alpha")
+            elif event["type"] == "ADDED":
+                break
+    finally:
+        events.close()  # closes the watch's HTTP response
+    assert seen == [("ADDED", "beta"), ("ADDED", "alpha")]
 
 
 def test_a_too_old_watch_gets_410_gone_and_bookmarks_carry_the_version(kube: Clients) -> None:

@@ -82,13 +82,33 @@ def test_stop_ends_every_thread_and_open_connection(tmp_path: Path) -> None:
 
     from kubernetes import client, config, watch
 
+    from tests.conftest import wait_until
+
     before = set(threading.enumerate())
     with Sandbox(scenario="minimal") as sb:
         api_client = config.new_client_from_config(config_file=str(sb.write_kubeconfig(tmp_path / "kc")))
         core = client.CoreV1Api(api_client)
-        stream = threading.Thread(target=lambda: list(watch.Watch().stream(core.list_namespace, timeout_seconds=60)))
+        watched: list[str] = []
+
+        def watch_namespaces() -> None:
+            for event in watch.Watch().stream(core.list_namespace, timeout_seconds=60):
+                watched.append(event["type"])
+
+        stream = threading.Thread(target=watch_namespaces)
         stream.start()
-        time.sleep(0.3)
+        # The watch is open once it has delivered the current namespaces.
+        wait_until(lambda: watched, 10, interval=0.02, message="the watch to start")
+
+        hanging = threading.Event()
+        decide = sb.faults.decide
+
+        def decide_and_tell(method: str, path: str) -> tuple[float, str | None]:
+            latency, action = decide(method, path)
+            if action == "timeout":
+                hanging.set()
+            return latency, action
+
+        sb.faults.decide = decide_and_tell  # type: ignore[method-assign]
         sb.faults.set(timeout_rate=1.0, timeout_seconds=60)
 
         def hang() -> None:
@@ -97,11 +117,12 @@ def test_stop_ends_every_thread_and_open_connection(tmp_path: Path) -> None:
 
         hung = threading.Thread(target=hang, daemon=True)
         hung.start()
-        time.sleep(0.3)
+        # The server is holding the request (its handler waits for the stop or the 60 s).
+        wait_until(hanging.is_set, 10, interval=0.02, message="the request to hang in the server")
     started = time.monotonic()
     stream.join(10)
     hung.join(10)
     assert time.monotonic() - started < 5
+    assert not stream.is_alive() and not hung.is_alive()
     api_client.close()
-    time.sleep(0.3)
-    assert set(threading.enumerate()) - before == set()
+    wait_until(lambda: not set(threading.enumerate()) - before, 5, interval=0.02, message="every thread to end")
