@@ -118,7 +118,7 @@ class RedisServer:
 
     def restart(self, down_for: float) -> None:
         self.stop()
-        time.sleep(down_for)
+        time.sleep(down_for)  # the outage under test: Redis stays down this long, not a synchronisation
         self.start()
         self.restarts += 1
 

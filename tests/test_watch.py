@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import logging
 import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -62,13 +62,21 @@ def test_an_offloading_created_elsewhere_reaches_the_snapshot_through_the_watch(
     assert watcher.events >= 2
 
 
-def test_the_watch_survives_an_outage_and_resumes(watcher: KindWatcher, k8s: Any, sandbox: Any) -> None:
+def test_the_watch_survives_an_outage_and_resumes(
+    watcher: KindWatcher, k8s: Any, sandbox: Any, caplog: pytest.LogCaptureFixture
+) -> None:
     k8s.core.create_namespace({"metadata": {"name": "resumed"}})
     services.refresh()
     assert watcher.lists == 1
-    sandbox.faults.set(outage=True)
+    caplog.set_level(logging.WARNING, logger="offloading.watch")
+    sandbox.faults.set(outage=True)  # also ends the open watch
     try:
-        time.sleep(1.5)  # long enough for the watch to notice and back off
+        # The watcher noticed: its attempt to watch again failed, and it is backing off.
+        wait_until(
+            lambda: any(r.name == "offloading.watch" and "failed" in r.getMessage() for r in caplog.records),
+            20,
+            message="the watch to fail during the outage",
+        )
     finally:
         sandbox.faults.clear()
     k8s.custom.create_namespaced_custom_object(
