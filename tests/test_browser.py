@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from offloading import services
 from offloading.models import ChangeRequest, Namespace
 
 from .conftest import ADMIN_PASSWORD, wait_until
@@ -63,7 +64,11 @@ def test_live_preview_follows_the_selector_and_submit_records_a_change(
     live_server: Any,
     admin_user: Any,
     fleet: Any,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    # No worker here: record what would be sent (the live server runs in this process).
+    enqueued: list[int] = []
+    monkeypatch.setattr(services, "_enqueue", lambda change_id, countdown=0: enqueued.append(change_id))
     page = browser_page
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     login(page, live_server)
@@ -82,6 +87,19 @@ def test_live_preview_follows_the_selector_and_submit_records_a_change(
     page.select_option("select[name=pod_offloading_strategy]", "Remote")
     preview.get_by_text("1 of 2 clusters selected").wait_for()
     page.screenshot(path=str(SCREENSHOTS / "offload-form.png"), full_page=True)
+
+    assert not ChangeRequest.objects.exists()
+    page.click("#offload-form button[type=submit]")
+    page.wait_for_url(f"{live_server.url}/changes/*/")
+    change = ChangeRequest.objects.get()
+    assert page.url == f"{live_server.url}/changes/{change.pk}/"
+    assert (change.namespace, change.action, change.requester_name) == ("payments", "offload", "admin")
+    assert change.desired_spec["podOffloadingStrategy"] == "Remote"
+    terms = change.desired_spec["clusterSelector"]["nodeSelectorTerms"]
+    assert terms == [
+        {"matchExpressions": [{"key": "topology.kubernetes.io/region", "operator": "In", "values": ["eu-west"]}]}
+    ]
+    assert enqueued == [change.pk]
 
     page.goto(f"{live_server.url}/clusters/")
     page.screenshot(path=str(SCREENSHOTS / "clusters.png"), full_page=True)
