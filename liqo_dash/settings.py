@@ -45,7 +45,34 @@ def _secret_key() -> str:
 SECRET_KEY = _secret_key()
 DEBUG = env.boolean("DEBUG", False)
 ALLOWED_HOSTS = env.string_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
+# In Kubernetes the kubelet probes and Prometheus reach a pod by its IP (the Host header is the pod
+# IP): the manifests pass it through the downward API so those requests are not refused.
+if env.string("POD_IP"):
+    ALLOWED_HOSTS.append(env.string("POD_IP"))
 CSRF_TRUSTED_ORIGINS = env.string_list("CSRF_TRUSTED_ORIGINS", [])
+
+# HTTPS by default whenever DEBUG is off: redirect to https, HSTS, cookies sent only over TLS.
+# INSECURE_HTTP=true relaxes all of these for a plain-HTTP trial (and `make run` sets it).
+INSECURE_HTTP = env.boolean("INSECURE_HTTP", False)
+_TLS = not DEBUG and not INSECURE_HTTP
+SECURE_SSL_REDIRECT = env.boolean("SECURE_SSL_REDIRECT", _TLS)
+# Probes and scrapes come over plain HTTP from inside the cluster: never redirect them.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
+SECURE_HSTS_SECONDS = env.integer("SECURE_HSTS_SECONDS", 31536000 if _TLS else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.boolean("SECURE_HSTS_INCLUDE_SUBDOMAINS", _TLS)
+SECURE_HSTS_PRELOAD = env.boolean("SECURE_HSTS_PRELOAD", _TLS)
+SESSION_COOKIE_SECURE = env.boolean("SESSION_COOKIE_SECURE", _TLS)
+CSRF_COOKIE_SECURE = env.boolean("CSRF_COOKIE_SECURE", _TLS)
+# Behind a TLS-terminating proxy or Ingress that sets X-Forwarded-Proto (and strips a client's own),
+# trust it; otherwise every request looks like plain HTTP and is redirected forever.
+if env.boolean("TRUST_X_FORWARDED_PROTO", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+# Sessions: two weeks by default; SESSION_COOKIE_AGE in seconds.
+SESSION_COOKIE_AGE = env.integer("SESSION_COOKIE_AGE", 14 * 24 * 3600)
+SESSION_EXPIRE_AT_BROWSER_CLOSE = env.boolean("SESSION_EXPIRE_AT_BROWSER_CLOSE", False)
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -66,6 +93,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First, so it counts every answer, including redirects and errors of the middleware below.
+    "offloading.metrics.RequestMetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -76,6 +105,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "offloading.middleware.RequestContextMiddleware",
+    "liqo_dash.logs.LogContextMiddleware",
 ]
 
 ROOT_URLCONF = "liqo_dash.urls"
@@ -222,11 +252,28 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
+# Logs: readable text by default; LOG_FORMAT=json prints one JSON object a line with the request id,
+# user, change id and namespace when known (see liqo_dash/logs.py).
+LOG_FORMAT = env.string("LOG_FORMAT", "text")
+if LOG_FORMAT not in ("text", "json"):
+    raise env.ConfigError(f"LOG_FORMAT must be 'text' or 'json', not {LOG_FORMAT!r}")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {"context": {"()": "liqo_dash.logs.ContextFilter"}},
+    "formatters": {
+        "text": {"()": "liqo_dash.logs.TextFormatter"},
+        "json": {"()": "liqo_dash.logs.JsonFormatter"},
+    },
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "filters": ["context"]},
+    },
     "root": {"handlers": ["console"], "level": env.string("LOG_LEVEL", "INFO")},
     "loggers": {"kubernetes": {"level": "WARNING"}, "urllib3": {"level": "WARNING"}},
 }
+
+# Readiness (/readyz): the database and the broker must answer; by default the API server must have
+# answered the last refresh and the snapshot must be younger than READY_SNAPSHOT_AGE seconds.
+# LIQO_DASH_READY_CLUSTER_CHECKS=false reports those two without failing readiness on them.
+READY_CLUSTER_CHECKS = env.boolean("LIQO_DASH_READY_CLUSTER_CHECKS", True)
+READY_SNAPSHOT_AGE = env.number("LIQO_DASH_READY_SNAPSHOT_AGE", 300.0)

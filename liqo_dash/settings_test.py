@@ -11,6 +11,8 @@ os.environ.setdefault("LIQO_DASH_LOCAL_CACHE", "true")
 os.environ.setdefault("KUBE_CONFIG_MODE", "kubeconfig")
 os.environ.setdefault("KUBECONFIG", os.path.join(os.environ["LIQO_DASH_VAR_DIR"], "no-such-kubeconfig"))
 os.environ.setdefault("LIQO_DASH_DRY_RUN_ON_SUBMIT", "false")
+# The test client and live servers speak plain HTTP.
+os.environ.setdefault("INSECURE_HTTP", "true")
 
 from liqo_dash.settings import *  # noqa: E402,F403
 from liqo_dash.settings import DATABASES, VAR_DIR  # noqa: E402

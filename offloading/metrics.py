@@ -1,0 +1,136 @@
+"""Prometheus metrics at ``/metrics`` (prometheus_client).
+
+Counted in-process: HTTP requests by view, method and status, and their latency. Read at scrape time:
+changes by state (from the database), the Celery queue depth (Redis list lengths) and the snapshot's
+age. Under gunicorn with several workers, set ``PROMETHEUS_MULTIPROC_DIR`` to an empty writable
+directory (deploy/gunicorn.conf.py empties it at start and marks dead workers), so every worker's
+counters are summed; without it the metrics are those of the process that answers.
+
+``METRICS_TOKEN``, when set, must be sent as ``Authorization: Bearer <token>``.
+"""
+
+from __future__ import annotations
+
+import hmac
+import os
+import time
+from collections.abc import Callable, Iterator
+
+import redis
+from django.conf import settings
+from django.db.models import Count
+from django.http import HttpRequest, HttpResponse
+from django.utils import timezone
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET
+from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.multiprocess import MultiProcessCollector
+from prometheus_client.registry import Collector
+
+from liqo_dash import env
+
+from .choices import ChangeState
+
+REQUESTS = Counter(
+    "liqo_dash_http_requests", "HTTP requests answered, by view, method and status.", ["view", "method", "status"]
+)
+LATENCY = Histogram(
+    "liqo_dash_http_request_duration_seconds",
+    "Time to answer an HTTP request, by view.",
+    ["view"],
+    buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
+)
+# kombu's Redis transport keeps one list per priority step: the queue's name, then name + sep + step.
+_PRIORITY_SEP = "\x06\x16"
+_PRIORITY_STEPS = (3, 6, 9)
+
+
+def queue_keys(queue: str) -> list[str]:
+    return [queue] + [f"{queue}{_PRIORITY_SEP}{step}" for step in _PRIORITY_STEPS]
+
+
+class StateCollector(Collector):
+    """Values read when Prometheus scrapes: nothing to keep in sync between processes."""
+
+    def collect(self) -> Iterator[Metric]:
+        from .models import ChangeRequest, SnapshotState
+
+        changes = GaugeMetricFamily("liqo_dash_changes", "Change requests by state.", labels=["state"])
+        counts = dict(ChangeRequest.objects.values_list("state").annotate(n=Count("id")).order_by())
+        for state in ChangeState.values:
+            changes.add_metric([state], counts.get(state, 0))
+        yield changes
+
+        state = SnapshotState.objects.filter(pk=1).first()
+        age = GaugeMetricFamily(
+            "liqo_dash_snapshot_age_seconds", "Seconds since the last successful refresh of the snapshot (-1: never)."
+        )
+        if state is None or state.last_success_at is None:
+            age.add_metric([], -1)
+        else:
+            age.add_metric([], max(0.0, (timezone.now() - state.last_success_at).total_seconds()))
+        yield age
+
+        queue = settings.CELERY_TASK_DEFAULT_QUEUE
+        depth = GaugeMetricFamily(
+            "liqo_dash_queue_depth", "Messages waiting in the Celery queue (-1: broker unreachable).", labels=["queue"]
+        )
+        try:
+            client = redis.Redis.from_url(settings.CELERY_BROKER_URL, socket_timeout=2.0, socket_connect_timeout=2.0)
+            try:
+                pipe = client.pipeline()
+                for key in queue_keys(queue):
+                    pipe.llen(key)
+                depth.add_metric([queue], sum(pipe.execute()))
+            finally:
+                client.close()
+        except redis.RedisError:
+            depth.add_metric([queue], -1)
+        yield depth
+
+
+class _Forward(Collector):
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.registry = registry
+
+    def collect(self) -> Iterator[Metric]:
+        yield from self.registry.collect()
+
+
+def scrape_registry() -> CollectorRegistry:
+    registry = CollectorRegistry(auto_describe=False)
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        MultiProcessCollector(registry)
+    else:
+        registry.register(_Forward(REGISTRY))
+    registry.register(StateCollector())
+    return registry
+
+
+@never_cache
+@require_GET
+def metrics_view(request: HttpRequest) -> HttpResponse:
+    token = env.string("METRICS_TOKEN")
+    if token:
+        sent = request.headers.get("Authorization", "")
+        if not hmac.compare_digest(sent.encode(), f"Bearer {token}".encode()):
+            return HttpResponse("unauthorized\n", status=401, content_type="text/plain")
+    return HttpResponse(generate_latest(scrape_registry()), content_type=CONTENT_TYPE_LATEST)
+
+
+class RequestMetricsMiddleware:
+    """Counts every answered request by the name of the view that matched (``unmatched`` if none)."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        started = time.perf_counter()
+        response = self.get_response(request)
+        match = getattr(request, "resolver_match", None)
+        view = (match.view_name or match._func_path) if match is not None else "unmatched"
+        method = request.method if request.method in ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE") else "other"
+        REQUESTS.labels(view, method, str(response.status_code)).inc()
+        LATENCY.labels(view).observe(time.perf_counter() - started)
+        return response
