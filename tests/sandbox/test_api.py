@@ -329,7 +329,24 @@ def test_creating_in_a_missing_or_terminating_namespace_fails(kube: Clients) -> 
     with pytest.raises(ApiException) as exc:
         kube.create_nsoff("nowhere")
     assert exc.value.status == 404 and status_of(exc.value)["message"] == 'namespaces "nowhere" not found'
+    # An object with a finalizer nobody removes keeps gamma Terminating.
+    kube.create_nsoff("gamma", name="held", labels={"liqo.io/webhook-skip": "true"})  # not reconciled
+    kube.custom.patch_namespaced_custom_object(
+        GROUP, VERSION, "gamma", NSOFF, "held", {"metadata": {"finalizers": ["example.com/hold"]}}
+    )
     kube.core.delete_namespace("gamma")
+    assert kube.core.read_namespace("gamma").status.phase == "Terminating"
+    with pytest.raises(ApiException) as exc:
+        kube.create_nsoff("gamma")
+    assert exc.value.status == 403 and status_of(exc.value)["message"] == (
+        'namespaceoffloadings.offloading.liqo.io "offloading" is forbidden: '
+        "unable to create new content in namespace gamma because it is being terminated"
+    )
+    assert status_of(exc.value)["details"]["causes"][0]["reason"] == "NamespaceTerminating"
+    # Once the finalizer is gone, the namespace finishes terminating.
+    kube.custom.patch_namespaced_custom_object(
+        GROUP, VERSION, "gamma", NSOFF, "held", {"metadata": {"finalizers": None}}
+    )
     kube.sb.wait_idle(10)
     with pytest.raises(ApiException) as exc:
         kube.core.read_namespace("gamma")
