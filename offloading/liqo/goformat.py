@@ -180,4 +180,6 @@ def _inline(value: Any) -> str:
 
 def go_yaml(obj: Any) -> str:
     """sigs.k8s.io/yaml.Marshal(obj): sorted keys, 2-space indent, unindented sequences, [] and {}."""
+    if isinstance(obj, (dict, list)) and not obj:
+        return _inline(obj) + "\n"  # an empty document is "{}" or "[]", not a blank line
     return "\n".join(_yaml_lines(obj, 0)) + "\n"
