@@ -288,3 +288,42 @@ def test_new_requirement_joins_several_errors_and_names_the_first_path() -> None
     text = str(many.value)
     assert text.startswith('[key: Invalid value: "-k": ') and text.endswith("]")
     assert "exactly one value is required" in text
+
+
+# --- label key messages (apimachinery IsQualifiedName; the name-part text is pinned by component-helpers' tests) ---
+
+NAME_PART_REGEX = (
+    "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+    "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
+    "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+)
+PREFIX_REGEX = (
+    "prefix part a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
+    "and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is "
+    "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+)
+
+
+def test_name_part_message() -> None:
+    assert label_key_errors("invalid key") == [NAME_PART_REGEX]
+    assert label_key_errors("example.com/-x") == [NAME_PART_REGEX]
+
+
+def test_empty_name_part_message() -> None:
+    assert label_key_errors("") == ["name part must be non-empty", NAME_PART_REGEX]
+    assert label_key_errors("example.com/") == ["name part must be non-empty", NAME_PART_REGEX]
+
+
+def test_empty_prefix_message() -> None:
+    assert label_key_errors("/name") == ["prefix part must be non-empty"]
+
+
+def test_prefix_regex_message() -> None:
+    assert label_key_errors("Example.com/name") == [PREFIX_REGEX]
+    assert label_key_errors("example_com/x y") == [PREFIX_REGEX, NAME_PART_REGEX]
+
+
+def test_too_many_slashes_is_one_error() -> None:
+    errs = label_key_errors("a/b/c")
+    assert len(errs) == 1
+    assert "with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')" in errs[0]
