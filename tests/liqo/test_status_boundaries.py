@@ -1,0 +1,111 @@
+"""offloading.liqo.status phase computation from NamespaceMaps (liqo-semantics.md a.4, a.6): every counter
+and every rule at its edge, including maps that report a phase without being required."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from offloading.liqo.status import offloading_phase, phase_from_namespace_maps, phase_is_settled
+
+NS = "demo"
+
+
+def nm(desired: bool = False, phase: str | None = None, namespace: str = NS) -> dict[str, Any]:
+    m: dict[str, Any] = {"spec": {"desiredMapping": {namespace: f"{namespace}-x"} if desired else {}}}
+    if phase is not None:
+        m["status"] = {"currentMapping": {namespace: {"remoteNamespace": f"{namespace}-x", "phase": phase}}}
+    return m
+
+
+def test_no_maps_no_cluster_selected() -> None:
+    assert phase_from_namespace_maps(NS, [], deleting=False) == "NoClusterSelected"
+
+
+def test_deleting_wins() -> None:
+    assert phase_from_namespace_maps(NS, [nm(True, "Accepted")], deleting=True) == "Terminating"
+
+
+@pytest.mark.parametrize(
+    ("maps", "want"),
+    [
+        ([nm(True, "Accepted")], "Ready"),
+        ([nm(True, "Accepted"), nm(True, "Accepted")], "Ready"),
+        ([nm(True, "Accepted"), nm(True)], "InProgress"),
+        ([nm(True, "Accepted"), nm(True, "Terminating")], "InProgress"),
+        ([nm(True)], "InProgress"),
+        ([nm(True, "CreationLoopBackOff")], "AllFailed"),
+        ([nm(True, "CreationLoopBackOff"), nm(True, "CreationLoopBackOff")], "AllFailed"),
+        ([nm(True, "CreationLoopBackOff"), nm(True, "Accepted")], "SomeFailed"),
+        ([nm(True, "CreationLoopBackOff"), nm(True)], "SomeFailed"),
+        # Counters include maps that are not required (a.4): a de-selected cluster still Accepted.
+        ([nm(True, "Accepted"), nm(False, "Accepted")], "InProgress"),
+        ([nm(True), nm(False, "Accepted")], "Ready"),
+        ([nm(True, "Accepted"), nm(False, "CreationLoopBackOff")], "Ready"),
+        ([nm(True), nm(False, "CreationLoopBackOff")], "AllFailed"),
+        ([nm(False, "Accepted")], "NoClusterSelected"),
+    ],
+)
+def test_phase_from_namespace_maps(maps: list[dict[str, Any]], want: str) -> None:
+    assert phase_from_namespace_maps(NS, maps, deleting=False) == want
+
+
+def test_other_namespaces_do_not_count() -> None:
+    maps = [
+        nm(True, "Accepted"),
+        nm(True, "CreationLoopBackOff", namespace="other"),
+        nm(False, "Accepted", namespace="other"),
+    ]
+    assert phase_from_namespace_maps(NS, maps, deleting=False) == "Ready"
+    # For "other": one required map failed, and a map that is not required is Accepted: ready == required (a.4).
+    assert phase_from_namespace_maps("other", maps, deleting=False) == "Ready"
+    assert phase_from_namespace_maps("other", maps[:2], deleting=False) == "AllFailed"
+
+
+@pytest.mark.parametrize(
+    "broken",
+    [
+        {},
+        {"spec": None, "status": None},
+        {"status": {"currentMapping": None}},
+        {"status": {"currentMapping": {NS: None}}},
+    ],
+)
+def test_maps_without_spec_or_status_count_as_nothing(broken: dict[str, Any]) -> None:
+    assert phase_from_namespace_maps(NS, [nm(True, "Accepted"), broken], deleting=False) == "Ready"
+
+
+@pytest.mark.parametrize(
+    ("required", "ready", "failed", "want"),
+    [
+        (0, 0, 0, "NoClusterSelected"),
+        (0, 1, 1, "NoClusterSelected"),
+        (1, 1, 0, "Ready"),
+        (2, 2, 2, "Ready"),  # ready is checked before failed
+        (2, 1, 0, "InProgress"),
+        (2, 3, 0, "InProgress"),
+        (2, 0, 2, "AllFailed"),
+        (2, 0, 1, "SomeFailed"),
+        (2, 1, 1, "SomeFailed"),
+        (1, 0, 2, "SomeFailed"),
+    ],
+)
+def test_offloading_phase_rules(required: int, ready: int, failed: int, want: str) -> None:
+    assert offloading_phase(deleting=False, required=required, ready=ready, failed=failed) == want
+
+
+@pytest.mark.parametrize(
+    ("phase", "settled"),
+    [
+        ("Ready", True),
+        ("NoClusterSelected", True),
+        ("SomeFailed", True),
+        ("AllFailed", True),
+        ("InProgress", False),
+        ("Terminating", False),
+        ("", False),
+    ],
+)
+def test_settled_phases(phase: str, settled: bool) -> None:
+    assert phase_is_settled(phase) is settled
