@@ -77,8 +77,7 @@ def meta_files() -> list[Path]:
     return sorted((MUTANTS / SOURCE_ROOT).rglob("*.py.meta"))
 
 
-def invalidate_if_tests_changed() -> None:
-    key = tests_fingerprint()
+def invalidate_if_tests_changed(key: str) -> None:
     old = json.loads(CACHE_KEY_FILE.read_text()) if CACHE_KEY_FILE.exists() else {}
     if old.get("tests") == key or not MUTANTS.exists():
         return
@@ -97,20 +96,21 @@ def invalidate_if_tests_changed() -> None:
     print(f"tests or configuration changed: {cleared} cached non-kills will be run again")
 
 
-def save_cache_key() -> None:
-    CACHE_KEY_FILE.write_text(json.dumps({"tests": tests_fingerprint()}))
+def save_cache_key(key: str) -> None:
+    CACHE_KEY_FILE.write_text(json.dumps({"tests": key}))
 
 
 def run_mutmut() -> None:
     MUTANTS.mkdir(exist_ok=True)
-    invalidate_if_tests_changed()
+    key = tests_fingerprint()  # of the tests this run copies, not of whatever is there when it ends
+    invalidate_if_tests_changed(key)
     print(f"running mutmut on {SOURCE_ROOT} (log: {RUN_LOG.relative_to(ROOT)}) ...", flush=True)
     with RUN_LOG.open("w") as log:
         rc = subprocess.call([sys.executable, "-m", "mutmut", "run"], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
     if rc != 0:
         tail = RUN_LOG.read_text(errors="replace")[-3000:]
         sys.exit(f"mutmut failed (exit {rc}); end of the log:\n{tail}")
-    save_cache_key()
+    save_cache_key(key)
 
 
 def changed_lines(diff: str) -> tuple[str, str]:
