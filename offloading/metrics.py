@@ -58,8 +58,8 @@ class StateCollector(Collector):
 
         changes = GaugeMetricFamily("liqo_dash_changes", "Change requests by state.", labels=["state"])
         counts = dict(ChangeRequest.objects.values_list("state").annotate(n=Count("id")).order_by())
-        for state in ChangeState.values:
-            changes.add_metric([state], counts.get(state, 0))
+        for name in ChangeState.values:
+            changes.add_metric([name], counts.get(name, 0))
         yield changes
 
         state = SnapshotState.objects.filter(pk=1).first()

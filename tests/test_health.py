@@ -6,7 +6,10 @@ import io
 import json
 import logging
 import logging.config
+import subprocess
+import sys
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -176,8 +179,6 @@ def _log_lines(fmt: str, emit: Any) -> list[str]:
 
 @pytest.mark.django_db
 def test_json_logs_carry_request_and_user(admin_client: Any) -> None:
-    from django.urls import path
-
     def emit() -> None:
         admin_client.get("/healthz", headers={"X-Request-ID": "req-123"})
         with logs.bound(change_id=7, namespace="web-frontend"):
@@ -191,7 +192,6 @@ def test_json_logs_carry_request_and_user(admin_client: Any) -> None:
     assert ours[0]["level"] == "WARNING"
     assert ours[0]["change_id"] == 7 and ours[0]["namespace"] == "web-frontend"
     assert list(ours[0])[0] == "time"
-    assert path  # imported to keep the urlconf loaded
 
 
 @pytest.mark.django_db
@@ -205,3 +205,33 @@ def test_logs_inside_a_request_name_the_request_and_user(admin_client: Any, admi
     assert any(r.get("request_id") == "req-abc" and r.get("user") == admin_user.username for r in records), records
     text = _log_lines("text", emit)
     assert any("request_id=req-abc" in line and f"user={admin_user.username}" in line for line in text), text
+
+
+@pytest.mark.django_db
+def test_probes_are_not_redirected_to_https_and_accept_the_pod_ip(client: Any, settings: Any) -> None:
+    settings.SECURE_SSL_REDIRECT = True
+    settings.ALLOWED_HOSTS = ["liqo-dash.example.com", "10.1.2.3"]
+    assert client.get("/accounts/login/", HTTP_HOST="liqo-dash.example.com").status_code == 301
+    assert client.get("/healthz", HTTP_HOST="10.1.2.3:8000").status_code == 200
+    assert client.get("/healthz", HTTP_HOST="10.9.9.9:8000").status_code == 400
+
+
+def test_pod_ip_from_the_environment_is_an_allowed_host(tmp_path: Any) -> None:
+    code = "from django.conf import settings; print(settings.ALLOWED_HOSTS)"
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "POD_IP": "10.1.2.3",
+        "ALLOWED_HOSTS": "liqo-dash.example.com",
+        "DJANGO_SETTINGS_MODULE": "liqo_dash.settings",
+        "LIQO_DASH_VAR_DIR": str(tmp_path),
+    }
+    result = subprocess.run(
+        [sys.executable, "-c", f"import django; django.setup(); {code}"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=str(Path(__file__).resolve().parent.parent),
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "['liqo-dash.example.com', '10.1.2.3']"
