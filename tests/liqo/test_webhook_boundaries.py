@@ -139,3 +139,33 @@ def test_unknown_strategy_message() -> None:
     with pytest.raises(MutationError) as err2:
         imposed_node_selector({"podOffloadingStrategy": "Sometimes"})
     assert str(err2.value).startswith("unknown PodOffloadingStrategyType") and "Sometimes" in str(err2.value)
+
+
+def test_merge_node_selectors_output_shares_nothing_with_its_inputs() -> None:
+    from offloading.liqo.webhook import merge_node_selectors
+
+    pod_sel = {"nodeSelectorTerms": [{"matchExpressions": [{"key": "disk", "operator": "In", "values": ["ssd"]}]}, {}]}
+    imposed = {
+        "nodeSelectorTerms": [
+            {"matchExpressions": [{"key": TYPE_KEY, "operator": "In", "values": ["virtual-node"]}]},
+            {},
+        ]
+    }
+    pod_before, imposed_before = copy.deepcopy(pod_sel), copy.deepcopy(imposed)
+    out = merge_node_selectors(pod_sel, imposed)
+    # Cross product, pod expressions first; a pair with no expressions is an empty term (Go omitempty).
+    assert out == {
+        "nodeSelectorTerms": [
+            {
+                "matchExpressions": pod_before["nodeSelectorTerms"][0]["matchExpressions"]
+                + imposed_before["nodeSelectorTerms"][0]["matchExpressions"]
+            },
+            {"matchExpressions": pod_before["nodeSelectorTerms"][0]["matchExpressions"]},
+            {"matchExpressions": imposed_before["nodeSelectorTerms"][0]["matchExpressions"]},
+            {},
+        ]
+    }
+    for term in out["nodeSelectorTerms"]:
+        for expr in term.get("matchExpressions", []):
+            expr["values"].append("changed")
+    assert pod_sel == pod_before and imposed == imposed_before
