@@ -284,3 +284,15 @@ def test_an_error_on_a_later_virtual_node_of_a_selected_cluster_keeps_the_earlie
 
 def test_no_virtual_nodes_no_clusters() -> None:
     assert select_clusters(selector([expr(REGION, "Exists")]), []) == {}
+
+
+def test_clusters_after_the_stop_still_get_an_unreached_entry() -> None:
+    sel = selector([expr(REGION, "Gt", "north")])
+    out = select_clusters(sel, vns(("milan", "milan", {}), ("rome", "rome", {}), ("oslo", "oslo", {})))
+    assert set(out) == {"milan", "rome", "oslo"}
+    assert out["oslo"] == {"selected": False, "explanations": [], "disagree": False, "error": None, "reached": False}
+
+
+def test_node_of_a_virtual_node_without_cluster_id_and_an_unlabelled_node() -> None:
+    assert node_of({"metadata": {"name": "milan"}, "spec": {}}, {"milan": node("milan", {})}) is None
+    assert node_of({"metadata": {"name": "milan"}}, {"milan": node("milan", None)}) is None

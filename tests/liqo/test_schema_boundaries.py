@@ -124,3 +124,27 @@ def test_requirement_field_errors() -> None:
     assert errs({"key": "k", "operator": "In", "values": ["a", "b"]}) == []
     [msg] = errs({"key": "k", "operator": "In", "values": ["a", 2]})
     assert msg.startswith(f'{p}.values[1]: Invalid value: "integer": {p}.values[1] in body must be of type string')
+
+
+def test_a_null_expression_is_not_an_object() -> None:
+    p = f"{SEL}.nodeSelectorTerms[0].matchExpressions[0]"
+    assert one({"clusterSelector": {"nodeSelectorTerms": [{"matchExpressions": [None]}]}}).startswith(
+        f'{p}: Invalid value: "null": {p} in body must be of type object'
+    )
+
+
+def test_every_term_and_list_is_checked_after_a_skipped_or_bad_one() -> None:
+    bad = {"matchExpressions": [{"key": "k"}]}
+    t = f"{SEL}.nodeSelectorTerms"
+    assert messages({"clusterSelector": {"nodeSelectorTerms": [None, bad]}}) == [
+        f"{t}[1].matchExpressions[0].operator: Required value"
+    ]
+    errs = messages({"clusterSelector": {"nodeSelectorTerms": [3, bad]}})
+    assert len(errs) == 2 and errs[1] == f"{t}[1].matchExpressions[0].operator: Required value"
+    errs = messages(
+        {"clusterSelector": {"nodeSelectorTerms": [{"matchExpressions": "x", "matchFields": [{"key": "k"}]}]}}
+    )
+    assert len(errs) == 2 and errs[1] == f"{t}[0].matchFields[0].operator: Required value"
+    assert messages(
+        {"clusterSelector": {"nodeSelectorTerms": [{"matchExpressions": None, "matchFields": [{"key": "k"}]}]}}
+    ) == [f"{t}[0].matchFields[0].operator: Required value"]

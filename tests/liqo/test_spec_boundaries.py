@@ -180,3 +180,13 @@ def test_local_cluster_id_is_read_back_only_from_default_name() -> None:
 )
 def test_system_namespaces(ns: str, system: bool) -> None:
     assert is_system_namespace(ns) is system
+
+
+def test_selected_name_without_a_name_gives_an_empty_remote_name() -> None:
+    from offloading.liqo.spec import remote_namespace_name
+
+    assert remote_namespace_name("foo", "rome", {"namespaceMappingStrategy": "SelectedName"}) == ""
+    assert (
+        remote_namespace_name("foo", "rome", {"namespaceMappingStrategy": "SelectedName", "remoteNamespaceName": None})
+        == ""
+    )

@@ -169,3 +169,14 @@ def test_merge_node_selectors_output_shares_nothing_with_its_inputs() -> None:
         for expr in term.get("matchExpressions", []):
             expr["values"].append("changed")
     assert pod_sel == pod_before and imposed == imposed_before
+
+
+def test_fill_pod_node_selector_on_a_pod_without_spec() -> None:
+    imposed = {"nodeSelectorTerms": [{}]}
+    pod: dict[str, Any] = {"metadata": {"name": "p"}}
+    out = fill_pod_node_selector(imposed, pod)
+    assert out == {
+        "metadata": {"name": "p"},
+        "spec": {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": imposed}}},
+    }
+    assert pod == {"metadata": {"name": "p"}}
