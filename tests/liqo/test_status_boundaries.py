@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from offloading.liqo.status import offloading_phase, phase_from_namespace_maps, phase_is_settled
+from offloading.liqo.status import cluster_status_table, offloading_phase, phase_from_namespace_maps, phase_is_settled
 
 NS = "demo"
 
@@ -109,3 +109,76 @@ def test_offloading_phase_rules(required: int, ready: int, failed: int, want: st
 )
 def test_settled_phases(phase: str, settled: bool) -> None:
     assert phase_is_settled(phase) is settled
+
+
+# --- per-cluster table (i: state = reason of the Ready condition, or "not selected") ----------------------
+
+
+def cond(type_: str, status: str, reason: str | None = None, message: str = "m", when: str = "t") -> dict[str, Any]:
+    c: dict[str, Any] = {"type": type_, "status": status, "message": message, "lastTransitionTime": when}
+    if reason is not None:
+        c["reason"] = reason
+    return c
+
+
+def row(conditions: list[dict[str, Any]] | None, **status: Any) -> dict[str, Any]:
+    obj = {
+        "metadata": {"generation": 2},
+        "status": {"observedGeneration": 2, "remoteNamespaceName": "demo-x", **status},
+    }
+    obj["status"]["remoteNamespacesConditions"] = {"rome": conditions}
+    [r] = cluster_status_table(obj)
+    return r
+
+
+def test_state_is_the_ready_reason() -> None:
+    r = row(
+        [cond("OffloadingRequired", "True", "ClusterSelected"), cond("Ready", "True", "NamespaceCreated", "ok", "t1")]
+    )
+    assert r == {
+        "cluster_id": "rome",
+        "selected": True,
+        "remote_namespace": "demo-x",
+        "state": "NamespaceCreated",
+        "reason": "NamespaceCreated",
+        "message": "ok",
+        "last_transition": "t1",
+        "stale": False,
+    }
+
+
+def test_ready_without_reason_shows_ready_or_unknown() -> None:
+    assert row([cond("Ready", "True")])["state"] == "Ready"
+    assert row([cond("Ready", "False")])["state"] == "Unknown"
+    assert row([cond("Ready", "Unknown", "")])["state"] == "Unknown"
+
+
+def test_without_ready_condition_the_state_follows_selection() -> None:
+    r = row([cond("OffloadingRequired", "False", "ClusterNotSelected", "not me", "t2")])
+    assert (r["selected"], r["state"], r["reason"], r["message"], r["last_transition"]) == (
+        False,
+        "NotSelected",
+        "ClusterNotSelected",
+        "not me",
+        "t2",
+    )
+    r = row([cond("OffloadingRequired", "True", "ClusterSelected")])
+    assert (r["selected"], r["state"]) == (True, "Unknown")
+    r = row(None)
+    assert (r["selected"], r["state"], r["reason"], r["message"], r["last_transition"]) == (
+        False,
+        "NotSelected",
+        None,
+        None,
+        None,
+    )
+
+
+def test_rows_without_a_remote_name_and_stale_rows() -> None:
+    obj = {
+        "metadata": {"generation": 3},
+        "status": {"observedGeneration": 2, "remoteNamespacesConditions": {"b": [], "a": []}},
+    }
+    rows = cluster_status_table(obj)
+    assert [r["cluster_id"] for r in rows] == ["a", "b"]
+    assert all(r["remote_namespace"] == "" and r["stale"] is True for r in rows)
