@@ -327,3 +327,65 @@ def test_too_many_slashes_is_one_error() -> None:
     errs = label_key_errors("a/b/c")
     assert len(errs) == 1
     assert "with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')" in errs[0]
+
+
+VALUE_REGEX_TAIL = (
+    "and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', "
+    "regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
+)
+
+
+def test_label_value_regex_message_tail() -> None:
+    [msg] = label_value_errors("-x")
+    assert msg.startswith("a valid label must be an empty string or ")
+    assert msg.endswith(VALUE_REGEX_TAIL)
+    assert len(label_value_errors("-" * 64)) == 2
+
+
+def test_too_many_slashes_message_names_the_name_rules() -> None:
+    [msg] = label_key_errors("a/b/c")
+    assert msg.endswith(
+        "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric "
+        "character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
+        "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. "
+        "'example.com/MyName')"
+    )
+
+
+def test_requirement_errors_for_non_strings_and_unknown_operators() -> None:
+    assert requirement_errors(5, "exists", [], "p") == ["p.key: Invalid value: 5: must be a string"]
+    assert requirement_errors("k", "in", ["a", 3]) == ["values[1]: Invalid value: 3: must be a string"]
+    assert requirement_errors("k", "in", [3, "-x"])[0] == "values[0]: Invalid value: 3: must be a string"
+    assert requirement_errors("k", "in", [3, "-x"])[1].startswith('values[1][k]: Invalid value: "-x": a valid label')
+    assert requirement_errors("k", "like", ["a"], "spec") == [
+        'spec.operator: Unsupported value: "like": supported values: "!", "!=", "=", "==", "exists", "gt", "in", "lt", "notin"'
+    ]
+
+
+def test_key_problems_are_joined_in_one_message() -> None:
+    [msg] = requirement_errors("Bad_/-x", "exists", [])
+    assert msg.startswith('key: Invalid value: "Bad_/-x": prefix part ')
+    assert "; name part must consist of" in msg
+
+
+def test_value_problems_are_joined_in_one_message() -> None:
+    [msg] = requirement_errors("k", "in", ["-" * 64])
+    assert msg.startswith('values[0][k]: Invalid value: "' + "-" * 64 + '": ')
+    assert msg.count("; ") == 1
+
+
+def test_quotes_are_escaped_like_go() -> None:
+    msg = requirement_errors("k", "gt", ['a"b\\c'])[0]
+    assert msg.startswith('values[0]: Invalid value: "a\\"b\\\\c": ')
+
+
+def test_new_requirement_builds_the_requirement_or_names_the_error_path() -> None:
+    r = new_requirement("k", "in", ["b", "a"])
+    assert (r.key, r.operator, r.values) == ("k", "in", ("b", "a"))
+    with pytest.raises(SelectorError) as err:
+        new_requirement("k", "in", [])
+    assert err.value.path == "values"
+    with pytest.raises(SelectorError) as err2:
+        new_requirement("-k", "gt", ["x", "y"])
+    assert err2.value.path == "key"
+    assert str(err2.value).startswith("[key: ") and ", values: Invalid value: " in str(err2.value)
