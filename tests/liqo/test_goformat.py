@@ -218,3 +218,8 @@ def test_go_yaml_top_level_sequence_and_scalar() -> None:
     assert go_yaml("x") == "x\n"
     assert go_yaml({}) == "{}\n"
     assert go_yaml([]) == "[]\n"
+
+
+def test_the_last_four_digit_escape_is_u_ffff() -> None:
+    # U+FFFF is not printable and still fits the \uXXXX form (go-yaml: <= 0xFFFF uses \u).
+    assert yaml_scalar("\uffff") == '"\\uFFFF"'
