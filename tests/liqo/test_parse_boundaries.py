@@ -97,3 +97,35 @@ def test_parse_label_selector_gives_node_requirements() -> None:
         {"key": "b", "operator": "DoesNotExist", "values": []},
         {"key": "c", "operator": "Gt", "values": ["3"]},
     ]
+
+
+def test_not_must_be_followed_by_a_key() -> None:
+    for text, lit, pos, where in (("!,x", ",", 1, "at position 1"), ("!", "", 1, "at the end of the selector")):
+        with pytest.raises(SelectorError) as err:
+            parse_requirements(text)
+        assert err.value.message == f"{REQ}found '{lit}', expected: identifier ({where})"
+        assert (err.value.position, err.value.token, err.value.text) == (pos, lit, text)
+
+
+def test_value_errors_carry_text_position_and_token() -> None:
+    for text, token in (("a=1,x=$y", "$y"), ("a=1,x>b", "b"), ("a=1,x in (-z)", "-z")):
+        with pytest.raises(SelectorError) as err:
+            parse_requirements(text)
+        assert (err.value.text, err.value.position, err.value.token) == (text, 4, token), text
+
+
+def test_keywords_used_as_keys_keep_their_position() -> None:
+    reqs = parse_requirements("a,in,notin=in")
+    assert [(r.key, r.position) for r in reqs] == [("a", 0), ("in", 2), ("notin", 5)]
+    assert reqs[2].values == ("in",)
+
+
+def test_parse_operator_errors() -> None:
+    from offloading.liqo.selectors.parse import parse_operator
+
+    assert parse_operator("notin") == "notin"
+    assert parse_operator(" != ") == "!="
+    with pytest.raises(SelectorError) as err:
+        parse_operator("like")
+    assert err.value.message == f"found 'like', expected: {OPS}"
+    assert (err.value.text, err.value.position, err.value.token) == ("like", 0, "like")
