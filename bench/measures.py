@@ -9,6 +9,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from bench import harness
+from offloading.changes.preview import preview
+from offloading.changes.snapshot import refresh
 from offloading.liqo.selectors.liqoctl import cluster_selector
 
 # The cluster selector the previews evaluate: two regions out of seven, without staging clusters.
@@ -82,7 +84,6 @@ class FleetResult:
 def _refresh(name: str, expected: int, modified: int = 0, repeat: int = 1) -> RefreshRun:
     """One refresh measured (``repeat`` > 1: as many, the median time; the counts of the last one,
     which only makes sense when nothing changes between them)."""
-    from offloading import services
     from offloading.models import StatusTransition
 
     times = []
@@ -90,7 +91,7 @@ def _refresh(name: str, expected: int, modified: int = 0, repeat: int = 1) -> Re
         transitions_before = StatusTransition.objects.count()
         with harness.api_calls() as calls, harness.queries(capture=False) as sql:
             started = time.perf_counter()
-            report = services.refresh()
+            report = refresh()
             times.append(time.perf_counter() - started)
         if not report.ok:
             raise RuntimeError(f"refresh {name} failed: {report.error}")
@@ -229,8 +230,7 @@ def measure_pages(repeat: int) -> tuple[list[PageRun], str]:
 
 
 def measure_preview(namespace_name: str, repeat: int) -> PreviewRun:
-    """``services.preview`` alone (no form, no template) for an edit of ``namespace_name``."""
-    from offloading import services
+    """``preview`` alone (no form, no template) for an edit of ``namespace_name``."""
     from offloading.models import Cluster, Namespace
 
     namespace = Namespace.objects.get(name=namespace_name)
@@ -239,10 +239,10 @@ def measure_preview(namespace_name: str, repeat: int) -> PreviewRun:
         "podOffloadingStrategy": "LocalAndRemote",
         "clusterSelector": cluster_selector([PREVIEW_SELECTOR]),
     }
-    services.preview(namespace, spec)  # warm-up
+    preview(namespace, spec)  # warm-up
     with harness.queries() as sql:
-        result = services.preview(namespace, spec)
-    timing, result = harness.timed(lambda: services.preview(namespace, spec), repeat)
+        result = preview(namespace, spec)
+    timing, result = harness.timed(lambda: preview(namespace, spec), repeat)
     return PreviewRun(
         clusters=Cluster.objects.count(),
         selected=len(result.selected),

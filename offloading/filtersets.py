@@ -41,7 +41,7 @@ class NamespaceFilterSet(django_filters.FilterSet):
 
     def filter_selector(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
         """kubectl -l syntax over the namespaces' labels (matched here, as the API server would)."""
-        from .services import namespace_ids_matching
+        from offloading.changes.bulk import namespace_ids_matching
 
         requirements = parse_requirements(value)
         if not requirements:

@@ -6,11 +6,11 @@ from typing import Any
 
 from django import forms
 
+from offloading.changes.requests import validate
 from offloading.liqo.selectors.format import format_term
 from offloading.liqo.selectors.liqoctl import cluster_selector, cluster_selector_notes
 from offloading.liqo.selectors.requirements import SelectorError, UnformattableTermError
 
-from . import services
 from .liqo import constants as liqo
 from .models import Namespace
 
@@ -176,7 +176,7 @@ class OffloadForm(SpecForm):
         spec = self.build_spec(data)
         if spec is None:
             return data
-        checked = services.validate(self.namespace, spec)
+        checked = validate(self.namespace, spec)
         self.add_problems(checked.errors)
         self.warnings = checked.warnings
         self.spec = checked.spec

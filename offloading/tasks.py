@@ -1,4 +1,8 @@
-"""Thin Celery wrappers around the services: ids in, no model instances."""
+"""Thin Celery wrappers around the use cases in offloading.changes: ids in, no model instances.
+
+Nothing imports this module: work is sent by task name (offloading/changes/queue.py), and Celery finds
+these tasks by autodiscovery.
+"""
 
 from __future__ import annotations
 
@@ -6,26 +10,28 @@ from typing import Any
 
 from celery import shared_task
 
-from . import services
+from offloading.changes import apply, snapshot
+from offloading.changes import sweep as sweeper
+from offloading.changes.queue import APPLY_CHANGE, AWAIT_DELETION, REFRESH
 
 
-@shared_task(name="offloading.tasks.apply_change", acks_late=True)
+@shared_task(name=APPLY_CHANGE, acks_late=True)
 def apply_change(change_id: int) -> str:
-    return services.apply_change(change_id)
+    return apply.apply_change(change_id)
 
 
-@shared_task(name="offloading.tasks.await_deletion", acks_late=True)
+@shared_task(name=AWAIT_DELETION, acks_late=True)
 def await_deletion(change_id: int) -> str:
-    return services.await_deletion(change_id)
+    return apply.await_deletion(change_id)
 
 
-@shared_task(name="offloading.tasks.refresh", acks_late=True)
+@shared_task(name=REFRESH, acks_late=True)
 def refresh() -> dict[str, Any] | None:
-    report = services.refresh_once()
+    report = snapshot.refresh_once()
     return report.__dict__ if report else None
 
 
 @shared_task(name="offloading.tasks.sweep", acks_late=True)
 def sweep() -> int:
-    services.trim_history()
-    return services.sweep()
+    sweeper.trim_history()
+    return sweeper.sweep()

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from offloading import services
+from offloading.changes import requests as change_requests
 from offloading.models import ChangeRequest, Namespace
 
 from .conftest import ADMIN_PASSWORD, wait_until
@@ -68,7 +68,7 @@ def test_live_preview_follows_the_selector_and_submit_records_a_change(
 ) -> None:
     # No worker here: record what would be sent (the live server runs in this process).
     enqueued: list[int] = []
-    monkeypatch.setattr(services, "_enqueue", lambda change_id, countdown=0: enqueued.append(change_id))
+    monkeypatch.setattr(change_requests, "enqueue_apply", lambda change_id, countdown=0: enqueued.append(change_id))
     page = browser_page
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     login(page, live_server)

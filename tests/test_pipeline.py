@@ -6,7 +6,12 @@ from typing import Any
 
 import pytest
 
-from offloading import services
+from offloading.changes.apply import apply_change
+from offloading.changes.bulk import request_bulk
+from offloading.changes.errors import ChangeRejected
+from offloading.changes.requests import request_offload, request_unoffload
+from offloading.changes.snapshot import refresh
+from offloading.changes.sweep import sweep
 from offloading.choices import AuditAction, ChangeState, Source
 from offloading.context import Actor
 from offloading.models import AuditEvent, ChangeRequest, Cluster, Namespace, SnapshotState, VirtualNode, verify_chain
@@ -32,12 +37,12 @@ def _spec(**overrides: Any) -> dict[str, Any]:
 
 def _make_namespace(k8s: Any, name: str) -> None:
     k8s.core.create_namespace({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
-    services.refresh()
+    refresh()
 
 
 def _settle(namespace: str, phases: tuple[str, ...] = ("Ready", "NoClusterSelected")) -> Namespace:
     def settled() -> Namespace | None:
-        services.refresh()
+        refresh()
         ns = Namespace.objects.get(name=namespace)
         return ns if ns.offloading_phase in phases and not ns.status_is_stale else None
 
@@ -45,7 +50,7 @@ def _settle(namespace: str, phases: tuple[str, ...] = ("Ready", "NoClusterSelect
 
 
 def test_refresh_builds_the_snapshot_with_a_constant_number_of_list_calls(sandbox: Any) -> None:
-    report = services.refresh()
+    report = refresh()
     assert report.ok, report.error
     assert report.list_calls == 5  # one page each of foreignclusters, virtualnodes, nodes, namespaces, offloadings
     assert Cluster.objects.count() == report.clusters > 0
@@ -56,11 +61,11 @@ def test_refresh_builds_the_snapshot_with_a_constant_number_of_list_calls(sandbo
 
 
 def test_refresh_failure_marks_the_snapshot_stale_and_keeps_the_data(sandbox: Any) -> None:
-    services.refresh()
+    refresh()
     before = Namespace.objects.count()
     sandbox.faults.set(outage=True)
     try:
-        report = services.refresh()
+        report = refresh()
     finally:
         sandbox.faults.clear()
     assert not report.ok and report.error
@@ -70,7 +75,7 @@ def test_refresh_failure_marks_the_snapshot_stale_and_keeps_the_data(sandbox: An
 
 def test_offload_is_applied_and_converges_to_ready(sandbox: Any, k8s: Any) -> None:
     _make_namespace(k8s, "shop")
-    change = services.request_offload("shop", _spec(), ALICE)
+    change = request_offload("shop", _spec(), ALICE)
     change.refresh_from_db()
     assert change.state == ChangeState.APPLIED, change.message
     obj = k8s.custom.get_namespaced_custom_object(GROUP, VERSION, "shop", PLURAL, "offloading")
@@ -86,18 +91,18 @@ def test_offload_is_applied_and_converges_to_ready(sandbox: Any, k8s: Any) -> No
 
 def test_an_invalid_spec_is_rejected_before_anything_is_recorded(sandbox: Any, k8s: Any) -> None:
     _make_namespace(k8s, "web")
-    with pytest.raises(services.ChangeRejected) as err:
-        services.request_offload("web", _spec(namespaceMappingStrategy="SelectedName"), ALICE)
+    with pytest.raises(ChangeRejected) as err:
+        request_offload("web", _spec(namespaceMappingStrategy="SelectedName"), ALICE)
     assert "remoteNamespaceName" in err.value.errors
     assert not ChangeRequest.objects.exists() and not AuditEvent.objects.exists()
 
 
 def test_a_webhook_denial_fails_at_once_with_the_api_servers_message(sandbox: Any, k8s: Any) -> None:
     _make_namespace(k8s, "api")
-    first = services.request_offload("api", _spec(namespaceMappingStrategy="EnforceSameName"), ALICE)
+    first = request_offload("api", _spec(namespaceMappingStrategy="EnforceSameName"), ALICE)
     first.refresh_from_db()
     assert first.state == ChangeState.APPLIED
-    services.refresh()
+    refresh()
     # Bypass our own validation to check that the cluster's answer is surfaced as it is.
     change = ChangeRequest.objects.create(
         namespace="api",
@@ -106,7 +111,7 @@ def test_a_webhook_denial_fails_at_once_with_the_api_servers_message(sandbox: An
         base_generation=Namespace.objects.get(name="api").offloading_generation,
         requester_name="mallory",
     )
-    assert services.apply_change(change.pk) == ChangeState.FAILED
+    assert apply_change(change.pk) == ChangeState.FAILED
     change.refresh_from_db()
     assert change.attempts == 1
     assert "cannot be modified after creation" in change.message
@@ -114,13 +119,11 @@ def test_a_webhook_denial_fails_at_once_with_the_api_servers_message(sandbox: An
 
 def test_a_stale_edit_ends_in_conflict_and_keeps_both_versions(sandbox: Any, k8s: Any) -> None:
     _make_namespace(k8s, "data")
-    services.request_offload("data", _spec(), ALICE)
+    request_offload("data", _spec(), ALICE)
     _settle("data", ("Ready",))
     generation = Namespace.objects.get(name="data").offloading_generation
-    winner = services.request_offload(
-        "data", _spec(podOffloadingStrategy="Remote"), ALICE, expected_generation=generation
-    )
-    loser = services.request_offload("data", _spec(podOffloadingStrategy="Local"), BOB, expected_generation=generation)
+    winner = request_offload("data", _spec(podOffloadingStrategy="Remote"), ALICE, expected_generation=generation)
+    loser = request_offload("data", _spec(podOffloadingStrategy="Local"), BOB, expected_generation=generation)
     winner.refresh_from_db()
     loser.refresh_from_db()
     assert winner.state == ChangeState.APPLIED
@@ -133,11 +136,11 @@ def test_a_stale_edit_ends_in_conflict_and_keeps_both_versions(sandbox: Any, k8s
 
 def test_a_status_only_change_is_not_a_conflict(sandbox: Any, k8s: Any) -> None:
     _make_namespace(k8s, "ops")
-    first = services.request_offload("ops", _spec(), ALICE)
+    first = request_offload("ops", _spec(), ALICE)
     first.refresh_from_db()  # what its requester saw: the object as created, before Liqo's status
     _settle("ops", ("Ready",))
     assert Namespace.objects.get(name="ops").offloading_resource_version != first.result_resource_version
-    change = services.request_offload(
+    change = request_offload(
         "ops", _spec(podOffloadingStrategy="Remote"), BOB, expected_generation=first.result_generation
     )
     change.refresh_from_db()
@@ -163,20 +166,20 @@ def test_a_redelivered_apply_is_recognised_and_not_applied_twice(sandbox: Any, k
             "spec": _spec(),
         },
     )
-    assert services.apply_change(change.pk) == ChangeState.APPLIED
+    assert apply_change(change.pk) == ChangeState.APPLIED
     change.refresh_from_db()
     assert change.result_generation == written["metadata"]["generation"]
     obj = k8s.custom.get_namespaced_custom_object(GROUP, VERSION, "twice", PLURAL, "offloading")
     assert obj["metadata"]["generation"] == written["metadata"]["generation"], "no second write"
     assert AuditEvent.objects.filter(change=change, action=AuditAction.APPLIED).count() == 1
-    assert services.apply_change(change.pk) == "skipped"
+    assert apply_change(change.pk) == "skipped"
 
 
 def test_unoffload_waits_until_the_object_is_gone(sandbox: Any, k8s: Any) -> None:
     _make_namespace(k8s, "tmp")
-    services.request_offload("tmp", _spec(), ALICE)
+    request_offload("tmp", _spec(), ALICE)
     _settle("tmp", ("Ready",))
-    change = services.request_unoffload("tmp", ALICE)
+    change = request_unoffload("tmp", ALICE)
     change.refresh_from_db()
     assert change.state == ChangeState.APPLIED, change.message
     items = k8s.custom.list_namespaced_custom_object(GROUP, VERSION, "tmp", PLURAL)["items"]
@@ -189,7 +192,7 @@ def test_transient_errors_are_retried_until_they_succeed(sandbox: Any, k8s: Any,
     _make_namespace(k8s, "flaky")
     sandbox.faults.set(error_rate=0.3)
     try:
-        change = services.request_offload("flaky", _spec(), ALICE)
+        change = request_offload("flaky", _spec(), ALICE)
     finally:
         sandbox.faults.clear()
     change.refresh_from_db()
@@ -212,13 +215,13 @@ def test_changes_made_with_another_client_are_recorded_as_drift(sandbox: Any, k8
         },
         field_manager="argocd",
     )
-    services.refresh()
+    refresh()
     event = AuditEvent.objects.get(namespace="gitops")
     assert event.action == AuditAction.DRIFT_CREATED
     assert event.source == Source.EXTERNAL
     assert event.user_name == "argocd"
     assert event.after["namespaceMappingStrategy"] == "DefaultName"
-    services.refresh()
+    refresh()
     assert AuditEvent.objects.filter(namespace="gitops").count() == 1, "drift is recorded once"
 
 
@@ -226,8 +229,8 @@ def test_bulk_offload_applies_one_change_per_matching_namespace(sandbox: Any, k8
     for name in ("team-a-1", "team-a-2", "team-b-1"):
         team = name.rsplit("-", 1)[0]
         k8s.core.create_namespace({"metadata": {"name": name, "labels": {"team": team}}})
-    services.refresh()
-    bulk = services.request_bulk("offload", "team=team-a", _spec(podOffloadingStrategy="Remote"), ALICE)
+    refresh()
+    bulk = request_bulk("offload", "team=team-a", _spec(podOffloadingStrategy="Remote"), ALICE)
     assert bulk.total == 2
     progress = bulk.progress()
     assert progress["applied"] == 2 and progress["done"] == progress["total"] == 2
@@ -271,7 +274,7 @@ def test_transient_errors_are_retried_up_to_the_limit_then_fail_visibly(sandbox:
     _make_namespace(k8s, "down")
     sandbox.faults.set(outage=True)
     try:
-        change = services.request_offload("down", _spec(), ALICE)
+        change = request_offload("down", _spec(), ALICE)
     finally:
         sandbox.faults.clear()
     change.refresh_from_db()
@@ -281,7 +284,7 @@ def test_transient_errors_are_retried_up_to_the_limit_then_fail_visibly(sandbox:
 
 def test_an_object_deleted_and_created_again_is_a_conflict_even_at_the_same_generation(sandbox: Any, k8s: Any) -> None:
     _make_namespace(k8s, "reborn")
-    services.request_offload("reborn", _spec(), ALICE)
+    request_offload("reborn", _spec(), ALICE)
     _settle("reborn", ("Ready",))
     seen = Namespace.objects.get(name="reborn")
     k8s.custom.delete_namespaced_custom_object(GROUP, VERSION, "reborn", PLURAL, "offloading")
@@ -299,7 +302,7 @@ def test_an_object_deleted_and_created_again_is_a_conflict_even_at_the_same_gene
         namespace="reborn", action="update", desired_spec=_spec(podOffloadingStrategy="Remote"),
         base_generation=seen.offloading_generation, base_uid=seen.offloading_uid, requester_name="alice",
     )  # fmt: skip
-    assert services.apply_change(change.pk) == ChangeState.CONFLICT
+    assert apply_change(change.pk) == ChangeState.CONFLICT
     change.refresh_from_db()
     assert "deleted and created again" in change.message
     obj = k8s.custom.get_namespaced_custom_object(GROUP, VERSION, "reborn", PLURAL, "offloading")
@@ -314,7 +317,7 @@ def test_a_conflicting_offload_leaves_the_namespace_unlabelled(sandbox: Any, k8s
         {"apiVersion": f"{GROUP}/{VERSION}", "kind": "NamespaceOffloading", "metadata": {"name": "offloading"},
          "spec": _spec(podOffloadingStrategy="Local")},
     )  # fmt: skip
-    change = services.request_offload("racey", _spec(), ALICE, label_namespace=True)
+    change = request_offload("racey", _spec(), ALICE, label_namespace=True)
     change.refresh_from_db()
     assert change.state == ChangeState.CONFLICT
     labels = k8s.core.read_namespace("racey").metadata.labels or {}
@@ -323,7 +326,7 @@ def test_a_conflicting_offload_leaves_the_namespace_unlabelled(sandbox: Any, k8s
 
 def test_an_offload_with_the_label_option_labels_the_namespace(sandbox: Any, k8s: Any) -> None:
     _make_namespace(k8s, "labelled")
-    change = services.request_offload("labelled", _spec(), ALICE, label_namespace=True)
+    change = request_offload("labelled", _spec(), ALICE, label_namespace=True)
     change.refresh_from_db()
     assert change.state == ChangeState.APPLIED
     namespace = k8s.core.read_namespace("labelled").metadata
@@ -344,7 +347,7 @@ def test_a_broker_failure_after_commit_loses_nothing_and_does_not_fail_the_reque
     app.conf.update(task_always_eager=False, broker_url=f"redis://127.0.0.1:{free_port()}/0")
     _reset_producers(app)
     try:
-        change = services.request_offload("nobroker", _spec(), ALICE)
+        change = request_offload("nobroker", _spec(), ALICE)
     finally:
         app.conf.update(task_always_eager=saved[0], broker_url=saved[1])
         _reset_producers(app)
@@ -352,7 +355,7 @@ def test_a_broker_failure_after_commit_loses_nothing_and_does_not_fail_the_reque
     assert change.state == ChangeState.QUEUED
     assert AuditEvent.objects.filter(change=change, action=AuditAction.REQUESTED).count() == 1
     settings.LIQO_DASH = {**settings.LIQO_DASH, "STUCK_AFTER": 0}
-    assert services.sweep() == 1  # the outbox sweeper sends it again (run eagerly here)
+    assert sweep() == 1  # the outbox sweeper sends it again (run eagerly here)
     change.refresh_from_db()
     assert change.state == ChangeState.APPLIED
 
@@ -363,13 +366,11 @@ def test_a_conflict_is_resolved_by_applying_the_same_change_over_the_current_ver
     from django.urls import reverse
 
     _make_namespace(k8s, "contested")
-    services.request_offload("contested", _spec(), ALICE)
+    request_offload("contested", _spec(), ALICE)
     _settle("contested", ("Ready",))
     generation = Namespace.objects.get(name="contested").offloading_generation
-    services.request_offload("contested", _spec(podOffloadingStrategy="Remote"), ALICE, expected_generation=generation)
-    loser = services.request_offload(
-        "contested", _spec(podOffloadingStrategy="Local"), BOB, expected_generation=generation
-    )
+    request_offload("contested", _spec(podOffloadingStrategy="Remote"), ALICE, expected_generation=generation)
+    loser = request_offload("contested", _spec(podOffloadingStrategy="Local"), BOB, expected_generation=generation)
     loser.refresh_from_db()
     assert loser.state == ChangeState.CONFLICT
     page = admin_client.get(reverse("offloading:change_status", args=[loser.pk])).content.decode()

@@ -32,7 +32,11 @@ from django.db import connection
 from django.db.models import Sum
 from kubernetes.client.rest import ApiException
 
-from offloading import kube, services
+from offloading import kube
+from offloading.changes.apply import apply_change
+from offloading.changes.queue import enqueue_apply
+from offloading.changes.requests import request_offload
+from offloading.changes.snapshot import refresh
 from offloading.choices import AuditAction, ChangeAction, ChangeState, Source
 from offloading.context import Actor
 from offloading.liqo.spec import normalize_spec
@@ -178,7 +182,7 @@ def _spec(i: int) -> dict[str, Any]:
 def _create_namespaces(k8s: Any, names: list[str]) -> None:
     for name in names:
         k8s.core.create_namespace({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
-    report = services.refresh()
+    report = refresh()
     assert report.ok, report.error
     assert Namespace.objects.filter(name__in=names).count() == len(names)
 
@@ -281,7 +285,7 @@ def _report(name: str, **figures: Any) -> None:
 def test_a_worker_killed_mid_run_loses_no_change_and_applies_none_twice(reliable: Any, sandbox: Any, k8s: Any) -> None:
     names = [f"kill-{i:03d}" for i in range(100)]
     _create_namespaces(k8s, names)
-    changes = [services.request_offload(name, _spec(i), ALICE) for i, name in enumerate(names)]
+    changes = [request_offload(name, _spec(i), ALICE) for i, name in enumerate(names)]
     ids = [c.pk for c in changes]
     # Slow every API call down (an apply makes two) so that the kill lands in the middle of an apply.
     sandbox.faults.set(latency=0.1)
@@ -338,7 +342,7 @@ def test_a_redis_restart_mid_run_loses_no_change_and_applies_none_twice(
 ) -> None:
     names = [f"redis-{i:03d}" for i in range(100)]
     _create_namespaces(k8s, names)
-    changes = [services.request_offload(name, _spec(i), BOB) for i, name in enumerate(names)]
+    changes = [request_offload(name, _spec(i), BOB) for i, name in enumerate(names)]
     ids = [c.pk for c in changes]
     sandbox.faults.set(latency=0.03)
 
@@ -388,7 +392,7 @@ def test_changes_converge_through_5xx_and_timeouts_and_a_webhook_denial_fails_at
     _create_namespaces(k8s, [*names, "strict"])
     reliable.start_worker("worker")
     reliable.start_beat()
-    strict = services.request_offload("strict", {**_spec(1), "namespaceMappingStrategy": "EnforceSameName"}, ALICE)
+    strict = request_offload("strict", {**_spec(1), "namespaceMappingStrategy": "EnforceSameName"}, ALICE)
     wait_until(lambda: _all_terminal([strict.pk]), 30, message="the first offload of strict")
     strict.refresh_from_db()
     assert strict.state == ChangeState.APPLIED, strict.message
@@ -397,7 +401,7 @@ def test_changes_converge_through_5xx_and_timeouts_and_a_webhook_denial_fails_at
     faults = {"error_rate": 0.3, "timeout_rate": 0.05, "timeout_seconds": 2.0}
     sandbox.faults.set(**faults)
     started = time.monotonic()
-    changes = [services.request_offload(name, _spec(i), BOB) for i, name in enumerate(names)]
+    changes = [request_offload(name, _spec(i), BOB) for i, name in enumerate(names)]
     ids = [c.pk for c in changes]
     wait_until(lambda: _all_terminal(ids), 120, message="every change to finish despite the faults")
     converged = time.monotonic()
@@ -411,8 +415,7 @@ def test_changes_converge_through_5xx_and_timeouts_and_a_webhook_denial_fails_at
     # denies (the mapping strategy is immutable) is inserted directly, bypassing our validation.
     sandbox.faults.set(**faults, path_contains="/namespaces/flaky-")
     updates = [
-        services.request_offload(name, {**_spec(i), "podOffloadingStrategy": "Remote"}, BOB)
-        for i, name in enumerate(names)
+        request_offload(name, {**_spec(i), "podOffloadingStrategy": "Remote"}, BOB) for i, name in enumerate(names)
     ]
     generation = _get_offloading(k8s, "strict")["metadata"]["generation"]
     denied = ChangeRequest.objects.create(
@@ -422,7 +425,7 @@ def test_changes_converge_through_5xx_and_timeouts_and_a_webhook_denial_fails_at
         base_generation=generation,
         requester_name="mallory",
     )
-    services._enqueue(denied.pk)
+    enqueue_apply(denied.pk)
     wait_until(lambda: _all_terminal([denied.pk]), 30, message="the denied change to fail")
     denied.refresh_from_db()
     update_ids = [c.pk for c in updates]
@@ -468,7 +471,7 @@ def test_racing_edits_of_one_namespace_lose_no_update_and_every_loser_ends_in_co
     _create_namespaces(k8s, ["race"])
     reliable.start_worker("worker")
     reliable.start_beat()
-    first = services.request_offload("race", _spec(0), ALICE)
+    first = request_offload("race", _spec(0), ALICE)
     wait_until(lambda: _all_terminal([first.pk]), 30, message="the first offload")
     first.refresh_from_db()
     assert first.state == ChangeState.APPLIED, first.message
@@ -493,9 +496,7 @@ def test_racing_edits_of_one_namespace_lose_no_update_and_every_loser_ends_in_co
                         {"matchExpressions": [{"key": "edit", "operator": "In", "values": [f"{actor.user_name}-{r}"]}]}
                     ]},
                 }  # fmt: skip
-                submitted[actor.user_name].append(
-                    services.request_offload("race", spec, actor, expected_generation=base + r)
-                )
+                submitted[actor.user_name].append(request_offload("race", spec, actor, expected_generation=base + r))
         finally:
             connection.close()
 
@@ -557,25 +558,25 @@ def test_a_refresh_that_listed_before_an_apply_does_not_report_it_as_drift(
     sandbox: Any, k8s: Any, monkeypatch: Any
 ) -> None:
     _create_namespaces(k8s, ["shop"])
-    services.refresh()  # past the first refresh, which only learns the state
+    refresh()  # past the first refresh, which only learns the state
     # Recorded only: the test transaction never commits, so nothing is enqueued.
-    change = services.request_offload("shop", _spec(0), ALICE)
+    change = request_offload("shop", _spec(0), ALICE)
     list_offloadings = kube.list_offloadings
 
     def list_then_apply() -> Any:
         listed = list_offloadings()
         # A worker applies the change after this refresh listed the offloadings, before it stores them.
-        assert services.apply_change(change.pk) == ChangeState.APPLIED
+        assert apply_change(change.pk) == ChangeState.APPLIED
         return listed
 
     monkeypatch.setattr(kube, "list_offloadings", list_then_apply)
-    report = services.refresh()
+    report = refresh()
     monkeypatch.undo()
     assert report.ok and report.drift == 0, report
     assert not AuditEvent.objects.filter(source=Source.EXTERNAL).exists(), "our own apply reported as drift"
     shop = Namespace.objects.get(name="shop")
     assert shop.offloaded and shop.offloading_spec == change.desired_spec, "the stale LIST put the old state back"
-    report = services.refresh()
+    report = refresh()
     assert report.ok and report.drift == 0
     assert Namespace.objects.get(name="shop").offloading_spec == change.desired_spec
 
@@ -636,7 +637,7 @@ def test_changes_made_with_kubectl_show_up_as_drift_with_the_field_manager(
     _create_namespaces(k8s, ["kube-a", "kube-b"])
     reliable.start_worker("worker")
     reliable.start_beat()
-    ours = services.request_offload("kube-a", _spec(1), ALICE)
+    ours = request_offload("kube-a", _spec(1), ALICE)
     wait_until(lambda: _all_terminal([ours.pk]), 30, message="our offload")
     ours.refresh_from_db()
     assert ours.state == ChangeState.APPLIED, ours.message
@@ -670,7 +671,7 @@ def test_changes_made_with_kubectl_show_up_as_drift_with_the_field_manager(
     assert kube_a.offloading_managed_by == "kubectl-patch"
 
     # An edit of ours based on the drifted object applies, and is not drift.
-    again = services.request_offload("kube-a", _spec(2), ALICE, expected_generation=kube_a.offloading_generation)
+    again = request_offload("kube-a", _spec(2), ALICE, expected_generation=kube_a.offloading_generation)
     wait_until(lambda: _all_terminal([again.pk]), 30, message="our edit after the drift")
     again.refresh_from_db()
     assert again.state == ChangeState.APPLIED, again.message

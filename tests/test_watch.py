@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from offloading import services
+from offloading.changes.snapshot import refresh
 from offloading.choices import AuditAction, Source
 from offloading.management.commands.watch_cluster import KindWatcher
 from offloading.models import AuditEvent, Namespace
@@ -22,7 +22,7 @@ GROUP, VERSION, PLURAL = "offloading.liqo.io", "v1beta1", "namespaceoffloadings"
 
 @pytest.fixture
 def watcher(sandbox: Any) -> Iterator[KindWatcher]:
-    services.refresh()
+    refresh()
     stop = threading.Event()
     thread = KindWatcher("namespaceoffloadings", stop, timeout_seconds=5)
     thread.start()
@@ -35,7 +35,7 @@ def watcher(sandbox: Any) -> Iterator[KindWatcher]:
 
 def test_an_offloading_created_elsewhere_reaches_the_snapshot_through_the_watch(watcher: KindWatcher, k8s: Any) -> None:
     k8s.core.create_namespace({"metadata": {"name": "watched"}})
-    services.refresh()  # the namespace itself (a namespace event would trigger this refresh too)
+    refresh()  # the namespace itself (a namespace event would trigger this refresh too)
     k8s.custom.create_namespaced_custom_object(
         GROUP,
         VERSION,
@@ -66,7 +66,7 @@ def test_the_watch_survives_an_outage_and_resumes(
     watcher: KindWatcher, k8s: Any, sandbox: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     k8s.core.create_namespace({"metadata": {"name": "resumed"}})
-    services.refresh()
+    refresh()
     assert watcher.lists == 1
     caplog.set_level(logging.WARNING, logger="offloading.watch")
     sandbox.faults.set(outage=True)  # also ends the open watch

@@ -6,10 +6,10 @@ from typing import Any
 
 from rest_framework import serializers
 
+from offloading.changes.requests import validate
 from offloading.liqo.selectors.liqoctl import cluster_selector
 from offloading.liqo.selectors.requirements import SelectorError
 
-from .. import services
 from ..liqo import constants as liqo
 from ..models import (
     AuditEvent,
@@ -154,7 +154,7 @@ class OffloadSerializer(SpecSerializer):
             # refuse the change); omitted mutable ones keep theirs too, as with a PATCH.
             for key, value in (namespace.offloading_spec or {}).items():
                 spec.setdefault(key, value)
-        checked = services.validate(namespace, spec)
+        checked = validate(namespace, spec)
         if checked.errors:
             raise serializers.ValidationError(checked.errors)
         attrs["spec"] = checked.spec

@@ -14,7 +14,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from .. import services
+from offloading.changes.bulk import plan_bulk, request_bulk
+from offloading.changes.errors import ChangeRejected
+from offloading.changes.preview import preview
+from offloading.changes.requests import reapply, request_offload, request_unoffload
+
 from ..context import current_actor
 from ..filtersets import NamespaceFilterSet
 from ..models import (
@@ -51,7 +55,7 @@ class SnapshotHeadersMixin:
         return response
 
 
-def _rejected(exc: services.ChangeRejected) -> ValidationError:
+def _rejected(exc: ChangeRejected) -> ValidationError:
     return ValidationError(exc.errors)
 
 
@@ -123,14 +127,14 @@ class NamespaceViewSet(SnapshotHeadersMixin, viewsets.ReadOnlyModelViewSet):
                 status=status.HTTP_412_PRECONDITION_FAILED,
             )
         try:
-            change = services.request_offload(
+            change = request_offload(
                 name,
                 data["spec"],
                 current_actor(),
                 expected_generation=expected,
                 label_namespace=data["labelNamespace"],
             )
-        except services.ChangeRejected as exc:
+        except ChangeRejected as exc:
             raise _rejected(exc)
         return Response(ChangeRequestSerializer(change).data, status=status.HTTP_202_ACCEPTED)
 
@@ -145,8 +149,8 @@ class NamespaceViewSet(SnapshotHeadersMixin, viewsets.ReadOnlyModelViewSet):
                 status=status.HTTP_412_PRECONDITION_FAILED,
             )
         try:
-            change = services.request_unoffload(name, current_actor(), expected_generation=expected)
-        except services.ChangeRejected as exc:
+            change = request_unoffload(name, current_actor(), expected_generation=expected)
+        except ChangeRejected as exc:
             raise _rejected(exc)
         return Response(ChangeRequestSerializer(change).data, status=status.HTTP_202_ACCEPTED)
 
@@ -180,7 +184,7 @@ class NamespaceViewSet(SnapshotHeadersMixin, viewsets.ReadOnlyModelViewSet):
         if pod is not None and not isinstance(pod.get("spec", {}), dict):
             return Response({"valid": False, "errors": {"pod": ["spec must be an object"]}})
         try:
-            result = services.preview(namespace, data["spec"], pod or None)
+            result = preview(namespace, data["spec"], pod or None)
         except (AttributeError, TypeError, KeyError, ValueError) as exc:
             # The sample pod is free-form input: a shape mutate_pod cannot read is the caller's error.
             return Response({"valid": False, "errors": {"pod": [f"not a pod Liqo's webhook could mutate: {exc}"]}})
@@ -223,8 +227,8 @@ class ChangeRequestViewSet(SnapshotHeadersMixin, viewsets.ReadOnlyModelViewSet):
         """Resolve a conflict: the same change again, based on the version the snapshot holds now."""
         conflicted = self.get_object()  # DRF's lookup: a malformed id is a 404, not a 500
         try:
-            change = services.reapply(conflicted.pk, current_actor())
-        except services.ChangeRejected as exc:
+            change = reapply(conflicted.pk, current_actor())
+        except ChangeRejected as exc:
             raise _rejected(exc)
         return Response(ChangeRequestSerializer(change).data, status=status.HTTP_202_ACCEPTED)
 
@@ -242,7 +246,7 @@ class BulkRequestViewSet(SnapshotHeadersMixin, mixins.CreateModelMixin, viewsets
         spec = dict(data["spec"]) if "spec" in data else None
         try:
             if data["dryRun"]:
-                plan = services.plan_bulk(
+                plan = plan_bulk(
                     data["action"],
                     data["namespaceSelector"],
                     spec,
@@ -253,10 +257,10 @@ class BulkRequestViewSet(SnapshotHeadersMixin, mixins.CreateModelMixin, viewsets
                     {"namespaces": plan.namespaces, "skipped": plan.skipped},
                     status=status.HTTP_200_OK,
                 )
-            bulk = services.request_bulk(
+            bulk = request_bulk(
                 data["action"], data["namespaceSelector"], spec, current_actor(), label_namespace=data["labelNamespace"]
             )
-        except services.ChangeRejected as exc:
+        except ChangeRejected as exc:
             errors = {("namespaceSelector" if k == "namespace_selector" else k): v for k, v in exc.errors.items()}
             raise ValidationError(errors)
         return Response(BulkRequestSerializer(bulk).data, status=status.HTTP_201_CREATED)

@@ -17,7 +17,9 @@ from typing import Any
 from django.core.management.base import BaseCommand
 from django.db import close_old_connections
 
-from offloading import kube, services
+from offloading import kube
+from offloading.changes.drift import observe_offloading
+from offloading.changes.snapshot import trigger_refresh
 from offloading.liqo import constants as liqo
 
 log = logging.getLogger("offloading.watch")
@@ -43,7 +45,7 @@ class KindWatcher(threading.Thread):
                     self.resource_version = kube.current_resource_version(self.kind)
                     self.lists += 1
                     # Whatever happened before this version is only known from a full list.
-                    services.trigger_refresh()
+                    trigger_refresh()
                 for event_type, obj in kube.watch(self.kind, self.resource_version, self.timeout_seconds):
                     failures = 0
                     version = (obj.get("metadata") or {}).get("resourceVersion")
@@ -75,9 +77,9 @@ class KindWatcher(threading.Thread):
             if meta.get("name") != liqo.OFFLOADING_NAME:
                 return
             observed = None if event_type == "DELETED" else obj
-            if services.observe_offloading(meta.get("namespace", ""), observed):
+            if observe_offloading(meta.get("namespace", ""), observed):
                 return
-        services.trigger_refresh()
+        trigger_refresh()
 
 
 class Command(BaseCommand):

@@ -1,0 +1,249 @@
+"""Applying a change on the worker: claim it (conditional UPDATE with a lease), push it, record the outcome,
+retry transient errors with backoff, start the next change of the namespace."""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.core.cache import cache
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from offloading import kube
+from offloading.changes.push import Conflict, Waiting, push_delete, push_spec
+from offloading.changes.queue import enqueue_apply, enqueue_await_deletion
+from offloading.changes.rows import mark_namespace_unoffloaded, store_offloading
+from offloading.changes.snapshot import trigger_refresh
+from offloading.choices import AuditAction, ChangeAction, ChangeState
+from offloading.liqo.spec import normalize_spec
+from offloading.models import (
+    AuditEvent,
+    ChangeRequest,
+)
+
+log = logging.getLogger(__name__)
+
+
+def finish(change_id: int, state: str, message: str, **fields: Any) -> bool:
+    """Move an applying change to a terminal state and audit it, exactly once."""
+    now = timezone.now()
+    with transaction.atomic():
+        done = ChangeRequest.objects.filter(pk=change_id, state=ChangeState.APPLYING).update(
+            state=state, message=message, finished_at=now, updated_at=now, **fields
+        )
+        if not done:
+            return False
+        change = ChangeRequest.objects.get(pk=change_id)
+        action = {
+            ChangeState.APPLIED: AuditAction.APPLIED,
+            ChangeState.FAILED: AuditAction.FAILED,
+            ChangeState.CONFLICT: AuditAction.CONFLICT,
+        }[state]
+        AuditEvent.objects.create(
+            user_id=change.requester_id,
+            user_name=change.requester_name,
+            source=change.source,
+            request_id=change.request_id,
+            action=action,
+            namespace=change.namespace,
+            change=change,
+            before=change.base_spec,
+            after=change.desired_spec if change.action != ChangeAction.UNOFFLOAD else None,
+            outcome=state,
+            message=message,
+        )
+    return True
+
+
+def _lock_key(namespace: str) -> str:
+    return f"liqo-dash:ns-lock:{namespace}"
+
+
+def claim(change_id: int) -> ChangeRequest | None:
+    """Claim a queued change for this worker (conditional UPDATE). Returns None when another worker
+    has it, it is finished, or an older change of the same namespace must go first."""
+    change = ChangeRequest.objects.filter(pk=change_id).first()
+    if change is None or change.is_terminal:
+        return None
+    older = ChangeRequest.objects.filter(
+        namespace=change.namespace, state__in=ChangeState.pending(), id__lt=change.pk
+    ).exists()
+    if older:
+        # Per-namespace order: this one waits for the older change of the same namespace. No polling:
+        # the older change enqueues it when it finishes (start_next), and the sweeper is the safety
+        # net if that message is lost.
+        return None
+    now = timezone.now()
+    lease_expired = now - timedelta(seconds=settings.LIQO_DASH["STUCK_AFTER"])
+    claimed = ChangeRequest.objects.filter(pk=change_id, state=ChangeState.QUEUED).update(
+        state=ChangeState.APPLYING, claimed_at=now, updated_at=now, attempts=F("attempts") + 1
+    ) or ChangeRequest.objects.filter(pk=change_id, state=ChangeState.APPLYING, updated_at__lt=lease_expired).update(
+        claimed_at=now, updated_at=now, attempts=F("attempts") + 1
+    )
+    if not claimed:
+        return None
+    return ChangeRequest.objects.get(pk=change_id)
+
+
+def apply_change(change_id: int) -> str:
+    """Push one change to the cluster. Idempotent: the object carries the id of the change that last
+    wrote it, so a redelivered task recognises its own earlier write. Returns the resulting state."""
+    change = claim(change_id)
+    if change is None:
+        return "skipped"
+    owner = f"{change.pk}:{random.random()}"
+    # Why: the sweeper may re-enqueue a change whose worker is only slow; the per-namespace lock keeps
+    # two workers from writing the same namespace at once. Only its owner releases it. It lasts as
+    # long as the claim's lease, so a killed worker's lock is gone when its claim can be taken over
+    # (writes stay safe without it: they are resourceVersion-checked and carry the change id).
+    lease = max(1, int(settings.LIQO_DASH["STUCK_AFTER"]))
+    if not cache.add(_lock_key(change.namespace), owner, timeout=lease):
+        _requeue(change, "another worker is writing this namespace", countdown=1.0, count_attempt=False)
+        return ChangeState.QUEUED
+    followups: list[Callable[[], None]] = []
+    try:
+        state = _apply_claimed(change, followups)
+    finally:
+        if cache.get(_lock_key(change.namespace)) == owner:
+            cache.delete(_lock_key(change.namespace))
+    # Enqueue follow-up tasks only once the lock is released (an eager run executes them at once).
+    for followup in followups:
+        followup()
+    if state in ChangeState.terminal():
+        start_next(change.namespace)
+    return state
+
+
+def start_next(namespace: str) -> None:
+    """Enqueue the next queued change of ``namespace`` now that the one before it finished (changes
+    waiting behind an older one do not poll; see :func:`claim`)."""
+    first = (
+        ChangeRequest.objects.filter(namespace=namespace, state__in=ChangeState.pending())
+        .order_by("id")
+        .values_list("pk", "state")
+        .first()
+    )
+    if first is not None and first[1] == ChangeState.QUEUED:
+        enqueue_apply(first[0])
+
+
+def _requeue(
+    change: ChangeRequest,
+    message: str,
+    countdown: float,
+    count_attempt: bool = True,
+    followups: list[Callable[[], None]] | None = None,
+) -> None:
+    # updated_at is when the change is next due: the sweeper leaves it alone during its backoff.
+    due = timezone.now() + timedelta(seconds=countdown)
+    fields: dict[str, Any] = {"state": ChangeState.QUEUED, "message": message, "updated_at": due}
+    if not count_attempt:
+        fields["attempts"] = F("attempts") - 1
+    if ChangeRequest.objects.filter(pk=change.pk, state=ChangeState.APPLYING).update(**fields):
+        enqueue = lambda: enqueue_apply(change.pk, countdown=countdown)  # noqa: E731
+        if followups is None:
+            enqueue()
+        else:
+            followups.append(enqueue)
+
+
+def _backoff(attempt: int) -> float:
+    base = float(settings.LIQO_DASH["APPLY_RETRY_BASE"])
+    return min(60.0, base * (2 ** max(0, attempt - 1))) * random.uniform(0.5, 1.5)
+
+
+def _apply_claimed(change: ChangeRequest, followups: list[Callable[[], None]]) -> str:
+    try:
+        if change.action == ChangeAction.UNOFFLOAD:
+            result = push_delete(change)
+        else:
+            result = push_spec(change)
+    except Waiting:
+        ChangeRequest.objects.filter(pk=change.pk).update(
+            message="Waiting for Liqo to remove the remote namespaces", updated_at=timezone.now()
+        )
+        followups.append(lambda: enqueue_await_deletion(change.pk, countdown=1.0))
+        return ChangeState.APPLYING
+    except Conflict as exc:
+        found = normalize_spec(exc.found["spec"]) if exc.found and "spec" in exc.found else None
+        finish(change.pk, ChangeState.CONFLICT, str(exc), conflict_spec=found)
+        trigger_refresh()
+        return ChangeState.CONFLICT
+    except kube.KubeError as exc:
+        retrying_for = (timezone.now() - change.created_at).total_seconds()
+        if (
+            exc.transient
+            and change.attempts < settings.LIQO_DASH["APPLY_MAX_RETRIES"]
+            and retrying_for < settings.LIQO_DASH["APPLY_RETRY_FOR"]
+        ):
+            _requeue(
+                change,
+                f"retrying after a transient error: {exc.message}",
+                _backoff(change.attempts),
+                followups=followups,
+            )
+            return ChangeState.QUEUED
+        finish(change.pk, ChangeState.FAILED, exc.message)
+        trigger_refresh()
+        return ChangeState.FAILED
+    obj, warnings = result
+    fields: dict[str, Any] = {"warnings": list(dict.fromkeys([*change.warnings, *warnings]))}
+    if obj:
+        store_offloading(change.namespace, obj)
+        meta = obj.get("metadata") or {}
+        fields.update(result_resource_version=meta.get("resourceVersion", ""), result_generation=meta.get("generation"))
+    finish(change.pk, ChangeState.APPLIED, _applied_message(change), **fields)
+    trigger_refresh()
+    return ChangeState.APPLIED
+
+
+def _applied_message(change: ChangeRequest) -> str:
+    return {
+        ChangeAction.OFFLOAD: "NamespaceOffloading created",
+        ChangeAction.UPDATE: "NamespaceOffloading updated",
+        ChangeAction.UNOFFLOAD: "NamespaceOffloading deleted and gone",
+    }[ChangeAction(change.action)]
+
+
+def await_deletion(change_id: int) -> str:
+    """Poll until the deleted NamespaceOffloading is gone (Liqo removes its finalizer once the
+    remote namespaces are deleted), then report the unoffload as applied."""
+    change = ChangeRequest.objects.filter(pk=change_id, state=ChangeState.APPLYING).first()
+    if change is None:
+        return "skipped"
+    # Poll a few times within this task before handing over to a new one: cheap on the broker, and
+    # it keeps eager (in-process) runs from recursing.
+    current: dict[str, Any] | None = {}
+    for _ in range(10):
+        try:
+            current = kube.get_offloading(change.namespace)
+        except kube.KubeError as exc:
+            if not exc.transient:
+                finish(change.pk, ChangeState.FAILED, exc.message)
+                start_next(change.namespace)
+                return ChangeState.FAILED
+            current = {"transient": True}
+        if current is None:
+            break
+        time.sleep(0.5)
+    if current is None:
+        mark_namespace_unoffloaded(change.namespace)
+        finish(change.pk, ChangeState.APPLIED, _applied_message(change))
+        trigger_refresh()
+        start_next(change.namespace)
+        return ChangeState.APPLIED
+    waited = (timezone.now() - (change.claimed_at or change.created_at)).total_seconds()
+    if waited > settings.LIQO_DASH["DELETE_WAIT"]:
+        finish(change.pk, ChangeState.FAILED, f"The NamespaceOffloading was still terminating after {waited:.0f}s")
+        start_next(change.namespace)
+        return ChangeState.FAILED
+    ChangeRequest.objects.filter(pk=change.pk, state=ChangeState.APPLYING).update(updated_at=timezone.now())
+    enqueue_await_deletion(change.pk, countdown=1.0)
+    return ChangeState.APPLYING

@@ -1,0 +1,102 @@
+"""Drift: the offloading changed in the cluster without a change of ours."""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from offloading import kube
+from offloading.changes.rows import actor_from_managed_fields, replace_offloading_rows
+from offloading.choices import AuditAction, ChangeAction, ChangeState, Source
+from offloading.liqo.spec import normalize_spec
+from offloading.models import (
+    AuditEvent,
+    ChangeRequest,
+    Namespace,
+    SnapshotState,
+)
+
+log = logging.getLogger(__name__)
+
+
+def record_drift(old: Namespace | None, obj: dict[str, Any] | None, now: Any) -> bool:
+    """Record an audit event when the offloading changed in the cluster without a change of ours."""
+    old_spec = old.offloading_spec if old is not None and old.offloaded else None
+    new_spec = normalize_spec(obj.get("spec") or {}) if obj else None
+    if old_spec == new_spec:
+        return False
+    name = (obj or {}).get("metadata", {}).get("namespace") or (old.name if old else "")
+    if obj is not None:
+        meta = obj.get("metadata") or {}
+        change_id = (meta.get("annotations") or {}).get(kube.CHANGE_ID_ANNOTATION, "")
+        ours = (
+            ChangeRequest.objects.filter(
+                pk=int(change_id) if change_id.isdigit() else -1,
+                namespace=name,
+                result_generation=meta.get("generation"),
+            ).exists()
+            or ChangeRequest.objects.filter(
+                pk=int(change_id) if change_id.isdigit() else -1, state__in=ChangeState.pending()
+            ).exists()
+        )
+        if ours:
+            return False
+        action = AuditAction.DRIFT_CREATED if old_spec is None else AuditAction.DRIFT_UPDATED
+        actor = actor_from_managed_fields(obj)
+    else:
+        # Ours while the unoffload is pending, and also when it gave up waiting for Liqo's finalizer
+        # (failed after DELETE_WAIT) but the deletion it started went through later.
+        recent = timezone.now() - timedelta(seconds=4 * settings.LIQO_DASH["DELETE_WAIT"])
+        ours = ChangeRequest.objects.filter(
+            Q(state__in=ChangeState.pending()) | Q(state=ChangeState.FAILED, finished_at__gte=recent),
+            namespace=name,
+            action=ChangeAction.UNOFFLOAD,
+        ).exists()
+        if ours:
+            return False
+        action = AuditAction.DRIFT_DELETED
+        actor = "unknown"
+    AuditEvent.objects.create(
+        user_name=actor,
+        source=Source.EXTERNAL,
+        action=action,
+        namespace=name,
+        before=old_spec,
+        after=new_spec,
+        outcome="observed",
+        message=f"{AuditAction(action).label} (field manager: {actor})",
+    )
+    return True
+
+
+def observe_offloading(namespace_name: str, obj: dict[str, Any] | None) -> bool:
+    """Apply one watched NamespaceOffloading event to the snapshot at once (``obj`` None: deleted),
+    recording drift as the full refresh would. Returns False when the namespace is not in the
+    snapshot yet (the caller then asks for a full refresh)."""
+    now = timezone.now()
+    with transaction.atomic():
+        # Read under the row lock, so a refresh committing the same drift meanwhile is seen.
+        old = Namespace.objects.select_for_update().filter(name=namespace_name).first()
+        if old is None:
+            return False
+        if obj is not None and _older(obj, old.offloading_resource_version):
+            return True  # a late event: the snapshot already holds something newer
+        if SnapshotState.get().last_success_at is not None:
+            record_drift(old, obj, now)
+        replace_offloading_rows({namespace_name: obj}, now)
+    return True
+
+
+def _older(obj: dict[str, Any], known_version: str) -> bool:
+    """Whether ``obj`` is older than the resourceVersion we hold. Versions are opaque in Kubernetes,
+    but etcd's (and the sandbox's) are increasing integers; anything else is never called older."""
+    version = (obj.get("metadata") or {}).get("resourceVersion", "")
+    if version.isdigit() and known_version.isdigit():
+        return int(version) < int(known_version)
+    return False

@@ -1,0 +1,122 @@
+"""What a change would do, computed from the snapshot (preview), and what the API server says of it (dry-run)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from offloading import kube
+from offloading.changes.requests import local_cluster_id
+from offloading.liqo import constants as liqo
+from offloading.liqo import peers as liqo_peers
+from offloading.liqo import webhook as liqo_webhook
+from offloading.liqo.manifest import render_manifest
+from offloading.liqo.spec import normalize_spec, remote_namespace_name
+from offloading.models import (
+    Cluster,
+    Namespace,
+    VirtualNode,
+)
+
+log = logging.getLogger(__name__)
+
+
+SAMPLE_POD: dict[str, Any] = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {"name": "sample"},
+    "spec": {"containers": [{"name": "app", "image": "registry.example/app:1.0"}]},
+}
+
+
+@dataclass
+class Preview:
+    """Everything a requester should see before submitting a spec for a namespace; computed from the
+    snapshot only (no Kubernetes call)."""
+
+    clusters: list[dict[str, Any]]
+    selected: list[str]
+    target_count: int
+    gains: list[str]
+    losses: list[str]
+    remote_namespace_name: str
+    local_cluster_id: str
+    manifest: str
+    pod_before: dict[str, Any]
+    pod_after: dict[str, Any]
+
+    @property
+    def pod_changed(self) -> bool:
+        return self.pod_after != self.pod_before
+
+
+def preview(namespace: Namespace, spec: dict[str, Any], pod: dict[str, Any] | None = None) -> Preview:
+    """Which clusters ``spec`` selects for ``namespace`` and why the others are excluded, what is gained
+    and lost compared with now, the remote name, the manifest liqoctl would print, and how Liqo's
+    webhook would mutate ``pod`` (a sample pod by default)."""
+    virtual_nodes = [(vn.cluster_id, vn.name, vn.labels) for vn in VirtualNode.objects.order_by("namespace", "name")]
+    selection = liqo_peers.select_clusters(spec.get("clusterSelector"), virtual_nodes)
+    known = set(Cluster.objects.values_list("cluster_id", flat=True))
+    rows = []
+    for cluster_id in sorted(set(selection) | known):
+        entry = selection.get(cluster_id)
+        if entry is None:
+            entry = {"selected": False, "explanations": [], "disagree": False, "error": None, "reached": False}
+            note = "no virtual node: Liqo cannot offload to this cluster"
+        elif not entry["reached"]:
+            note = "not evaluated: Liqo stopped at an earlier cluster whose selector evaluation failed"
+        else:
+            note = ""
+        rows.append({"cluster_id": cluster_id, "note": note, **entry})
+    selected = [r["cluster_id"] for r in rows if r["selected"]]
+    before = set()
+    if namespace.offloaded:
+        before = set(namespace.cluster_states.filter(selected=True).values_list("cluster_id", flat=True))
+    local_id = local_cluster_id()
+    sample = pod or SAMPLE_POD
+    return Preview(
+        clusters=rows,
+        selected=selected,
+        target_count=len(selection),
+        gains=sorted(set(selected) - before) if namespace.offloaded else [],
+        losses=sorted(before - set(selected)) if namespace.offloaded else [],
+        remote_namespace_name=remote_namespace_name(namespace.name, local_id or "<local-cluster-id>", spec),
+        local_cluster_id=local_id,
+        manifest=render_manifest(namespace.name, spec, "yaml"),
+        pod_before=sample,
+        pod_after=liqo_webhook.mutate_pod(spec, sample),
+    )
+
+
+@dataclass
+class DryRun:
+    """What the API server said about a change without persisting it (``dryRun=All``)."""
+
+    errors: list[str]
+    warnings: list[str]
+    checked: bool  # False when the API server could not be asked (the change can still be queued)
+
+
+def dry_run(namespace_name: str, spec: dict[str, Any]) -> DryRun:
+    """Ask the API server (and so Liqo's validating webhook) whether it would accept ``spec`` now.
+    Only denials count as errors; an unreachable API server only means we could not check."""
+    body: dict[str, Any] = {
+        "apiVersion": f"{liqo.GROUP}/{liqo.VERSION}",
+        "kind": "NamespaceOffloading",
+        "metadata": {"name": liqo.OFFLOADING_NAME, "namespace": namespace_name},
+        "spec": normalize_spec(spec),
+    }
+    try:
+        current = kube.get_offloading(namespace_name, timeout=kube.DRY_RUN_TIMEOUT)
+        if current is None:
+            result = kube.create_offloading(namespace_name, body, dry_run=True)
+        else:
+            body["metadata"]["resourceVersion"] = (current.get("metadata") or {}).get("resourceVersion")
+            body["metadata"]["annotations"] = (current.get("metadata") or {}).get("annotations") or {}
+            result = kube.replace_offloading(namespace_name, body, dry_run=True)
+    except kube.KubeError as exc:
+        if exc.kind in ("invalid", "forbidden", "not_found"):
+            return DryRun([exc.message], [], True)
+        return DryRun([], [], False)
+    return DryRun([], result.warnings, True)

@@ -1,0 +1,39 @@
+"""Sending work to the Celery worker by task name, so that nothing imports ``offloading.tasks`` (the tasks
+are thin wrappers that call the use cases; they are found by Celery's autodiscovery)."""
+
+from __future__ import annotations
+
+import logging
+
+from celery import current_app
+
+log = logging.getLogger(__name__)
+
+APPLY_CHANGE = "offloading.tasks.apply_change"
+AWAIT_DELETION = "offloading.tasks.await_deletion"
+REFRESH = "offloading.tasks.refresh"
+
+
+def send(task_name: str, *args: int, countdown: float | None = None) -> None:
+    """Send ``task_name`` with ``args``. With CELERY_TASK_ALWAYS_EAGER (tests) the task runs here, so
+    Celery's loader must have found it first (autodiscovery, as a worker does at start)."""
+    if current_app.conf.task_always_eager and task_name not in current_app.tasks:
+        current_app.loader.import_default_modules()
+    current_app.signature(task_name, args=args).apply_async(countdown=countdown or None)
+
+
+def enqueue_apply(change_id: int, countdown: float = 0) -> None:
+    """Send the apply task. A broker failure is logged, not raised: the change is already recorded
+    (the outbox), and the sweeper sends it again once the broker is back."""
+    try:
+        send(APPLY_CHANGE, change_id, countdown=countdown)
+    except Exception:  # noqa: BLE001 - kombu/redis raise many types; none may fail the request
+        log.warning("could not enqueue change %s; the sweeper will retry it", change_id, exc_info=True)
+
+
+def enqueue_await_deletion(change_id: int, countdown: float = 1.0) -> None:
+    send(AWAIT_DELETION, change_id, countdown=countdown)
+
+
+def enqueue_refresh(countdown: float = 0.5) -> None:
+    send(REFRESH, countdown=countdown)

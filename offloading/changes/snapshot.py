@@ -1,0 +1,254 @@
+"""The snapshot refresh: a constant number of paginated LISTs written into the snapshot tables."""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from django.core.cache import cache
+from django.db import transaction
+from django.utils import timezone
+
+from offloading import kube
+from offloading.changes.drift import record_drift
+from offloading.changes.queue import enqueue_refresh
+from offloading.changes.rows import NOT_OFFLOADED, parse_time, replace_offloading_rows
+from offloading.liqo import constants as liqo
+from offloading.liqo import peers as liqo_peers
+from offloading.liqo.selectors.match import virtual_node_labels
+from offloading.liqo.spec import local_cluster_id_from
+from offloading.models import (
+    Cluster,
+    Namespace,
+    SnapshotState,
+    VirtualNode,
+)
+
+log = logging.getLogger(__name__)
+
+
+_REFRESH_LOCK = "liqo-dash:refresh-lock"
+
+
+_REFRESH_REQUESTED = "liqo-dash:refresh-requested"
+
+
+_REFRESH_AGAIN = "liqo-dash:refresh-again"
+
+
+def trigger_refresh() -> None:
+    """Ask for a refresh soon; many triggers within a second coalesce into one refresh."""
+    if cache.add(_REFRESH_REQUESTED, 1, timeout=5):
+        transaction.on_commit(lambda: enqueue_refresh(countdown=0.5))
+
+
+@dataclass
+class RefreshReport:
+    ok: bool
+    list_calls: int = 0
+    clusters: int = 0
+    namespaces: int = 0
+    offloadings: int = 0
+    changed: int = 0
+    drift: int = 0
+    error: str = ""
+
+
+def refresh_once() -> RefreshReport | None:
+    """Run :func:`refresh` unless one is already running anywhere; a refresh asked for meanwhile
+    runs right after the current one (so no trigger is lost). Returns None when it only queued."""
+    owner = f"{time.monotonic()}:{random.random()}"
+    # Why 60 s: a killed worker's lock must not hold refreshes back for long; a refresh of 10,000
+    # namespaces takes a few seconds, and an expired lock only allows two refreshes at once.
+    if not cache.add(_REFRESH_LOCK, owner, timeout=60):
+        cache.set(_REFRESH_AGAIN, 1, timeout=300)
+        return None
+    # A trigger that arrives from now on must schedule another refresh: this one may list too early.
+    cache.delete(_REFRESH_REQUESTED)
+    try:
+        return refresh()
+    finally:
+        if cache.get(_REFRESH_LOCK) == owner:
+            cache.delete(_REFRESH_LOCK)
+        if cache.delete(_REFRESH_AGAIN):
+            enqueue_refresh(countdown=0.2)
+
+
+def refresh() -> RefreshReport:
+    """Rebuild the snapshot from a constant number of paginated LIST calls; record drift."""
+    started = time.monotonic()
+    now = timezone.now()
+    SnapshotState.objects.get_or_create(pk=1)
+    SnapshotState.objects.filter(pk=1).update(last_attempt_at=now)
+    try:
+        listed = {
+            "fc": kube.list_foreign_clusters(),
+            "vn": kube.list_virtual_nodes(),
+            "nodes": kube.list_virtual_node_nodes(),
+            "ns": kube.list_namespaces(),
+            "nsoff": kube.list_offloadings(),
+        }
+    except kube.KubeError as exc:
+        SnapshotState.objects.filter(pk=1).update(last_error=exc.message)
+        return RefreshReport(ok=False, error=exc.message)
+    calls = sum(result.calls for result in listed.values())
+    report = RefreshReport(ok=True, list_calls=calls)
+    with transaction.atomic():
+        report.clusters = _store_clusters(listed["fc"].items, listed["vn"].items, listed["nodes"].items, now)
+        report.namespaces, report.offloadings, report.changed, report.drift = _store_namespaces(
+            listed["ns"].items, listed["nsoff"].items, now
+        )
+        discovered = _discover_local_cluster_id(listed["nsoff"].items)
+        updates: dict[str, Any] = {
+            "last_success_at": now,
+            "last_error": "",
+            "last_duration_ms": int((time.monotonic() - started) * 1000),
+            "last_list_calls": calls,
+        }
+        if discovered:
+            updates["local_cluster_id"] = discovered
+        SnapshotState.objects.filter(pk=1).update(**updates)
+    return report
+
+
+def _store_clusters(
+    foreign_clusters: list[dict[str, Any]], virtual_nodes: list[dict[str, Any]], nodes: list[dict[str, Any]], now: Any
+) -> int:
+    rows = []
+    for fc in foreign_clusters:
+        meta, spec, status = fc.get("metadata") or {}, fc.get("spec") or {}, fc.get("status") or {}
+        modules = status.get("modules") or {}
+        summary = {}
+        for module in ("networking", "authentication", "offloading"):
+            state, alerts = liqo_peers.module_status(modules.get(module))
+            summary[module] = {
+                "status": state,
+                "alerts": alerts,
+                "conditions": (modules.get(module) or {}).get("conditions") or [],
+            }
+        rows.append(
+            Cluster(
+                cluster_id=spec.get("clusterID") or meta.get("name", ""),
+                name=meta.get("name", ""),
+                role=status.get("role", "Unknown"),
+                networking_status=summary["networking"]["status"],
+                authentication_status=summary["authentication"]["status"],
+                offloading_status=summary["offloading"]["status"],
+                modules=summary,
+                api_server_url=status.get("apiServerUrl", "") or "",
+                resource_version=meta.get("resourceVersion", ""),
+                refreshed_at=now,
+            )
+        )
+    update_fields = [
+        "name", "role", "networking_status", "authentication_status", "offloading_status", "modules",
+        "api_server_url", "resource_version", "refreshed_at",
+    ]  # fmt: skip
+    Cluster.objects.bulk_create(rows, update_conflicts=True, unique_fields=["cluster_id"], update_fields=update_fields)
+    Cluster.objects.exclude(cluster_id__in=[r.cluster_id for r in rows]).delete()
+
+    nodes_by_name = {(n.get("metadata") or {}).get("name"): n for n in nodes}
+    vn_rows = []
+    for vn in virtual_nodes:
+        meta, spec = vn.get("metadata") or {}, vn.get("spec") or {}
+        cluster_id = spec.get("clusterID", "")
+        node = liqo_peers.node_of(vn, nodes_by_name)
+        vn_rows.append(
+            VirtualNode(
+                namespace=meta.get("namespace", ""),
+                name=meta.get("name", ""),
+                cluster_id=cluster_id,
+                labels=virtual_node_labels(vn, node),
+                has_node=node is not None,
+                capacity=(spec.get("resourceQuota") or {}).get("hard") or {},
+                healthy=liqo_peers.virtual_node_healthy(vn),
+                conditions=(vn.get("status") or {}).get("conditions") or [],
+                refreshed_at=now,
+            )
+        )
+    VirtualNode.objects.bulk_create(
+        vn_rows,
+        update_conflicts=True,
+        unique_fields=["namespace", "name"],
+        update_fields=["cluster_id", "labels", "has_node", "capacity", "healthy", "conditions", "refreshed_at"],
+    )
+    keep = {(v.namespace, v.name) for v in vn_rows}
+    stale = [
+        pk for pk, ns, name in VirtualNode.objects.values_list("pk", "namespace", "name") if (ns, name) not in keep
+    ]
+    VirtualNode.objects.filter(pk__in=stale).delete()
+    return len(rows)
+
+
+def _store_namespaces(
+    namespaces: list[dict[str, Any]], offloadings: list[dict[str, Any]], now: Any
+) -> tuple[int, int, int, int]:
+    baseline = SnapshotState.get().last_success_at is None
+    by_ns = {
+        (o.get("metadata") or {}).get("namespace"): o
+        for o in offloadings
+        if (o.get("metadata") or {}).get("name") == liqo.OFFLOADING_NAME
+    }
+    existing = {n.name: n for n in Namespace.objects.defer("offloading_status")}
+    rows, changed, seen = [], {}, set()
+    drift = 0
+    for item in namespaces:
+        meta = item.get("metadata") or {}
+        name = meta.get("name", "")
+        obj = by_ns.get(name)
+        old = existing.get(name)
+        row = Namespace(
+            name=name,
+            labels=meta.get("labels") or {},
+            status_phase=(item.get("status") or {}).get("phase", ""),
+            created_at=parse_time(meta.get("creationTimestamp")),
+            refreshed_at=now,
+        )
+        seen.add(name)
+        if old is None or (old.labels, old.status_phase, old.created_at) != (
+            row.labels,
+            row.status_phase,
+            row.created_at,
+        ):
+            # Only new or changed namespaces are written: a refresh of an unchanged fleet writes nothing.
+            # Offloading fields of known namespaces are written below, only where they changed.
+            if old is not None:
+                for field_name in NOT_OFFLOADED:
+                    setattr(row, field_name, getattr(old, field_name))
+            rows.append(row)
+        if old is not None and old.refreshed_at is not None and old.refreshed_at > now:
+            # Why: an apply of ours (or the watcher) wrote this namespace after our LISTs began, so the
+            # LIST may predate that write: comparing would record our own change as drift and put
+            # the old state back. The next refresh looks at it again.
+            continue
+        observed_rv = (obj.get("metadata") or {}).get("resourceVersion", "") if obj else ""
+        if old is None or old.offloading_resource_version != observed_rv:
+            changed[name] = obj
+        if not baseline and record_drift(old, obj, now):
+            drift += 1
+    update_fields = ["labels", "status_phase", "created_at", "refreshed_at"]
+    Namespace.objects.bulk_create(
+        rows, update_conflicts=True, unique_fields=["name"], update_fields=update_fields, batch_size=1000
+    )
+    gone = [name for name in existing if name not in seen]
+    if gone:
+        Namespace.objects.filter(name__in=gone).delete()
+    # The first refresh only learns the state: it has no transitions to report.
+    replace_offloading_rows(changed, now, history=not baseline)
+    return len(seen), len(by_ns), len(changed), drift
+
+
+def _discover_local_cluster_id(offloadings: list[dict[str, Any]]) -> str:
+    """The local cluster id, read from the first DefaultName offloading Liqo has named."""
+    for obj in offloadings:
+        found = local_cluster_id_from(
+            (obj.get("metadata") or {}).get("namespace", ""),
+            obj.get("spec") or {},
+            (obj.get("status") or {}).get("remoteNamespaceName", ""),
+        )
+        if found:
+            return found
+    return ""

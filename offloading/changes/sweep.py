@@ -1,0 +1,58 @@
+"""The outbox sweeper and history trimming (beat)."""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+from django.conf import settings
+from django.db.models import Count
+from django.utils import timezone
+
+from offloading.changes.queue import enqueue_apply
+from offloading.choices import ChangeState
+from offloading.models import (
+    ChangeRequest,
+    StatusTransition,
+)
+
+log = logging.getLogger(__name__)
+
+
+def sweep() -> int:
+    """Re-enqueue changes whose message was lost or whose worker died (outbox sweeper)."""
+    cutoff = timezone.now() - timedelta(seconds=settings.LIQO_DASH["STUCK_AFTER"])
+    stuck = list(
+        ChangeRequest.objects.filter(state__in=ChangeState.pending(), updated_at__lt=cutoff).values_list(
+            "pk", flat=True
+        )
+    )
+    for pk in stuck:
+        ChangeRequest.objects.filter(pk=pk, state=ChangeState.APPLYING, updated_at__lt=cutoff).update(
+            state=ChangeState.QUEUED, updated_at=timezone.now(), message="re-enqueued by the sweeper"
+        )
+        ChangeRequest.objects.filter(pk=pk, state=ChangeState.QUEUED, updated_at__lt=cutoff).update(
+            updated_at=timezone.now()
+        )
+        enqueue_apply(pk)
+    return len(stuck)
+
+
+HISTORY_PER_NAMESPACE = 200
+
+
+def trim_history(limit: int = HISTORY_PER_NAMESPACE) -> int:
+    """Keep only the newest ``limit`` status transitions of each namespace."""
+    deleted = 0
+    crowded = (
+        StatusTransition.objects.values("namespace")
+        .annotate(n=Count("id"))
+        .filter(n__gt=limit)
+        .values_list("namespace", flat=True)
+    )
+    for namespace in list(crowded):
+        keep_from = (
+            StatusTransition.objects.filter(namespace=namespace).order_by("-id").values_list("id", flat=True)[limit - 1]
+        )
+        deleted += StatusTransition.objects.filter(namespace=namespace, id__lt=keep_from).delete()[0]
+    return deleted

@@ -1,0 +1,90 @@
+"""Bulk changes by namespace label selector: form, preview, progress."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.db.models import Case, When
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_htmx.http import HttpResponseStopPolling
+
+from offloading.changes.bulk import plan_bulk, request_bulk
+from offloading.changes.errors import ChangeRejected
+from offloading.choices import ChangeState
+from offloading.context import current_actor
+from offloading.forms import BulkForm
+from offloading.models import (
+    BulkRequest,
+)
+from offloading.views.common import reject_into
+
+
+def _bulk_call(form: BulkForm, service: Any) -> Any:
+    """Call ``plan_bulk`` or ``request_bulk`` with the form's data; None (and the
+    errors on the selector field) when the service refuses."""
+    data = form.cleaned_data
+    try:
+        return service(
+            data["action"],
+            data["namespace_selector"],
+            form.spec,
+            current_actor(),
+            label_namespace=bool(data.get("label_namespace")),
+        )
+    except ChangeRejected as exc:
+        reject_into(form, exc, "namespace_selector")
+        return None
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def bulk(request: HttpRequest) -> HttpResponse:
+    form = BulkForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        created = _bulk_call(form, request_bulk)
+        if created is not None:
+            return redirect("offloading:bulk_detail", pk=created.pk)
+    return render(request, "offloading/bulk_form.html", {"form": form})
+
+
+@login_required
+@require_POST
+def bulk_preview(request: HttpRequest) -> HttpResponse:
+    form = BulkForm(request.POST)
+    context: dict[str, Any] = {"form": form}
+    if form.is_valid():
+        context["plan"] = _bulk_call(form, plan_bulk)
+    return render(request, "offloading/_bulk_preview.html", context)
+
+
+@login_required
+@require_GET
+def bulk_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    item = get_object_or_404(BulkRequest, pk=pk)
+    return render(request, "offloading/bulk_detail.html", {"bulk": item, "progress": item.progress()})
+
+
+BULK_ROWS = 100
+
+
+@login_required
+@require_GET
+def bulk_progress(request: HttpRequest, pk: int) -> HttpResponse:
+    """Polled progress bar; stops polling once every change of the bulk request is terminal."""
+    item = get_object_or_404(BulkRequest, pk=pk)
+    progress = item.progress()
+    # The unfinished and unsuccessful changes first; the table is capped so large bulks stay cheap.
+    changes = item.changes.annotate(done=Case(When(state=ChangeState.APPLIED, then=1), default=0)).order_by(
+        "done", "namespace"
+    )[:BULK_ROWS]
+    response = render(
+        request,
+        "offloading/_bulk_progress.html",
+        {"bulk": item, "progress": progress, "changes": changes, "row_limit": BULK_ROWS},
+    )
+    if progress["done"] >= progress["total"]:
+        response.status_code = HttpResponseStopPolling.status_code
+    return response

@@ -1,0 +1,200 @@
+"""Offload, edit and unoffload one namespace (with the live preview), and the change pages."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_htmx.http import HttpResponseClientRedirect, HttpResponseStopPolling
+
+from offloading.changes.errors import ChangeRejected
+from offloading.changes.preview import dry_run
+from offloading.changes.preview import preview as compute_preview
+from offloading.changes.requests import reapply, request_offload, request_unoffload
+from offloading.choices import ChangeState
+from offloading.context import current_actor
+from offloading.forms import MAPPING_HELP, POD_HELP, OffloadForm, UnoffloadForm
+from offloading.models import (
+    ChangeRequest,
+    Cluster,
+    Namespace,
+)
+from offloading.views.common import dump_yaml, reject_into, status_context
+
+
+def _offload_context(form: OffloadForm) -> dict[str, Any]:
+    namespace = form.namespace
+    return {
+        "namespace": namespace,
+        "form": form,
+        "mapping_help": MAPPING_HELP,
+        "pod_help": POD_HELP,
+        "pending": ChangeRequest.objects.filter(namespace=namespace.name, state__in=ChangeState.pending()).first(),
+    }
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def offload(request: HttpRequest, name: str) -> HttpResponse:
+    """Offload a namespace, or edit its offloading."""
+    namespace = get_object_or_404(Namespace, name=name)
+    if request.method == "POST":
+        form = OffloadForm(request.POST, namespace=namespace)
+        if form.is_valid() and form.spec is not None and _dry_run_passes(form):
+            try:
+                change = request_offload(
+                    namespace.name,
+                    form.spec,
+                    current_actor(),
+                    expected_generation=form.cleaned_data.get("expected_generation"),
+                    label_namespace=bool(form.cleaned_data.get("label_namespace")),
+                )
+            except ChangeRejected as exc:
+                reject_into(form, exc)
+            else:
+                url = reverse("offloading:change_detail", args=[change.pk])
+                return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+    else:
+        form = OffloadForm(namespace=namespace)
+    context = _offload_context(form)
+    context.update(preview_context(form) if request.method == "POST" else {})
+    return render(request, "offloading/offload_form.html", context)
+
+
+def _dry_run_passes(form: OffloadForm) -> bool:
+    """The optional server-side dry-run: a denial by the API server or Liqo's webhook goes on the form.
+    An unreachable API server does not block: the change is queued and applied when it is back."""
+    if not settings.LIQO_DASH["DRY_RUN_ON_SUBMIT"] or form.spec is None:
+        return True
+    result = dry_run(form.namespace.name, form.spec)
+    for message in result.errors:
+        form.add_error(None, f"The API server refused this change: {message}")
+    return not result.errors
+
+
+@login_required
+@require_POST
+def offload_preview(request: HttpRequest, name: str) -> HttpResponse:
+    """Live preview while typing: matched clusters and why, the manifest, the remote name, the pod
+    mutation, and validation errors. Always 200: errors are part of the preview."""
+    namespace = get_object_or_404(Namespace, name=name)
+    form = OffloadForm(request.POST, namespace=namespace)
+    form.is_valid()
+    return render(request, "offloading/_preview.html", {"form": form, "namespace": namespace, **preview_context(form)})
+
+
+def preview_context(form: OffloadForm) -> dict[str, Any]:
+    context: dict[str, Any] = {"form": form, "spec": form.spec}
+    if form.spec is None:
+        return context
+    preview = compute_preview(form.namespace, form.spec)
+    clusters = {c.cluster_id: c for c in Cluster.objects.all()}
+    for row in preview.clusters:
+        row["cluster"] = clusters.get(row["cluster_id"])
+    pod = preview.pod_after
+    context.update(
+        {
+            "cluster_rows": preview.clusters,
+            "selected_count": len(preview.selected),
+            "target_count": preview.target_count,
+            "gains": preview.gains,
+            "losses": preview.losses,
+            "node_selector_yaml": dump_yaml(form.spec.get("clusterSelector") or {"nodeSelectorTerms": []}),
+            "manifest": preview.manifest,
+            "remote_name": preview.remote_namespace_name,
+            "local_cluster_id": preview.local_cluster_id,
+            "pod_preview": {
+                "changed": preview.pod_changed,
+                "yaml": dump_yaml({k: pod["spec"][k] for k in ("affinity", "tolerations") if k in pod["spec"]}),
+            },
+            "warnings": form.warnings,
+            "selector_notes": form.selector_notes,
+        }
+    )
+    return context
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def unoffload(request: HttpRequest, name: str) -> HttpResponse:
+    namespace = get_object_or_404(Namespace, name=name)
+    if request.method == "POST":
+        form = UnoffloadForm(request.POST, namespace=namespace)
+        if form.is_valid():
+            try:
+                change = request_unoffload(
+                    namespace.name, current_actor(), expected_generation=form.cleaned_data.get("expected_generation")
+                )
+            except ChangeRejected as exc:
+                reject_into(form, exc)
+            else:
+                return redirect("offloading:change_detail", pk=change.pk)
+    else:
+        form = UnoffloadForm(namespace=namespace)
+    selected = namespace.cluster_states.filter(selected=True) if namespace.offloaded else []
+    return render(
+        request, "offloading/unoffload_confirm.html", {"namespace": namespace, "form": form, "selected": selected}
+    )
+
+
+@login_required
+@require_GET
+def change_list(request: HttpRequest) -> HttpResponse:
+    changes = ChangeRequest.objects.all()
+    state = request.GET.get("state")
+    if state in ChangeState.values:
+        changes = changes.filter(state=state)
+    page = Paginator(changes, 50).get_page(request.GET.get("page"))
+    return render(request, "offloading/change_list.html", {"page": page, "states": ChangeState.choices, "state": state})
+
+
+@login_required
+@require_GET
+def change_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    change = get_object_or_404(ChangeRequest, pk=pk)
+    namespace = Namespace.objects.filter(name=change.namespace).first()
+    return render(
+        request,
+        "offloading/change_detail.html",
+        {
+            "change": change,
+            "namespace": namespace,
+            "desired_yaml": dump_yaml(change.desired_spec) if change.desired_spec else "",
+        },
+    )
+
+
+@login_required
+@require_GET
+def change_status(request: HttpRequest, pk: int) -> HttpResponse:
+    """Polled fragment: the change's state, then the namespace's phase; 286 once both are final."""
+    change = get_object_or_404(ChangeRequest, pk=pk)
+    namespace = Namespace.objects.filter(name=change.namespace).first()
+    context = {"change": change, **(status_context(namespace) if namespace else {"namespace": None})}
+    response = render(request, "offloading/_change_status.html", context)
+    if change.is_terminal:
+        converged = change.state != ChangeState.APPLIED or namespace is None or namespace.status_settled
+        if converged:
+            response.status_code = HttpResponseStopPolling.status_code
+    return response
+
+
+@login_required
+@require_POST
+def change_reapply(request: HttpRequest, pk: int) -> HttpResponse:
+    """Resolve a conflict: ask for the same change again, based on the current version."""
+    try:
+        change = reapply(pk, current_actor())
+    except ChangeRejected as exc:
+        for field_messages in exc.errors.values():
+            for message in field_messages:
+                messages.error(request, message)
+        return redirect("offloading:change_detail", pk=pk)
+    return redirect("offloading:change_detail", pk=change.pk)
