@@ -18,6 +18,9 @@ STORAGE_AVAILABLE_LABEL = "storage.liqo.io/available"
 WEBHOOK_SKIP_LABEL = "liqo.io/webhook-skip"
 REPLICATION_LABEL = "liqo.io/replication"
 REMOTE_ID_LABEL = "liqo.io/remoteID"
+RESOURCESLICE_LABEL = "liqo.io/resourceslice-name"
+TENANT_NAMESPACE_LABEL = "liqo.io/tenant-namespace"
+CLUSTER_PROVIDER_LABEL = "liqo.io/provider"
 
 VIRTUAL_NODE_TAINT_KEY = "virtual-node.liqo.io/not-allowed"
 VIRTUAL_NODE_TAINT_VALUE = "true"
@@ -103,12 +106,18 @@ WEBHOOK_RESTRICTIVE_POD_STRATEGY_WARNING = (
     "existing pods violating this policy might still be running"
 )
 
+# The validating webhook of NamespaceOffloadings (its name appears in the API server's denial message).
+WEBHOOK_NAME = "nsoff.validate.liqo.io"
+
 # Controller event for an invalid selector (liqo-semantics.md a.5).
 INVALID_SELECTOR_EVENT_REASON = "Invalid"
 INVALID_SELECTOR_EVENT_PREFIX = "Invalid ClusterSelector: "
 
+# Namespaces every Kubernetes cluster has besides "default", and the one Liqo is installed in.
+KUBERNETES_SYSTEM_NAMESPACES = ("kube-system", "kube-public", "kube-node-lease")
+LIQO_NAMESPACE = "liqo"
 # Namespaces that the dashboard refuses to offload (Liqo itself does not check this).
-SYSTEM_NAMESPACES = ("kube-system", "kube-public", "kube-node-lease", "liqo", "liqo-system")
+SYSTEM_NAMESPACES = (*KUBERNETES_SYSTEM_NAMESPACES, LIQO_NAMESPACE, "liqo-system")
 
 # NodeSelectorRequirement operators.
 OP_IN = "In"

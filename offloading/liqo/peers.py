@@ -10,7 +10,11 @@ from .constants import REMOTE_CLUSTER_ID_LABEL
 
 HEALTHY_CONDITION_STATUSES = ("Established", "Ready")
 HEALTHY_VIRTUAL_NODE_STATUSES = ("Running", "None")
-PROVIDER_ROLES = ("Provider", "ConsumerAndProvider")
+ROLE_PROVIDER = "Provider"
+ROLE_CONSUMER = "Consumer"
+ROLE_CONSUMER_AND_PROVIDER = "ConsumerAndProvider"
+PROVIDER_ROLES = (ROLE_PROVIDER, ROLE_CONSUMER_AND_PROVIDER)
+CONSUMER_ROLES = (ROLE_CONSUMER, ROLE_CONSUMER_AND_PROVIDER)
 
 
 def module_status(module: dict[str, Any] | None) -> tuple[str, list[str]]:

@@ -128,14 +128,10 @@ def compute_status(
     deleting = bool(meta.get("deletionTimestamp"))
     names = {(nm.get("metadata") or {}).get("name") for nm in namespace_maps}
     conditions = {k: v for k, v in (old.get("remoteNamespacesConditions") or {}).items() if k in names}
-    required = ready = failed = 0
     for nm in namespace_maps:
         name = (nm.get("metadata") or {}).get("name")
         requested = namespace in ((nm.get("spec") or {}).get("desiredMapping") or {})
-        required += requested
         phase = (((nm.get("status") or {}).get("currentMapping") or {}).get(namespace) or {}).get("phase") or None
-        ready += phase == c.MAPPING_ACCEPTED
-        failed += phase == c.MAPPING_CREATION_LOOP_BACKOFF
         new = condition_list(conditions.get(name), required=requested, mapping_phase=phase, now=now, deleting=deleting)
         if new:
             conditions[name] = new
@@ -143,7 +139,7 @@ def compute_status(
             conditions.pop(name, None)
     status: dict[str, Any] = {
         "remoteNamespaceName": remote_namespace_name(namespace, local_cluster_id, obj.get("spec") or {}),
-        "offloadingPhase": offloading_phase(deleting=deleting, required=required, ready=ready, failed=failed),
+        "offloadingPhase": phase_from_namespace_maps(namespace, namespace_maps, deleting=deleting),
     }
     if conditions:
         status["remoteNamespacesConditions"] = conditions
