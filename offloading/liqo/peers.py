@@ -6,7 +6,7 @@ from typing import Any
 
 from offloading.liqo.selectors.match import explain
 
-from .constants import REMOTE_CLUSTER_ID_LABEL
+from .constants import REMOTE_CLUSTER_ID_LABEL, REMOTE_ID_LABEL, REPLICATION_LABEL, TENANT_NAMESPACE_PREFIX
 
 HEALTHY_CONDITION_STATUSES = ("Established", "Ready")
 HEALTHY_VIRTUAL_NODE_STATUSES = ("Running", "None")
@@ -75,3 +75,19 @@ def node_of(virtual_node: dict[str, Any], nodes_by_name: dict[str, dict[str, Any
     cluster_id = (virtual_node.get("spec") or {}).get("clusterID", "")
     labels = (node.get("metadata") or {}).get("labels") or {}
     return node if labels.get(REMOTE_CLUSTER_ID_LABEL) == cluster_id else None
+
+
+def tenant_namespace_name(cluster_id: str) -> str:
+    """The tenant namespace Liqo creates for a peering: ``liqo-tenant-<clusterID>``."""
+    return TENANT_NAMESPACE_PREFIX + cluster_id
+
+
+def is_local_namespace_map(namespace_map: dict[str, Any]) -> bool:
+    """Whether the NamespaceOffloading controller counts this NamespaceMap (a.4): labelled
+    ``liqo.io/replication=true``, with a ``liqo.io/remoteID`` label and a non-empty remote cluster id."""
+    labels = (namespace_map.get("metadata") or {}).get("labels") or {}
+    return (
+        labels.get(REPLICATION_LABEL) == "true"
+        and REMOTE_ID_LABEL in labels
+        and bool(labels.get(REMOTE_CLUSTER_ID_LABEL))
+    )

@@ -7,7 +7,7 @@ import itertools
 import pytest
 
 from offloading.liqo import constants as c
-from offloading.liqo.peers import CONSUMER_ROLES, PROVIDER_ROLES
+from offloading.liqo.peers import CONSUMER_ROLES, PROVIDER_ROLES, is_local_namespace_map, tenant_namespace_name
 from offloading.liqo.status import compute_status, phase_from_namespace_maps
 
 
@@ -57,3 +57,24 @@ def test_phase_from_namespace_maps_counts_required_ready_and_failed():
     assert phase_from_namespace_maps("ns", [_map("a", True, None)], deleting=False) == c.PHASE_IN_PROGRESS
     assert phase_from_namespace_maps("ns", [_map("a", False, None)], deleting=False) == c.PHASE_NO_CLUSTER_SELECTED
     assert phase_from_namespace_maps("ns", maps, deleting=True) == c.PHASE_TERMINATING
+
+
+def test_tenant_namespace_name():
+    assert tenant_namespace_name("milan") == "liqo-tenant-milan"
+
+
+@pytest.mark.parametrize(
+    ("labels", "local"),
+    [
+        ({c.REPLICATION_LABEL: "true", c.REMOTE_ID_LABEL: "", c.REMOTE_CLUSTER_ID_LABEL: "milan"}, True),
+        ({c.REPLICATION_LABEL: "true", c.REMOTE_ID_LABEL: "milan", c.REMOTE_CLUSTER_ID_LABEL: "milan"}, True),
+        ({c.REPLICATION_LABEL: "false", c.REMOTE_ID_LABEL: "milan", c.REMOTE_CLUSTER_ID_LABEL: "milan"}, False),
+        ({c.REMOTE_ID_LABEL: "milan", c.REMOTE_CLUSTER_ID_LABEL: "milan"}, False),
+        ({c.REPLICATION_LABEL: "true", c.REMOTE_CLUSTER_ID_LABEL: "milan"}, False),
+        ({c.REPLICATION_LABEL: "true", c.REMOTE_ID_LABEL: "milan", c.REMOTE_CLUSTER_ID_LABEL: ""}, False),
+        ({c.REPLICATION_LABEL: "true", c.REMOTE_ID_LABEL: "milan"}, False),
+        (None, False),
+    ],
+)
+def test_is_local_namespace_map(labels, local):
+    assert is_local_namespace_map({"metadata": {"name": "milan", "labels": labels}}) is local
