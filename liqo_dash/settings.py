@@ -218,6 +218,8 @@ LIQO_DASH = {
     "FIELD_MANAGER": env.string("LIQO_DASH_FIELD_MANAGER", "liqo-dash"),
     # Ask the API server (dryRun=All) before queueing a change, so webhook denials show on the form.
     "DRY_RUN_ON_SUBMIT": env.boolean("LIQO_DASH_DRY_RUN_ON_SUBMIT", True),
+    # How many dry-runs a bulk request sends to the API server at once.
+    "DRY_RUN_CONCURRENCY": env.integer("LIQO_DASH_DRY_RUN_CONCURRENCY", 8),
 }
 
 CELERY_BEAT_SCHEDULE = {

@@ -216,7 +216,20 @@ class BulkForm(SpecForm):
         help_text="kubectl -l syntax, matched against the namespaces' labels.",
     )
 
+    expected_generations = forms.JSONField(required=False, widget=forms.HiddenInput)
+
     field_order = ["action", "namespace_selector"]
+
+    def clean_expected_generations(self) -> dict[str, int] | None:
+        """The generation of each namespace the preview showed: {"name": generation, ...}."""
+        value = self.cleaned_data.get("expected_generations")
+        if value in (None, ""):
+            return None
+        if not isinstance(value, dict) or not all(
+            isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) and v >= 0 for k, v in value.items()
+        ):
+            raise forms.ValidationError("Reload the preview: the namespaces it showed could not be read back.")
+        return value
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()

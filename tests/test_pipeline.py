@@ -8,7 +8,7 @@ import pytest
 
 from offloading.changes.apply import apply_change
 from offloading.changes.bulk import request_bulk
-from offloading.changes.errors import ChangeRejected
+from offloading.changes.errors import ChangeRejected, Refusal
 from offloading.changes.requests import request_offload, request_unoffload
 from offloading.changes.snapshot import refresh
 from offloading.changes.sweep import sweep
@@ -122,16 +122,34 @@ def test_a_stale_edit_ends_in_conflict_and_keeps_both_versions(sandbox: Any, k8s
     request_offload("data", _spec(), ALICE)
     _settle("data", ("Ready",))
     generation = Namespace.objects.get(name="data").offloading_generation
-    winner = request_offload("data", _spec(podOffloadingStrategy="Remote"), ALICE, expected_generation=generation)
+    # Someone else changes the spec in the cluster; the snapshot has not seen it yet, so the edit based
+    # on the old generation is accepted and queued, and the race is caught when it is applied.
+    k8s.custom.patch_namespaced_custom_object(
+        GROUP, VERSION, "data", PLURAL, "offloading", {"spec": {"podOffloadingStrategy": "Remote"}}
+    )
     loser = request_offload("data", _spec(podOffloadingStrategy="Local"), BOB, expected_generation=generation)
-    winner.refresh_from_db()
     loser.refresh_from_db()
-    assert winner.state == ChangeState.APPLIED
     assert loser.state == ChangeState.CONFLICT
     assert loser.conflict_spec["podOffloadingStrategy"] == "Remote"
     assert loser.desired_spec["podOffloadingStrategy"] == "Local"
     obj = k8s.custom.get_namespaced_custom_object(GROUP, VERSION, "data", PLURAL, "offloading")
     assert obj["spec"]["podOffloadingStrategy"] == "Remote"
+
+
+def test_an_edit_the_snapshot_already_knows_is_stale_is_refused_and_not_recorded(sandbox: Any, k8s: Any) -> None:
+    _make_namespace(k8s, "late")
+    request_offload("late", _spec(), ALICE)
+    _settle("late", ("Ready",))
+    generation = Namespace.objects.get(name="late").offloading_generation
+    winner = request_offload("late", _spec(podOffloadingStrategy="Remote"), ALICE, expected_generation=generation)
+    winner.refresh_from_db()
+    assert winner.state == ChangeState.APPLIED
+    before = ChangeRequest.objects.count(), AuditEvent.objects.count()
+    with pytest.raises(ChangeRejected) as refused:
+        request_offload("late", _spec(podOffloadingStrategy="Local"), BOB, expected_generation=generation)
+    assert refused.value.refusal is Refusal.STALE
+    assert f"generation {generation} is now {generation + 1}" in refused.value.messages[0]
+    assert (ChangeRequest.objects.count(), AuditEvent.objects.count()) == before
 
 
 def test_a_status_only_change_is_not_a_conflict(sandbox: Any, k8s: Any) -> None:
@@ -369,7 +387,9 @@ def test_a_conflict_is_resolved_by_applying_the_same_change_over_the_current_ver
     request_offload("contested", _spec(), ALICE)
     _settle("contested", ("Ready",))
     generation = Namespace.objects.get(name="contested").offloading_generation
-    request_offload("contested", _spec(podOffloadingStrategy="Remote"), ALICE, expected_generation=generation)
+    k8s.custom.patch_namespaced_custom_object(
+        GROUP, VERSION, "contested", PLURAL, "offloading", {"spec": {"podOffloadingStrategy": "Remote"}}
+    )
     loser = request_offload("contested", _spec(podOffloadingStrategy="Local"), BOB, expected_generation=generation)
     loser.refresh_from_db()
     assert loser.state == ChangeState.CONFLICT

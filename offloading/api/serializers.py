@@ -6,7 +6,6 @@ from typing import Any
 
 from rest_framework import serializers
 
-from offloading.changes.requests import validate
 from offloading.liqo.selectors.liqoctl import cluster_selector
 from offloading.liqo.selectors.requirements import SelectorError
 
@@ -154,11 +153,9 @@ class OffloadSerializer(SpecSerializer):
             # refuse the change); omitted mutable ones keep theirs too, as with a PATCH.
             for key, value in (namespace.offloading_spec or {}).items():
                 spec.setdefault(key, value)
-        checked = validate(namespace, spec)
-        if checked.errors:
-            raise serializers.ValidationError(checked.errors)
-        attrs["spec"] = checked.spec
-        attrs["warnings"] = checked.warnings
+        # Liqo's rules are checked by the change flow (offloading.changes.requests), the same for the
+        # form, the API and bulk: a refusal there is a 422 Status, not a serializer error.
+        attrs["spec"] = spec
         return attrs
 
 
@@ -167,7 +164,15 @@ class BulkCreateSerializer(serializers.Serializer):
     namespaceSelector = serializers.CharField(max_length=1024)  # noqa: N815
     spec = SpecSerializer(required=False)
     labelNamespace = serializers.BooleanField(default=False)  # noqa: N815
-    dryRun = serializers.BooleanField(default=False, help_text="Only show what would change.")  # noqa: N815
+    dryRun = serializers.BooleanField(  # noqa: N815
+        default=False, help_text="Only show what would change (the API server is asked too)."
+    )
+    expectedGenerations = serializers.DictField(  # noqa: N815
+        child=serializers.IntegerField(min_value=0, max_value=2**63 - 1),
+        required=False,
+        help_text="The generation each namespace had when you looked (0: not offloaded); one that moved since "
+        "is left out and reported in `skipped`.",
+    )
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if attrs["action"] == "offload" and "spec" not in attrs:

@@ -17,7 +17,7 @@ from rest_framework.views import APIView
 from offloading.changes.bulk import plan_bulk, request_bulk
 from offloading.changes.errors import ChangeRejected
 from offloading.changes.preview import preview
-from offloading.changes.requests import reapply, request_offload, request_unoffload
+from offloading.changes.requests import reapply, request_offload, request_unoffload, validate
 
 from ..context import current_actor
 from ..filtersets import NamespaceFilterSet
@@ -41,6 +41,7 @@ from .serializers import (
     OffloadSerializer,
     SnapshotSerializer,
 )
+from .status import refusal_response
 
 
 class SnapshotHeadersMixin:
@@ -53,10 +54,6 @@ class SnapshotHeadersMixin:
         if state.last_success_at:
             response["X-Snapshot-Refreshed-At"] = state.last_success_at.isoformat()
         return response
-
-
-def _rejected(exc: ChangeRejected) -> ValidationError:
-    return ValidationError(exc.errors)
 
 
 def _expected_generation(request: Request, body: dict[str, Any]) -> int | None:
@@ -121,11 +118,6 @@ class NamespaceViewSet(SnapshotHeadersMixin, viewsets.ReadOnlyModelViewSet):
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         expected = _expected_generation(request, data)
-        if expected is not None and namespace.offloaded and expected != namespace.offloading_generation:
-            return Response(
-                {"detail": f"precondition failed: the offloading is at generation {namespace.offloading_generation}"},
-                status=status.HTTP_412_PRECONDITION_FAILED,
-            )
         try:
             change = request_offload(
                 name,
@@ -135,23 +127,18 @@ class NamespaceViewSet(SnapshotHeadersMixin, viewsets.ReadOnlyModelViewSet):
                 label_namespace=data["labelNamespace"],
             )
         except ChangeRejected as exc:
-            raise _rejected(exc)
+            return refusal_response(exc, name=name)
         return Response(ChangeRequestSerializer(change).data, status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(responses={202: ChangeRequestSerializer})
     @offload.mapping.delete
     def unoffload(self, request: Request, name: str) -> Response:
-        namespace = get_object_or_404(Namespace, name=name)
+        get_object_or_404(Namespace, name=name)  # a 404 for an unknown namespace, before any rule
         expected = _expected_generation(request, {})
-        if expected is not None and expected != namespace.offloading_generation:
-            return Response(
-                {"detail": f"precondition failed: the offloading is at generation {namespace.offloading_generation}"},
-                status=status.HTTP_412_PRECONDITION_FAILED,
-            )
         try:
             change = request_unoffload(name, current_actor(), expected_generation=expected)
         except ChangeRejected as exc:
-            raise _rejected(exc)
+            return refusal_response(exc, name=name)
         return Response(ChangeRequestSerializer(change).data, status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(
@@ -183,8 +170,11 @@ class NamespaceViewSet(SnapshotHeadersMixin, viewsets.ReadOnlyModelViewSet):
         pod = data.get("pod")
         if pod is not None and not isinstance(pod.get("spec", {}), dict):
             return Response({"valid": False, "errors": {"pod": ["spec must be an object"]}})
+        checked = validate(namespace, data["spec"])
+        if checked.errors:
+            return Response({"valid": False, "errors": checked.errors, "warnings": checked.warnings})
         try:
-            result = preview(namespace, data["spec"], pod or None)
+            result = preview(namespace, checked.spec, pod or None)
         except (AttributeError, TypeError, KeyError, ValueError) as exc:
             # The sample pod is free-form input: a shape mutate_pod cannot read is the caller's error.
             return Response({"valid": False, "errors": {"pod": [f"not a pod Liqo's webhook could mutate: {exc}"]}})
@@ -203,8 +193,8 @@ class NamespaceViewSet(SnapshotHeadersMixin, viewsets.ReadOnlyModelViewSet):
             {
                 "valid": True,
                 "errors": {},
-                "warnings": data["warnings"],
-                "spec": data["spec"],
+                "warnings": checked.warnings,
+                "spec": checked.spec,
                 "clusters": clusters,
                 "selected": result.selected,
                 "gains": result.gains,
@@ -229,7 +219,7 @@ class ChangeRequestViewSet(SnapshotHeadersMixin, viewsets.ReadOnlyModelViewSet):
         try:
             change = reapply(conflicted.pk, current_actor())
         except ChangeRejected as exc:
-            raise _rejected(exc)
+            return refusal_response(exc, name=conflicted.namespace)
         return Response(ChangeRequestSerializer(change).data, status=status.HTTP_202_ACCEPTED)
 
 
@@ -244,6 +234,7 @@ class BulkRequestViewSet(SnapshotHeadersMixin, mixins.CreateModelMixin, viewsets
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         spec = dict(data["spec"]) if "spec" in data else None
+        expected = data.get("expectedGenerations")
         try:
             if data["dryRun"]:
                 plan = plan_bulk(
@@ -252,17 +243,20 @@ class BulkRequestViewSet(SnapshotHeadersMixin, mixins.CreateModelMixin, viewsets
                     spec,
                     current_actor(),
                     label_namespace=data["labelNamespace"],
+                    expected_generations=expected,
+                    ask_api_server=True,
                 )
-                return Response(
-                    {"namespaces": plan.namespaces, "skipped": plan.skipped},
-                    status=status.HTTP_200_OK,
-                )
+                return Response({"namespaces": plan.namespaces, "skipped": plan.skipped}, status=status.HTTP_200_OK)
             bulk = request_bulk(
-                data["action"], data["namespaceSelector"], spec, current_actor(), label_namespace=data["labelNamespace"]
+                data["action"],
+                data["namespaceSelector"],
+                spec,
+                current_actor(),
+                label_namespace=data["labelNamespace"],
+                expected_generations=expected,
             )
         except ChangeRejected as exc:
-            errors = {("namespaceSelector" if k == "namespace_selector" else k): v for k, v in exc.errors.items()}
-            raise ValidationError(errors)
+            return refusal_response(exc, kind="bulkrequests")
         return Response(BulkRequestSerializer(bulk).data, status=status.HTTP_201_CREATED)
 
 

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import logging
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 
 from offloading.changes.errors import ChangeRejected
-from offloading.changes.requests import local_cluster_id, offload_change, save_and_enqueue, unoffload_change
+from offloading.changes.requests import ChangeInput, build_change, dry_run_refusal, save_and_enqueue
+from offloading.changes.snapshot import local_cluster_id
 from offloading.choices import ChangeAction, Source
 from offloading.context import Actor
 from offloading.liqo.selectors.parse import parse_requirements
@@ -51,9 +54,9 @@ def bulk_targets(namespace_selector: str) -> list[Namespace]:
     try:
         requirements = parse_requirements(namespace_selector)
     except SelectorError as exc:
-        raise ChangeRejected({"namespace_selector": [str(exc)]})
+        raise ChangeRejected({"namespaceSelector": [str(exc)]})
     if not requirements:
-        raise ChangeRejected({"namespace_selector": ["give a selector: an empty one would match every namespace"]})
+        raise ChangeRejected({"namespaceSelector": ["give a selector: an empty one would match every namespace"]})
     return list(Namespace.objects.filter(pk__in=namespace_ids_matching(requirements)).defer("offloading_status"))
 
 
@@ -64,10 +67,17 @@ def plan_bulk(
     actor: Actor,
     *,
     label_namespace: bool = False,
-    bulk: BulkRequest | None = None,
+    expected_generations: dict[str, int] | None = None,
+    ask_api_server: bool = False,
 ) -> BulkPlan:
-    """Build (unsaved) the changes of a bulk request; namespaces that cannot take it are skipped
-    with the reason (a system namespace, not offloaded, an immutable field ...)."""
+    """Build (unsaved) the changes of a bulk request with the same rules as a single change
+    (:func:`offloading.changes.requests.build_change`); namespaces that cannot take it are skipped with
+    the reason (a system namespace, not offloaded, an immutable field, changed since the preview ...).
+
+    ``expected_generations``: the generation each namespace had when the requester previewed the bulk;
+    a namespace that moved since is left out, never queued. ``ask_api_server``: dry-run every change
+    against the API server too (bounded concurrency), leaving out the ones it refuses.
+    """
     if action != ChangeAction.UNOFFLOAD:
         if spec is None:
             raise ChangeRejected({"spec": ["a spec is required to offload"]})
@@ -76,24 +86,37 @@ def plan_bulk(
             raise ChangeRejected(
                 {"namespaceMappingStrategy": ["SelectedName cannot be used when offloading several namespaces at once"]}
             )
-    changes, skipped = [], []
+    changes: list[ChangeRequest] = []
+    skipped: list[dict[str, str]] = []
     local_id = local_cluster_id()
+    expected = expected_generations or {}
     # The children of a bulk request say so; the parent keeps where it came from (web or api).
     actor = Actor(actor.user_id, actor.user_name, Source.BULK, actor.request_id)
     for namespace in bulk_targets(namespace_selector):
+        wanted = ChangeInput(namespace.name, action, spec, expected.get(namespace.name), label_namespace)
         try:
-            if action == ChangeAction.UNOFFLOAD:
-                change = unoffload_change(namespace, actor, bulk=bulk)
-            else:
-                change = offload_change(
-                    namespace, spec or {}, actor, label_namespace=label_namespace, bulk=bulk, local_id=local_id
-                )
+            change = build_change(namespace, wanted, actor, local_id=local_id)
         except ChangeRejected as exc:
-            reason = "; ".join(m for msgs in exc.errors.values() for m in msgs)
-            skipped.append({"namespace": namespace.name, "reason": reason})
+            skipped.append({"namespace": namespace.name, "reason": "; ".join(exc.messages)})
             continue
         changes.append(change)
+    if ask_api_server and action != ChangeAction.UNOFFLOAD:
+        changes = _dry_run_all(changes, skipped)
     return BulkPlan(changes, skipped)
+
+
+def _dry_run_all(changes: list[ChangeRequest], skipped: list[dict[str, str]]) -> list[ChangeRequest]:
+    """The changes the API server accepts (dry-run, a few at a time); the refused ones go to ``skipped``."""
+    limit = max(1, int(settings.LIQO_DASH["DRY_RUN_CONCURRENCY"]))
+    with ThreadPoolExecutor(max_workers=limit) as pool:
+        verdicts = list(pool.map(lambda c: dry_run_refusal(c.namespace, c.desired_spec or {}), changes))
+    accepted = []
+    for change, refusal in zip(changes, verdicts, strict=True):
+        if refusal is None:
+            accepted.append(change)
+        else:
+            skipped.append({"namespace": change.namespace, "reason": "; ".join(refusal.messages)})
+    return accepted
 
 
 def request_bulk(
@@ -103,8 +126,23 @@ def request_bulk(
     actor: Actor,
     *,
     label_namespace: bool = False,
+    expected_generations: dict[str, int] | None = None,
 ) -> BulkRequest:
-    """Record one parent request and a change per matching namespace, in one transaction."""
+    """Record one parent request and a change per namespace that can take it, in one transaction
+    (the API server is asked first, outside the transaction)."""
+    plan = plan_bulk(
+        action,
+        namespace_selector,
+        spec,
+        actor,
+        label_namespace=label_namespace,
+        expected_generations=expected_generations,
+        ask_api_server=True,
+    )
+    if not plan.changes:
+        reasons = sorted({s["reason"] for s in plan.skipped})[:3]
+        detail = f" ({'; '.join(reasons)})" if reasons else ""
+        raise ChangeRejected({"namespaceSelector": [f"no namespace matched that can take this change{detail}"]})
     with transaction.atomic():
         bulk = BulkRequest.objects.create(
             action=action,
@@ -114,13 +152,10 @@ def request_bulk(
             requester_name=actor.user_name,
             source=actor.source,
             request_id=actor.request_id,
+            total=len(plan.changes),
+            skipped=plan.skipped,
         )
-        plan = plan_bulk(action, namespace_selector, spec, actor, label_namespace=label_namespace, bulk=bulk)
-        if not plan.changes:
-            transaction.set_rollback(True)
-            raise ChangeRejected({"namespace_selector": ["no namespace matched that can take this change"]})
         for change in plan.changes:
+            change.bulk = bulk
             save_and_enqueue(change, actor)
-        BulkRequest.objects.filter(pk=bulk.pk).update(total=len(plan.changes), skipped=plan.skipped)
-    bulk.refresh_from_db()
     return bulk

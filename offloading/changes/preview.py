@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from offloading import kube
-from offloading.changes.requests import local_cluster_id
+from offloading.changes.snapshot import local_cluster_id
 from offloading.liqo import constants as liqo
 from offloading.liqo import peers as liqo_peers
 from offloading.liqo import webhook as liqo_webhook

@@ -11,25 +11,22 @@ from django.conf import settings
 from django.db import transaction
 
 from offloading.changes.audit import record_requested
-from offloading.changes.errors import ChangeRejected
+from offloading.changes.errors import ChangeRejected, Refusal
+from offloading.changes.preview import dry_run
 from offloading.changes.queue import enqueue_apply
+from offloading.changes.snapshot import local_cluster_id
 from offloading.choices import ChangeAction, ChangeState
 from offloading.context import Actor
+from offloading.liqo.admission import field_of_message as field_of_webhook_message
 from offloading.liqo.admission import validate_spec
 from offloading.liqo.spec import normalize_spec
 from offloading.models import (
     BulkRequest,
     ChangeRequest,
     Namespace,
-    SnapshotState,
 )
 
 log = logging.getLogger(__name__)
-
-
-def local_cluster_id() -> str:
-    """The configured local cluster id, else the one the refresh discovered (may be empty)."""
-    return settings.LIQO_DASH["LOCAL_CLUSTER_ID"] or SnapshotState.get().local_cluster_id
 
 
 def _problems_by_field(problems: list[Any]) -> dict[str, list[str]]:
@@ -60,7 +57,7 @@ def validate(namespace: Namespace, spec: dict[str, Any], local_id: str | None = 
 def get_namespace(namespace_name: str) -> Namespace:
     namespace = Namespace.objects.filter(name=namespace_name).first()
     if namespace is None:
-        raise ChangeRejected({"namespace": [f'namespace "{namespace_name}" does not exist']})
+        raise ChangeRejected({"namespace": [f'namespace "{namespace_name}" does not exist']}, Refusal.NOT_FOUND)
     return namespace
 
 
@@ -77,8 +74,10 @@ def offload_change(
     """An unsaved offload/update change for ``namespace``; raises ChangeRejected when Liqo's rules
     (or ours) refuse the spec, or when the requester saw another state of the namespace."""
     if namespace.offloading_deleting:
-        raise ChangeRejected({"namespace": ["the namespace offloading is being deleted; wait until it is gone"]})
-    _check_expected_generation(namespace, expected_generation)
+        raise ChangeRejected(
+            {"namespace": ["the namespace offloading is being deleted; wait until it is gone"]}, Refusal.CONFLICT
+        )
+    check_precondition(namespace, expected_generation)
     checked = validate(namespace, spec, local_id)
     if checked.errors:
         raise ChangeRejected(checked.errors)
@@ -104,23 +103,44 @@ def offload_change(
     )
 
 
-def _check_expected_generation(namespace: Namespace, expected: int | None) -> None:
-    """Refuse a change based on another state than the snapshot's: 0 means "not offloaded"."""
+def check_precondition(namespace: Namespace, expected: int | None) -> None:
+    """Refuse a change based on another version than the snapshot's (``expected``: the generation the
+    requester loaded, 0 for "not offloaded"; None: no precondition).
+
+    One rule for every entry point: a change whose base the snapshot already knows to be stale (an
+    older generation, or offloaded/unoffloaded since) is refused up front (the form says so on the page, the API answers 412, bulk leaves the namespace out), so it is
+    never queued only to end in ``conflict``. A change that races with another write after it was
+    queued is still caught when it is applied (generation and uid), ends in ``conflict`` with both
+    versions kept, and can be re-applied.
+    """
     if expected is None:
         return
-    if expected == 0 and namespace.offloaded:
-        raise ChangeRejected(
-            {"namespace": ["the namespace was offloaded by someone else after you loaded it; review its offloading"]}
+    current = namespace.offloading_generation if namespace.offloaded else 0
+    if expected == current or (expected > current > 0):
+        # A requester ahead of the snapshot saw a write the snapshot has not caught up with yet (or an
+        # object recreated since): only the apply can tell, by generation and uid.
+        return
+    if expected == 0:
+        message = (
+            f"namespace {namespace.name} was offloaded by someone else after you loaded it "
+            f"(it is now at generation {current}); review its offloading and submit again"
         )
-    if expected > 0 and not namespace.offloaded:
-        raise ChangeRejected({"namespace": ["the namespace was unoffloaded after you loaded it"]})
+    elif current == 0:
+        message = f"namespace {namespace.name} was unoffloaded after you loaded it; review it and submit again"
+    else:
+        message = (
+            f"the offloading of namespace {namespace.name} changed after you loaded it (generation {expected} "
+            f"is now {current}); review it and submit again"
+        )
+    raise ChangeRejected({"namespace": [message]}, Refusal.STALE)
 
 
 def unoffload_change(
     namespace: Namespace, actor: Actor, *, expected_generation: int | None = None, bulk: BulkRequest | None = None
 ) -> ChangeRequest:
+    check_precondition(namespace, expected_generation)
     if not namespace.offloaded:
-        raise ChangeRejected({"namespace": [f'namespace "{namespace.name}" is not offloaded']})
+        raise ChangeRejected({"namespace": [f'namespace "{namespace.name}" is not offloaded']}, Refusal.CONFLICT)
     return ChangeRequest(
         namespace=namespace.name,
         action=ChangeAction.UNOFFLOAD,
@@ -144,6 +164,83 @@ def save_and_enqueue(change: ChangeRequest, actor: Actor) -> ChangeRequest:
     return change
 
 
+# --------------------------------------------------------------------------------------------------
+# The one entry point
+
+
+@dataclass(frozen=True)
+class ChangeInput:
+    """A change as every entry point asks for it (form, REST API, bulk child, re-apply).
+
+    ``expected_generation`` is the generation of the NamespaceOffloading the requester based the change
+    on (0: "it was not offloaded"; None: no precondition, take what the snapshot holds now).
+    """
+
+    namespace: str
+    action: str  # ChangeAction.OFFLOAD (create or update) or ChangeAction.UNOFFLOAD
+    spec: dict[str, Any] | None = None
+    expected_generation: int | None = None
+    label_namespace: bool = False
+
+
+def build_change(
+    namespace: Namespace,
+    change: ChangeInput,
+    actor: Actor,
+    *,
+    bulk: BulkRequest | None = None,
+    local_id: str | None = None,
+) -> ChangeRequest:
+    """The unsaved ChangeRequest for ``change``, after the precondition and Liqo's rules; raises
+    ChangeRejected. Bulk builds its children with this too."""
+    if change.action == ChangeAction.UNOFFLOAD:
+        return unoffload_change(namespace, actor, expected_generation=change.expected_generation, bulk=bulk)
+    return offload_change(
+        namespace,
+        change.spec or {},
+        actor,
+        expected_generation=change.expected_generation,
+        label_namespace=change.label_namespace,
+        bulk=bulk,
+        local_id=local_id,
+    )
+
+
+def submit(change: ChangeInput, actor: Actor) -> ChangeRequest:
+    """Validate, check the precondition, ask the API server (dry-run), then record and queue ``change``.
+
+    Raises ChangeRejected, and then nothing is recorded: ``NOT_FOUND`` for an unknown namespace,
+    ``STALE`` when the snapshot shows the namespace changed since the requester loaded it,
+    ``CONFLICT`` when it cannot take the change now, ``INVALID`` when Liqo's rules or the API server
+    refuse the spec.
+    """
+    namespace = get_namespace(change.namespace)
+    built = build_change(namespace, change, actor)
+    if built.action != ChangeAction.UNOFFLOAD:
+        denied = dry_run_refusal(namespace.name, built.desired_spec or {})
+        if denied is not None:
+            raise denied
+    with transaction.atomic():
+        return save_and_enqueue(built, actor)
+
+
+def dry_run_refusal(namespace_name: str, spec: dict[str, Any]) -> ChangeRejected | None:
+    """What the API server (and so Liqo's webhook) says of ``spec``, as a refusal on the field the
+    message is about; None when it accepts it, when dry-runs are off, or when it cannot be asked (an
+    unreachable API server does not block a request: the worker applies it when the server is back)."""
+    if not settings.LIQO_DASH["DRY_RUN_ON_SUBMIT"]:
+        return None
+    result = dry_run(namespace_name, spec)
+    if not result.errors:
+        return None
+    errors: dict[str, list[str]] = {}
+    for message in result.errors:
+        errors.setdefault(field_of_webhook_message(message), []).append(
+            f"The API server refused this change: {message}"
+        )
+    return ChangeRejected(errors, Refusal.INVALID)
+
+
 def request_offload(
     namespace_name: str,
     spec: dict[str, Any],
@@ -152,26 +249,14 @@ def request_offload(
     expected_generation: int | None = None,
     label_namespace: bool = False,
 ) -> ChangeRequest:
-    """Record a request to offload ``namespace_name`` with ``spec`` (create, or update when it is
-    already offloaded). ``expected_generation`` is the generation the requester saw (None: what the
-    snapshot holds now); if the cluster moved past it, the change ends in ``conflict``."""
-    change = offload_change(
-        get_namespace(namespace_name),
-        spec,
-        actor,
-        expected_generation=expected_generation,
-        label_namespace=label_namespace,
-    )
-    with transaction.atomic():
-        return save_and_enqueue(change, actor)
+    """:func:`submit` an offload (create, or update when already offloaded) of ``namespace_name``."""
+    return submit(ChangeInput(namespace_name, ChangeAction.OFFLOAD, spec, expected_generation, label_namespace), actor)
 
 
 def request_unoffload(namespace_name: str, actor: Actor, *, expected_generation: int | None = None) -> ChangeRequest:
-    """Record a request to delete the namespace's NamespaceOffloading (Liqo then removes the remote
+    """:func:`submit` the removal of the namespace's NamespaceOffloading (Liqo then removes the remote
     namespaces and everything reflected into them)."""
-    change = unoffload_change(get_namespace(namespace_name), actor, expected_generation=expected_generation)
-    with transaction.atomic():
-        return save_and_enqueue(change, actor)
+    return submit(ChangeInput(namespace_name, ChangeAction.UNOFFLOAD, None, expected_generation), actor)
 
 
 def reapply(change_id: int, actor: Actor) -> ChangeRequest:
@@ -179,15 +264,10 @@ def reapply(change_id: int, actor: Actor) -> ChangeRequest:
     snapshot holds now (the requester has seen both versions and chose theirs)."""
     change = ChangeRequest.objects.filter(pk=change_id).first()
     if change is None or change.state != ChangeState.CONFLICT:
-        raise ChangeRejected({"change": ["only a change in conflict can be applied again"]})
+        raise ChangeRejected({"change": ["only a change in conflict can be applied again"]}, Refusal.CONFLICT)
     namespace = get_namespace(change.namespace)
     current = namespace.offloading_generation if namespace.offloaded else 0
-    if change.action == ChangeAction.UNOFFLOAD:
-        return request_unoffload(namespace.name, actor, expected_generation=current or None)
-    return request_offload(
-        namespace.name,
-        change.desired_spec or {},
-        actor,
-        expected_generation=current,
-        label_namespace=change.label_namespace,
+    action = ChangeAction.UNOFFLOAD if change.action == ChangeAction.UNOFFLOAD else ChangeAction.OFFLOAD
+    return submit(
+        ChangeInput(namespace.name, action, change.desired_spec or {}, current, change.label_namespace), actor
     )

@@ -8,6 +8,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
 from django.core.cache import cache
 from django.db import transaction
 from django.utils import timezone
@@ -37,6 +38,11 @@ _REFRESH_REQUESTED = "liqo-dash:refresh-requested"
 
 
 _REFRESH_AGAIN = "liqo-dash:refresh-again"
+
+
+def local_cluster_id() -> str:
+    """The configured local cluster id, else the one the refresh discovered (may be empty)."""
+    return settings.LIQO_DASH["LOCAL_CLUSTER_ID"] or SnapshotState.get().local_cluster_id
 
 
 def trigger_refresh() -> None:

@@ -59,6 +59,15 @@ _WEBHOOK_FIELD = {
 }
 
 
+def field_of_message(message: str) -> str:
+    """The spec field a message of Liqo's webhook is about, also when the API server wrapped it
+    ('admission webhook "..." denied the request: <message>'); ``namespace`` when it names none."""
+    for known, spec_field in _WEBHOOK_FIELD.items():
+        if known in message:
+            return spec_field
+    return FIELD_NAMESPACE
+
+
 def validate_spec(
     namespace: str,
     spec: dict[str, Any],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
@@ -23,8 +24,9 @@ from offloading.views.common import reject_into
 
 
 def _bulk_call(form: BulkForm, service: Any) -> Any:
-    """Call ``plan_bulk`` or ``request_bulk`` with the form's data; None (and the
-    errors on the selector field) when the service refuses."""
+    """Call ``plan_bulk`` or ``request_bulk`` with the form's data; None (and the refusal on the
+    form) when the change flow refuses. The generations the preview showed come back from the page,
+    so a namespace that changed since is left out."""
     data = form.cleaned_data
     try:
         return service(
@@ -33,9 +35,10 @@ def _bulk_call(form: BulkForm, service: Any) -> Any:
             form.spec,
             current_actor(),
             label_namespace=bool(data.get("label_namespace")),
+            expected_generations=data.get("expected_generations") or None,
         )
     except ChangeRejected as exc:
-        reject_into(form, exc, "namespace_selector")
+        reject_into(form, exc)
         return None
 
 
@@ -56,7 +59,11 @@ def bulk_preview(request: HttpRequest) -> HttpResponse:
     form = BulkForm(request.POST)
     context: dict[str, Any] = {"form": form}
     if form.is_valid():
-        context["plan"] = _bulk_call(form, plan_bulk)
+        plan = _bulk_call(form, plan_bulk)
+        context["plan"] = plan
+        if plan is not None:
+            generations = {c.namespace: c.base_generation or 0 for c in plan.changes}
+            context["expected_generations"] = json.dumps(generations, separators=(",", ":"))
     return render(request, "offloading/_bulk_preview.html", context)
 
 

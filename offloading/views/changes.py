@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
@@ -15,7 +14,6 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HttpResponseClientRedirect, HttpResponseStopPolling
 
 from offloading.changes.errors import ChangeRejected
-from offloading.changes.preview import dry_run
 from offloading.changes.preview import preview as compute_preview
 from offloading.changes.requests import reapply, request_offload, request_unoffload
 from offloading.choices import ChangeState
@@ -47,7 +45,7 @@ def offload(request: HttpRequest, name: str) -> HttpResponse:
     namespace = get_object_or_404(Namespace, name=name)
     if request.method == "POST":
         form = OffloadForm(request.POST, namespace=namespace)
-        if form.is_valid() and form.spec is not None and _dry_run_passes(form):
+        if form.is_valid() and form.spec is not None:
             try:
                 change = request_offload(
                     namespace.name,
@@ -66,17 +64,6 @@ def offload(request: HttpRequest, name: str) -> HttpResponse:
     context = _offload_context(form)
     context.update(preview_context(form) if request.method == "POST" else {})
     return render(request, "offloading/offload_form.html", context)
-
-
-def _dry_run_passes(form: OffloadForm) -> bool:
-    """The optional server-side dry-run: a denial by the API server or Liqo's webhook goes on the form.
-    An unreachable API server does not block: the change is queued and applied when it is back."""
-    if not settings.LIQO_DASH["DRY_RUN_ON_SUBMIT"] or form.spec is None:
-        return True
-    result = dry_run(form.namespace.name, form.spec)
-    for message in result.errors:
-        form.add_error(None, f"The API server refused this change: {message}")
-    return not result.errors
 
 
 @login_required

@@ -7,6 +7,7 @@ from typing import Any
 import yaml
 
 from offloading.changes.errors import ChangeRejected
+from offloading.forms import SPEC_FIELD_TO_FORM
 from offloading.models import Namespace
 
 
@@ -14,11 +15,17 @@ def dump_yaml(obj: Any) -> str:
     return yaml.safe_dump(obj, sort_keys=False, default_flow_style=False)
 
 
-def reject_into(form: Any, exc: ChangeRejected, field: str | None = None) -> None:
-    """Put a service's refusal on the form (on ``field``, or as a form-wide error)."""
-    for field_messages in exc.errors.values():
-        for message in field_messages:
-            form.add_error(field, message)
+# The form field of each field a refusal names (spec and API field names); others are form-wide.
+FIELD_TO_FORM = {**SPEC_FIELD_TO_FORM, "namespaceSelector": "namespace_selector"}
+
+
+def reject_into(form: Any, exc: ChangeRejected) -> None:
+    """Put a refusal of the change flow on the form: each message on the field it names when the form
+    has that field, otherwise as a form-wide error (for example "changed since you loaded it")."""
+    for key, messages in exc.errors.items():
+        target = FIELD_TO_FORM.get(key)
+        for message in messages:
+            form.add_error(target if target in form.fields else None, message)
 
 
 def status_context(namespace: Namespace) -> dict[str, Any]:

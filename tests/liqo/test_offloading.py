@@ -636,3 +636,13 @@ def test_the_local_cluster_id_is_read_back_from_a_default_name(
     assert local_cluster_id_from(namespace, spec, remote) == expected
     if expected:
         assert remote_namespace_name(namespace, expected, spec) == remote
+
+
+def test_webhook_messages_name_their_field_also_when_the_api_server_wraps_them() -> None:
+    from offloading.liqo.admission import field_of_message
+
+    wrapped = f'admission webhook "nsoff.validate.liqo.io" denied the request: {c.WEBHOOK_MAPPING_IMMUTABLE_MESSAGE}'
+    assert field_of_message(wrapped) == "namespaceMappingStrategy"
+    assert field_of_message(c.WEBHOOK_SELECTED_NAME_EMPTY_MESSAGE) == "remoteNamespaceName"
+    assert field_of_message(c.WEBHOOK_REMOTE_NAME_IMMUTABLE_MESSAGE) == "remoteNamespaceName"
+    assert field_of_message("quota exceeded") == "namespace"

@@ -337,7 +337,11 @@ VALUE_REGEX_TAIL = (
 
 def test_label_value_regex_message_tail() -> None:
     [msg] = label_value_errors("-x")
-    assert msg.startswith("a valid label must be an empty string or ")
+    # apimachinery's LabelValueErrorMsg: "... an empty string or consist of ..." (no second "must").
+    assert msg.startswith(
+        "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', "
+        "and must start and end with an alphanumeric character"
+    )
     assert msg.endswith(VALUE_REGEX_TAIL)
     assert len(label_value_errors("-" * 64)) == 2
 

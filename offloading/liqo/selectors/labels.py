@@ -13,7 +13,7 @@ _NAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
 _NAME_MSG = (
     "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
 )
-_VALUE_MSG = "a valid label must be an empty string or " + _NAME_MSG
+_VALUE_MSG = "a valid label must be an empty string or " + _NAME_MSG.removeprefix("must ")
 _SUBDOMAIN_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
 _SUBDOMAIN_MSG = (
     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
