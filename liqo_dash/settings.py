@@ -10,6 +10,7 @@ import os
 import secrets
 import time
 from pathlib import Path
+from typing import Any
 
 import dj_database_url
 
@@ -191,7 +192,7 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env.integer("CELERY_VIS
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_DEFAULT_QUEUE = "liqo-dash"
 
-LIQO_DASH = {
+LIQO_DASH: dict[str, Any] = {
     # Where the Kubernetes API is: "auto" tries in-cluster then KUBECONFIG / ~/.kube/config.
     "KUBE_CONFIG_MODE": env.string("KUBE_CONFIG_MODE", "auto"),
     "KUBECONFIG": env.string("KUBECONFIG", ""),

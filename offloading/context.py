@@ -46,12 +46,12 @@ def current_actor(source: str | None = None) -> Actor:
     if request is None:
         return Actor(None, "system", source or Source.TASK, new_request_id())
     user = getattr(request, "user", None)
-    authenticated = bool(user is not None and user.is_authenticated)
     if source is None:
         source = Source.API if request.path.startswith("/api/") else Source.WEB
+    authenticated = user is not None and user.is_authenticated
     return Actor(
-        user.pk if authenticated else None,
-        user.get_username() if authenticated else "anonymous",
+        user.pk if user is not None and authenticated else None,
+        user.get_username() if user is not None and authenticated else "anonymous",
         source,
         getattr(request, "request_id", "") or new_request_id(),
     )

@@ -172,7 +172,7 @@ class OffloadForm(SpecForm):
         return self.namespace.offloaded
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        data = super().clean() or {}
         spec = self.build_spec(data)
         if spec is None:
             return data
@@ -232,7 +232,7 @@ class BulkForm(SpecForm):
         return value
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        data = super().clean() or {}
         if data.get("action") == "offload":
             self.spec = self.build_spec(data)
         return data

@@ -49,7 +49,7 @@ class ClusterSerializer(serializers.ModelSerializer):
         fields = ["cluster_id", "role", "networking_status", "authentication_status", "offloading_status", "modules",
                   "api_server_url", "virtual_nodes", "hosted_namespaces", "refreshed_at"]  # fmt: skip
 
-    def get_virtual_nodes(self, obj: Cluster) -> list[dict[str, Any]]:
+    def get_virtual_nodes(self, obj: Cluster) -> Any:
         nodes = self.context.get("virtual_nodes", {}).get(obj.cluster_id)
         if nodes is None:
             nodes = VirtualNode.objects.filter(cluster_id=obj.cluster_id)
@@ -131,7 +131,7 @@ class SpecSerializer(serializers.Serializer):
             except SelectorError as exc:
                 raise serializers.ValidationError({"selectors": [str(exc)]})
             attrs["clusterSelector"] = selector
-        selector = attrs.get("clusterSelector")
+        selector = attrs.get("clusterSelector")  # type: ignore[assignment]
         if selector is not None and not isinstance(selector, dict):
             raise serializers.ValidationError({"clusterSelector": ["must be an object with nodeSelectorTerms"]})
         if not attrs.get("remoteNamespaceName"):

@@ -80,7 +80,7 @@ class ClusterViewSet(SnapshotHeadersMixin, viewsets.ReadOnlyModelViewSet):
     filter_backends: list[Any] = []
 
     def get_serializer_context(self) -> dict[str, Any]:
-        context = super().get_serializer_context()
+        context = dict(super().get_serializer_context())
         nodes: dict[str, list[VirtualNode]] = {}
         for vn in VirtualNode.objects.all():
             nodes.setdefault(vn.cluster_id, []).append(vn)

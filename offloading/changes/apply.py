@@ -45,7 +45,7 @@ def finish(change_id: int, state: str, message: str, **fields: Any) -> bool:
             ChangeState.APPLIED: AuditAction.APPLIED,
             ChangeState.FAILED: AuditAction.FAILED,
             ChangeState.CONFLICT: AuditAction.CONFLICT,
-        }[state]
+        }[ChangeState(state)]
         AuditEvent.objects.create(
             user_id=change.requester_id,
             user_name=change.requester_name,

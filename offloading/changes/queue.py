@@ -19,7 +19,8 @@ def send(task_name: str, *args: int, countdown: float | None = None) -> None:
     Celery's loader must have found it first (autodiscovery, as a worker does at start)."""
     if current_app.conf.task_always_eager and task_name not in current_app.tasks:
         current_app.loader.import_default_modules()
-    current_app.signature(task_name, args=args).apply_async(countdown=countdown or None)
+    signature = current_app.signature(task_name, args=args)
+    signature.apply_async(countdown=countdown) if countdown else signature.apply_async()
 
 
 def enqueue_apply(change_id: int, countdown: float = 0) -> None:

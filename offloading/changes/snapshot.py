@@ -127,7 +127,7 @@ def _store_clusters(
     for fc in foreign_clusters:
         meta, spec, status = fc.get("metadata") or {}, fc.get("spec") or {}, fc.get("status") or {}
         modules = status.get("modules") or {}
-        summary = {}
+        summary: dict[str, dict[str, Any]] = {}
         for module in ("networking", "authentication", "offloading"):
             state, alerts = liqo_peers.module_status(modules.get(module))
             summary[module] = {
@@ -156,7 +156,7 @@ def _store_clusters(
     Cluster.objects.bulk_create(rows, update_conflicts=True, unique_fields=["cluster_id"], update_fields=update_fields)
     Cluster.objects.exclude(cluster_id__in=[r.cluster_id for r in rows]).delete()
 
-    nodes_by_name = {(n.get("metadata") or {}).get("name"): n for n in nodes}
+    nodes_by_name = {str((n.get("metadata") or {}).get("name", "")): n for n in nodes}
     vn_rows = []
     for vn in virtual_nodes:
         meta, spec = vn.get("metadata") or {}, vn.get("spec") or {}

@@ -24,7 +24,7 @@ from offloading.models import (
     Cluster,
     Namespace,
 )
-from offloading.views.common import dump_yaml, reject_into, status_context
+from offloading.views.common import HtmxHttpRequest, dump_yaml, reject_into, status_context
 
 
 def _offload_context(form: OffloadForm) -> dict[str, Any]:
@@ -40,7 +40,7 @@ def _offload_context(form: OffloadForm) -> dict[str, Any]:
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def offload(request: HttpRequest, name: str) -> HttpResponse:
+def offload(request: HtmxHttpRequest, name: str) -> HttpResponse:
     """Offload a namespace, or edit its offloading."""
     namespace = get_object_or_404(Namespace, name=name)
     if request.method == "POST":

@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import yaml
+from django.http import HttpRequest
+from django_htmx.middleware import HtmxDetails
 
 from offloading.changes.errors import ChangeRejected
 from offloading.forms import SPEC_FIELD_TO_FORM
@@ -31,3 +33,9 @@ def reject_into(form: Any, exc: ChangeRejected) -> None:
 def status_context(namespace: Namespace) -> dict[str, Any]:
     rows = list(namespace.cluster_states.all()) if namespace.offloaded else []
     return {"namespace": namespace, "cluster_rows": rows}
+
+
+class HtmxHttpRequest(HttpRequest):
+    """A request as django-htmx's middleware leaves it (for type checking)."""
+
+    htmx: HtmxDetails

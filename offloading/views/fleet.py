@@ -23,7 +23,7 @@ from offloading.models import (
     StatusTransition,
     VirtualNode,
 )
-from offloading.views.common import status_context
+from offloading.views.common import HtmxHttpRequest, status_context
 
 
 @login_required
@@ -60,7 +60,7 @@ def cluster_list(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_GET
 @vary_on_headers("HX-Request")
-def namespace_list(request: HttpRequest) -> HttpResponse:
+def namespace_list(request: HtmxHttpRequest) -> HttpResponse:
     filterset = NamespaceFilterSet(request.GET, queryset=Namespace.objects.all())
     selected_states = Prefetch(
         "cluster_states", queryset=ClusterOffloading.objects.filter(selected=True).order_by("cluster_id")
