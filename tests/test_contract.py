@@ -244,3 +244,10 @@ def test_a_refusal_by_our_copy_of_the_webhook_rules_reads_the_same_everywhere(
     for text in (page, json.dumps(response.json())):
         assert not INTERNAL.search(_form_errors(text) if text is page else text)
     _nothing_recorded()
+
+
+def test_previews_name_fields_by_their_labels_not_their_internal_names(admin_client: Any) -> None:
+    page = admin_client.post(reverse("offloading:bulk_preview"), {"action": "offload"}).content.decode()
+    errors = _form_errors(page)
+    assert "Namespace selector" in errors
+    assert not re.search(r"namespace_?selector|namespaceselector", errors)

@@ -69,3 +69,10 @@ def index(sequence: list[Any], position: int | None) -> Any:
         return sequence[position]
     except (IndexError, TypeError):
         return None
+
+
+@register.filter
+def field_label(form: Any, name: str) -> str:
+    """The label people see for a form field (never the internal field name)."""
+    field = getattr(form, "fields", {}).get(name)
+    return str(field.label) if field is not None and field.label else name.replace("_", " ").capitalize()
