@@ -14,14 +14,16 @@ from typing import Any
 import yaml
 
 from offloading.liqo import constants as c
+from offloading.liqo.peers import PROVIDER_ROLES, ROLE_PROVIDER, tenant_namespace_name
 from offloading.liqo.selectors.liqoctl import cluster_selector
 from sandbox.apiserver import ApiServer, now_iso
 from sandbox.kinds import FOREIGN_CLUSTERS, NAMESPACE_OFFLOADINGS, NAMESPACES, NODES, PODS, VIRTUAL_NODES
-from sandbox.liqo import LiqoSimulation, Peer, tenant_namespace
+from sandbox.liqo import LiqoSimulation, Peer
 from sandbox.store import clone
 
 BUILTIN_DIR = Path(__file__).with_name("scenarios")
-SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease", "liqo")
+# The namespaces of a fresh cluster with Liqo installed (on the local cluster and on every peer).
+SYSTEM_NAMESPACES = ("default", *c.KUBERNETES_SYSTEM_NAMESPACES, c.LIQO_NAMESPACE)
 
 
 def builtin_names() -> list[str]:
@@ -126,7 +128,7 @@ def _apply_peer(data: dict[str, Any], server: ApiServer, sim: LiqoSimulation) ->
     cluster_id = data["id"]
     peer = Peer(
         cluster_id,
-        role=data.get("role", "Provider"),
+        role=data.get("role", ROLE_PROVIDER),
         namespace_delay=float(data.get("namespaceDelay", 0)),
         offloading_healthy=bool(data.get("offloadingHealthy", True)),
     )
@@ -145,17 +147,17 @@ def _apply_peer(data: dict[str, Any], server: ApiServer, sim: LiqoSimulation) ->
                 "status": {"phase": "Active"},
             },
         )
-    tenant = tenant_namespace(cluster_id)
+    tenant = tenant_namespace_name(cluster_id)
     server.create(
         NAMESPACES,
         "",
         {
             "metadata": {
                 "name": tenant,
-                "labels": {"liqo.io/tenant-namespace": "true", c.REMOTE_CLUSTER_ID_LABEL: cluster_id},
+                "labels": {c.TENANT_NAMESPACE_LABEL: "true", c.REMOTE_CLUSTER_ID_LABEL: cluster_id},
             }
         },
-        manager=sim_manager(),
+        manager=c.CONTROLLER_MANAGER,
     )
     fc = server.create(
         FOREIGN_CLUSTERS,
@@ -166,12 +168,12 @@ def _apply_peer(data: dict[str, Any], server: ApiServer, sim: LiqoSimulation) ->
             "metadata": {"name": cluster_id, "labels": {c.REMOTE_CLUSTER_ID_LABEL: cluster_id}},
             "spec": {"clusterID": cluster_id},
         },
-        manager=sim_manager(),
+        manager=c.CONTROLLER_MANAGER,
     ).obj
     body = clone(fc)
     body["status"] = sim.foreign_cluster_status(peer)
-    server.update(FOREIGN_CLUSTERS, "", cluster_id, body, manager=sim_manager(), subresource="status")
-    if peer.role not in ("Provider", "ConsumerAndProvider"):
+    server.update(FOREIGN_CLUSTERS, "", cluster_id, body, manager=c.CONTROLLER_MANAGER, subresource="status")
+    if peer.role not in PROVIDER_ROLES:
         return
     count = int(data.get("virtualNodes", 1))
     for index in range(count):
@@ -202,19 +204,15 @@ def _apply_peer(data: dict[str, Any], server: ApiServer, sim: LiqoSimulation) ->
                 "metadata": {
                     "name": name,
                     "namespace": tenant,
-                    "labels": {c.REMOTE_CLUSTER_ID_LABEL: cluster_id, "liqo.io/resourceslice-name": name},
+                    "labels": {c.REMOTE_CLUSTER_ID_LABEL: cluster_id, c.RESOURCESLICE_LABEL: name},
                 },
                 "spec": spec,
             },
-            manager=sim_manager(),
+            manager=c.CONTROLLER_MANAGER,
         ).obj
         body = clone(vn)
         body["status"] = sim.virtual_node_status(peer)
-        server.update(VIRTUAL_NODES, tenant, name, body, manager=sim_manager(), subresource="status")
-
-
-def sim_manager() -> str:
-    return "liqo-controller-manager"
+        server.update(VIRTUAL_NODES, tenant, name, body, manager=c.CONTROLLER_MANAGER, subresource="status")
 
 
 def _apply_namespace(data: dict[str, Any], server: ApiServer) -> None:
@@ -287,10 +285,10 @@ def generate(
         peers.append(
             {
                 "id": f"cluster-{i:04d}",
-                "role": "Provider",
+                "role": ROLE_PROVIDER,
                 "labels": {
                     "topology.kubernetes.io/region": region,
-                    "liqo.io/provider": PROVIDERS[i % len(PROVIDERS)],
+                    c.CLUSTER_PROVIDER_LABEL: PROVIDERS[i % len(PROVIDERS)],
                     **({"staging": "true"} if i % 10 == 9 else {}),
                 },
                 "resources": {"cpu": str(16 * (1 + i % 4)), "memory": f"{64 * (1 + i % 4)}Gi", "pods": "500"},
@@ -306,7 +304,7 @@ def generate(
             if roll < 0.6:
                 ns["offloading"] = {
                     "selector": [
-                        f"topology.kubernetes.io/region={rnd.choice(REGIONS)},liqo.io/provider={rnd.choice(PROVIDERS)}"
+                        f"topology.kubernetes.io/region={rnd.choice(REGIONS)},{c.CLUSTER_PROVIDER_LABEL}={rnd.choice(PROVIDERS)}"
                     ]
                 }
             elif roll < 0.9:
@@ -316,13 +314,13 @@ def generate(
                 }
             else:
                 ns["offloading"] = {
-                    "selector": [f"liqo.io/provider={rnd.choice(PROVIDERS)}"],
+                    "selector": [f"{c.CLUSTER_PROVIDER_LABEL}={rnd.choice(PROVIDERS)}"],
                     "namespaceMappingStrategy": "EnforceSameName",
                 }
         items.append(ns)
     return {
         "description": f"Generated fleet: {namespaces} namespaces, {clusters} peers (seed {seed})",
-        "localCluster": {"id": local_id, "labels": {"liqo.io/provider": "kubeadm"}},
+        "localCluster": {"id": local_id, "labels": {c.CLUSTER_PROVIDER_LABEL: "kubeadm"}},
         "localNodes": [{"name": f"{local_id}-control-plane", "roles": ["control-plane"]}]
         + [{"name": f"{local_id}-worker-{i}", "roles": ["worker"]} for i in range(1, 4)],
         "peers": peers,

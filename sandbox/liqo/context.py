@@ -1,0 +1,120 @@
+"""What the simulated Liqo controllers share: the API server, the store, the work queue, the faults and
+the peers; plus the typed records they pass to each other."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypedDict
+
+from offloading.liqo import constants as c
+from offloading.liqo.peers import ROLE_PROVIDER, is_local_namespace_map
+from sandbox.apiserver import PATCH_MERGE, ApiServer
+from sandbox.kinds import NAMESPACE_MAPS, NAMESPACE_OFFLOADINGS, NAMESPACES, Kind
+from sandbox.runtime import Controller
+from sandbox.store import Obj, Store
+
+if TYPE_CHECKING:
+    from sandbox.faults import Faults
+
+# The work-queue names of the simulated controllers.
+OFFLOADING = "offloading"
+PROVIDER = "provider"
+VIRTUAL_NODE = "virtualnode"
+PODS = "pods"
+NAMESPACE = "namespace"
+PEER = "peer"
+
+
+class Mapping(TypedDict):
+    """One entry of a NamespaceMap's status.currentMapping."""
+
+    remoteNamespace: str
+    phase: str
+
+
+class Condition(TypedDict):
+    """A status condition of a ForeignCluster module, a VirtualNode or a Node."""
+
+    type: str
+    status: str
+    reason: str
+    message: str
+    lastTransitionTime: str
+
+
+@dataclass
+class Peer:
+    """A provider (or consumer) cluster: its id, its own namespace store and its simulated behaviour."""
+
+    cluster_id: str
+    role: str = ROLE_PROVIDER
+    namespace_delay: float = 0.0  # extra seconds before this provider processes its NamespaceMap
+    offloading_healthy: bool = True
+    store: Store = field(default_factory=Store)
+
+    def namespaces(self) -> dict[str, Obj]:
+        return {o["metadata"]["name"]: o for o in self.store.items(NAMESPACES)}
+
+
+class LiqoContext:
+    """The state the simulated controllers share; `LiqoSimulation` is one, with the controllers wired in."""
+
+    def __init__(
+        self,
+        server: ApiServer,
+        controller: Controller,
+        faults: Faults,
+        local_cluster_id: str,
+        controller_delay: float = 0.0,
+    ) -> None:
+        self.server = server
+        self.store = server.store
+        self.controller = controller
+        self.faults = faults
+        self.local_cluster_id = local_cluster_id
+        self.controller_delay = controller_delay
+        self.peers: dict[str, Peer] = {}
+
+    def provider_delay(self, cluster_id: str) -> float:
+        peer = self.peers.get(cluster_id)
+        return self.controller_delay + (peer.namespace_delay if peer else 0.0)
+
+    def enqueue(self, queue: str, key: str, delay: float | None = None) -> None:
+        self.controller.enqueue(queue, key, self.controller_delay if delay is None else delay)
+
+    def enqueue_provider(self, cluster_id: str) -> None:
+        self.controller.enqueue(PROVIDER, cluster_id, self.provider_delay(cluster_id))
+
+    def enqueue_all_offloadings(self, delay: float | None = None) -> None:
+        for obj in self.store.items(NAMESPACE_OFFLOADINGS):
+            if obj["metadata"]["name"] == c.OFFLOADING_NAME:
+                self.enqueue(OFFLOADING, obj["metadata"]["namespace"], delay)
+
+    def local_namespace_maps(self) -> dict[str, Obj]:
+        """clusterID -> NamespaceMap, for the maps Liqo's controller counts (a.4)."""
+        return {
+            nm["metadata"]["labels"][c.REMOTE_CLUSTER_ID_LABEL]: nm
+            for nm in self.store.items(NAMESPACE_MAPS)
+            if is_local_namespace_map(nm)
+        }
+
+    def patch(self, kind: Kind, namespace: str, name: str, body: dict[str, Any], subresource: str = "") -> Obj:
+        """A merge patch written as Liqo's controller-manager."""
+        return self.server.patch(
+            kind, namespace, name, PATCH_MERGE, body, manager=c.CONTROLLER_MANAGER, subresource=subresource
+        ).obj
+
+    def write(self, kind: Kind, obj: Obj, subresource: str = "") -> Obj:
+        """An update (PUT) written as Liqo's controller-manager."""
+        meta = obj["metadata"]
+        return self.server.update(
+            kind,
+            meta.get("namespace") or "",
+            meta["name"],
+            obj,
+            manager=c.CONTROLLER_MANAGER,
+            subresource=subresource,
+        ).obj
+
+    def create(self, kind: Kind, obj: Obj) -> Obj:
+        return self.server.create(kind, obj["metadata"].get("namespace") or "", obj, manager=c.CONTROLLER_MANAGER).obj

@@ -1,0 +1,154 @@
+"""The NamespaceOffloading controller (liqo-semantics.md a.3-a.6): finalizer, cluster selection per
+VirtualNode, desiredMapping patches, the scheduling label, the deletion flow and the deferred status write.
+Selection and status come from `offloading.liqo`; this module reads and writes the store."""
+
+from __future__ import annotations
+
+from offloading.liqo import constants as c
+from offloading.liqo.peers import node_of, select_clusters
+from offloading.liqo.selectors.match import virtual_node_labels
+from offloading.liqo.spec import remote_namespace_name
+from offloading.liqo.status import compute_status
+from sandbox.apiserver import now_iso
+from sandbox.errors import ApiError
+from sandbox.kinds import NAMESPACE_MAPS, NAMESPACE_OFFLOADINGS, NAMESPACES, NODES, VIRTUAL_NODES
+from sandbox.liqo.context import LiqoContext
+from sandbox.liqo.events import record_event
+from sandbox.runtime import Retry
+from sandbox.store import Obj, clone
+
+
+class OffloadingController:
+    def __init__(self, ctx: LiqoContext) -> None:
+        self.ctx = ctx
+
+    def reconcile(self, namespace: str) -> float | None:
+        nsoff = self.ctx.store.get(NAMESPACE_OFFLOADINGS, namespace, c.OFFLOADING_NAME)
+        if nsoff is None:
+            return None
+        try:
+            if nsoff["metadata"].get("deletionTimestamp"):
+                self._deletion_flow(nsoff)
+                return None
+            self._ensure_finalizer(nsoff)
+            if self._select_clusters(nsoff):
+                self._scheduling_label(namespace, nsoff["spec"].get("podOffloadingStrategy"))
+        finally:
+            self._write_status(namespace)  # deferred: also when the reconcile fails (a.4)
+        return None
+
+    def _ensure_finalizer(self, nsoff: Obj) -> None:
+        finalizers = nsoff["metadata"].get("finalizers") or []
+        if c.FINALIZER in finalizers:
+            return
+        body = clone(nsoff)
+        body["metadata"]["finalizers"] = finalizers + [c.FINALIZER]
+        try:
+            self.ctx.write(NAMESPACE_OFFLOADINGS, body)
+        except ApiError as err:
+            raise Retry(f"adding the finalizer: {err.message}") from None
+
+    def _set_desired(self, nm: Obj, namespace: str, remote: str | None) -> Obj:
+        meta = nm["metadata"]
+        return self.ctx.patch(
+            NAMESPACE_MAPS, meta["namespace"], meta["name"], {"spec": {"desiredMapping": {namespace: remote}}}
+        )
+
+    def _select_clusters(self, nsoff: Obj) -> bool:
+        """Step 5 (a.5): the selector per VirtualNode; False when an invalid selector stopped the pass."""
+        namespace = nsoff["metadata"]["namespace"]
+        maps = self.ctx.local_namespace_maps()
+        virtual_nodes = self.ctx.store.items(VIRTUAL_NODES)
+        for vn in virtual_nodes:
+            cluster_id = (vn.get("spec") or {}).get("clusterID") or ""
+            if cluster_id not in maps:
+                raise Retry(f"no NamespaceMap found for remote cluster ID: {cluster_id}")
+        nodes = {}
+        for vn in virtual_nodes:
+            node = self.ctx.store.get(NODES, "", vn["metadata"]["name"])
+            if node is not None:
+                nodes[vn["metadata"]["name"]] = node
+        spec = nsoff.get("spec") or {}
+        selection = select_clusters(
+            spec.get("clusterSelector"),
+            [
+                (vn["spec"]["clusterID"], vn["metadata"]["name"], virtual_node_labels(vn, node_of(vn, nodes)))
+                for vn in virtual_nodes
+            ],
+        )
+        remote = remote_namespace_name(namespace, self.ctx.local_cluster_id, spec)
+        error = None
+        for cluster_id, entry in selection.items():
+            error = error or entry["error"]
+            if all(why["error"] for _, why in entry["explanations"]):
+                continue  # not reached, or stopped at its first VirtualNode: its mapping stays as it is
+            desired = (maps[cluster_id].get("spec") or {}).get("desiredMapping") or {}
+            if entry["selected"] and desired.get(namespace) != remote:
+                self._set_desired(maps[cluster_id], namespace, remote)
+            elif not entry["selected"] and namespace in desired:
+                self._set_desired(maps[cluster_id], namespace, None)
+        if error:
+            record_event(
+                self.ctx, nsoff, "Warning", c.INVALID_SELECTOR_EVENT_REASON, c.INVALID_SELECTOR_EVENT_PREFIX + error
+            )
+            return False
+        return True
+
+    def _scheduling_label(self, namespace: str, strategy: str | None) -> None:
+        ns = self.ctx.store.get(NAMESPACES, "", namespace)
+        if ns is None:
+            return
+        labels = ns["metadata"].get("labels") or {}
+        enabled = labels.get(c.SCHEDULING_LABEL) == "true"
+        if strategy in (c.LOCAL_AND_REMOTE, c.REMOTE):
+            if enabled:
+                return
+            new_labels = dict(labels, **{c.SCHEDULING_LABEL: "true"})
+        else:
+            if not enabled:
+                return
+            new_labels = {k: v for k, v in labels.items() if k != c.SCHEDULING_LABEL}
+        body = clone(ns)
+        body["metadata"]["labels"] = new_labels
+        try:
+            self.ctx.write(NAMESPACES, body)
+        except ApiError as err:
+            raise Retry(f"updating the namespace labels: {err.message}") from None
+
+    def _deletion_flow(self, nsoff: Obj) -> None:
+        namespace = nsoff["metadata"]["namespace"]
+        self._scheduling_label(namespace, c.LOCAL)
+        for nm in self.ctx.local_namespace_maps().values():
+            if namespace in ((nm.get("spec") or {}).get("desiredMapping") or {}):
+                self._set_desired(nm, namespace, None)
+        if (nsoff.get("status") or {}).get("remoteNamespacesConditions"):
+            raise Retry("waiting for remote namespaces deletion", delay=max(self.ctx.controller_delay, 0.5))
+        body = clone(nsoff)
+        body["metadata"]["finalizers"] = [f for f in nsoff["metadata"].get("finalizers") or [] if f != c.FINALIZER]
+        try:
+            self.ctx.write(NAMESPACE_OFFLOADINGS, body)
+        except ApiError as err:
+            if err.code != 404:
+                raise Retry(f"removing the finalizer: {err.message}") from None
+
+    def _write_status(self, namespace: str) -> None:
+        """The deferred status update: conditions per NamespaceMap, phase, observedGeneration (a.3, a.4)."""
+        nsoff = self.ctx.store.get(NAMESPACE_OFFLOADINGS, namespace, c.OFFLOADING_NAME)
+        if nsoff is None:
+            return
+        status = compute_status(
+            namespace,
+            nsoff,
+            list(self.ctx.local_namespace_maps().values()),
+            local_cluster_id=self.ctx.local_cluster_id,
+            now=now_iso(),
+        )
+        if status == (nsoff.get("status") or {}):
+            return
+        try:
+            self.ctx.write(NAMESPACE_OFFLOADINGS, dict(nsoff, status=status), subresource="status")
+        except ApiError as err:
+            if err.code == 409:
+                raise Retry("status conflict") from None
+            if err.code != 404:
+                raise

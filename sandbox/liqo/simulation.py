@@ -1,0 +1,120 @@
+"""The Liqo simulation: plugs admission into the API server, registers the simulated controllers with the
+work queue, and turns store changes and fault changes into work (called under the store lock: only
+enqueue here)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from offloading.liqo import constants as c
+from sandbox.apiserver import ApiServer
+from sandbox.kinds import NAMESPACE_MAPS, NAMESPACE_OFFLOADINGS, NAMESPACES, NODES, PODS, VIRTUAL_NODES, Kind
+from sandbox.liqo import admission
+from sandbox.liqo import context as q
+from sandbox.liqo.context import LiqoContext, Peer
+from sandbox.liqo.namespaces import NamespaceController
+from sandbox.liqo.offloading_controller import OffloadingController
+from sandbox.liqo.peers import PeerController, foreign_cluster_status, virtual_node_status
+from sandbox.liqo.pods import PodController
+from sandbox.liqo.provider import ProviderController
+from sandbox.liqo.virtual_nodes import VirtualNodeController
+from sandbox.runtime import Controller
+from sandbox.store import Obj
+
+if TYPE_CHECKING:
+    from sandbox.faults import Faults, FaultSettings
+
+
+class LiqoSimulation(LiqoContext):
+    def __init__(
+        self,
+        server: ApiServer,
+        controller: Controller,
+        faults: Faults,
+        local_cluster_id: str,
+        controller_delay: float = 0.0,
+    ) -> None:
+        super().__init__(server, controller, faults, local_cluster_id, controller_delay)
+        self._down: set[str] = set()
+        admission.install(server)
+        self.store.add_listener(self.on_change)
+        faults.add_listener(self.on_faults)
+        controller.register(q.OFFLOADING, OffloadingController(self).reconcile)
+        controller.register(q.PROVIDER, ProviderController(self).reconcile)
+        controller.register(q.VIRTUAL_NODE, VirtualNodeController(self).reconcile)
+        controller.register(q.PODS, PodController(self).reconcile)
+        controller.register(q.NAMESPACE, NamespaceController(self).reconcile)
+        controller.register(q.PEER, PeerController(self).reconcile)
+
+    def foreign_cluster_status(self, peer: Peer, up: bool = True) -> dict[str, Any]:
+        return foreign_cluster_status(peer, self.local_cluster_id, up)
+
+    def virtual_node_status(self, peer: Peer, up: bool = True) -> dict[str, Any]:
+        return virtual_node_status(peer, up)
+
+    def on_change(self, kind: Kind, event: str, obj: Obj, prev: Obj | None) -> None:
+        meta = obj.get("metadata") or {}
+        if kind is NAMESPACE_OFFLOADINGS:
+            if meta.get("name") == c.OFFLOADING_NAME:
+                self.enqueue(q.OFFLOADING, meta["namespace"])
+                self.enqueue(q.PODS, meta["namespace"])
+        elif kind is NAMESPACE_MAPS:
+            self._namespace_map_changed(event, obj, prev)
+            return
+        elif kind is VIRTUAL_NODES:
+            self.enqueue_all_offloadings()
+            cluster_id = (obj.get("spec") or {}).get("clusterID") or ""
+            if cluster_id:
+                self.enqueue(q.VIRTUAL_NODE, cluster_id)
+        elif kind is NODES:
+            if _is_virtual_node(obj) or _is_virtual_node(prev):
+                self.enqueue_all_offloadings()
+        elif kind is NAMESPACES:
+            if meta.get("deletionTimestamp"):
+                self.enqueue(q.NAMESPACE, meta["name"])
+        elif kind is PODS and event == "ADDED" and not (obj.get("spec") or {}).get("nodeName"):
+            self.enqueue(q.PODS, meta["namespace"])
+        if kind.namespaced and event == "DELETED":
+            namespace = meta.get("namespace") or ""
+            ns = self.store.get(NAMESPACES, "", namespace)
+            if ns is not None and ns["metadata"].get("deletionTimestamp"):
+                self.enqueue(q.NAMESPACE, namespace)
+
+    def _namespace_map_changed(self, event: str, obj: Obj, prev: Obj | None) -> None:
+        cluster_id = ((obj.get("metadata") or {}).get("labels") or {}).get(c.REMOTE_CLUSTER_ID_LABEL, "")
+        if event in ("ADDED", "DELETED"):
+            self.enqueue_all_offloadings()
+            if cluster_id and event == "ADDED":
+                self.enqueue_provider(cluster_id)
+            return
+        if cluster_id and _desired(prev) != _desired(obj):
+            self.enqueue_provider(cluster_id)
+        old_current, new_current = _current(prev), _current(obj)
+        for ns in set(old_current) | set(new_current):
+            if (ns in old_current) != (ns in new_current) or (old_current.get(ns) or {}).get("phase") != (
+                new_current.get(ns) or {}
+            ).get("phase"):
+                self.enqueue(q.OFFLOADING, ns)
+
+    def on_faults(self, settings: FaultSettings) -> None:
+        down = set(settings.peer_down)
+        changed = down ^ self._down
+        self._down = down
+        for cluster_id in changed:
+            if cluster_id in self.peers:
+                self.enqueue(q.PEER, cluster_id, 0.0)
+                if cluster_id not in down:
+                    self.enqueue_provider(cluster_id)
+
+
+def _is_virtual_node(node: Obj | None) -> bool:
+    labels = ((node or {}).get("metadata") or {}).get("labels") or {}
+    return labels.get(c.VIRTUAL_NODE_TYPE_LABEL) == c.VIRTUAL_NODE_TYPE_VALUE
+
+
+def _desired(nm: Obj | None) -> dict[str, Any]:
+    return ((nm or {}).get("spec") or {}).get("desiredMapping") or {}
+
+
+def _current(nm: Obj | None) -> dict[str, Any]:
+    return ((nm or {}).get("status") or {}).get("currentMapping") or {}
