@@ -209,11 +209,13 @@ LIQO_DASH: dict[str, Any] = {
     # Changes still queued/applying after this many seconds are re-enqueued by the sweeper.
     "STUCK_AFTER": env.number("LIQO_DASH_STUCK_AFTER", 60.0),
     "SWEEP_INTERVAL": env.number("LIQO_DASH_SWEEP_INTERVAL", 15.0),
-    # Transient Kubernetes errors are retried with exponential backoff and jitter (capped at 60 s)
-    # for up to APPLY_RETRY_FOR seconds after the request, and at most APPLY_MAX_RETRIES attempts.
-    "APPLY_MAX_RETRIES": env.integer("LIQO_DASH_APPLY_MAX_RETRIES", 50),
+    # Transient Kubernetes errors (no answer, timeouts, 5xx, 429) are retried with exponential backoff
+    # and jitter, capped at APPLY_RETRY_CAP s (or the API server's Retry-After), for APPLY_RETRY_FOR s
+    # from a change's first such error (a budget, not a count); while the API server is unreachable,
+    # changes wait without retrying and resume as soon as a probe gets an answer.
     "APPLY_RETRY_FOR": env.number("LIQO_DASH_APPLY_RETRY_FOR", 900.0),
     "APPLY_RETRY_BASE": env.number("LIQO_DASH_APPLY_RETRY_BASE", 1.0),
+    "APPLY_RETRY_CAP": env.number("LIQO_DASH_APPLY_RETRY_CAP", 5.0),
     # How long an unoffload waits for the object (and its finalizer) to disappear.
     "DELETE_WAIT": env.number("LIQO_DASH_DELETE_WAIT", 120.0),
     "FIELD_MANAGER": env.string("LIQO_DASH_FIELD_MANAGER", "liqo-dash"),
@@ -224,6 +226,8 @@ LIQO_DASH: dict[str, Any] = {
 }
 
 CELERY_BEAT_SCHEDULE = {
+    # Cheap unless the API server is down or changes wait for it (then the probes chain every second).
+    "probe-api": {"task": "offloading.tasks.probe_api", "schedule": 5.0},
     "refresh-snapshot": {"task": "offloading.tasks.refresh", "schedule": LIQO_DASH["REFRESH_INTERVAL"]},
     "sweep-stuck-changes": {"task": "offloading.tasks.sweep", "schedule": LIQO_DASH["SWEEP_INTERVAL"]},
 }

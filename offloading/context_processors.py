@@ -4,6 +4,7 @@ from typing import Any
 
 from django.http import HttpRequest
 
+from .changes import apihealth
 from .models import SnapshotState
 
 
@@ -12,4 +13,4 @@ def snapshot_state(request: HttpRequest) -> dict[str, Any]:
     if not getattr(request, "user", None) or not request.user.is_authenticated:
         return {}
     state = SnapshotState.get()
-    return {"snapshot": state, "snapshot_stale": state.is_stale()}
+    return {"snapshot": state, "snapshot_stale": state.is_stale(), "api_outage": apihealth.outage()}

@@ -37,12 +37,25 @@ class KubeError(Exception):
     """A failed Kubernetes call. ``kind`` is one of: transient, conflict, exists, not_found, invalid,
     forbidden, gone."""
 
-    def __init__(self, kind: str, message: str, status: int | None = None, reason: str = "") -> None:
+    def __init__(
+        self,
+        kind: str,
+        message: str,
+        status: int | None = None,
+        reason: str = "",
+        *,
+        unreachable: bool = False,
+        retry_after: float | None = None,
+    ) -> None:
         super().__init__(message)
         self.kind = kind
         self.message = message
         self.status = status
         self.reason = reason
+        # No answer at all (connection refused or dropped, timeout): the API server is unreachable.
+        self.unreachable = unreachable
+        # Seconds the API server asked us to wait (429/503 with Retry-After).
+        self.retry_after = retry_after
 
     @property
     def transient(self) -> bool:
@@ -72,7 +85,17 @@ def _classify(exc: ApiException) -> KubeError:
         kind = "forbidden"
     else:
         kind = "invalid"
-    return KubeError(kind, message or f"HTTP {status}", status, reason)
+    return KubeError(kind, message or f"HTTP {status}", status, reason, retry_after=_retry_after(exc))
+
+
+def _retry_after(exc: ApiException) -> float | None:
+    """The Retry-After header in seconds (the API server sends seconds, never a date), capped at 5 min."""
+    value = (exc.headers or {}).get("Retry-After") if exc.headers else None
+    try:
+        seconds = float(value) if value is not None else None
+    except ValueError:
+        return None
+    return None if seconds is None or seconds < 0 else min(seconds, 300.0)
 
 
 _WARNING = re.compile(r'^\s*\d{3}\s+\S+\s+"(?P<text>(?:[^"\\]|\\.)*)"')
@@ -157,7 +180,7 @@ def _call(
     except ApiException as exc:
         raise _classify(exc) from exc
     except (urllib3.exceptions.HTTPError, OSError) as exc:
-        raise KubeError("transient", f"cannot reach the Kubernetes API: {exc}") from exc
+        raise KubeError("transient", f"cannot reach the Kubernetes API: {exc}", unreachable=True) from exc
     warnings = parse_warnings(response.headers.getlist("Warning")) if response.headers else []
     data = response.data
     try:
@@ -349,3 +372,8 @@ def watch(kind: str, resource_version: str, timeout_seconds: int = 300) -> Itera
         raise KubeError("transient", f"watch interrupted: {exc}") from exc
     finally:
         watcher.stop()
+
+
+def probe(timeout: float = 2.0) -> None:
+    """One cheap request (GET /version) to learn whether the API server answers; raises KubeError."""
+    _call(client.VersionApi(api_client()).get_code, timeout=timeout)

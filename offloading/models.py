@@ -251,6 +251,11 @@ class ChangeRequest(models.Model):
     result_resource_version = models.CharField(max_length=64, blank=True)
     result_generation = models.BigIntegerField(null=True, blank=True)
     conflict_spec = models.JSONField(null=True, blank=True)
+    # Transient errors: when the first one of this change happened (the retry budget runs from it), and
+    # why the change waits now (e.g. the API server is unreachable) since when; empty when it does not.
+    retrying_since = models.DateTimeField(null=True, blank=True)
+    waiting_reason = models.CharField(max_length=32, blank=True, db_index=True)
+    waiting_since = models.DateTimeField(null=True, blank=True)
     bulk = models.ForeignKey(BulkRequest, null=True, blank=True, on_delete=models.SET_NULL, related_name="changes")
 
     class Meta:

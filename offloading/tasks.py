@@ -10,9 +10,9 @@ from typing import Any
 
 from celery import shared_task
 
-from offloading.changes import apply, snapshot
+from offloading.changes import apihealth, apply, snapshot
 from offloading.changes import sweep as sweeper
-from offloading.changes.queue import APPLY_CHANGE, AWAIT_DELETION, REFRESH
+from offloading.changes.queue import APPLY_CHANGE, AWAIT_DELETION, PROBE_API, REFRESH
 
 
 @shared_task(name=APPLY_CHANGE, acks_late=True)
@@ -35,3 +35,8 @@ def refresh() -> dict[str, Any] | None:
 def sweep() -> int:
     sweeper.trim_history()
     return sweeper.sweep()
+
+
+@shared_task(name=PROBE_API, acks_late=True)
+def probe_api() -> bool:
+    return apihealth.probe()

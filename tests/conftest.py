@@ -26,6 +26,17 @@ def admin_user(django_user_model: Any) -> Any:
     return django_user_model.objects.create_superuser("admin", "admin@example.com", ADMIN_PASSWORD)
 
 
+@pytest.fixture(autouse=True)
+def _fresh_shared_cache() -> Iterator[None]:
+    """Locks, coalescing flags and the API-health breaker live in the shared cache: no test inherits
+    another's."""
+    from django.core.cache import cache
+
+    cache.clear()
+    yield
+    cache.clear()
+
+
 @pytest.fixture
 def admin_client(client: Any, admin_user: Any) -> Any:
     client.force_login(admin_user)

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from offloading.changes import apihealth
 from offloading.changes.apply import apply_change
 from offloading.changes.bulk import request_bulk
 from offloading.changes.errors import ChangeRejected, Refusal
@@ -206,7 +207,7 @@ def test_unoffload_waits_until_the_object_is_gone(sandbox: Any, k8s: Any) -> Non
 
 
 def test_transient_errors_are_retried_until_they_succeed(sandbox: Any, k8s: Any, settings: Any) -> None:
-    settings.LIQO_DASH = {**settings.LIQO_DASH, "APPLY_RETRY_BASE": 0.0, "APPLY_MAX_RETRIES": 40}
+    settings.LIQO_DASH = {**settings.LIQO_DASH, "APPLY_RETRY_BASE": 0.0}
     _make_namespace(k8s, "flaky")
     sandbox.faults.set(error_rate=0.3)
     try:
@@ -287,16 +288,49 @@ def test_the_dry_run_puts_the_api_servers_refusal_on_the_form(
     assert k8s.custom.get_namespaced_custom_object(GROUP, VERSION, "present", PLURAL, "offloading")
 
 
-def test_transient_errors_are_retried_up_to_the_limit_then_fail_visibly(sandbox: Any, k8s: Any, settings: Any) -> None:
-    settings.LIQO_DASH = {**settings.LIQO_DASH, "APPLY_RETRY_BASE": 0.0, "APPLY_MAX_RETRIES": 4}
+def test_while_the_api_server_is_unreachable_a_change_waits_and_resumes_when_a_probe_gets_an_answer(
+    sandbox: Any, k8s: Any
+) -> None:
     _make_namespace(k8s, "down")
+    _make_namespace(k8s, "down-too")
     sandbox.faults.set(outage=True)
     try:
         change = request_offload("down", _spec(), ALICE)
+        change.refresh_from_db()
+        assert change.state == ChangeState.QUEUED and change.waiting_reason == apihealth.WAITING_FOR_API
+        outage = apihealth.outage()
+        assert outage is not None and change.waiting_since == outage.since
+        assert "unreachable since" in change.message and change.attempts == 1
+        # Another change does not even try while the breaker is open, and spends no attempt.
+        other = request_offload("down-too", _spec(podOffloadingStrategy="Remote"), BOB)
+        other.refresh_from_db()
+        assert other.state == ChangeState.QUEUED and other.attempts == 0
+        assert apihealth.probe() is False  # still down: nothing resumes
+        assert ChangeRequest.objects.filter(waiting_reason=apihealth.WAITING_FOR_API).count() == 2
+    finally:
+        sandbox.faults.clear()
+    assert apihealth.probe() is True
+    assert apihealth.outage() is None and apihealth.last_outage() is not None
+    change.refresh_from_db()
+    other.refresh_from_db()
+    assert (change.state, other.state) == (ChangeState.APPLIED, ChangeState.APPLIED), (change.message, other.message)
+    assert change.waiting_reason == "" and change.waiting_since is None
+    assert AuditEvent.objects.filter(change=change, action=AuditAction.FAILED).count() == 0
+
+
+def test_transient_errors_fail_a_change_only_when_its_retry_budget_is_spent(
+    sandbox: Any, k8s: Any, settings: Any
+) -> None:
+    settings.LIQO_DASH = {**settings.LIQO_DASH, "APPLY_RETRY_FOR": 0.0}
+    _make_namespace(k8s, "gone")
+    sandbox.faults.set(outage=True)
+    try:
+        change = request_offload("gone", _spec(), ALICE)
     finally:
         sandbox.faults.clear()
     change.refresh_from_db()
-    assert change.state == ChangeState.FAILED and change.attempts == 4
+    assert change.state == ChangeState.FAILED and change.attempts == 1
+    assert "the API server was unreachable from" in change.message
     assert AuditEvent.objects.filter(change=change, action=AuditAction.FAILED).count() == 1
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from offloading.liqo.selectors.liqoctl import cluster_selector
@@ -84,12 +85,28 @@ class NamespaceSerializer(serializers.ModelSerializer):
                   "observed_generation", "status_stale", "deleting", "last_written_by", "clusters", "refreshed_at"]  # fmt: skip
 
 
+class WaitingSerializer(serializers.Serializer):
+    reason = serializers.CharField(help_text="Why the change waits: `api_unreachable`.")
+    since = serializers.DateTimeField()
+    message = serializers.CharField()
+
+
 class ChangeRequestSerializer(serializers.ModelSerializer):
+    waiting = serializers.SerializerMethodField()
+
     class Meta:
         model = ChangeRequest
         fields = ["id", "namespace", "action", "state", "desired_spec", "base_spec", "base_generation", "label_namespace",
                   "requester_name", "source", "request_id", "created_at", "updated_at", "finished_at", "attempts",
-                  "message", "warnings", "result_generation", "conflict_spec", "bulk"]  # fmt: skip
+                  "message", "warnings", "result_generation", "conflict_spec", "bulk", "waiting",
+                  "retrying_since"]  # fmt: skip
+
+    @extend_schema_field(WaitingSerializer(allow_null=True))
+    def get_waiting(self, obj: ChangeRequest) -> dict[str, Any] | None:
+        """Set while the change waits (for example for an unreachable API server), else null."""
+        if not obj.waiting_reason or obj.is_terminal:
+            return None
+        return {"reason": obj.waiting_reason, "since": obj.waiting_since, "message": obj.message}
 
 
 class BulkRequestSerializer(serializers.ModelSerializer):

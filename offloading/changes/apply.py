@@ -17,6 +17,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from offloading import kube
+from offloading.changes import apihealth
 from offloading.changes.push import Conflict, Waiting, push_delete, push_spec
 from offloading.changes.queue import enqueue_apply, enqueue_await_deletion
 from offloading.changes.rows import mark_namespace_unoffloaded, store_offloading
@@ -83,7 +84,12 @@ def claim(change_id: int) -> ChangeRequest | None:
     now = timezone.now()
     lease_expired = now - timedelta(seconds=settings.LIQO_DASH["STUCK_AFTER"])
     claimed = ChangeRequest.objects.filter(pk=change_id, state=ChangeState.QUEUED).update(
-        state=ChangeState.APPLYING, claimed_at=now, updated_at=now, attempts=F("attempts") + 1
+        state=ChangeState.APPLYING,
+        claimed_at=now,
+        updated_at=now,
+        attempts=F("attempts") + 1,
+        waiting_reason="",
+        waiting_since=None,
     ) or ChangeRequest.objects.filter(pk=change_id, state=ChangeState.APPLYING, updated_at__lt=lease_expired).update(
         claimed_at=now, updated_at=now, attempts=F("attempts") + 1
     )
@@ -103,6 +109,12 @@ def apply_change(change_id: int) -> str:
     # two workers from writing the same namespace at once. Only its owner releases it. It lasts as
     # long as the claim's lease, so a killed worker's lock is gone when its claim can be taken over
     # (writes stay safe without it: they are resourceVersion-checked and carry the change id).
+    current_outage = apihealth.outage()
+    if current_outage is not None:
+        # The API server is known to be unreachable: wait for it without spending the retry budget.
+        for recheck in _park(change, current_outage, count_attempt=False):
+            recheck()
+        return ChangeState.QUEUED
     lease = max(1, int(settings.LIQO_DASH["STUCK_AFTER"]))
     if not cache.add(_lock_key(change.namespace), owner, timeout=lease):
         _requeue(change, "another worker is writing this namespace", countdown=1.0, count_attempt=False)
@@ -134,16 +146,52 @@ def start_next(namespace: str) -> None:
         enqueue_apply(first[0])
 
 
+def _park(
+    change: ChangeRequest,
+    outage: apihealth.Outage,
+    *,
+    retrying_since: Any = None,
+    count_attempt: bool = True,
+) -> list[Callable[[], None]]:
+    """Put an applying change back to wait for the API server: no message is queued for it; the probe
+    that sees the API server answer again sends it (and the sweeper is the safety net). Returns what to
+    run once the namespace lock is released."""
+    fields: dict[str, Any] = {
+        "state": ChangeState.QUEUED,
+        "message": f"waiting: {outage.describe()}",
+        "waiting_reason": apihealth.WAITING_FOR_API,
+        "waiting_since": outage.since,
+        "updated_at": timezone.now(),
+    }
+    if retrying_since is not None:
+        fields["retrying_since"] = retrying_since
+    if not count_attempt:
+        fields["attempts"] = F("attempts") - 1
+    ChangeRequest.objects.filter(pk=change.pk, state=ChangeState.APPLYING).update(**fields)
+
+    def recheck() -> None:
+        # The breaker may have closed between our check and the park: then nobody would send it.
+        if apihealth.outage() is None:
+            apihealth.resume_waiting()
+        else:
+            apihealth.schedule_probe()
+
+    return [recheck]
+
+
 def _requeue(
     change: ChangeRequest,
     message: str,
     countdown: float,
     count_attempt: bool = True,
     followups: list[Callable[[], None]] | None = None,
+    retrying_since: Any = None,
 ) -> None:
     # updated_at is when the change is next due: the sweeper leaves it alone during its backoff.
     due = timezone.now() + timedelta(seconds=countdown)
     fields: dict[str, Any] = {"state": ChangeState.QUEUED, "message": message, "updated_at": due}
+    if retrying_since is not None:
+        fields["retrying_since"] = retrying_since
     if not count_attempt:
         fields["attempts"] = F("attempts") - 1
     if ChangeRequest.objects.filter(pk=change.pk, state=ChangeState.APPLYING).update(**fields):
@@ -155,8 +203,25 @@ def _requeue(
 
 
 def _backoff(attempt: int) -> float:
+    """Capped exponential backoff with jitter (the cap keeps recovery quick once errors stop)."""
     base = float(settings.LIQO_DASH["APPLY_RETRY_BASE"])
-    return min(60.0, base * (2 ** max(0, attempt - 1))) * random.uniform(0.5, 1.5)
+    cap = float(settings.LIQO_DASH["APPLY_RETRY_CAP"])
+    return min(cap, base * (2 ** max(0, attempt - 1))) * random.uniform(0.5, 1.5)
+
+
+def _resume_waiting() -> None:
+    """This change got an answer after an outage: send the changes that waited for the API server."""
+    apihealth.resume_waiting()
+
+
+def _gave_up(first: Any, now: Any, exc: kube.KubeError) -> str:
+    """Why a change failed after its retry budget, in words a person reads."""
+    minutes = max(1, round((now - first).total_seconds() / 60))
+    if exc.unreachable:
+        return f"Gave up after {minutes} min: {apihealth.Outage(first, '', now).describe()} ({exc.message})"
+    since = timezone.localtime(first).strftime("%H:%M:%S")
+    until = timezone.localtime(now).strftime("%H:%M:%S")
+    return f"Gave up after {minutes} min: the API server kept failing from {since} to {until} ({exc.message})"
 
 
 def _apply_claimed(change: ChangeRequest, followups: list[Callable[[], None]]) -> str:
@@ -177,22 +242,31 @@ def _apply_claimed(change: ChangeRequest, followups: list[Callable[[], None]]) -
         trigger_refresh()
         return ChangeState.CONFLICT
     except kube.KubeError as exc:
-        retrying_for = (timezone.now() - change.created_at).total_seconds()
-        if (
-            exc.transient
-            and change.attempts < settings.LIQO_DASH["APPLY_MAX_RETRIES"]
-            and retrying_for < settings.LIQO_DASH["APPLY_RETRY_FOR"]
-        ):
-            _requeue(
-                change,
-                f"retrying after a transient error: {exc.message}",
-                _backoff(change.attempts),
-                followups=followups,
-            )
-            return ChangeState.QUEUED
-        finish(change.pk, ChangeState.FAILED, exc.message)
+        # A retry budget, not a retry count: transient errors are retried for APPLY_RETRY_FOR seconds
+        # from the first one; a permanent error (4xx other than 409/429) fails at once.
+        now = timezone.now()
+        first = change.retrying_since or now
+        if exc.transient:
+            current_outage = apihealth.report_failure(exc)
+            if (now - first).total_seconds() < settings.LIQO_DASH["APPLY_RETRY_FOR"]:
+                if current_outage is not None:
+                    followups.extend(_park(change, current_outage, retrying_since=first))
+                else:
+                    _requeue(
+                        change,
+                        f"retrying after a transient error: {exc.message}",
+                        exc.retry_after if exc.retry_after is not None else _backoff(change.attempts),
+                        followups=followups,
+                        retrying_since=first,
+                    )
+                return ChangeState.QUEUED
+            finish(change.pk, ChangeState.FAILED, _gave_up(first, now, exc))
+        else:
+            finish(change.pk, ChangeState.FAILED, exc.message)
         trigger_refresh()
         return ChangeState.FAILED
+    if apihealth.report_success():
+        followups.append(_resume_waiting)
     obj, warnings = result
     fields: dict[str, Any] = {"warnings": list(dict.fromkeys([*change.warnings, *warnings]))}
     if obj:

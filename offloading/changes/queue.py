@@ -12,6 +12,7 @@ log = logging.getLogger(__name__)
 APPLY_CHANGE = "offloading.tasks.apply_change"
 AWAIT_DELETION = "offloading.tasks.await_deletion"
 REFRESH = "offloading.tasks.refresh"
+PROBE_API = "offloading.tasks.probe_api"
 
 
 def send(task_name: str, *args: int, countdown: float | None = None) -> None:
@@ -38,3 +39,15 @@ def enqueue_await_deletion(change_id: int, countdown: float = 1.0) -> None:
 
 def enqueue_refresh(countdown: float = 0.5) -> None:
     send(REFRESH, countdown=countdown)
+
+
+def enqueue_probe(countdown: float = 1.0) -> None:
+    """Ask whether the API server answers again (see offloading.changes.apihealth). Not in eager mode
+    (tests): a probe run in place could only fail again and again; the beat's periodic probe and the
+    tests call it instead."""
+    if current_app.conf.task_always_eager:
+        return
+    try:
+        send(PROBE_API, countdown=countdown)
+    except Exception:  # noqa: BLE001 - a lost probe is replaced by the periodic one
+        log.warning("could not enqueue an API probe", exc_info=True)

@@ -18,6 +18,7 @@ from django.core.management.base import BaseCommand
 from django.db import close_old_connections
 
 from offloading import kube
+from offloading.changes import apihealth
 from offloading.changes.drift import observe_offloading
 from offloading.changes.snapshot import trigger_refresh
 from offloading.liqo import constants as liqo
@@ -44,6 +45,8 @@ class KindWatcher(threading.Thread):
                 if not self.resource_version:
                     self.resource_version = kube.current_resource_version(self.kind)
                     self.lists += 1
+                    if apihealth.report_success():
+                        apihealth.resume_waiting()
                     # Whatever happened before this version is only known from a full list.
                     trigger_refresh()
                 for event_type, obj in kube.watch(self.kind, self.resource_version, self.timeout_seconds):
@@ -62,7 +65,10 @@ class KindWatcher(threading.Thread):
                     self.resource_version = ""
                     continue
                 failures += 1
-                delay = min(30.0, 0.5 * 2**failures) * random.uniform(0.5, 1.5)
+                if exc.unreachable:
+                    apihealth.report_failure(exc)
+                # Capped low: after an outage the snapshot must follow the cluster again within seconds.
+                delay = min(5.0, 0.5 * 2**failures) * random.uniform(0.5, 1.5)
                 log.warning("watch %s failed (%s); retrying in %.1fs", self.kind, exc.message, delay)
                 self.stop_event.wait(delay)
             except Exception:  # noqa: BLE001 - a watcher must outlive one bad event
