@@ -38,6 +38,10 @@ def main(argv: list[str] | None = None) -> int:
         "--no-mass-change", dest="mass_change", action="store_false",
         help="skip the refresh after every Ready offloading changed status (the slowest step)",
     )  # fmt: skip
+    parser.add_argument(
+        "--no-recovery", dest="recovery", action="store_false",
+        help="skip the recovery runs (a bulk through an API server outage and a 5xx storm)",
+    )  # fmt: skip
     parser.add_argument("--json", metavar="FILE", help="also write every figure as JSON")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory (database, logs)")
     args = parser.parse_args(argv)
@@ -55,6 +59,14 @@ def main(argv: list[str] | None = None) -> int:
         harness.setup_django(var_dir)
         from bench import measures, report
 
+        recovered = []
+        if args.recovery:
+            from bench import recovery
+
+            size, outage_s, storm_s = (30, 10.0, 10.0) if args.quick else (300, 45.0, 60.0)
+            recovered = recovery.measure(var_dir, size, outage_s, storm_s, log)
+            reset_database = harness.reset_database
+            reset_database()
         results = []
         for namespaces, clusters in fleets:
             log(f"fleet {namespaces} namespaces / {clusters} clusters")
@@ -70,13 +82,25 @@ def main(argv: list[str] | None = None) -> int:
             "wall times are this machine's, compare the ratios"
         )
         print(report.table(results))
+        if recovered:
+            print(
+                "\nRecovery from API server faults (real worker and beat on Redis, sandbox over HTTP, 50 ms latency):"
+            )
+            for item in recovered:
+                print("  " + item.line())
         problems = report.flags(results)
         print(f"\nFLAGS ({len(problems)}):" if problems else "\nFLAGS: none")
         for problem in problems:
             print(f"  - {problem}")
         print(f"\n(total {elapsed:.0f} s)")
         if args.json:
-            Path(args.json).write_text(json.dumps(report.summary(results, elapsed), indent=2))
+            summary = report.summary(results, elapsed)
+            summary["recovery"] = (
+                [{**item.__dict__, "meets_goal": item.meets, "goal_s": recovery.GOAL_S} for item in recovered]
+                if recovered
+                else []
+            )
+            Path(args.json).write_text(json.dumps(summary, indent=2))
     finally:
         if args.keep:
             print(f"kept {var_dir}", file=sys.stderr)
