@@ -35,6 +35,7 @@ def fields(data: bytes) -> list[tuple[int, Any]]:
     while pos < len(data):
         key, pos = _varint(data, pos)
         number, wire = key >> 3, key & 7
+        value: int | bytes
         if wire == 0:
             value, pos = _varint(data, pos)
         elif wire == 2:

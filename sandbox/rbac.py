@@ -133,9 +133,10 @@ def _match(patterns: list[str] | None, value: str) -> bool:
 
 
 class Policy:
-    def __init__(self, data: dict[str, Any] | str | Path | None = None) -> None:
-        if isinstance(data, (str, Path)):
-            data = yaml.safe_load(Path(data).read_text())
+    def __init__(self, source: dict[str, Any] | str | Path | None = None) -> None:
+        data: dict[str, Any] = (
+            yaml.safe_load(Path(source).read_text()) if isinstance(source, (str, Path)) else source or {}
+        )
         data = data or DEFAULT_POLICY
         self.users = {u["token"]: User(u["name"], tuple(u.get("groups") or ())) for u in data.get("users") or []}
         self.rules = list(data.get("rules") or [])
