@@ -23,6 +23,7 @@ system-deps:
 test: $(VENV)/.installed system-deps
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
+	$(PY) -m mypy
 	$(PY) manage.py check
 	$(PY) manage.py makemigrations --check --dry-run
 	$(PY) -m pytest
@@ -31,6 +32,7 @@ test: $(VENV)/.installed system-deps
 lint: $(VENV)/.installed
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
+	$(PY) -m mypy
 	$(PY) -m ruff format --check .
 
 # Mutation testing of offloading/liqo against tests/liqo; fails below 90 % killed in any module.
