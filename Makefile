@@ -33,7 +33,6 @@ lint: $(VENV)/.installed
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(PY) -m mypy
-	$(PY) -m ruff format --check .
 
 # Mutation testing of offloading/liqo against tests/liqo; fails below 90 % killed in any module.
 mutation: $(VENV)/.installed
