@@ -65,6 +65,8 @@ def main(argv: list[str] | None = None) -> int:
 
             size, outage_s, storm_s = (30, 10.0, 10.0) if args.quick else (300, 45.0, 60.0)
             recovered = recovery.measure(var_dir, size, outage_s, storm_s, log)
+            for item in recovered:
+                log(item.line())
             reset_database = harness.reset_database
             reset_database()
         results = []
