@@ -1,5 +1,25 @@
-"""Requesting changes: validate a desired spec with Liqo's rules and record a ChangeRequest and its audit
-event in one transaction, sent to the worker after commit (the outbox)."""
+"""Requesting changes: the one request contract of the form, the REST API, bulk and re-apply.
+
+:func:`submit` takes a :class:`ChangeInput` and either records a ChangeRequest and its audit event in one
+transaction, sent to the worker after commit (the outbox), or raises a
+:class:`~offloading.changes.errors.ChangeRejected` and records nothing. The rules, the same for every
+entry point:
+
+- Liqo's rules (``offloading.liqo.admission``) refuse an invalid spec: ``INVALID`` (form: field errors,
+  API: 422 ``Status``, bulk: the namespace is skipped with the reason).
+- Precondition: a change based on a version of the namespace that the snapshot already knows is stale
+  (an older generation, or offloaded/unoffloaded since) is refused up front: ``STALE`` (form: an error
+  on the page, which shows the fresh values; API: 412 ``Status``; bulk: the plan carries the generation
+  each namespace had at preview time and a namespace that moved since is left out and reported). It is
+  never queued only to end in ``conflict``. A race with another write after queuing is still caught when
+  the change is applied (generation and uid) and ends in ``conflict`` with both versions; re-apply exists
+  for it.
+- Server-side dry-run: before anything is recorded the API server (and so Liqo's webhook) is asked; a
+  denial is ``INVALID`` on the field the message is about, never a failed change in the history. Bulk
+  asks for every target, a few at a time (``DRY_RUN_CONCURRENCY``). An API server that cannot be reached
+  at submit time does not block the request: it is queued and the worker applies it when the server is
+  back (it retries), so a request is never lost.
+"""
 
 from __future__ import annotations
 
@@ -107,11 +127,8 @@ def check_precondition(namespace: Namespace, expected: int | None) -> None:
     """Refuse a change based on another version than the snapshot's (``expected``: the generation the
     requester loaded, 0 for "not offloaded"; None: no precondition).
 
-    One rule for every entry point: a change whose base the snapshot already knows to be stale (an
-    older generation, or offloaded/unoffloaded since) is refused up front (the form says so on the page, the API answers 412, bulk leaves the namespace out), so it is
-    never queued only to end in ``conflict``. A change that races with another write after it was
-    queued is still caught when it is applied (generation and uid), ends in ``conflict`` with both
-    versions kept, and can be re-applied.
+    The rule is in the module docstring: refused up front with ``STALE`` when the snapshot already
+    knows the base is stale; races after queuing are left to the apply-time conflict check.
     """
     if expected is None:
         return
