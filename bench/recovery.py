@@ -93,7 +93,7 @@ class _Pipeline:
 
     def start(self) -> None:
         for name, args in (
-            ("worker", ["worker", "-l", "warning", "--concurrency", "2", "--without-gossip", "--without-mingle"]),
+            ("worker", ["worker", "-l", "warning", "--without-gossip", "--without-mingle"]),
             ("beat", ["beat", "-l", "warning", "-s", str(self.var_dir / "beat-schedule")]),
         ):
             log = open(self.var_dir / f"recovery-{name}.log", "ab")  # noqa: SIM115 - closed with the process

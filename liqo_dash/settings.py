@@ -186,6 +186,9 @@ CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# How many changes one worker pushes at once (prefork processes). The work waits on the API server,
+# not the CPU, so more than the core count pays off; each process holds about 60 MB.
+CELERY_WORKER_CONCURRENCY = env.integer("CELERY_WORKER_CONCURRENCY", 8)
 CELERY_TASK_SOFT_TIME_LIMIT = env.integer("CELERY_TASK_SOFT_TIME_LIMIT", 60)
 CELERY_TASK_TIME_LIMIT = env.integer("CELERY_TASK_TIME_LIMIT", 90)
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env.integer("CELERY_VISIBILITY_TIMEOUT", 300)}

@@ -203,7 +203,7 @@ class Command(BaseCommand):
             )
         celery = f"{python} -m celery -A liqo_dash"
         programs += [
-            Program("worker", f"{celery} worker -l info --concurrency 2 -n worker@%h"),
+            Program("worker", f"{celery} worker -l info --concurrency 4 -n worker@%h"),
             Program("beat", f"{celery} beat -l info -s {var / 'celerybeat-schedule'}"),
             Program("watcher", f"{python} manage.py watch_cluster"),
             Program(
