@@ -16,7 +16,8 @@ import yaml
 from offloading.liqo import constants as c
 from offloading.liqo.peers import PROVIDER_ROLES, ROLE_PROVIDER, tenant_namespace_name
 from offloading.liqo.selectors.liqoctl import cluster_selector
-from sandbox.apiserver import ApiServer, now_iso
+from sandbox.apicommon import now_iso
+from sandbox.apiserver import ApiServer
 from sandbox.kinds import FOREIGN_CLUSTERS, NAMESPACE_OFFLOADINGS, NAMESPACES, NODES, PODS, VIRTUAL_NODES
 from sandbox.liqo import LiqoSimulation, Peer
 from sandbox.store import clone

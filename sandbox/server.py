@@ -172,7 +172,7 @@ class Sandbox:
 
     def add_remote_namespace(self, cluster_id: str, name: str, annotations: dict[str, str] | None = None) -> None:
         """Create a namespace directly in a provider cluster (e.g. to provoke an EnforceSameName conflict)."""
-        from sandbox.apiserver import now_iso
+        from sandbox.apicommon import now_iso
 
         self.liqo.peers[cluster_id].store.create(
             NAMESPACES,

@@ -8,7 +8,7 @@ from sandbox import errors
 from sandbox.api.context import is_true
 from sandbox.api.listwatch import Watches
 from sandbox.api.reviews import AccessReviews
-from sandbox.apiserver import PATCH_APPLY, PATCH_APPLY_CBOR
+from sandbox.apicommon import PATCH_APPLY, PATCH_APPLY_CBOR
 from sandbox.errors import ApiError
 from sandbox.kinds import (
     Kind,

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from offloading.liqo import constants as c
 from offloading.liqo.peers import ROLE_PROVIDER, is_local_namespace_map
-from sandbox.apiserver import PATCH_MERGE, ApiServer
+from sandbox.apicommon import PATCH_MERGE
+from sandbox.apiserver import ApiServer
 from sandbox.kinds import NAMESPACE_MAPS, NAMESPACE_OFFLOADINGS, NAMESPACES, Kind
 from sandbox.runtime import Controller
 from sandbox.store import Obj, Store

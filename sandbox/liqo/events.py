@@ -6,7 +6,7 @@ import hashlib
 import uuid
 
 from offloading.liqo import constants as c
-from sandbox.apiserver import now_iso
+from sandbox.apicommon import now_iso
 from sandbox.kinds import EVENTS
 from sandbox.liqo.context import LiqoContext
 from sandbox.store import Obj

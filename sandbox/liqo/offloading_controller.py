@@ -9,7 +9,7 @@ from offloading.liqo.peers import node_of, select_clusters
 from offloading.liqo.selectors.match import virtual_node_labels
 from offloading.liqo.spec import remote_namespace_name
 from offloading.liqo.status import compute_status
-from sandbox.apiserver import now_iso
+from sandbox.apicommon import now_iso
 from sandbox.errors import ApiError
 from sandbox.kinds import NAMESPACE_MAPS, NAMESPACE_OFFLOADINGS, NAMESPACES, NODES, VIRTUAL_NODES
 from sandbox.liqo.context import LiqoContext

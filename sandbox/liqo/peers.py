@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from offloading.liqo.peers import CONSUMER_ROLES, PROVIDER_ROLES, tenant_namespace_name
-from sandbox.apiserver import now_iso
+from sandbox.apicommon import now_iso
 from sandbox.kinds import FOREIGN_CLUSTERS, NODES, VIRTUAL_NODES
 from sandbox.liqo.context import Condition, LiqoContext, Peer
 from sandbox.liqo.virtual_nodes import node_ready_condition

@@ -7,7 +7,7 @@ import hashlib
 from typing import Any
 
 from offloading.liqo import constants as c
-from sandbox.apiserver import now_iso
+from sandbox.apicommon import now_iso
 from sandbox.kinds import NAMESPACE_OFFLOADINGS, NODES, PODS
 from sandbox.liqo.context import LiqoContext
 from sandbox.store import Obj, clone

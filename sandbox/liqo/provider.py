@@ -7,7 +7,7 @@ import uuid
 
 from offloading.liqo import constants as c
 from offloading.liqo.spec import is_dns1123_label
-from sandbox.apiserver import now_iso
+from sandbox.apicommon import now_iso
 from sandbox.errors import ApiError
 from sandbox.kinds import NAMESPACE_MAPS, NAMESPACES
 from sandbox.liqo.context import LiqoContext, Mapping

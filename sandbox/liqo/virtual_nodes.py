@@ -7,7 +7,7 @@ from typing import Any
 
 from offloading.liqo import constants as c
 from offloading.liqo.peers import tenant_namespace_name
-from sandbox.apiserver import now_iso
+from sandbox.apicommon import now_iso
 from sandbox.kinds import NAMESPACE_MAPS, NAMESPACES, NODES, VIRTUAL_NODES
 from sandbox.liqo.context import Condition, LiqoContext
 from sandbox.store import Obj, clone
