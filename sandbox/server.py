@@ -2,26 +2,22 @@
 
 from __future__ import annotations
 
-import json
 import os
-import tempfile
 import threading
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from sandbox import scenarios
+from sandbox import admin, persistence, scenarios
 from sandbox.api import Api, SandboxHTTPServer
 from sandbox.apiserver import ApiServer
 from sandbox.faults import Faults
-from sandbox.kinds import BY_KEY, NAMESPACES, STORED_KINDS
-from sandbox.liqo import LiqoSimulation, Peer
+from sandbox.kinds import BY_KEY, NAMESPACES
+from sandbox.liqo import LiqoSimulation
 from sandbox.rbac import ADMIN_USER, Policy
 from sandbox.runtime import Controller
 from sandbox.store import Store
-
-STATE_VERSION = 1
 
 
 class Sandbox:
@@ -58,10 +54,10 @@ class Sandbox:
         self.api = Api(self.store, self.server, self.policy, self.faults, bookmark_interval=bookmark_interval)
         self.api.admin_hooks.update(
             {
-                "faults": self._faults_endpoint,
-                "idle": self._idle_endpoint,
-                "compact": self._compact_endpoint,
-                "peers": self._peers_endpoint,
+                "faults": lambda method, payload: admin.faults_endpoint(self, method, payload),
+                "idle": lambda method, payload: admin.idle_endpoint(self, method, payload),
+                "compact": lambda method, payload: admin.compact_endpoint(self, method, payload),
+                "peers": lambda method, payload: admin.peers_endpoint(self, method, payload),
             }
         )
         # an outage also ends the watches that are open
@@ -78,7 +74,7 @@ class Sandbox:
         if self.started:
             return self
         if self.state_file is not None and self.state_file.exists():
-            self._load_state(self.state_file)
+            persistence.load_state(self, self.state_file)
         else:
             data = scenarios.load(self.scenario)
             delay = self.liqo.controller_delay
@@ -188,40 +184,6 @@ class Sandbox:
         """Read an object straight from the store, e.g. get("namespaceoffloadings.offloading.liqo.io", ns, "offloading")."""
         return self.store.get(BY_KEY[plural_key], namespace, name)
 
-    # -- admin endpoints ---------------------------------------------------------------------------
-    def _faults_endpoint(self, method: str, payload: Any) -> tuple[int, Any]:
-        if method == "GET":
-            return 200, self.faults.as_dict()
-        if method == "PUT":
-            return 200, self._settings(self.faults.replace(payload or {}))
-        if method == "PATCH":
-            return 200, self._settings(self.faults.set(**(payload or {})))
-        if method == "DELETE":
-            return 200, self._settings(self.faults.clear())
-        return 405, {"error": "use GET, PUT, PATCH or DELETE"}
-
-    @staticmethod
-    def _settings(settings: Any) -> dict[str, Any]:
-        from dataclasses import asdict
-
-        return asdict(settings)
-
-    def _idle_endpoint(self, method: str, payload: Any) -> tuple[int, Any]:
-        timeout = float((payload or {}).get("timeout", 10.0))
-        try:
-            self.wait_idle(timeout)
-        except TimeoutError as exc:
-            return 504, {"idle": False, "error": str(exc)}
-        return 200, {"idle": True}
-
-    def _compact_endpoint(self, method: str, payload: Any) -> tuple[int, Any]:
-        if method != "POST":
-            return 405, {"error": "use POST"}
-        return 200, {"compacted": self.compact()}
-
-    def _peers_endpoint(self, method: str, payload: Any) -> tuple[int, Any]:
-        return 200, {cid: sorted(p.namespaces()) for cid, p in self.liqo.peers.items()}
-
     # -- persistence -------------------------------------------------------------------------------
     def _housekeeping(self) -> None:
         while not self._persist_stop.wait(2.0):
@@ -230,46 +192,4 @@ class Sandbox:
                 self.save_state(self.state_file)
 
     def save_state(self, path: str | Path) -> None:
-        path = Path(path)
-        with self.store.lock:
-            state = {
-                "version": STATE_VERSION,
-                "localClusterId": self.liqo.local_cluster_id,
-                "store": self.store.dump(),
-                "peers": [
-                    {
-                        "id": p.cluster_id,
-                        "role": p.role,
-                        "namespaceDelay": p.namespace_delay,
-                        "offloadingHealthy": p.offloading_healthy,
-                        "namespaces": p.store.items(NAMESPACES),
-                    }
-                    for p in self.liqo.peers.values()
-                ],
-            }
-            revision = self.store.revision
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".")
-        with os.fdopen(fd, "w") as fh:
-            json.dump(state, fh, separators=(",", ":"))
-        os.replace(tmp, path)
-        self._saved_revision = revision
-
-    def _load_state(self, path: Path) -> None:
-        state = json.loads(path.read_text())
-        if state.get("version") != STATE_VERSION:
-            raise ValueError(f"{path}: unsupported state version {state.get('version')}")
-        self.liqo.local_cluster_id = state["localClusterId"]
-        for kind in STORED_KINDS:
-            for obj in state["store"]["objects"].get(kind.key, []):
-                self.store.load(kind, obj)
-        self.store.set_revision(int(state["store"]["revision"]))
-        for data in state["peers"]:
-            peer = Peer(data["id"], data["role"], float(data["namespaceDelay"]), bool(data["offloadingHealthy"]))
-            for ns in data["namespaces"]:
-                peer.store.load(NAMESPACES, ns)
-            self.liqo.peers[peer.cluster_id] = peer
-        self.liqo.enqueue_all_offloadings(0.0)
-        for cluster_id in self.liqo.peers:  # e.g. a slow peer that had not finished before the restart
-            self.controller.enqueue("provider", cluster_id, self.liqo.provider_delay(cluster_id))
-        self._saved_revision = self.store.revision
+        persistence.save_state(self, path)
