@@ -1,4 +1,5 @@
-"""Saving and restoring the sandbox's state across restarts (``--state FILE``)."""
+"""What the sandbox writes to disk: its state across restarts (``--state FILE``), compacted and saved
+every two seconds, and kubeconfig files for its clients."""
 
 from __future__ import annotations
 
@@ -6,7 +7,9 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+import yaml
 
 from sandbox.kinds import NAMESPACES, STORED_KINDS
 from sandbox.liqo import Peer
@@ -64,3 +67,33 @@ def load_state(sandbox: Sandbox, path: Path) -> None:
     for cluster_id in sandbox.liqo.peers:  # e.g. a slow peer that had not finished before the restart
         sandbox.controller.enqueue("provider", cluster_id, sandbox.liqo.provider_delay(cluster_id))
     sandbox._saved_revision = sandbox.store.revision
+
+
+def housekeeping(sandbox: Sandbox) -> None:
+    """Every two seconds until the sandbox stops: compact old history, save the state if it changed."""
+    while not sandbox._persist_stop.wait(2.0):
+        sandbox.store.mark_and_compact(sandbox.compaction_window)
+        if sandbox.state_file is not None and sandbox.store.revision != sandbox._saved_revision:
+            save_state(sandbox, sandbox.state_file)
+
+
+def kubeconfig(url: str, user: str, token: str) -> dict[str, Any]:
+    """A kubeconfig for the sandbox at ``url`` as ``user`` (bearer token)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "sandbox", "cluster": {"server": url}}],
+        "users": [{"name": user, "user": {"token": token}}],
+        "contexts": [{"name": "sandbox", "context": {"cluster": "sandbox", "user": user}}],
+        "current-context": "sandbox",
+        "preferences": {},
+    }
+
+
+def write_yaml(path: Path, document: dict[str, Any]) -> Path:
+    """Write ``document`` as YAML to ``path`` atomically (readers never see half a file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(yaml.safe_dump(document, sort_keys=False))
+    os.replace(tmp, path)
+    return path

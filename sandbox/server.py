@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import os
 import threading
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from sandbox import admin, persistence, scenarios
 from sandbox.api import Api, SandboxHTTPServer
 from sandbox.apiserver import ApiServer
 from sandbox.faults import Faults
-from sandbox.kinds import BY_KEY, NAMESPACES
+from sandbox.kinds import BY_KEY
 from sandbox.liqo import LiqoSimulation
 from sandbox.rbac import ADMIN_USER, Policy
 from sandbox.runtime import Controller
@@ -134,24 +131,10 @@ class Sandbox:
         return f"http://{self.host}:{self.port}"
 
     def kubeconfig(self, user: str = ADMIN_USER) -> dict[str, Any]:
-        token = self.policy.token_for(user)
-        return {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [{"name": "sandbox", "cluster": {"server": self.url}}],
-            "users": [{"name": user, "user": {"token": token}}],
-            "contexts": [{"name": "sandbox", "context": {"cluster": "sandbox", "user": user}}],
-            "current-context": "sandbox",
-            "preferences": {},
-        }
+        return persistence.kubeconfig(self.url, user, self.policy.token_for(user))
 
     def write_kubeconfig(self, path: str | Path, user: str = ADMIN_USER) -> Path:
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(yaml.safe_dump(self.kubeconfig(user), sort_keys=False))
-        os.replace(tmp, path)
-        return path
+        return persistence.write_yaml(Path(path), self.kubeconfig(user))
 
     # -- test helpers ------------------------------------------------------------------------------
     def wait_idle(self, timeout: float = 10.0) -> bool:
@@ -168,17 +151,7 @@ class Sandbox:
 
     def add_remote_namespace(self, cluster_id: str, name: str, annotations: dict[str, str] | None = None) -> None:
         """Create a namespace directly in a provider cluster (e.g. to provoke an EnforceSameName conflict)."""
-        from sandbox.apicommon import now_iso
-
-        self.liqo.peers[cluster_id].store.create(
-            NAMESPACES,
-            {
-                "apiVersion": "v1",
-                "kind": "Namespace",
-                "metadata": {"name": name, "creationTimestamp": now_iso(), "annotations": annotations or {}},
-                "status": {"phase": "Active"},
-            },
-        )
+        self.liqo.peers[cluster_id].add_namespace(name, annotations)
 
     def get(self, plural_key: str, namespace: str, name: str) -> dict[str, Any] | None:
         """Read an object straight from the store, e.g. get("namespaceoffloadings.offloading.liqo.io", ns, "offloading")."""
@@ -186,10 +159,7 @@ class Sandbox:
 
     # -- persistence -------------------------------------------------------------------------------
     def _housekeeping(self) -> None:
-        while not self._persist_stop.wait(2.0):
-            self.store.mark_and_compact(self.compaction_window)
-            if self.state_file is not None and self.store.revision != self._saved_revision:
-                self.save_state(self.state_file)
+        persistence.housekeeping(self)
 
     def save_state(self, path: str | Path) -> None:
         persistence.save_state(self, path)

@@ -123,8 +123,9 @@ class _KindState:
 Listener = Callable[[Kind, str, Obj, "Obj | None"], None]
 
 
-class Store:
-    """Objects of every stored kind, one revision counter, watch logs and change listeners."""
+class _StoreReads:
+    """The state of the store and its reads: objects of every stored kind, one revision counter,
+    change listeners, and consistent snapshots at a past revision (for paginated lists)."""
 
     def __init__(self, log_size: int = 20000) -> None:
         self.lock = threading.RLock()
@@ -220,6 +221,18 @@ class Store:
                 if obj is not None:
                     result.append(obj)
         return iter(result)
+
+    def dump(self) -> dict[str, Any]:
+        with self.lock:
+            return {
+                "revision": self._rv,
+                "objects": {key: [state.objects[k] for k in self._sorted(state)] for key, state in self._kinds.items()},
+            }
+
+
+class Store(_StoreReads):
+    """Objects of every stored kind, one revision counter, watch logs and change listeners: the writes,
+    compaction of the history and watches (reads in _StoreReads)."""
 
     # -- writes ----------------------------------------------------------------------------------
     def _record(self, kind: Kind, state: _KindState, event: Event) -> None:
@@ -360,13 +373,6 @@ class Store:
                 for watcher in state.watchers:
                     watcher.close()
                 state.watchers.clear()
-
-    def dump(self) -> dict[str, Any]:
-        with self.lock:
-            return {
-                "revision": self._rv,
-                "objects": {key: [state.objects[k] for k in self._sorted(state)] for key, state in self._kinds.items()},
-            }
 
     def reset_history(self) -> None:
         """After loading: history starts now."""

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from offloading.liqo import constants as c
 from offloading.liqo.peers import ROLE_PROVIDER, is_local_namespace_map
-from sandbox.apicommon import PATCH_MERGE
+from sandbox.apicommon import PATCH_MERGE, now_iso
 from sandbox.apiserver import ApiServer
 from sandbox.kinds import NAMESPACE_MAPS, NAMESPACE_OFFLOADINGS, NAMESPACES, Kind
 from sandbox.runtime import Controller
@@ -55,6 +55,18 @@ class Peer:
 
     def namespaces(self) -> dict[str, Obj]:
         return {o["metadata"]["name"]: o for o in self.store.items(NAMESPACES)}
+
+    def add_namespace(self, name: str, annotations: dict[str, str] | None = None) -> None:
+        """Create a namespace directly in this provider cluster (e.g. to provoke an EnforceSameName conflict)."""
+        self.store.create(
+            NAMESPACES,
+            {
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {"name": name, "creationTimestamp": now_iso(), "annotations": annotations or {}},
+                "status": {"phase": "Active"},
+            },
+        )
 
 
 class LiqoContext:
