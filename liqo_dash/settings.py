@@ -224,6 +224,12 @@ LIQO_DASH: dict[str, Any] = {
     "FIELD_MANAGER": env.string("LIQO_DASH_FIELD_MANAGER", "liqo-dash"),
     # Ask the API server (dryRun=All) before queueing a change, so webhook denials show on the form.
     "DRY_RUN_ON_SUBMIT": env.boolean("LIQO_DASH_DRY_RUN_ON_SUBMIT", True),
+    # Only one watcher writes the snapshot: it holds a coordination.k8s.io Lease (in POD_NAMESPACE in a
+    # cluster); another replica takes over within LEADER_LEASE_SECONDS plus one renewal (2 s) when it dies.
+    "LEADER_ELECTION": env.boolean("LIQO_DASH_LEADER_ELECTION", True),
+    "LEADER_LEASE_NAME": env.string("LIQO_DASH_LEADER_LEASE_NAME", "liqo-dash-watcher"),
+    "LEADER_LEASE_NAMESPACE": env.string("LIQO_DASH_LEADER_LEASE_NAMESPACE", env.string("POD_NAMESPACE", "default")),
+    "LEADER_LEASE_SECONDS": env.integer("LIQO_DASH_LEADER_LEASE_SECONDS", 10),
     # How many dry-runs a bulk request sends to the API server at once.
     "DRY_RUN_CONCURRENCY": env.integer("LIQO_DASH_DRY_RUN_CONCURRENCY", 8),
 }

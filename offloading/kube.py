@@ -8,10 +8,9 @@ caller knows whether retrying can help.
 from __future__ import annotations
 
 import json
-import re
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import urllib3
@@ -20,6 +19,7 @@ from kubernetes import client, config
 from kubernetes import watch as k8s_watch
 from kubernetes.client.rest import ApiException
 
+from .kubeerrors import KubeError, Result, classify, parse_warnings
 from .liqo import constants as liqo
 
 LIST_PAGE_SIZE = 500
@@ -31,91 +31,6 @@ REQUESTER_ANNOTATION = "liqo-dash.io/requested-by"
 _FC = ("core.liqo.io", "v1beta1", "foreignclusters")
 _VN = ("offloading.liqo.io", "v1beta1", "virtualnodes")
 _NSOFF = (liqo.GROUP, liqo.VERSION, "namespaceoffloadings")
-
-
-class KubeError(Exception):
-    """A failed Kubernetes call. ``kind`` is one of: transient, conflict, exists, not_found, invalid,
-    forbidden, gone."""
-
-    def __init__(
-        self,
-        kind: str,
-        message: str,
-        status: int | None = None,
-        reason: str = "",
-        *,
-        unreachable: bool = False,
-        retry_after: float | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.message = message
-        self.status = status
-        self.reason = reason
-        # No answer at all (connection refused or dropped, timeout): the API server is unreachable.
-        self.unreachable = unreachable
-        # Seconds the API server asked us to wait (429/503 with Retry-After).
-        self.retry_after = retry_after
-
-    @property
-    def transient(self) -> bool:
-        return self.kind == "transient"
-
-
-def _classify(exc: ApiException) -> KubeError:
-    status = exc.status or 0
-    message, reason = exc.reason or "", ""
-    try:
-        body = json.loads(exc.body) if exc.body else {}
-        if isinstance(body, dict):
-            message = body.get("message") or message
-            reason = body.get("reason") or ""
-    except (TypeError, ValueError):
-        if exc.body:
-            message = str(exc.body)[:500]
-    if status == 0 or status >= 500 or status in (408, 429):
-        kind = "transient"
-    elif status == 409:
-        kind = "exists" if reason == "AlreadyExists" else "conflict"
-    elif status == 404:
-        kind = "not_found"
-    elif status == 410:
-        kind = "gone"
-    elif status in (401, 403):
-        kind = "forbidden"
-    else:
-        kind = "invalid"
-    return KubeError(kind, message or f"HTTP {status}", status, reason, retry_after=_retry_after(exc))
-
-
-def _retry_after(exc: ApiException) -> float | None:
-    """The Retry-After header in seconds (the API server sends seconds, never a date), capped at 5 min."""
-    value = (exc.headers or {}).get("Retry-After") if exc.headers else None
-    try:
-        seconds = float(value) if value is not None else None
-    except ValueError:
-        return None
-    return None if seconds is None or seconds < 0 else min(seconds, 300.0)
-
-
-_WARNING = re.compile(r'^\s*\d{3}\s+\S+\s+"(?P<text>(?:[^"\\]|\\.)*)"')
-
-
-def parse_warnings(values: list[str]) -> list[str]:
-    """Texts of RFC 7234 ``Warning`` headers as the API server sends them (``299 - "text"``)."""
-    texts = []
-    for value in values:
-        match = _WARNING.match(value)
-        texts.append(match.group("text").replace('\\"', '"') if match else value)
-    return texts
-
-
-@dataclass
-class Result:
-    """The object an API call returned (or None) and the warnings the API server attached."""
-
-    obj: dict[str, Any] | None
-    warnings: list[str] = field(default_factory=list)
 
 
 _lock = threading.Lock()
@@ -178,7 +93,7 @@ def _call(
     try:
         response = method(*args, _preload_content=False, _request_timeout=timeout or _timeout(), **kwargs)
     except ApiException as exc:
-        raise _classify(exc) from exc
+        raise classify(exc) from exc
     except (urllib3.exceptions.HTTPError, OSError) as exc:
         raise KubeError("transient", f"cannot reach the Kubernetes API: {exc}", unreachable=True) from exc
     warnings = parse_warnings(response.headers.getlist("Warning")) if response.headers else []
@@ -192,6 +107,10 @@ def _call(
 
 def _custom() -> client.CustomObjectsApi:
     return client.CustomObjectsApi(api_client())
+
+
+def _coordination() -> client.CoordinationV1Api:
+    return client.CoordinationV1Api(api_client())
 
 
 def _core() -> client.CoreV1Api:
@@ -367,7 +286,7 @@ def watch(kind: str, resource_version: str, timeout_seconds: int = 300) -> Itera
                 raise KubeError("gone" if code == 410 else "transient", obj.get("message") or "watch error", code)
             yield event["type"], obj
     except ApiException as exc:
-        raise _classify(exc) from exc
+        raise classify(exc) from exc
     except (urllib3.exceptions.HTTPError, OSError) as exc:
         raise KubeError("transient", f"watch interrupted: {exc}") from exc
     finally:
@@ -377,3 +296,25 @@ def watch(kind: str, resource_version: str, timeout_seconds: int = 300) -> Itera
 def probe(timeout: float = 2.0) -> None:
     """One cheap request (GET /version) to learn whether the API server answers; raises KubeError."""
     _call(client.VersionApi(api_client()).get_code, timeout=timeout)
+
+
+def get_lease(namespace: str, name: str) -> dict[str, Any] | None:
+    """A coordination.k8s.io Lease, or None when there is none."""
+    try:
+        obj, _ = _call(_coordination().read_namespaced_lease, name, namespace)
+    except KubeError as exc:
+        if exc.kind == "not_found":
+            return None
+        raise
+    return obj
+
+
+def create_lease(namespace: str, body: dict[str, Any]) -> dict[str, Any]:
+    obj, _ = _call(_coordination().create_namespaced_lease, namespace, body)
+    return obj or {}
+
+
+def replace_lease(namespace: str, body: dict[str, Any]) -> dict[str, Any]:
+    """Replace a Lease; its metadata.resourceVersion makes it conditional (conflict if it moved)."""
+    obj, _ = _call(_coordination().replace_namespaced_lease, body["metadata"]["name"], namespace, body)
+    return obj or {}

@@ -158,6 +158,15 @@ EVENTS = Kind(
         "type",
     ),
 )
+LEASES = Kind(
+    "coordination.k8s.io",
+    "v1",
+    "Lease",
+    "leases",
+    "lease",
+    True,
+    columns=(Column("Holder", "spec.holderIdentity"), AGE),
+)
 FOREIGN_CLUSTERS = Kind(
     "core.liqo.io",
     "v1beta1",
@@ -256,6 +265,7 @@ KINDS: tuple[Kind, ...] = (
     NODES,
     PODS,
     EVENTS,
+    LEASES,
     FOREIGN_CLUSTERS,
     NAMESPACE_OFFLOADINGS,
     VIRTUAL_NODES,

@@ -240,7 +240,7 @@ def test_processes_replicas_probes_and_disruption_budget(overlay: str) -> None:
     web = deployments["liqo-dash-web"]
     assert web["spec"]["replicas"] == 2
     assert deployments["liqo-dash-beat"]["spec"]["replicas"] == 1
-    assert deployments["liqo-dash-watcher"]["spec"]["replicas"] == 1
+    assert deployments["liqo-dash-watcher"]["spec"]["replicas"] == 2  # one leads (Lease), one stands by
     assert deployments["liqo-dash-worker"]["spec"]["replicas"] >= 1
     container = web["spec"]["template"]["spec"]["containers"][0]
     assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
@@ -320,6 +320,7 @@ API_GROUPS = {
     "AuthorizationV1Api": "authorization.k8s.io",
     "AppsV1Api": "apps",
     "RbacAuthorizationV1Api": "rbac.authorization.k8s.io",
+    "CoordinationV1Api": "coordination.k8s.io",
 }
 VERBS = {
     "list": "list",
@@ -411,9 +412,10 @@ def kube_permissions() -> set[tuple[str, str, str]]:
 
 
 def rendered_permissions(docs: tuple[dict[str, Any], ...]) -> set[tuple[str, str, str]]:
-    role = by_kind(docs, "ClusterRole")["liqo-dash"]
+    """What the cluster-wide role and the namespaced leader-election role grant together."""
+    rules = by_kind(docs, "ClusterRole")["liqo-dash"]["rules"] + by_kind(docs, "Role")["liqo-dash-leader"]["rules"]
     granted = set()
-    for rule in role["rules"]:
+    for rule in rules:
         assert "resourceNames" not in rule or rule["resourceNames"]
         for group in rule["apiGroups"]:
             for resource in rule["resources"]:

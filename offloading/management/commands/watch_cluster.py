@@ -9,11 +9,14 @@ periodic refresh of beat stays the safety net.
 from __future__ import annotations
 
 import logging
+import os
 import random
+import socket
 import threading
 import time
 from typing import Any
 
+from django.conf import settings
 from django.core.management.base import BaseCommand
 from django.db import close_old_connections
 
@@ -21,6 +24,7 @@ from offloading import kube
 from offloading.changes import apihealth
 from offloading.changes.drift import observe_offloading
 from offloading.changes.snapshot import trigger_refresh
+from offloading.leader import LeaderElector
 from offloading.liqo import constants as liqo
 
 log = logging.getLogger("offloading.watch")
@@ -95,15 +99,48 @@ class Command(BaseCommand):
         parser.add_argument("--timeout-seconds", type=int, default=300, help="Server-side timeout of each watch.")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        stop = threading.Event()
-        watchers = [KindWatcher(kind, stop, options["timeout_seconds"]) for kind in kube.WATCHED_KINDS]
-        for watcher in watchers:
-            watcher.start()
-        self.stdout.write(f"watching {', '.join(kube.WATCHED_KINDS)}")
+        conf = settings.LIQO_DASH
+        elector = None
+        if conf["LEADER_ELECTION"]:
+            identity = f"{socket.gethostname()}-{os.getpid()}"
+            elector = LeaderElector(
+                conf["LEADER_LEASE_NAME"], conf["LEADER_LEASE_NAMESPACE"], identity, int(conf["LEADER_LEASE_SECONDS"])
+            )
+            self.stdout.write(
+                f"leader election: lease {conf['LEADER_LEASE_NAMESPACE']}/{conf['LEADER_LEASE_NAME']} as {identity}"
+            )
+        running: tuple[threading.Event, list[KindWatcher]] | None = None
+        renew_every = max(1.0, int(conf["LEADER_LEASE_SECONDS"]) / 5)
         try:
-            while any(w.is_alive() for w in watchers):
-                time.sleep(1.0)
+            while True:
+                leading = elector.try_acquire_or_renew() if elector is not None else True
+                if leading and running is None:
+                    running = self._start(options["timeout_seconds"])
+                elif not leading and running is not None:
+                    self._stop(running, "lost the lease: another watcher writes the snapshot")
+                    running = None
+                if running is not None and not any(w.is_alive() for w in running[1]):
+                    return
+                time.sleep(renew_every if elector is not None else 1.0)
         except KeyboardInterrupt:
             pass
         finally:
-            stop.set()
+            if running is not None:
+                self._stop(running, "stopping")
+
+    def _start(self, timeout_seconds: int) -> tuple[threading.Event, list[KindWatcher]]:
+        stop = threading.Event()
+        watchers = [KindWatcher(kind, stop, timeout_seconds) for kind in kube.WATCHED_KINDS]
+        for watcher in watchers:
+            watcher.start()
+        self.stdout.write(f"watching {', '.join(kube.WATCHED_KINDS)}")
+        self.stdout.flush()
+        return stop, watchers
+
+    def _stop(self, running: tuple[threading.Event, list[KindWatcher]], why: str) -> None:
+        stop, watchers = running
+        stop.set()
+        for watcher in watchers:
+            watcher.join(5)
+        self.stdout.write(f"watchers stopped: {why}")
+        self.stdout.flush()
