@@ -97,6 +97,7 @@ def test_namespace_crud_with_status_bodies(kube: Clients) -> None:
 
 def test_a_stale_resource_version_is_a_409_conflict(kube: Clients) -> None:
     kube.create_nsoff("alpha")
+    kube.sb.wait_idle(10)  # the simulated controller's own writes (finalizer, status) are done
     first = kube.get_nsoff("alpha")
     first["spec"]["podOffloadingStrategy"] = "Local"
     kube.custom.replace_namespaced_custom_object(GROUP, VERSION, "alpha", NSOFF, "offloading", first)
