@@ -6,6 +6,7 @@ fault ends. The bounds here are generous on purpose; the measured figures are in
 
 from __future__ import annotations
 
+import os
 import time
 from datetime import timedelta
 from typing import Any
@@ -144,3 +145,31 @@ def test_pages_and_the_api_say_the_api_server_is_unreachable_and_since_when(admi
     page = admin_client.get(f"/changes/{change.pk}/").content.decode()
     assert "API server unreachable" not in page and "Waiting: the API server" not in page
     assert api.get(f"/api/v1/changes/{change.pk}/").json()["waiting"] is None
+
+
+def test_redis_dying_right_after_a_worker_restart_loses_no_change(
+    reliable: Any, sandbox: Any, k8s: Any, redis_server: Any
+) -> None:
+    """The crash of issue 14: the worker is killed, a new one starts, and Redis dies while it starts
+    (losing every queued message). Every change still finishes, each applied exactly once."""
+    import signal
+
+    names = _labelled_namespaces(k8s, "restart")
+    sandbox.faults.set(latency=0.05)
+    reliable.start_worker("worker")
+    reliable.start_beat()
+    bulk = request_bulk("offload", "recovery=restart", _spec(0), ALICE)
+    ids = list(ChangeRequest.objects.filter(bulk=bulk).values_list("pk", flat=True))
+    wait_until(
+        lambda: ChangeRequest.objects.filter(pk__in=ids, state=ChangeState.APPLIED).count() >= 5,
+        60,
+        message="the first namespaces to be applied",
+    )
+    reliable.kill("worker", signal.SIGKILL)
+    reliable.start("worker2", "worker", "-l", "info", "--concurrency", "2", "-n", f"worker2-{os.getpid()}@%h")
+    redis_server.restart(down_for=1.0)  # while the new worker is still starting
+    wait_until(lambda: _all_terminal(ids), 180, message="every change to finish after the restarts")
+    sandbox.faults.clear()
+    assert ChangeRequest.objects.filter(pk__in=ids, state=ChangeState.FAILED).count() == 0
+    _assert_all_applied_once(k8s, [ChangeRequest.objects.get(pk=pk) for pk in ids], reliable)
+    assert len(names) == SIZE
