@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from offloading.liqo.selectors.match import explain
+from offloading.liqo.selectors.match import cluster_matches, explain
+from offloading.liqo.selectors.requirements import SelectorError
 
 from .constants import REMOTE_CLUSTER_ID_LABEL, REMOTE_ID_LABEL, REPLICATION_LABEL, TENANT_NAMESPACE_PREFIX
 
@@ -34,8 +35,19 @@ def virtual_node_healthy(virtual_node: dict[str, Any]) -> bool:
     return bool(conditions) and all(c.get("status") in HEALTHY_VIRTUAL_NODE_STATUSES for c in conditions)
 
 
+def _decide(cluster_selector: dict[str, Any] | None, labels: dict[str, str], vn_name: str) -> dict[str, Any]:
+    """explain()'s verdict without its per-term account: ``{"selected", "error"}``."""
+    try:
+        return {"selected": cluster_matches(cluster_selector, labels, {"metadata.name": vn_name}), "error": None}
+    except SelectorError as err:
+        return {"selected": False, "error": str(err)}
+
+
 def select_clusters(
-    cluster_selector: dict[str, Any] | None, virtual_nodes: list[tuple[str, str, dict[str, str]]]
+    cluster_selector: dict[str, Any] | None,
+    virtual_nodes: list[tuple[str, str, dict[str, str]]],
+    *,
+    terms: bool = True,
 ) -> dict[str, dict[str, Any]]:
     """Which clusters the NamespaceOffloading controller would select (liqo-semantics.md a.5, i).
 
@@ -43,7 +55,9 @@ def select_clusters(
     evaluates each VirtualNode in turn; the last one of a cluster decides for that cluster, and an
     invalid selector stops the pass at the first VirtualNode where it errors (clusters not reached keep
     whatever mapping they had; for a preview we report them as not selected). Returns, per cluster id,
-    ``{"selected", "explanations": [(vn_name, explain-dict)], "disagree", "error", "reached"}``."""
+    ``{"selected", "explanations": [(vn_name, explain-dict)], "disagree", "error", "reached"}``.
+    With ``terms=False`` each explanation holds only ``selected`` and ``error`` (the simulated
+    controller's fast path: the same verdicts without writing every term out)."""
 
     result: dict[str, dict[str, Any]] = {}
     stopped = False
@@ -54,7 +68,11 @@ def select_clusters(
         )
         if stopped:
             continue
-        why = explain(cluster_selector, labels, {"metadata.name": vn_name})
+        why = (
+            explain(cluster_selector, labels, {"metadata.name": vn_name})
+            if terms
+            else _decide(cluster_selector, labels, vn_name)
+        )
         entry["explanations"].append((vn_name, why))
         entry["reached"] = True
         if why["error"]:

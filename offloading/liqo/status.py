@@ -124,7 +124,7 @@ def compute_status(
     status.currentMapping. Conditions of vanished NamespaceMaps are dropped; unchanged ones keep their time.
     """
     meta = obj.get("metadata") or {}
-    old = copy.deepcopy(obj.get("status") or {})
+    old = obj.get("status") or {}  # read only: condition_list copies the lists it keeps
     deleting = bool(meta.get("deletionTimestamp"))
     names = {(nm.get("metadata") or {}).get("name") for nm in namespace_maps}
     conditions = {k: v for k, v in (old.get("remoteNamespacesConditions") or {}).items() if k in names}

@@ -75,6 +75,7 @@ class OffloadingController:
                 (vn["spec"]["clusterID"], vn["metadata"]["name"], virtual_node_labels(vn, node_of(vn, nodes)))
                 for vn in virtual_nodes
             ],
+            terms=False,
         )
         remote = remote_namespace_name(namespace, self.ctx.local_cluster_id, spec)
         error = None

@@ -7,7 +7,13 @@ import itertools
 import pytest
 
 from offloading.liqo import constants as c
-from offloading.liqo.peers import CONSUMER_ROLES, PROVIDER_ROLES, is_local_namespace_map, tenant_namespace_name
+from offloading.liqo.peers import (
+    CONSUMER_ROLES,
+    PROVIDER_ROLES,
+    is_local_namespace_map,
+    select_clusters,
+    tenant_namespace_name,
+)
 from offloading.liqo.status import compute_status, phase_from_namespace_maps
 
 
@@ -78,3 +84,85 @@ def test_tenant_namespace_name():
 )
 def test_is_local_namespace_map(labels, local):
     assert is_local_namespace_map({"metadata": {"name": "milan", "labels": labels}}) is local
+
+
+def _random_selector(rnd):
+    def requirement(keys):
+        req = {
+            "key": rnd.choice(keys),
+            "operator": rnd.choice(["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Bad"]),
+        }
+        if rnd.random() < 0.8:
+            req["values"] = rnd.sample(["1", "2", "x", "", "a b"], rnd.randint(0, 2))
+        return req
+
+    terms = []
+    for _ in range(rnd.randint(0, 3)):
+        term = {}
+        if rnd.random() < 0.8:
+            term["matchExpressions"] = [requirement(["a", "b", "", "Bad Key"]) for _ in range(rnd.randint(0, 2))]
+        if rnd.random() < 0.3:
+            term["matchFields"] = [requirement(["metadata.name", "x"])]
+        terms.append(term)
+    return {"nodeSelectorTerms": terms} if rnd.random() < 0.95 else None
+
+
+def test_select_clusters_without_terms_reaches_the_same_verdicts():
+    import random
+
+    rnd = random.Random(9)
+    seen_error = seen_selected = seen_rejected = seen_disagree = 0
+    for _ in range(3000):
+        selector = _random_selector(rnd)
+        vns = [
+            (
+                rnd.choice(["milan", "turin"]),
+                rnd.choice(["1", "vk", "milan"]),
+                {k: rnd.choice(["1", "2", "x"]) for k in "ab" if rnd.random() < 0.6},
+            )
+            for _ in range(rnd.randint(0, 4))
+        ]
+        full = select_clusters(selector, vns)
+        fast = select_clusters(selector, vns, terms=False)
+        assert list(fast) == list(full)
+        for cluster_id, entry in full.items():
+            quick = fast[cluster_id]
+            for key in ("selected", "disagree", "error", "reached"):
+                assert quick[key] == entry[key]
+            assert [(vn, why["selected"], why["error"]) for vn, why in quick["explanations"]] == [
+                (vn, why["selected"], why["error"]) for vn, why in entry["explanations"]
+            ]
+            assert all(set(why) == {"selected", "error"} for _, why in quick["explanations"])
+            seen_error += bool(entry["error"])
+            seen_selected += entry["reached"] and entry["selected"]
+            seen_rejected += entry["reached"] and not entry["selected"] and not entry["error"]
+            seen_disagree += entry["disagree"]
+    assert min(seen_error, seen_selected, seen_rejected, seen_disagree) > 0
+
+
+def test_compute_status_neither_changes_nor_shares_the_previous_status():
+    import copy
+
+    old_conditions = [
+        {
+            "type": c.CONDITION_OFFLOADING_REQUIRED,
+            "status": "True",
+            "reason": c.REASON_CLUSTER_SELECTED,
+            "lastTransitionTime": "t0",
+        },
+        {"type": c.CONDITION_READY, "status": "True", "reason": c.REASON_NAMESPACE_CREATED, "lastTransitionTime": "t0"},
+    ]
+    obj = {
+        "metadata": {"generation": 2},
+        "spec": {},
+        "status": {"remoteNamespacesConditions": {"a": old_conditions, "gone": old_conditions}},
+    }
+    before = copy.deepcopy(obj)
+    status = compute_status("ns", obj, [_map("a", True, c.MAPPING_ACCEPTED)], local_cluster_id="rome", now="t1")
+    assert obj == before
+    kept = status["remoteNamespacesConditions"]["a"]
+    assert kept == old_conditions and kept is not old_conditions
+    assert all(new is not old for new, old in zip(kept, old_conditions, strict=True))
+    assert "gone" not in status["remoteNamespacesConditions"]
+    kept[0]["status"] = "False"
+    assert obj == before
