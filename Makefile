@@ -3,8 +3,8 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-# The database-heavy tests run a second time on PostgreSQL (SQLite is the default).
-POSTGRES_TESTS ?= tests/test_pages.py tests/test_pipeline.py tests/test_e2e.py tests/test_watch.py
+# The whole suite runs a second time on PostgreSQL (SQLite is the default); POSTGRES_TESTS narrows it.
+POSTGRES_TESTS ?=
 
 .PHONY: run test lint check system-deps bench clean mutation
 
