@@ -179,7 +179,7 @@ def render(target: str) -> tuple[dict[str, Any], ...]:
     return tuple(doc for doc in yaml.safe_load_all(result.stdout) if doc)
 
 
-def production_with_ingress(tmp_path: Path) -> tuple[dict[str, Any], ...]:
+def production_with_ingress(tmp_path: Path, component: str = "ingress") -> tuple[dict[str, Any], ...]:
     overlay = tmp_path / "overlay"
     overlay.mkdir()
     (overlay / "kustomization.yaml").write_text(
@@ -188,7 +188,7 @@ def production_with_ingress(tmp_path: Path) -> tuple[dict[str, Any], ...]:
                 "apiVersion": "kustomize.config.k8s.io/v1beta1",
                 "kind": "Kustomization",
                 "resources": [os.path.relpath(DEPLOY / "overlays/production", overlay)],
-                "components": [os.path.relpath(DEPLOY / "components/ingress", overlay)],
+                "components": [os.path.relpath(DEPLOY / "components" / component, overlay)],
             }
         )
     )
@@ -211,6 +211,20 @@ def test_overlay_renders_and_matches_the_kubernetes_schemas(overlay: str) -> Non
     assert docs
     for doc in docs:
         kubernetes_validate.validate(doc, KUBERNETES_VERSION, strict=True)
+
+
+@needs_kubectl
+def test_impersonation_is_granted_only_by_its_component(tmp_path: Path) -> None:
+    import kubernetes_validate
+
+    docs = production_with_ingress(tmp_path, "impersonation")
+    role = by_kind(docs, "ClusterRole")["liqo-dash-impersonate"]
+    kubernetes_validate.validate(role, KUBERNETES_VERSION, strict=True)
+    assert role["rules"] == [{"apiGroups": [""], "resources": ["users", "groups"], "verbs": ["impersonate"]}]
+    binding = by_kind(docs, "ClusterRoleBinding")["liqo-dash-impersonate"]
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "liqo-dash", "namespace": "liqo-dash"}]
+    base_rules = by_kind(render(str(DEPLOY / "overlays/production")), "ClusterRole")["liqo-dash"]["rules"]
+    assert not any("impersonate" in rule["verbs"] for rule in base_rules)
 
 
 @needs_kubectl
@@ -331,8 +345,8 @@ VERBS = {
     "patch": "patch",
     "delete": "delete",
 }
-# Planned and documented in deploy/base/rbac.yaml: changes are applied as the requesting user.
-PLANNED = {("", "users", "impersonate"), ("", "groups", "impersonate")}
+# Granted by deploy/components/impersonation only, and required once kube.py impersonates.
+IMPERSONATION = {("", "users", "impersonate"), ("", "groups", "impersonate")}
 
 
 def _plural(snake: str) -> str:
@@ -407,7 +421,7 @@ def kube_permissions() -> set[tuple[str, str, str]]:
     }
     derived = derive_kube_permissions(source, constants)
     if "Impersonate-User" in source or "impersonat" in source.lower():
-        derived |= PLANNED
+        derived |= IMPERSONATION
     return derived
 
 
@@ -442,7 +456,7 @@ def test_cluster_role_grants_exactly_what_kube_py_uses() -> None:
     granted = rendered_permissions(docs)
     for group, resource, verb in granted:
         assert "*" not in (group, resource, verb), "no wildcards"
-    expected = kube_permissions() | PLANNED
+    expected = kube_permissions()
     assert granted - expected == set(), "granted but never used"
     assert expected - granted == set(), "used but not granted"
     binding = by_kind(docs, "ClusterRoleBinding")["liqo-dash"]
