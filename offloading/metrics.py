@@ -24,7 +24,7 @@ from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, Counter, Histogram, generate_latest
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
@@ -72,6 +72,9 @@ class StateCollector(Collector):
             age.add_metric([], max(0.0, (timezone.now() - state.last_success_at).total_seconds()))
         yield age
 
+        yield from _change_durations()
+        yield from _api_and_watch()
+
         queue = settings.CELERY_TASK_DEFAULT_QUEUE
         depth = GaugeMetricFamily(
             "liqo_dash_queue_depth", "Messages waiting in the Celery queue (-1: broker unreachable).", labels=["queue"]
@@ -88,6 +91,45 @@ class StateCollector(Collector):
         except redis.RedisError:
             depth.add_metric([queue], -1)
         yield depth
+
+
+DURATION_SAMPLE = 1000
+
+
+def _change_durations() -> Iterator[Metric]:
+    """Seconds from request to outcome of the last DURATION_SAMPLE finished changes, by outcome."""
+    from .models import ChangeRequest
+
+    rows = ChangeRequest.objects.filter(finished_at__isnull=False).order_by("-finished_at")[:DURATION_SAMPLE]
+    by_state: dict[str, list[float]] = {}
+    for state, created, finished in rows.values_list("state", "created_at", "finished_at"):
+        if finished is not None:
+            by_state.setdefault(state, []).append(max(0.0, (finished - created).total_seconds()))
+    family = GaugeMetricFamily(
+        "liqo_dash_change_duration_seconds",
+        f"Seconds from request to outcome over the last {DURATION_SAMPLE} finished changes.",
+        labels=["state", "quantile"],
+    )
+    for state, values in sorted(by_state.items()):
+        values.sort()
+        for quantile in (0.5, 0.95, 1.0):
+            family.add_metric([state, str(quantile)], values[min(len(values) - 1, int(quantile * len(values)))])
+    yield family
+
+
+def _api_and_watch() -> Iterator[Metric]:
+    from .changes import apihealth
+    from .management.commands.watch_cluster import watch_restarts
+
+    reachable = GaugeMetricFamily("liqo_dash_api_server_reachable", "1 unless the API server is known unreachable.")
+    reachable.add_metric([], 0 if apihealth.outage() is not None else 1)
+    yield reachable
+    restarts = CounterMetricFamily(
+        "liqo_dash_watch_restarts", "Watches that failed or had to list again (410 Gone), by kind.", labels=["kind"]
+    )
+    for kind, count in sorted(watch_restarts().items()):
+        restarts.add_metric([kind], count)
+    yield restarts
 
 
 class _Forward(Collector):

@@ -135,6 +135,37 @@ def test_metrics(client: Any, settings: Any, redis_url: str, admin_user: Any) ->
 
 
 @pytest.mark.django_db
+def test_metrics_change_durations_api_reachability_and_watch_restarts(
+    client: Any, settings: Any, redis_url: str
+) -> None:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from offloading import kube
+    from offloading.changes import apihealth
+    from offloading.management.commands.watch_cluster import _count_restart
+
+    settings.CELERY_BROKER_URL = redis_url
+    fresh_snapshot(age=1.0)
+    now = timezone.now()
+    for seconds in (1, 2, 3, 10):
+        ChangeRequest.objects.create(
+            namespace="ns", action=ChangeAction.OFFLOAD, state=ChangeState.APPLIED, requester_name="x",
+            created_at=now - timedelta(seconds=seconds), finished_at=now,
+        )  # fmt: skip
+    _count_restart("namespaces")
+    _count_restart("namespaces")
+    text = client.get("/metrics").content.decode()
+    assert _sample(text, "liqo_dash_change_duration_seconds", state="applied", quantile="0.5") == 3
+    assert _sample(text, "liqo_dash_change_duration_seconds", state="applied", quantile="1.0") == 10
+    assert _sample(text, "liqo_dash_watch_restarts_total", kind="namespaces") == 2
+    assert _sample(text, "liqo_dash_api_server_reachable") == 1
+    apihealth.report_failure(kube.KubeError("transient", "connection refused", unreachable=True))
+    assert _sample(client.get("/metrics").content.decode(), "liqo_dash_api_server_reachable") == 0
+
+
+@pytest.mark.django_db
 def test_metrics_token(client: Any, monkeypatch: Any, settings: Any, redis_url: str) -> None:
     settings.CELERY_BROKER_URL = redis_url
     monkeypatch.setenv("METRICS_TOKEN", "tok")

@@ -17,6 +17,7 @@ import time
 from typing import Any
 
 from django.conf import settings
+from django.core.cache import cache
 from django.core.management.base import BaseCommand
 from django.db import close_old_connections
 
@@ -28,6 +29,25 @@ from offloading.leader import LeaderElector
 from offloading.liqo import constants as liqo
 
 log = logging.getLogger("offloading.watch")
+
+
+_RESTARTS = "liqo-dash:watch-restarts:"
+
+
+def _count_restart(kind: str) -> None:
+    """Count a failed or relisted watch in the shared cache, for /metrics (the watcher has no HTTP port)."""
+    key = _RESTARTS + kind
+    cache.add(key, 0, timeout=None)
+    try:
+        cache.incr(key)
+    except ValueError:  # expired between add and incr
+        cache.set(key, 1, timeout=None)
+
+
+def watch_restarts() -> dict[str, int]:
+    """How often each kind's watch failed or had to list again, across watcher processes."""
+    found = cache.get_many([_RESTARTS + kind for kind in kube.WATCHED_KINDS])
+    return {key.removeprefix(_RESTARTS): int(value) for key, value in found.items()}
 
 
 class KindWatcher(threading.Thread):
@@ -49,6 +69,8 @@ class KindWatcher(threading.Thread):
                 if not self.resource_version:
                     self.resource_version = kube.current_resource_version(self.kind)
                     self.lists += 1
+                    if self.lists > 1:
+                        _count_restart(self.kind)
                     if apihealth.report_success():
                         apihealth.resume_waiting()
                     # Whatever happened before this version is only known from a full list.
@@ -69,6 +91,7 @@ class KindWatcher(threading.Thread):
                     self.resource_version = ""
                     continue
                 failures += 1
+                _count_restart(self.kind)
                 if exc.unreachable:
                     apihealth.report_failure(exc)
                 # Capped low: after an outage the snapshot must follow the cluster again within seconds.
