@@ -235,6 +235,7 @@ LIQO_DASH: dict[str, Any] = {
 }
 
 CELERY_BEAT_SCHEDULE = {
+    "verify-audit": {"task": "offloading.tasks.verify_audit", "schedule": 3600.0},
     # Cheap unless the API server is down or changes wait for it (then the probes chain every second).
     "probe-api": {"task": "offloading.tasks.probe_api", "schedule": 5.0},
     "refresh-snapshot": {"task": "offloading.tasks.refresh", "schedule": LIQO_DASH["REFRESH_INTERVAL"]},

@@ -119,8 +119,15 @@ def _change_durations() -> Iterator[Metric]:
 
 def _api_and_watch() -> Iterator[Metric]:
     from .changes import apihealth
+    from .changes.audit import last_verification
     from .management.commands.watch_cluster import watch_restarts
 
+    verdict = last_verification()
+    audit_ok = GaugeMetricFamily(
+        "liqo_dash_audit_trail_ok", "1: the last verification of the audit trail passed, 0: it failed, -1: none yet."
+    )
+    audit_ok.add_metric([], -1 if verdict is None else 1 if verdict["ok"] else 0)
+    yield audit_ok
     reachable = GaugeMetricFamily("liqo_dash_api_server_reachable", "1 unless the API server is known unreachable.")
     reachable.add_metric([], 0 if apihealth.outage() is not None else 1)
     yield reachable

@@ -10,7 +10,7 @@ from typing import Any
 
 from celery import shared_task
 
-from offloading.changes import apihealth, apply, snapshot
+from offloading.changes import apihealth, apply, audit, snapshot
 from offloading.changes import sweep as sweeper
 from offloading.changes.queue import APPLY_CHANGE, AWAIT_DELETION, PROBE_API, REFRESH
 
@@ -40,3 +40,8 @@ def sweep() -> int:
 @shared_task(name=PROBE_API, acks_late=True)
 def probe_api() -> bool:
     return apihealth.probe()
+
+
+@shared_task(name="offloading.tasks.verify_audit", acks_late=True)
+def verify_audit() -> int | None:
+    return audit.verify_and_remember()

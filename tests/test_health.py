@@ -161,6 +161,17 @@ def test_metrics_change_durations_api_reachability_and_watch_restarts(
     assert _sample(text, "liqo_dash_change_duration_seconds", state="applied", quantile="1.0") == 10
     assert _sample(text, "liqo_dash_watch_restarts_total", kind="namespaces") == 2
     assert _sample(text, "liqo_dash_api_server_reachable") == 1
+    assert _sample(text, "liqo_dash_audit_trail_ok") == -1  # never verified yet
+    from offloading.changes.audit import verify_and_remember
+
+    assert verify_and_remember() is None
+    assert _sample(client.get("/metrics").content.decode(), "liqo_dash_audit_trail_ok") == 1
+    from offloading.models import AuditEvent
+
+    AuditEvent.objects.create(user_name="x", action="requested", namespace="ns", outcome="queued")
+    AuditEvent.objects.filter(pk=AuditEvent.objects.order_by("id").first().pk).update(namespace="forged")
+    assert verify_and_remember() is not None
+    assert _sample(client.get("/metrics").content.decode(), "liqo_dash_audit_trail_ok") == 0
     apihealth.report_failure(kube.KubeError("transient", "connection refused", unreachable=True))
     assert _sample(client.get("/metrics").content.decode(), "liqo_dash_api_server_reachable") == 0
 

@@ -5,11 +5,15 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from django.core.cache import cache
+from django.utils import timezone
+
 from offloading.choices import AuditAction, ChangeState
 from offloading.context import Actor
 from offloading.models import (
     AuditEvent,
     ChangeRequest,
+    verify_chain,
 )
 
 log = logging.getLogger(__name__)
@@ -29,3 +33,23 @@ def record_requested(change: ChangeRequest, actor: Actor, before: Any, after: An
         outcome=ChangeState.QUEUED,
         message=message,
     )
+
+
+_VERIFIED = "liqo-dash:audit-verified"
+
+
+def verify_and_remember() -> int | None:
+    """Verify the audit trail (beat, hourly) and keep the verdict for /metrics and the pages:
+    {"ok", "first_bad", "checked_at"}. Returns the id of the first bad event, or None."""
+    first_bad = verify_chain()
+    verdict = {"ok": first_bad is None, "first_bad": first_bad, "checked_at": timezone.now().isoformat()}
+    cache.set(_VERIFIED, verdict, timeout=None)
+    if first_bad is not None:
+        log.error("audit trail verification failed at event %s", first_bad)
+    return first_bad
+
+
+def last_verification() -> dict[str, Any] | None:
+    """The verdict of the last verification, or None when none ran yet."""
+    value = cache.get(_VERIFIED)
+    return value if isinstance(value, dict) else None
