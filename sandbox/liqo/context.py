@@ -26,6 +26,12 @@ NAMESPACE = "namespace"
 PEER = "peer"
 
 
+def is_virtual_node(node: Obj | None) -> bool:
+    """Whether a Node is one of Liqo's virtual nodes (labelled liqo.io/type=virtual-node)."""
+    labels = ((node or {}).get("metadata") or {}).get("labels") or {}
+    return labels.get(c.VIRTUAL_NODE_TYPE_LABEL) == c.VIRTUAL_NODE_TYPE_VALUE
+
+
 class Mapping(TypedDict):
     """One entry of a NamespaceMap's status.currentMapping."""
 

@@ -1,5 +1,9 @@
-"""Demo pods: a stand-in scheduler and kubelet that bind pending pods to local nodes, or to the virtual
-nodes of clusters where the namespace is ready, as the pod offloading strategy allows (a.6)."""
+"""Demo pods: a stand-in scheduler and kubelet that bind pending pods to nodes (a.6, e).
+
+Where a pod may run comes from `offloading.liqo`: the pod as Liqo's mutating webhook leaves it
+(`mutate_pod`: the virtual-node toleration and the imposed node affinity, in namespaces with the
+scheduling label) and Kubernetes node-selector matching (`selectors.match.matches`). The sandbox adds
+only what a real cluster adds: taints, and virtual nodes run pods once the remote namespace is ready."""
 
 from __future__ import annotations
 
@@ -7,10 +11,15 @@ import hashlib
 from typing import Any
 
 from offloading.liqo import constants as c
+from offloading.liqo.selectors.match import matches
+from offloading.liqo.selectors.requirements import SelectorError
+from offloading.liqo.webhook import MutationError, mutate_pod
 from sandbox.apicommon import now_iso
-from sandbox.kinds import NAMESPACE_OFFLOADINGS, NODES, PODS
-from sandbox.liqo.context import LiqoContext
+from sandbox.kinds import NAMESPACE_OFFLOADINGS, NAMESPACES, NODES, PODS
+from sandbox.liqo.context import LiqoContext, is_virtual_node
 from sandbox.store import Obj, clone
+
+_BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
 
 
 class PodController:
@@ -18,7 +27,7 @@ class PodController:
         self.ctx = ctx
 
     def reconcile(self, namespace: str) -> float | None:
-        """Bind pending pods: local nodes, and virtual nodes of clusters where the namespace is ready."""
+        """Bind pending pods to the nodes they may run on (local, or virtual where the namespace is ready)."""
         store, server = self.ctx.store, self.ctx.server
         pending = [
             p
@@ -28,16 +37,16 @@ class PodController:
         if not pending:
             return None
         nsoff = store.get(NAMESPACE_OFFLOADINGS, namespace, c.OFFLOADING_NAME)
-        strategy = (nsoff.get("spec") or {}).get("podOffloadingStrategy") if nsoff else c.LOCAL
-        local_nodes, virtual_nodes = self._nodes(_ready_clusters(nsoff))
-        candidates = {c.LOCAL: local_nodes, c.REMOTE: virtual_nodes}.get(strategy or "", local_nodes + virtual_nodes)
-        if not candidates:
-            return None
+        webhook_spec = self._webhook_spec(namespace, nsoff)
+        nodes = self._nodes(_ready_clusters(nsoff))
         for pod in pending:
+            candidates = [name for name, node in nodes.items() if _fits(_as_admitted(pod, webhook_spec), node)]
+            if not candidates:
+                continue
             node_name = candidates[_digest(pod) % len(candidates)]
             body = clone(pod)
             body["spec"]["nodeName"] = node_name
-            on_virtual = node_name in virtual_nodes
+            on_virtual = is_virtual_node(nodes[node_name])
             if on_virtual:
                 body["metadata"].setdefault("labels", {})[c.SHADOW_POD_LABEL] = "true"
             bound = server.update(PODS, namespace, pod["metadata"]["name"], body, manager="kube-scheduler").obj
@@ -46,18 +55,66 @@ class PodController:
             server.update(PODS, namespace, pod["metadata"]["name"], fresh, manager="kubelet", subresource="status")
         return None
 
-    def _nodes(self, ready_clusters: set[str]) -> tuple[list[str], list[str]]:
-        """Schedulable local nodes, and virtual nodes of reachable clusters in `ready_clusters`."""
-        local_nodes, virtual_nodes = [], []
+    def _webhook_spec(self, namespace: str, nsoff: Obj | None) -> dict[str, Any] | None:
+        """The NamespaceOffloading spec Liqo's pod webhook applies, or None where it does not act
+        (no NamespaceOffloading, or the namespace lacks the scheduling label)."""
+        ns = self.ctx.store.get(NAMESPACES, "", namespace)
+        labels = ((ns or {}).get("metadata") or {}).get("labels") or {}
+        if nsoff is None or labels.get(c.SCHEDULING_LABEL) != "true":
+            return None
+        return nsoff.get("spec") or {}
+
+    def _nodes(self, ready_clusters: set[str]) -> dict[str, Obj]:
+        """Local nodes, and virtual nodes of reachable clusters in `ready_clusters`, by name."""
+        out = {}
         for node in self.ctx.store.items(NODES):
-            labels = node["metadata"].get("labels") or {}
-            if labels.get(c.VIRTUAL_NODE_TYPE_LABEL) == c.VIRTUAL_NODE_TYPE_VALUE:
-                cluster_id = labels.get(c.REMOTE_CLUSTER_ID_LABEL, "")
-                if cluster_id in ready_clusters and not self.ctx.faults.peer_is_down(cluster_id):
-                    virtual_nodes.append(node["metadata"]["name"])
-            elif "node-role.kubernetes.io/control-plane" not in labels:
-                local_nodes.append(node["metadata"]["name"])
-        return local_nodes, virtual_nodes
+            if is_virtual_node(node):
+                cluster_id = (node["metadata"].get("labels") or {}).get(c.REMOTE_CLUSTER_ID_LABEL, "")
+                if cluster_id not in ready_clusters or self.ctx.faults.peer_is_down(cluster_id):
+                    continue
+            out[node["metadata"]["name"]] = node
+        return out
+
+
+def _as_admitted(pod: Obj, webhook_spec: dict[str, Any] | None) -> Obj:
+    """The pod as Liqo's mutating webhook would have admitted it (unchanged where the webhook does not act)."""
+    if webhook_spec is None:
+        return pod
+    try:
+        return mutate_pod(webhook_spec, pod)
+    except MutationError:
+        return pod
+
+
+def _tolerates(tolerations: list[dict[str, Any]], taint: dict[str, Any]) -> bool:
+    for tol in tolerations:
+        if tol.get("effect") and tol.get("effect") != taint.get("effect"):
+            continue
+        if tol.get("operator") == "Exists":
+            if not tol.get("key") or tol.get("key") == taint.get("key"):
+                return True
+        elif tol.get("key") == taint.get("key") and (tol.get("value") or "") == (taint.get("value") or ""):
+            return True
+    return False
+
+
+def _fits(pod: Obj, node: Obj) -> bool:
+    """Kubernetes' scheduling predicates the demo needs: taints and the required node affinity."""
+    spec = pod.get("spec") or {}
+    tolerations = spec.get("tolerations") or []
+    for taint in (node.get("spec") or {}).get("taints") or []:
+        if taint.get("effect") in _BLOCKING_EFFECTS and not _tolerates(tolerations, taint):
+            return False
+    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    )
+    if required is None:
+        return True
+    meta = node["metadata"]
+    try:
+        return matches(required, meta.get("labels") or {}, {"metadata.name": meta["name"]})
+    except SelectorError:
+        return False
 
 
 def _ready_clusters(nsoff: Obj | None) -> set[str]:

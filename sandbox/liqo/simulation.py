@@ -11,7 +11,7 @@ from sandbox.apiserver import ApiServer
 from sandbox.kinds import NAMESPACE_MAPS, NAMESPACE_OFFLOADINGS, NAMESPACES, NODES, PODS, VIRTUAL_NODES, Kind
 from sandbox.liqo import admission
 from sandbox.liqo import context as q
-from sandbox.liqo.context import LiqoContext, Peer
+from sandbox.liqo.context import LiqoContext, Peer, is_virtual_node
 from sandbox.liqo.namespaces import NamespaceController
 from sandbox.liqo.offloading_controller import OffloadingController
 from sandbox.liqo.peers import PeerController, foreign_cluster_status, virtual_node_status
@@ -67,11 +67,13 @@ class LiqoSimulation(LiqoContext):
             if cluster_id:
                 self.enqueue(q.VIRTUAL_NODE, cluster_id)
         elif kind is NODES:
-            if _is_virtual_node(obj) or _is_virtual_node(prev):
+            if is_virtual_node(obj) or is_virtual_node(prev):
                 self.enqueue_all_offloadings()
         elif kind is NAMESPACES:
             if meta.get("deletionTimestamp"):
                 self.enqueue(q.NAMESPACE, meta["name"])
+            if _scheduling(obj) != _scheduling(prev):
+                self.enqueue(q.PODS, meta["name"])  # Liqo's pod webhook acts where this label is set
         elif kind is PODS and event == "ADDED" and not (obj.get("spec") or {}).get("nodeName"):
             self.enqueue(q.PODS, meta["namespace"])
         if kind.namespaced and event == "DELETED":
@@ -107,9 +109,8 @@ class LiqoSimulation(LiqoContext):
                     self.enqueue_provider(cluster_id)
 
 
-def _is_virtual_node(node: Obj | None) -> bool:
-    labels = ((node or {}).get("metadata") or {}).get("labels") or {}
-    return labels.get(c.VIRTUAL_NODE_TYPE_LABEL) == c.VIRTUAL_NODE_TYPE_VALUE
+def _scheduling(ns: Obj | None) -> str | None:
+    return (((ns or {}).get("metadata") or {}).get("labels") or {}).get(c.SCHEDULING_LABEL)
 
 
 def _desired(nm: Obj | None) -> dict[str, Any]:
