@@ -8,10 +8,10 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from offloading.liqo.selectors.parse import parse_requirements
+from offloading.liqo.selectors.requirements import SelectorError
 from sandbox import errors
-from sandbox.kinds import (
-    Kind,
-)
+from sandbox.kinds import Kind
 from sandbox.store import Obj
 
 
@@ -19,9 +19,6 @@ from sandbox.store import Obj
 def compile_label_selector(text: str) -> Callable[[Obj], bool]:
     if not text:
         return lambda obj: True
-    from offloading.liqo.selectors.parse import parse_requirements
-    from offloading.liqo.selectors.requirements import SelectorError
-
     try:
         requirements = parse_requirements(text)
     except SelectorError as err:

@@ -65,15 +65,16 @@ class PodController:
         return nsoff.get("spec") or {}
 
     def _nodes(self, ready_clusters: set[str]) -> dict[str, Obj]:
-        """Local nodes, and virtual nodes of reachable clusters in `ready_clusters`, by name."""
-        out = {}
+        """Local nodes, then virtual nodes of reachable clusters in `ready_clusters`, by name."""
+        local, virtual = {}, {}
         for node in self.ctx.store.items(NODES):
-            if is_virtual_node(node):
-                cluster_id = (node["metadata"].get("labels") or {}).get(c.REMOTE_CLUSTER_ID_LABEL, "")
-                if cluster_id not in ready_clusters or self.ctx.faults.peer_is_down(cluster_id):
-                    continue
-            out[node["metadata"]["name"]] = node
-        return out
+            if not is_virtual_node(node):
+                local[node["metadata"]["name"]] = node
+                continue
+            cluster_id = (node["metadata"].get("labels") or {}).get(c.REMOTE_CLUSTER_ID_LABEL, "")
+            if cluster_id in ready_clusters and not self.ctx.faults.peer_is_down(cluster_id):
+                virtual[node["metadata"]["name"]] = node
+        return {**local, **virtual}
 
 
 def _as_admitted(pod: Obj, webhook_spec: dict[str, Any] | None) -> Obj:
