@@ -9,7 +9,7 @@ entry point:
   API: 422 ``Status``, bulk: the namespace is skipped with the reason).
 - Precondition: a change based on a version of the namespace that the snapshot already knows is stale
   (an older generation, or offloaded/unoffloaded since) is refused up front: ``STALE`` (form: an error
-  on the page, which shows the fresh values; API: 412 ``Status``; bulk: the plan carries the generation
+  on the page, which asks to reload and review; API: 412 ``Status``; bulk: the plan carries the generation
   each namespace had at preview time and a namespace that moved since is left out and reported). It is
   never queued only to end in ``conflict``. A race with another write after queuing is still caught when
   the change is applied (generation and uid) and ends in ``conflict`` with both versions; re-apply exists
