@@ -1,0 +1,117 @@
+"""Settings of the access app, read from the environment (plain module-level values), and the small
+functions that add the app to INSTALLED_APPS, MIDDLEWARE, AUTHENTICATION_BACKENDS and REST_FRAMEWORK.
+
+``liqo_dash/settings.py`` applies them in one block at its end; tests override the Django settings
+(``settings.KUBE_IMPERSONATE`` ...), which is what the code reads at run time.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from liqo_dash import env
+
+# --- Kubernetes impersonation ---------------------------------------------------------------------
+# On: every push goes to the cluster as the user who asked (Impersonate-User = prefix + username,
+# Impersonate-Group = the group of the user's role), so the cluster's RBAC has the last word. Off: the
+# dashboard pushes as its own identity and only the dashboard's roles and scopes protect the cluster.
+KUBE_IMPERSONATE = env.boolean("KUBE_IMPERSONATE", True)
+KUBE_IMPERSONATE_USER_PREFIX = env.string("KUBE_IMPERSONATE_USER_PREFIX", "")
+KUBE_IMPERSONATE_GROUPS = env.string(
+    "KUBE_IMPERSONATE_GROUPS", "viewer=liqo-dash:viewers,operator=liqo-dash:operators,admin=liqo-dash:admins"
+)
+
+# --- API tokens -----------------------------------------------------------------------------------
+# Days a new token lives when its creator does not say (0: no expiry).
+API_TOKEN_DEFAULT_DAYS = env.integer("API_TOKEN_DEFAULT_DAYS", 90)
+# The pepper mixed into every token hash; empty means SECRET_KEY (rotating it then invalidates tokens).
+API_TOKEN_PEPPER = env.string("API_TOKEN_PEPPER", "")
+# DRF throttle rates: requests without credentials, requests with a token, and failed token attempts
+# per client address (the brute-force brake).
+API_THROTTLE_ANON = env.string("API_THROTTLE_ANON", "60/minute")
+API_THROTTLE_TOKEN = env.string("API_THROTTLE_TOKEN", "1200/minute")
+API_THROTTLE_TOKEN_FAILURES = env.string("API_THROTTLE_TOKEN_FAILURES", "10/minute")
+
+# --- Login lockout (django-axes) ------------------------------------------------------------------
+AXES_ENABLED = env.boolean("AXES_ENABLED", True)
+AXES_FAILURE_LIMIT = env.integer("AXES_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = timedelta(minutes=env.integer("AXES_COOLOFF_MINUTES", 15))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "access/locked_out.html"
+
+# --- Password reset: offered only when email is configured -----------------------------------------
+EMAIL_HOST = env.string("EMAIL_HOST", "")
+EMAIL_PORT = env.integer("EMAIL_PORT", 587)
+EMAIL_HOST_USER = env.string("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = env.string("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env.boolean("EMAIL_USE_TLS", True)
+DEFAULT_FROM_EMAIL = env.string("DEFAULT_FROM_EMAIL", "liqo-dash@localhost")
+PASSWORD_RESET_ENABLED = bool(EMAIL_HOST)
+
+# --- Single sign-on with OpenID Connect (mozilla-django-oidc) --------------------------------------
+OIDC_RP_CLIENT_ID = env.string("OIDC_RP_CLIENT_ID", "")
+OIDC_RP_CLIENT_SECRET = env.string("OIDC_RP_CLIENT_SECRET", "")
+OIDC_OP_AUTHORIZATION_ENDPOINT = env.string("OIDC_OP_AUTHORIZATION_ENDPOINT", "")
+OIDC_OP_TOKEN_ENDPOINT = env.string("OIDC_OP_TOKEN_ENDPOINT", "")
+OIDC_OP_USER_ENDPOINT = env.string("OIDC_OP_USER_ENDPOINT", "")
+OIDC_OP_JWKS_ENDPOINT = env.string("OIDC_OP_JWKS_ENDPOINT", "")
+OIDC_RP_SIGN_ALGO = env.string("OIDC_RP_SIGN_ALGO", "RS256")
+OIDC_RP_SCOPES = env.string("OIDC_RP_SCOPES", "openid email profile")
+OIDC_VERIFY_SSL = env.boolean("OIDC_VERIFY_SSL", True)
+# The claim that lists the user's groups, and which of those groups give which role
+# ("admin=dash-admins,operator=dash-operators,viewer=dash-viewers"). Claim groups that name an existing
+# Django group also make the user a member of it, so that group's scopes apply.
+OIDC_GROUPS_CLAIM = env.string("OIDC_GROUPS_CLAIM", "groups")
+OIDC_ROLE_GROUPS = env.string("OIDC_ROLE_GROUPS", "")
+OIDC_ENABLED = bool(OIDC_RP_CLIENT_ID and OIDC_OP_AUTHORIZATION_ENDPOINT and OIDC_OP_TOKEN_ENDPOINT)
+LOGIN_REDIRECT_URL_FAILURE = "/accounts/login/"
+
+# The names exported as Django settings.
+_EXPORTED = [name for name in dir() if name.isupper() and not name.startswith("_")]
+
+
+def django_settings() -> dict[str, Any]:
+    """Every setting of this module, for ``globals().update(...)`` in the settings module."""
+    return {name: globals()[name] for name in _EXPORTED}
+
+
+def installed_apps() -> list[str]:
+    return ["axes", "access"]
+
+
+def middleware(existing: list[str]) -> list[str]:
+    """Ours after authentication; axes last, as its documentation asks."""
+    result = list(existing)
+    after = result.index("django.contrib.auth.middleware.AuthenticationMiddleware") + 1
+    result[after:after] = ["access.middleware.AccessMiddleware"]
+    if OIDC_ENABLED:
+        result.insert(after, "mozilla_django_oidc.middleware.SessionRefresh")
+    result.append("axes.middleware.AxesMiddleware")
+    return result
+
+
+def authentication_backends() -> list[str]:
+    backends = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+    if OIDC_ENABLED:
+        backends.append("access.oidc.RoleMappingOIDCBackend")
+    return backends
+
+
+def rest_framework(existing: dict[str, Any]) -> dict[str, Any]:
+    """API tokens first (so a request without credentials gets 401 with WWW-Authenticate), sessions
+    second; roles as the default permission; throttles for token and anonymous requests."""
+    result = dict(existing)
+    result["DEFAULT_AUTHENTICATION_CLASSES"] = [
+        "access.authentication.ApiTokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ]
+    result["DEFAULT_PERMISSION_CLASSES"] = ["access.permissions.HasRoleForMethod"]
+    result["DEFAULT_THROTTLE_CLASSES"] = ["access.throttles.TokenRateThrottle"]
+    result["DEFAULT_THROTTLE_RATES"] = {
+        "anon": API_THROTTLE_ANON,
+        "token": API_THROTTLE_TOKEN,
+        "token_failures": API_THROTTLE_TOKEN_FAILURES,
+    }
+    return result
