@@ -11,7 +11,7 @@ import json
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import urllib3
 from django.conf import settings
@@ -117,6 +117,29 @@ def _core() -> client.CoreV1Api:
     return client.CoreV1Api(api_client())
 
 
+def _authorization() -> client.AuthorizationV1Api:
+    return client.AuthorizationV1Api(api_client())
+
+
+class Identity(Protocol):
+    """Who a write is made as (access.impersonation.Identity): a user name and its groups."""
+
+    user: str
+    groups: tuple[str, ...]
+
+
+def _impersonation(identity: Identity | None) -> dict[str, Any]:
+    """Per-call headers that make the API server act as ``identity`` (Kubernetes impersonation);
+    nothing when None (the dashboard's own identity). One Impersonate-Group header: the client sends
+    each header name once."""
+    if identity is None:
+        return {}
+    headers = {"Impersonate-User": identity.user}
+    if identity.groups:
+        headers["Impersonate-Group"] = identity.groups[0]
+    return {"_headers": headers}
+
+
 @dataclass
 class ListResult:
     items: list[dict[str, Any]]
@@ -183,24 +206,28 @@ def get_offloading(namespace: str, timeout: float | None = None) -> dict[str, An
     return obj
 
 
-def _write_options(dry_run: bool) -> dict[str, Any]:
+def _write_options(dry_run: bool, identity: Identity | None = None) -> dict[str, Any]:
     """Our field manager on every write; dry-runs also get the short timeout of a page request."""
-    options: dict[str, Any] = {"field_manager": settings.LIQO_DASH["FIELD_MANAGER"]}
+    options: dict[str, Any] = {"field_manager": settings.LIQO_DASH["FIELD_MANAGER"], **_impersonation(identity)}
     if dry_run:
         options.update(dry_run="All", timeout=DRY_RUN_TIMEOUT)
     return options
 
 
-def create_offloading(namespace: str, body: dict[str, Any], dry_run: bool = False) -> Result:
-    kwargs = _write_options(dry_run)
+def create_offloading(
+    namespace: str, body: dict[str, Any], dry_run: bool = False, identity: Identity | None = None
+) -> Result:
+    kwargs = _write_options(dry_run, identity)
     obj, warnings = _call(_custom().create_namespaced_custom_object, *_NSOFF[:2], namespace, _NSOFF[2], body, **kwargs)
     return Result(obj, warnings)
 
 
-def replace_offloading(namespace: str, body: dict[str, Any], dry_run: bool = False) -> Result:
+def replace_offloading(
+    namespace: str, body: dict[str, Any], dry_run: bool = False, identity: Identity | None = None
+) -> Result:
     """PUT the whole object; ``body.metadata.resourceVersion`` makes it fail with a conflict if the
     object changed since it was read."""
-    kwargs = _write_options(dry_run)
+    kwargs = _write_options(dry_run, identity)
     obj, warnings = _call(
         _custom().replace_namespaced_custom_object,
         *_NSOFF[:2],
@@ -213,7 +240,7 @@ def replace_offloading(namespace: str, body: dict[str, Any], dry_run: bool = Fal
     return Result(obj, warnings)
 
 
-def delete_offloading(namespace: str, resource_version: str | None = None) -> Result:
+def delete_offloading(namespace: str, resource_version: str | None = None, identity: Identity | None = None) -> Result:
     """DELETE the NamespaceOffloading; with a resource version, only if it is still that version."""
     body: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"}
     if resource_version:
@@ -225,19 +252,37 @@ def delete_offloading(namespace: str, resource_version: str | None = None) -> Re
         _NSOFF[2],
         liqo.OFFLOADING_NAME,
         body=body,
+        **_impersonation(identity),
     )
     return Result(obj, warnings)
 
 
-def label_namespace(namespace: str, labels: dict[str, str | None]) -> Result:
+def label_namespace(namespace: str, labels: dict[str, str | None], identity: Identity | None = None) -> Result:
     """Merge-patch labels onto a namespace (None removes a label)."""
     obj, warnings = _call(
         _core().patch_namespace,
         namespace,
         {"metadata": {"labels": labels}},
         field_manager=settings.LIQO_DASH["FIELD_MANAGER"],
+        **_impersonation(identity),
     )
     return Result(obj, warnings)
+
+
+def subject_access_review(
+    user: str, groups: tuple[str, ...], verb: str, group: str, resource: str, namespace: str, name: str
+) -> tuple[bool, str]:
+    """Ask the API server whether ``user`` (in ``groups``) may ``verb`` the resource: (allowed,
+    reason), the reason as the cluster gave it (its evaluation error when it has no reason)."""
+    attributes = {"verb": verb, "group": group, "resource": resource, "namespace": namespace, "name": name}
+    body = {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SubjectAccessReview",
+        "spec": {"user": user, "groups": list(groups), "resourceAttributes": attributes},
+    }
+    obj, _ = _call(_authorization().create_subject_access_review, body)
+    status = (obj or {}).get("status") or {}
+    return bool(status.get("allowed")), status.get("reason") or status.get("evaluationError") or ""
 
 
 # Watches: (list method factory, args, extra kwargs) per kind the dashboard follows.

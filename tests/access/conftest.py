@@ -56,7 +56,8 @@ def offloading_body(namespace: str) -> dict[str, Any]:
 
 @pytest.fixture
 def rbac_sandbox(tmp_path: Path, settings: Any) -> Iterator[Any]:
-    """A sandbox whose policy lets operators change only namespaces alpha and beta (the dashboard's
+    """A sandbox whose policy lets operators change only namespaces alpha and beta, and in delta write
+    the offloading but not label the namespace (the dashboard's
     scopes may allow more: the cluster has the last word), with the dashboard connected as its own
     service identity ``liqo-dash`` (which may impersonate), not as the sandbox admin."""
     from sandbox import Sandbox
@@ -77,7 +78,7 @@ def rbac_sandbox(tmp_path: Path, settings: Any) -> Iterator[Any]:
             "apiGroups": ["offloading.liqo.io"],
             "resources": ["namespaceoffloadings"],
             "verbs": ["*"],
-            "namespaces": ["alpha", "beta"],
+            "namespaces": ["alpha", "beta", "delta"],
         },
         {
             "subjects": [{"kind": "Group", "name": "liqo-dash:operators"}],
