@@ -67,6 +67,8 @@ OIDC_GROUPS_CLAIM = env.string("OIDC_GROUPS_CLAIM", "groups")
 OIDC_ROLE_GROUPS = env.string("OIDC_ROLE_GROUPS", "")
 OIDC_ENABLED = bool(OIDC_RP_CLIENT_ID and OIDC_OP_AUTHORIZATION_ENDPOINT and OIDC_OP_TOKEN_ENDPOINT)
 LOGIN_REDIRECT_URL_FAILURE = "/accounts/login/"
+# mozilla-django-oidc reverses this name; its URLs live in the access namespace.
+OIDC_AUTHENTICATION_CALLBACK_URL = "access:oidc_authentication_callback"
 
 # The names exported as Django settings.
 _EXPORTED = [name for name in dir() if name.isupper() and not name.startswith("_")]
