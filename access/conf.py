@@ -70,13 +70,49 @@ LOGIN_REDIRECT_URL_FAILURE = "/accounts/login/"
 # mozilla-django-oidc reverses this name; its URLs live in the access namespace.
 OIDC_AUTHENTICATION_CALLBACK_URL = "access:oidc_authentication_callback"
 
-# The names exported as Django settings.
-_EXPORTED = [name for name in dir() if name.isupper() and not name.startswith("_")]
+# The names the settings module takes over (``from access.conf import *``).
+__all__ = [
+    "KUBE_IMPERSONATE",
+    "KUBE_IMPERSONATE_USER_PREFIX",
+    "KUBE_IMPERSONATE_GROUPS",
+    "API_TOKEN_DEFAULT_DAYS",
+    "API_TOKEN_PEPPER",
+    "API_THROTTLE_ANON",
+    "API_THROTTLE_TOKEN",
+    "API_THROTTLE_TOKEN_FAILURES",
+    "AXES_ENABLED",
+    "AXES_FAILURE_LIMIT",
+    "AXES_COOLOFF_TIME",
+    "AXES_LOCKOUT_PARAMETERS",
+    "AXES_RESET_ON_SUCCESS",
+    "AXES_LOCKOUT_TEMPLATE",
+    "EMAIL_HOST",
+    "EMAIL_PORT",
+    "EMAIL_HOST_USER",
+    "EMAIL_HOST_PASSWORD",
+    "EMAIL_USE_TLS",
+    "DEFAULT_FROM_EMAIL",
+    "PASSWORD_RESET_ENABLED",
+    "OIDC_RP_CLIENT_ID",
+    "OIDC_RP_CLIENT_SECRET",
+    "OIDC_OP_AUTHORIZATION_ENDPOINT",
+    "OIDC_OP_TOKEN_ENDPOINT",
+    "OIDC_OP_USER_ENDPOINT",
+    "OIDC_OP_JWKS_ENDPOINT",
+    "OIDC_RP_SIGN_ALGO",
+    "OIDC_RP_SCOPES",
+    "OIDC_VERIFY_SSL",
+    "OIDC_GROUPS_CLAIM",
+    "OIDC_ROLE_GROUPS",
+    "OIDC_ENABLED",
+    "LOGIN_REDIRECT_URL_FAILURE",
+    "OIDC_AUTHENTICATION_CALLBACK_URL",
+]
 
 
-def django_settings() -> dict[str, Any]:
-    """Every setting of this module, for ``globals().update(...)`` in the settings module."""
-    return {name: globals()[name] for name in _EXPORTED}
+def add_context_processor(templates: list[dict[str, Any]]) -> None:
+    """The role and scopes of the signed-in user, for the user menu."""
+    templates[0]["OPTIONS"]["context_processors"].append("access.context_processors.access")
 
 
 def installed_apps() -> list[str]:

@@ -28,6 +28,9 @@ class AnonymousThrottle(AnonRateThrottle):
 
     scope = "anon"
 
+    def allow_request(self, request: Any, view: Any) -> bool:
+        return super().allow_request(request, view)
+
     def get_cache_key(self, request: Any, view: Any) -> str:
         # No request.user here: this runs inside authentication, which request.user would re-enter.
         return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}
@@ -38,6 +41,8 @@ class TokenFailureThrottle(SimpleRateThrottle):
     counts one failure."""
 
     scope = "token_failures"
+    num_requests: int
+    duration: int
 
     def get_cache_key(self, request: Any, view: Any) -> str:
         return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}

@@ -298,10 +298,10 @@ READY_SNAPSHOT_AGE = env.number("LIQO_DASH_READY_SNAPSHOT_AGE", 300.0)
 # Access control (access/): roles, operator scopes, API tokens, Kubernetes impersonation, login lockout
 # and single sign-on. Every value comes from access/conf.py (read from the environment).
 from access import conf as _access  # noqa: E402
+from access.conf import *  # noqa: E402,F403
 
-globals().update(_access.django_settings())
 INSTALLED_APPS += _access.installed_apps()
 MIDDLEWARE = _access.middleware(MIDDLEWARE)
 AUTHENTICATION_BACKENDS = _access.authentication_backends()
 REST_FRAMEWORK = _access.rest_framework(REST_FRAMEWORK)
-TEMPLATES[0]["OPTIONS"]["context_processors"].append("access.context_processors.access")
+_access.add_context_processor(TEMPLATES)
