@@ -23,6 +23,7 @@ WORKDIR /app
 COPY manage.py ./
 COPY liqo_dash ./liqo_dash
 COPY offloading ./offloading
+COPY access ./access
 COPY templates ./templates
 COPY static ./static
 COPY deploy/gunicorn.conf.py ./deploy/gunicorn.conf.py

@@ -217,14 +217,14 @@ def test_overlay_renders_and_matches_the_kubernetes_schemas(overlay: str) -> Non
 def test_impersonation_is_granted_only_by_its_component(tmp_path: Path) -> None:
     import kubernetes_validate
 
-    docs = production_with_ingress(tmp_path, "impersonation")
+    docs = render(str(DEPLOY / "overlays/production"))  # the overlays include the component
     role = by_kind(docs, "ClusterRole")["liqo-dash-impersonate"]
     kubernetes_validate.validate(role, KUBERNETES_VERSION, strict=True)
     assert role["rules"] == [{"apiGroups": [""], "resources": ["users", "groups"], "verbs": ["impersonate"]}]
     binding = by_kind(docs, "ClusterRoleBinding")["liqo-dash-impersonate"]
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "liqo-dash", "namespace": "liqo-dash"}]
     base_rules = by_kind(render(str(DEPLOY / "overlays/production")), "ClusterRole")["liqo-dash"]["rules"]
-    assert not any("impersonate" in rule["verbs"] for rule in base_rules)
+    assert not any("impersonate" in rule["verbs"] for rule in base_rules)  # only in its own role
 
 
 @needs_kubectl
@@ -427,7 +427,9 @@ def kube_permissions() -> set[tuple[str, str, str]]:
 
 def rendered_permissions(docs: tuple[dict[str, Any], ...]) -> set[tuple[str, str, str]]:
     """What the cluster-wide role and the namespaced leader-election role grant together."""
-    rules = by_kind(docs, "ClusterRole")["liqo-dash"]["rules"] + by_kind(docs, "Role")["liqo-dash-leader"]["rules"]
+    roles = by_kind(docs, "ClusterRole")
+    rules = roles["liqo-dash"]["rules"] + by_kind(docs, "Role")["liqo-dash-leader"]["rules"]
+    rules += roles.get("liqo-dash-impersonate", {}).get("rules", [])
     granted = set()
     for rule in rules:
         assert "resourceNames" not in rule or rule["resourceNames"]
