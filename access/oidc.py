@@ -13,7 +13,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import Group
-from mozilla_django_oidc.auth import OIDCAuthenticationBackend  # type: ignore[import-untyped]
+from mozilla_django_oidc.auth import OIDCAuthenticationBackend
 
 from access import roles
 

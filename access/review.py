@@ -23,16 +23,16 @@ class Check:
     name: str
 
 
-def checks_for(action: str, namespace: str, offloading_name: str = "offloading") -> list[Check]:
-    """The exact requests a change makes: the NamespaceOffloading write, and the patch of the
-    namespace's scheduling label."""
+def checks_for(action: str, namespace: str, offloading_name: str = "offloading", *, label: bool = True) -> list[Check]:
+    """The exact requests a change makes: the NamespaceOffloading write, and (``label``) the patch of
+    the namespace's scheduling label."""
     verbs = {"offload": "create", "edit": "update", "reapply": "update", "unoffload": "delete"}
     if action not in verbs:
         raise ValueError(f"unknown action {action!r}")
-    return [
-        Check(verbs[action], *OFFLOADINGS, namespace, offloading_name),
-        Check("patch", *NAMESPACES, "", namespace),
-    ]
+    checks = [Check(verbs[action], *OFFLOADINGS, namespace, offloading_name)]
+    if label:
+        checks.append(Check("patch", *NAMESPACES, "", namespace))
+    return checks
 
 
 # (user, groups, verb, group, resource, namespace, name) -> (allowed, reason)
@@ -51,7 +51,9 @@ def review(identity: Identity, checks: list[Check], reviewer: Reviewer) -> Decis
     return Decision(True, "allowed by the cluster")
 
 
-def review_change(username: str, action: str, namespace: str, reviewer: Reviewer | None = None) -> Decision:
+def review_change(
+    username: str, action: str, namespace: str, reviewer: Reviewer | None = None, *, label: bool = True
+) -> Decision:
     """The cluster's answer for ``username`` doing ``action`` on ``namespace``; allowed without asking
     when impersonation is off (the dashboard then acts as itself)."""
     identity = identity_for(username)
@@ -61,4 +63,4 @@ def review_change(username: str, action: str, namespace: str, reviewer: Reviewer
         from offloading import kube
 
         reviewer = kube.subject_access_review
-    return review(identity, checks_for(action, namespace), reviewer)
+    return review(identity, checks_for(action, namespace, label=label), reviewer)

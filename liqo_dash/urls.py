@@ -14,5 +14,6 @@ urlpatterns = [
     path("api/v1/", include("offloading.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api_docs"),
+    path("", include("access.urls")),
     path("", include("offloading.urls")),
 ]

@@ -41,3 +41,4 @@ class AuditAction(models.TextChoices):
     DRIFT_CREATED = "drift_created", "Created outside liqo-dash"
     DRIFT_UPDATED = "drift_updated", "Changed outside liqo-dash"
     DRIFT_DELETED = "drift_deleted", "Deleted outside liqo-dash"
+    REFUSED = "refused", "Change refused (not allowed)"

@@ -7,6 +7,8 @@ caller knows whether retrying can help.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import json
 import threading
 from collections.abc import Iterator
@@ -124,14 +126,33 @@ def _authorization() -> client.AuthorizationV1Api:
 class Identity(Protocol):
     """Who a write is made as (access.impersonation.Identity): a user name and its groups."""
 
-    user: str
-    groups: tuple[str, ...]
+    @property
+    def user(self) -> str: ...
+
+    @property
+    def groups(self) -> tuple[str, ...]: ...
+
+
+_acting_as: contextvars.ContextVar[Identity | None] = contextvars.ContextVar("liqo_dash_acting_as", default=None)
+
+
+@contextlib.contextmanager
+def acting_as(identity: Identity | None) -> Iterator[None]:
+    """Make every write inside the block as ``identity`` (None: as the dashboard itself). The worker
+    wraps a change's push in it, the request contract its dry-run, so the cluster's RBAC decides."""
+    token = _acting_as.set(identity)
+    try:
+        yield
+    finally:
+        _acting_as.reset(token)
 
 
 def _impersonation(identity: Identity | None) -> dict[str, Any]:
-    """Per-call headers that make the API server act as ``identity`` (Kubernetes impersonation);
-    nothing when None (the dashboard's own identity). One Impersonate-Group header: the client sends
-    each header name once."""
+    """Per-call headers that make the API server act as ``identity`` (Kubernetes impersonation), or as
+    the identity of the enclosing :func:`acting_as`; nothing when neither is set (the dashboard's own
+    identity). One Impersonate-Group header: the client sends each header name once."""
+    if identity is None:
+        identity = _acting_as.get()
     if identity is None:
         return {}
     headers = {"Impersonate-User": identity.user}

@@ -11,6 +11,7 @@ import urllib.request
 from pathlib import Path
 
 from sandbox import scenarios
+from sandbox.rbac import SERVICE_USER
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -27,6 +28,8 @@ def _serve(args: argparse.Namespace) -> int:
     sb.start()
     if args.kubeconfig:
         sb.write_kubeconfig(args.kubeconfig)
+    if args.service_kubeconfig:
+        sb.write_kubeconfig(args.service_kubeconfig, user=SERVICE_USER)
     stop = threading.Event()
 
     def handle(signum: int, frame: object) -> None:
@@ -84,7 +87,11 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument(
         "--scenario", default="demo", help=f"a built-in name ({', '.join(scenarios.builtin_names())}) or a YAML file"
     )
-    serve.add_argument("--kubeconfig", help="write a kubeconfig for the sandbox here")
+    serve.add_argument("--kubeconfig", help="write a kubeconfig for the sandbox here (as its admin)")
+    serve.add_argument(
+        "--service-kubeconfig",
+        help=f'write a kubeconfig for the dashboard\'s own identity "{SERVICE_USER}" here (reads, impersonates)',
+    )
     serve.add_argument(
         "--controller-delay",
         type=float,

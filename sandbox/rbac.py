@@ -32,12 +32,14 @@ import yaml
 
 ADMIN_USER = "sandbox-admin"
 ADMIN_TOKEN = "sandbox-admin-token"
+# The dashboard's own service identity: reads everything, writes offloadings and labels, impersonates.
+SERVICE_USER = "liqo-dash"
 
 DEFAULT_POLICY: dict[str, Any] = {
     "anonymous": ADMIN_USER,
     "users": [
         {"name": ADMIN_USER, "token": ADMIN_TOKEN, "groups": ["system:masters"]},
-        {"name": "liqo-dash", "token": "liqo-dash-token", "groups": ["liqo-dash:service"]},
+        {"name": SERVICE_USER, "token": "liqo-dash-token", "groups": ["liqo-dash:service"]},
         {"name": "viewer", "token": "viewer-token", "groups": ["liqo-dash:viewers"]},
         {"name": "operator", "token": "operator-token", "groups": ["liqo-dash:operators"]},
         {"name": "outsider", "token": "outsider-token", "groups": []},
@@ -85,13 +87,32 @@ DEFAULT_POLICY: dict[str, Any] = {
             "verbs": ["get", "list", "watch"],
         },
         {
-            "subjects": [{"kind": "Group", "name": "liqo-dash:operators"}],
+            "subjects": [{"kind": "Group", "name": "liqo-dash:service"}],
+            "apiGroups": ["coordination.k8s.io"],
+            "resources": ["leases"],
+            "verbs": ["create", "update", "patch"],
+        },
+        {
+            # The dashboard's admins: read everything, write every offloading and namespace label.
+            "subjects": [{"kind": "Group", "name": "liqo-dash:admins"}],
+            "apiGroups": ["*"],
+            "resources": ["*"],
+            "verbs": ["get", "list", "watch"],
+        },
+        {
+            "subjects": [
+                {"kind": "Group", "name": "liqo-dash:admins"},
+                {"kind": "Group", "name": "liqo-dash:operators"},
+            ],
             "apiGroups": ["offloading.liqo.io"],
             "resources": ["namespaceoffloadings"],
             "verbs": ["*"],
         },
         {
-            "subjects": [{"kind": "Group", "name": "liqo-dash:operators"}],
+            "subjects": [
+                {"kind": "Group", "name": "liqo-dash:admins"},
+                {"kind": "Group", "name": "liqo-dash:operators"},
+            ],
             "apiGroups": [""],
             "resources": ["namespaces"],
             "verbs": ["patch", "update"],

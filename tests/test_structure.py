@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("offloading", "sandbox", "liqo_dash")
+PACKAGES = ("offloading", "sandbox", "liqo_dash", "access")
 MAX_MODULE_LINES = 400
 MAX_CLASS_LINES = 150
 

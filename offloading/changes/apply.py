@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from offloading import kube
 from offloading.changes import apihealth
+from offloading.changes.authorize import identity_of_change
 from offloading.changes.push import Conflict, Waiting, push_delete, push_spec
 from offloading.changes.queue import enqueue_apply, enqueue_await_deletion
 from offloading.changes.rows import mark_namespace_unoffloaded, store_offloading
@@ -226,10 +227,12 @@ def _gave_up(first: Any, now: Any, exc: kube.KubeError) -> str:
 
 def _apply_claimed(change: ChangeRequest, followups: list[Callable[[], None]]) -> str:
     try:
-        if change.action == ChangeAction.UNOFFLOAD:
-            result = push_delete(change)
-        else:
-            result = push_spec(change)
+        # As the user who asked (Kubernetes impersonation), on every attempt: the cluster decides.
+        with kube.acting_as(identity_of_change(change)):
+            if change.action == ChangeAction.UNOFFLOAD:
+                result = push_delete(change)
+            else:
+                result = push_spec(change)
     except Waiting:
         ChangeRequest.objects.filter(pk=change.pk).update(
             message="Waiting for Liqo to remove the remote namespaces", updated_at=timezone.now()

@@ -35,6 +35,21 @@ def record_requested(change: ChangeRequest, actor: Actor, before: Any, after: An
     )
 
 
+def record_refused(actor: Actor, namespace: str, action: str, reason: str) -> None:
+    """A change the user was not allowed to ask for (by the dashboard's roles and scopes, or by the
+    cluster's RBAC): nothing was queued; the trail says who tried what and why it was refused."""
+    AuditEvent.objects.create(
+        user_id=actor.user_id,
+        user_name=actor.user_name,
+        source=actor.source,
+        request_id=actor.request_id,
+        action=AuditAction.REFUSED,
+        namespace=namespace,
+        outcome="forbidden",
+        message=f"{action} refused: {reason}",
+    )
+
+
 _VERIFIED = "liqo-dash:audit-verified"
 
 

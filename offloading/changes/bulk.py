@@ -10,6 +10,9 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
+from access import policy, roles
+from offloading import kube
+from offloading.changes import authorize
 from offloading.changes.errors import ChangeRejected
 from offloading.changes.requests import ChangeInput, build_change, dry_run_refusal, save_and_enqueue
 from offloading.changes.snapshot import local_cluster_id
@@ -92,7 +95,20 @@ def plan_bulk(
     expected = expected_generations or {}
     # The children of a bulk request say so; the parent keeps where it came from (web or api).
     actor = Actor(actor.user_id, actor.user_name, Source.BULK, actor.request_id)
+    user = authorize.user_of(actor)
+    if actor.user_id is not None and not roles.has_role(user, roles.OPERATOR):
+        raise authorize.refuse(
+            actor, namespace_selector, f"bulk {action}", policy.can_change(user, "", {}, "edit").reason
+        )
     for namespace in bulk_targets(namespace_selector):
+        if actor.user_id is not None:
+            # Out of the user's scopes (or no right to change at all): left out, never queued.
+            decision = policy.can_change(
+                user, namespace.name, namespace.labels or {}, authorize.policy_action(namespace, action)
+            )
+            if not decision.allowed:
+                skipped.append({"namespace": namespace.name, "reason": decision.reason, "why": "scope"})
+                continue
         wanted = ChangeInput(namespace.name, action, spec, expected.get(namespace.name), label_namespace)
         try:
             change = build_change(namespace, wanted, actor, local_id=local_id)
@@ -100,16 +116,29 @@ def plan_bulk(
             skipped.append({"namespace": namespace.name, "reason": "; ".join(exc.messages)})
             continue
         changes.append(change)
-    if ask_api_server and action != ChangeAction.UNOFFLOAD:
-        changes = _dry_run_all(changes, skipped)
+    if ask_api_server:
+        changes = _ask_cluster_all(changes, skipped, actor)
     return BulkPlan(changes, skipped)
 
 
-def _dry_run_all(changes: list[ChangeRequest], skipped: list[dict[str, str]]) -> list[ChangeRequest]:
-    """The changes the API server accepts (dry-run, a few at a time); the refused ones go to ``skipped``."""
+def _ask_cluster(change: ChangeRequest, actor: Actor) -> ChangeRejected | None:
+    """The cluster's refusal of one bulk child: its access review for the user, then (offloads) the
+    dry-run as that user; None when it takes it."""
+    try:
+        authorize.ask_cluster(actor, change, record=False)  # the refusal is kept in the bulk's skipped list
+    except ChangeRejected as exc:
+        return exc
+    if change.action == ChangeAction.UNOFFLOAD:
+        return None
+    with kube.acting_as(authorize.identity(actor)):
+        return dry_run_refusal(change.namespace, change.desired_spec or {})
+
+
+def _ask_cluster_all(changes: list[ChangeRequest], skipped: list[dict[str, str]], actor: Actor) -> list[ChangeRequest]:
+    """The changes the cluster accepts (a few at a time); the refused ones go to ``skipped``."""
     limit = max(1, int(settings.LIQO_DASH["DRY_RUN_CONCURRENCY"]))
     with ThreadPoolExecutor(max_workers=limit) as pool:
-        verdicts = list(pool.map(lambda c: dry_run_refusal(c.namespace, c.desired_spec or {}), changes))
+        verdicts = list(pool.map(lambda c: _ask_cluster(c, actor), changes))
     accepted = []
     for change, refusal in zip(changes, verdicts, strict=True):
         if refusal is None:
@@ -142,7 +171,10 @@ def request_bulk(
     if not plan.changes:
         reasons = sorted({s["reason"] for s in plan.skipped})[:3]
         detail = f" ({'; '.join(reasons)})" if reasons else ""
-        raise ChangeRejected({"namespaceSelector": [f"no namespace matched that can take this change{detail}"]})
+        message = f"no namespace matched that can take this change{detail}"
+        if plan.skipped and all(s.get("why") == "scope" for s in plan.skipped):
+            raise authorize.refuse(actor, namespace_selector, f"bulk {action}", message, field="namespaceSelector")
+        raise ChangeRejected({"namespaceSelector": [message]})
     with transaction.atomic():
         bulk = BulkRequest.objects.create(
             action=action,

@@ -17,6 +17,7 @@ class Refusal(Enum):
     """Why a change was refused, with the HTTP status and the Kubernetes ``Status`` reason of the API."""
 
     INVALID = (422, "Invalid")  # Liqo's rules, or the API server (its webhook), refuse the spec
+    FORBIDDEN = (403, "Forbidden")  # the user's role or scopes, or the cluster's RBAC, do not allow it
     STALE = (412, "PreconditionFailed")  # the namespace changed since the client loaded it
     CONFLICT = (409, "Conflict")  # the namespace is not in a state that can take the change now
     NOT_FOUND = (404, "NotFound")  # the namespace (or change) is not in the snapshot

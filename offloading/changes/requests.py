@@ -30,6 +30,8 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
+from offloading import kube
+from offloading.changes import authorize
 from offloading.changes.audit import record_requested
 from offloading.changes.errors import ChangeRejected, Refusal
 from offloading.changes.preview import dry_run
@@ -223,18 +225,23 @@ def build_change(
     )
 
 
-def submit(change: ChangeInput, actor: Actor) -> ChangeRequest:
-    """Validate, check the precondition, ask the API server (dry-run), then record and queue ``change``.
+def submit(change: ChangeInput, actor: Actor, *, reapplying: bool = False) -> ChangeRequest:
+    """Check who asks, validate, check the precondition, ask the cluster (access review, then dry-run as
+    the user), then record and queue ``change``.
 
-    Raises ChangeRejected, and then nothing is recorded: ``NOT_FOUND`` for an unknown namespace,
-    ``STALE`` when the snapshot shows the namespace changed since the requester loaded it,
-    ``CONFLICT`` when it cannot take the change now, ``INVALID`` when Liqo's rules or the API server
-    refuse the spec.
+    Raises ChangeRejected, and then nothing is recorded but, for ``FORBIDDEN``, the refusal in the audit
+    trail: ``NOT_FOUND`` for an unknown namespace, ``FORBIDDEN`` when the user's role or scopes or the
+    cluster's RBAC do not allow it (``offloading.changes.authorize``), ``STALE`` when the snapshot shows
+    the namespace changed since the requester loaded it, ``CONFLICT`` when it cannot take the change now,
+    ``INVALID`` when Liqo's rules or the API server refuse the spec.
     """
     namespace = get_namespace(change.namespace)
+    authorize.permit(actor, namespace, authorize.policy_action(namespace, change.action, reapplying=reapplying))
     built = build_change(namespace, change, actor)
+    authorize.ask_cluster(actor, built)
     if built.action != ChangeAction.UNOFFLOAD:
-        denied = dry_run_refusal(namespace.name, built.desired_spec or {})
+        with kube.acting_as(authorize.identity(actor)):
+            denied = dry_run_refusal(namespace.name, built.desired_spec or {})
         if denied is not None:
             raise denied
     with transaction.atomic():
@@ -286,5 +293,7 @@ def reapply(change_id: int, actor: Actor) -> ChangeRequest:
     current = namespace.offloading_generation if namespace.offloaded else 0
     action = ChangeAction.UNOFFLOAD if change.action == ChangeAction.UNOFFLOAD else ChangeAction.OFFLOAD
     return submit(
-        ChangeInput(namespace.name, action, change.desired_spec or {}, current, change.label_namespace), actor
+        ChangeInput(namespace.name, action, change.desired_spec or {}, current, change.label_namespace),
+        actor,
+        reapplying=True,
     )

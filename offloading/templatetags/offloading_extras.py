@@ -76,3 +76,16 @@ def field_label(form: Any, name: str) -> str:
     """The label people see for a form field (never the internal field name)."""
     field = getattr(form, "fields", {}).get(name)
     return str(field.label) if field is not None and field.label else name.replace("_", " ").capitalize()
+
+
+@register.simple_tag(takes_context=True)
+def may_change(context: Any, namespace: Any, action: str = "") -> Any:
+    """The access decision for the signed-in user on ``namespace`` (truthy when allowed; ``.reason``
+    says why not): ``{% may_change ns as allowed %}``. ``action`` defaults to offload or edit."""
+    from access import policy
+
+    request = context.get("request")
+    user = getattr(request, "user", None)
+    if not action:
+        action = "edit" if getattr(namespace, "offloaded", False) else "offload"
+    return policy.can_change(user, namespace.name, getattr(namespace, "labels", None) or {}, action)

@@ -20,7 +20,7 @@ from offloading.forms import BulkForm
 from offloading.models import (
     BulkRequest,
 )
-from offloading.views.common import reject_into
+from offloading.views.common import form_status, page_refusal, reject_into
 
 
 def _bulk_call(form: BulkForm, service: Any) -> Any:
@@ -45,17 +45,23 @@ def _bulk_call(form: BulkForm, service: Any) -> Any:
 @login_required
 @require_http_methods(["GET", "POST"])
 def bulk(request: HttpRequest) -> HttpResponse:
+    refused = page_refusal(request, None, "bulk")
+    if refused is not None:
+        return refused
     form = BulkForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         created = _bulk_call(form, request_bulk)
         if created is not None:
             return redirect("offloading:bulk_detail", pk=created.pk)
-    return render(request, "offloading/bulk_form.html", {"form": form})
+    return render(request, "offloading/bulk_form.html", {"form": form}, status=form_status(form))
 
 
 @login_required
 @require_POST
 def bulk_preview(request: HttpRequest) -> HttpResponse:
+    refused = page_refusal(request, None, "bulk")
+    if refused is not None:
+        return refused
     form = BulkForm(request.POST)
     context: dict[str, Any] = {"form": form}
     if form.is_valid():

@@ -24,7 +24,14 @@ from offloading.models import (
     Cluster,
     Namespace,
 )
-from offloading.views.common import HtmxHttpRequest, dump_yaml, reject_into, status_context
+from offloading.views.common import (
+    HtmxHttpRequest,
+    dump_yaml,
+    form_status,
+    page_refusal,
+    reject_into,
+    status_context,
+)
 
 
 def _offload_context(form: OffloadForm) -> dict[str, Any]:
@@ -43,6 +50,9 @@ def _offload_context(form: OffloadForm) -> dict[str, Any]:
 def offload(request: HtmxHttpRequest, name: str) -> HttpResponse:
     """Offload a namespace, or edit its offloading."""
     namespace = get_object_or_404(Namespace, name=name)
+    refused = page_refusal(request, namespace, "edit" if namespace.offloaded else "offload")
+    if refused is not None:
+        return refused
     if request.method == "POST":
         form = OffloadForm(request.POST, namespace=namespace)
         if form.is_valid() and form.spec is not None:
@@ -63,7 +73,7 @@ def offload(request: HtmxHttpRequest, name: str) -> HttpResponse:
         form = OffloadForm(namespace=namespace)
     context = _offload_context(form)
     context.update(preview_context(form) if request.method == "POST" else {})
-    return render(request, "offloading/offload_form.html", context)
+    return render(request, "offloading/offload_form.html", context, status=form_status(form))
 
 
 @login_required
@@ -112,6 +122,9 @@ def preview_context(form: OffloadForm) -> dict[str, Any]:
 @require_http_methods(["GET", "POST"])
 def unoffload(request: HttpRequest, name: str) -> HttpResponse:
     namespace = get_object_or_404(Namespace, name=name)
+    refused = page_refusal(request, namespace, "unoffload")
+    if refused is not None:
+        return refused
     if request.method == "POST":
         form = UnoffloadForm(request.POST, namespace=namespace)
         if form.is_valid():
@@ -127,7 +140,10 @@ def unoffload(request: HttpRequest, name: str) -> HttpResponse:
         form = UnoffloadForm(namespace=namespace)
     selected = namespace.cluster_states.filter(selected=True) if namespace.offloaded else []
     return render(
-        request, "offloading/unoffload_confirm.html", {"namespace": namespace, "form": form, "selected": selected}
+        request,
+        "offloading/unoffload_confirm.html",
+        {"namespace": namespace, "form": form, "selected": selected},
+        status=form_status(form),
     )
 
 
@@ -177,6 +193,11 @@ def change_status(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 def change_reapply(request: HttpRequest, pk: int) -> HttpResponse:
     """Resolve a conflict: ask for the same change again, based on the current version."""
+    conflicted = get_object_or_404(ChangeRequest, pk=pk)
+    namespace = Namespace.objects.filter(name=conflicted.namespace).first()
+    refused = page_refusal(request, namespace, "reapply") if namespace is not None else None
+    if refused is not None:
+        return refused
     try:
         change = reapply(pk, current_actor())
     except ChangeRejected as exc:

@@ -5,10 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 import yaml
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
 from django_htmx.middleware import HtmxDetails
 
-from offloading.changes.errors import ChangeRejected
+from access import policy, roles
+from offloading.changes.audit import record_refused
+from offloading.changes.errors import ChangeRejected, Refusal
+from offloading.context import current_actor
 from offloading.forms import SPEC_FIELD_TO_FORM
 from offloading.models import Namespace
 
@@ -28,6 +32,13 @@ def reject_into(form: Any, exc: ChangeRejected) -> None:
         target = FIELD_TO_FORM.get(key)
         for message in messages:
             form.add_error(target if target in form.fields else None, message)
+    form.refusal = exc.refusal
+
+
+def form_status(form: Any) -> int:
+    """The status of a page that shows ``form``: 403 when the change was refused as not allowed (the
+    message is on the form), 200 otherwise."""
+    return 403 if getattr(form, "refusal", None) is Refusal.FORBIDDEN else 200
 
 
 def status_context(namespace: Namespace) -> dict[str, Any]:
@@ -39,3 +50,23 @@ class HtmxHttpRequest(HttpRequest):
     """A request as django-htmx's middleware leaves it (for type checking)."""
 
     htmx: HtmxDetails
+
+
+def page_refusal(request: HttpRequest, namespace: Namespace | None, action: str) -> HttpResponse | None:
+    """A 403 page saying why, when the user may not ``action`` ``namespace`` (None: a bulk change, which
+    needs the operator role); None when they may. A refused POST is written to the audit trail."""
+    user: Any = request.user
+    if namespace is None:
+        if roles.has_role(user, roles.OPERATOR):
+            return None
+        reason = policy.can_change(user, "", {}, "edit").reason
+        target = "bulk"
+    else:
+        decision = policy.can_change(user, namespace.name, namespace.labels or {}, action)
+        if decision.allowed:
+            return None
+        reason, target = decision.reason, namespace.name
+    if request.method == "POST":
+        record_refused(current_actor(), target, action, reason)
+    context = {"reason": reason[:1].upper() + reason[1:], "action": action, "namespace": namespace}
+    return render(request, "offloading/forbidden.html", context, status=403)

@@ -177,15 +177,18 @@ class Command(BaseCommand):
         programs: list[Program] = []
         if not options["no_sandbox"]:
             sandbox_port = free_port(env.integer("SANDBOX_PORT", 18443))
+            # Two kubeconfigs: the sandbox admin's for people (kubectl), and the dashboard's own service
+            # identity for the dashboard, so its writes go through impersonation as in a real cluster.
             kubeconfig = var / "sandbox.kubeconfig"
-            environment["KUBECONFIG"] = str(kubeconfig)
+            service_kubeconfig = var / "liqo-dash.kubeconfig"
+            environment["KUBECONFIG"] = str(service_kubeconfig)
             environment["KUBE_CONFIG_MODE"] = "kubeconfig"
             delay = env.string("SANDBOX_CONTROLLER_DELAY", "1.5")
             programs.append(
                 Program(
                     "sandbox",
                     f"{python} -m sandbox serve --port {sandbox_port} --scenario {options['scenario']} "
-                    f"--kubeconfig {kubeconfig} --controller-delay {delay} "
+                    f"--kubeconfig {kubeconfig} --service-kubeconfig {service_kubeconfig} --controller-delay {delay} "
                     f"--state-file {var / 'sandbox-state.json'}",
                     priority=100,
                 )

@@ -1,0 +1,108 @@
+"""Who may ask for a change, and as whom it reaches the cluster: the access checks of the request
+contract (``offloading.changes.requests``) and the identity the worker pushes as.
+
+Two gates, both before anything is recorded or queued:
+
+1. The dashboard's own roles and scopes (``access.policy``): a viewer, a user without a role, or an
+   operator outside their scopes is refused with the reason (``FORBIDDEN``: a form error, an API 403
+   ``Status``, a bulk namespace left out).
+2. The cluster (``access.review``): a SubjectAccessReview per verb the change needs, for the user the
+   push will impersonate. A denial quotes the cluster's reason, the same way. An API server that
+   cannot be asked does not block the request (as with the dry-run): the push is made as the user, so
+   the cluster decides when it is applied.
+
+Every refusal of either gate is written to the audit trail as ``refused``. A change asked for without a
+user (``Actor.user_id`` None: management commands, the dashboard's own tests of the pipeline) is the
+dashboard acting for itself: no policy, no impersonation.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.contrib.auth import get_user_model
+
+from access import policy
+from access.impersonation import Identity, identity_for
+from access.review import review_change
+from offloading.changes.audit import record_refused
+from offloading.changes.errors import ChangeRejected, Refusal
+from offloading.choices import ChangeAction
+from offloading.context import Actor
+from offloading.kubeerrors import KubeError
+from offloading.models import ChangeRequest, Namespace
+
+log = logging.getLogger(__name__)
+
+
+def user_of(actor: Actor) -> Any | None:
+    """The Django user behind ``actor`` (None for the dashboard itself)."""
+    if actor.user_id is None:
+        return None
+    return get_user_model().objects.filter(pk=actor.user_id).first()
+
+
+def policy_action(namespace: Namespace, action: str, *, reapplying: bool = False) -> str:
+    """The policy's name for a change: offload, edit, unoffload or reapply."""
+    if reapplying:
+        return "reapply"
+    if action == ChangeAction.UNOFFLOAD:
+        return "unoffload"
+    return "edit" if namespace.offloaded else "offload"
+
+
+def refuse(
+    actor: Actor, namespace: str, action: str, reason: str, *, field: str = "namespace", record: bool = True
+) -> ChangeRejected:
+    """The ``FORBIDDEN`` refusal to raise, written to the audit trail first (``record``)."""
+    if record:
+        record_refused(actor, namespace, action, reason)
+    return ChangeRejected({field: [reason[:1].upper() + reason[1:]]}, Refusal.FORBIDDEN)
+
+
+def permit(actor: Actor, namespace: Namespace, action: str) -> None:
+    """Gate 1: raise ``FORBIDDEN`` (and audit it) unless the dashboard's roles and scopes allow it."""
+    if actor.user_id is None:
+        return
+    decision = policy.can_change(user_of(actor), namespace.name, namespace.labels or {}, action)
+    if not decision.allowed:
+        raise refuse(actor, namespace.name, action, decision.reason)
+
+
+def cluster_action(change: ChangeRequest) -> str:
+    """The review's name for what ``change`` writes: create, update or delete the offloading."""
+    if change.action == ChangeAction.UNOFFLOAD:
+        return "unoffload"
+    return "edit" if change.action == ChangeAction.UPDATE else "offload"
+
+
+def identity(actor: Actor) -> Identity | None:
+    """Whom the cluster sees for ``actor``'s changes (None: the dashboard itself)."""
+    return None if actor.user_id is None else identity_for(actor.user_name)
+
+
+def ask_cluster(actor: Actor, change: ChangeRequest, *, record: bool = True) -> None:
+    """Gate 2: raise ``FORBIDDEN`` (audited when ``record``) unless the cluster lets the impersonated
+    user make every request ``change`` will make."""
+    if actor.user_id is None:
+        return
+    try:
+        decision = review_change(
+            actor.user_name, cluster_action(change), change.namespace, label=bool(change.label_namespace)
+        )
+    except KubeError as exc:
+        # Like the dry-run: an API server that cannot be asked now does not block the request. The
+        # push is made as the user all the same, so the cluster still decides when it is applied.
+        log.info("access review for %s on %s not asked: %s", actor.user_name, change.namespace, exc)
+        return
+    if not decision.allowed:
+        raise refuse(actor, change.namespace, cluster_action(change), decision.reason, record=record)
+
+
+def identity_of_change(change: ChangeRequest) -> Identity | None:
+    """Whom the worker pushes ``change`` as: the user who asked (also on retries, sweeps and bulk), or
+    the dashboard itself for a change asked for without a user."""
+    if change.requester_id is None:
+        return None
+    return identity_for(change.requester_name)

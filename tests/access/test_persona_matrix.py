@@ -1,0 +1,277 @@
+"""The persona matrix: every mutating page and API endpoint refuses a viewer, a user without a role and
+an operator outside their scopes; nothing reaches the cluster and nothing is queued.
+
+The URL conf is enumerated: an endpoint that is in neither ``MUTATING`` nor ``READ_ONLY`` nor
+``EXEMPT`` fails :func:`test_every_endpoint_has_a_case`, so a new endpoint cannot ship without one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from django.test import Client
+from django.urls import URLPattern, URLResolver, get_resolver
+from rest_framework.test import APIClient
+
+from access.models import ApiToken
+from offloading.changes.snapshot import refresh
+from offloading.choices import AuditAction, ChangeAction, ChangeState
+from offloading.liqo.constants import GROUP, PLURAL, VERSION
+from offloading.models import AuditEvent, BulkRequest, ChangeRequest
+
+pytestmark = pytest.mark.django_db
+
+IN_SCOPE = "team-a-web"
+OUT_OF_SCOPE = "team-b-web"  # offloaded in the cluster before the test starts
+
+
+@dataclass(frozen=True)
+class Case:
+    """One mutating request: how to send it (page or API) and to which URL."""
+
+    api: bool
+    method: str
+    url: Callable[[dict[str, Any]], str]
+    data: Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def _spec_form(world: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "namespace_mapping_strategy": "DefaultName",
+        "pod_offloading_strategy": "LocalAndRemote",
+        "cluster_selector": "",
+        "expected_generation": world["generation"],
+    }
+
+
+# url name -> {method: case}; every mutating method of every endpoint.
+MUTATING: dict[str, dict[str, Case]] = {
+    "offloading:namespace_offload": {
+        "POST": Case(False, "post", lambda w: f"/namespaces/{OUT_OF_SCOPE}/offload/", _spec_form),
+    },
+    "offloading:namespace_unoffload": {
+        "POST": Case(
+            False,
+            "post",
+            lambda w: f"/namespaces/{OUT_OF_SCOPE}/unoffload/",
+            lambda w: {"expected_generation": w["generation"], "confirm": OUT_OF_SCOPE},
+        ),
+    },
+    "offloading:change_reapply": {
+        "POST": Case(False, "post", lambda w: f"/changes/{w['conflict']}/reapply/", lambda w: {}),
+    },
+    "offloading:bulk": {
+        "POST": Case(
+            False,
+            "post",
+            lambda w: "/bulk/",
+            lambda w: {**_spec_form(w), "action": ChangeAction.UNOFFLOAD, "namespace_selector": "team=b"},
+        ),
+    },
+    "api:namespace-offload": {
+        "PUT": Case(True, "put", lambda w: f"/api/v1/namespaces/{OUT_OF_SCOPE}/offloading/", lambda w: {}),
+        "DELETE": Case(True, "delete", lambda w: f"/api/v1/namespaces/{OUT_OF_SCOPE}/offloading/", lambda w: {}),
+    },
+    "api:changerequest-reapply": {
+        "POST": Case(True, "post", lambda w: f"/api/v1/changes/{w['conflict']}/reapply/", lambda w: {}),
+    },
+    "api:bulkrequest-list": {
+        "POST": Case(
+            True,
+            "post",
+            lambda w: "/api/v1/bulk/",
+            lambda w: {"action": "unoffload", "namespaceSelector": "team=b"},
+        ),
+    },
+}
+
+# Endpoints that change nothing in the cluster or the change flow (previews compute, they do not queue).
+READ_ONLY = {
+    "offloading:home",
+    "offloading:cluster_list",
+    "offloading:namespace_list",
+    "offloading:fleet_matrix",
+    "offloading:namespace_detail",
+    "offloading:namespace_status",
+    "offloading:namespace_offload_preview",
+    "offloading:change_list",
+    "offloading:change_detail",
+    "offloading:change_status",
+    "offloading:bulk_preview",
+    "offloading:bulk_detail",
+    "offloading:bulk_progress",
+    "offloading:audit_list",
+    "api:snapshot",
+    "api:cluster-list",
+    "api:cluster-detail",
+    "api:namespace-list",
+    "api:namespace-detail",
+    "api:namespace-preview",
+    "api:changerequest-list",
+    "api:changerequest-detail",
+    "api:bulkrequest-detail",
+    "api:auditevent-list",
+    "api:auditevent-detail",
+    "api:api-root",
+    "schema",
+    "api_docs",
+    "healthz",
+    "readyz",
+    "metrics",
+}
+
+# Not about the cluster: signing in and out, one's own password and API tokens (tested in
+# test_pages.py / test_api_auth.py), single sign-on, and the Django admin (staff only).
+EXEMPT_PREFIXES = ("admin:", "access:", "login", "logout", "password_")
+
+
+def _names(patterns: list[Any], namespace: str = "") -> Iterator[str]:
+    for pattern in patterns:
+        if isinstance(pattern, URLResolver):
+            inner = f"{namespace}:{pattern.namespace}".strip(":") if pattern.namespace else namespace
+            yield from _names(pattern.url_patterns, inner)
+        elif isinstance(pattern, URLPattern) and pattern.name:
+            yield f"{namespace}:{pattern.name}" if namespace else pattern.name
+
+
+def test_every_endpoint_has_a_case() -> None:
+    names = set(_names(get_resolver().url_patterns))
+    missing = sorted(
+        name
+        for name in names
+        if name not in MUTATING and name not in READ_ONLY and not name.startswith(EXEMPT_PREFIXES)
+    )
+    assert missing == [], f"endpoints without a persona case (add them to MUTATING or READ_ONLY): {missing}"
+    stale = sorted((set(MUTATING) | READ_ONLY) - names)
+    assert stale == [], f"cases for endpoints that no longer exist: {stale}"
+
+
+@pytest.fixture
+def world(sandbox: Any, k8s: Any, make_user: Any, settings: Any) -> dict[str, Any]:
+    """Two namespaces (one offloaded in the cluster), a change in conflict on the offloaded one, and
+    the personas."""
+    settings.KUBE_IMPERSONATE = True
+    settings.LIQO_DASH = {**settings.LIQO_DASH, "DRY_RUN_ON_SUBMIT": True}
+    for name, team in ((IN_SCOPE, "a"), (OUT_OF_SCOPE, "b")):
+        k8s.core.create_namespace(
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": {"team": team}}}
+        )
+    k8s.custom.create_namespaced_custom_object(
+        GROUP,
+        VERSION,
+        OUT_OF_SCOPE,
+        PLURAL,
+        {
+            "apiVersion": f"{GROUP}/{VERSION}",
+            "kind": "NamespaceOffloading",
+            "metadata": {"name": "offloading"},
+            "spec": {"namespaceMappingStrategy": "DefaultName"},
+        },
+    )
+    refresh()
+    obj = k8s.custom.get_namespaced_custom_object(GROUP, VERSION, OUT_OF_SCOPE, PLURAL, "offloading")
+    conflict = ChangeRequest.objects.create(
+        namespace=OUT_OF_SCOPE,
+        action=ChangeAction.UPDATE,
+        desired_spec={"namespaceMappingStrategy": "DefaultName", "podOffloadingStrategy": "Local"},
+        state=ChangeState.CONFLICT,
+        requester_name="someone",
+        source="web",
+    )
+    users = {
+        "viewer": make_user("vera", "viewer"),
+        "no role": make_user("nora"),
+        "operator outside scope": make_user("otto", "operator", globs=["team-a-*"]),
+    }
+    return {
+        "k8s": k8s,
+        "users": users,
+        "conflict": conflict.pk,
+        "generation": obj["metadata"]["generation"],
+        "resource_version": obj["metadata"]["resourceVersion"],
+        "operator": users["operator outside scope"],
+    }
+
+
+def _cluster_unchanged(world: dict[str, Any]) -> None:
+    k8s = world["k8s"]
+    obj = k8s.custom.get_namespaced_custom_object(GROUP, VERSION, OUT_OF_SCOPE, PLURAL, "offloading")
+    assert obj["metadata"]["resourceVersion"] == world["resource_version"], "the cluster was changed"
+    assert obj["metadata"].get("deletionTimestamp") is None
+    found = k8s.custom.list_namespaced_custom_object(GROUP, VERSION, IN_SCOPE, PLURAL)["items"]
+    assert found == []
+
+
+def _send(case: Case, world: dict[str, Any], user: Any) -> Any:
+    if case.api:
+        client = APIClient()
+        _, token = ApiToken.issue(user, "matrix")
+        client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
+        return getattr(client, case.method)(case.url(world), case.data(world), format="json")
+    client = Client()
+    client.force_login(user)
+    return getattr(client, case.method)(case.url(world), case.data(world))
+
+
+CASES = [(name, method) for name, methods in MUTATING.items() for method in methods]
+
+
+@pytest.mark.parametrize("persona", ["viewer", "no role", "operator outside scope"])
+@pytest.mark.parametrize(("name", "method"), CASES, ids=[f"{n} {m}" for n, m in CASES])
+def test_a_persona_without_the_right_is_refused(world: dict[str, Any], persona: str, name: str, method: str) -> None:
+    changes_before = set(ChangeRequest.objects.values_list("pk", flat=True))
+    case = MUTATING[name][method]
+
+    response = _send(case, world, world["users"][persona])
+
+    assert response.status_code == 403, (name, method, persona, response.status_code)
+    body = response.content.decode()
+    if persona == "operator outside scope":
+        assert "out of scope" in body and "team-a-*" in body, "the refusal names the operator's scopes"
+    elif persona == "no role":
+        assert "no role" in body
+    else:
+        assert "viewer" in body
+    if case.api:
+        assert response["Content-Type"].startswith("application/json")
+    assert set(ChangeRequest.objects.values_list("pk", flat=True)) == changes_before, "a change was queued"
+    assert not BulkRequest.objects.exists()
+    assert not AuditEvent.objects.filter(action__in=[AuditAction.REQUESTED, AuditAction.APPLIED]).exists()
+    _cluster_unchanged(world)
+
+
+def test_the_refusal_of_an_operator_is_in_the_audit_trail(world: dict[str, Any]) -> None:
+    response = _send(MUTATING["api:namespace-offload"]["DELETE"], world, world["operator"])
+    assert response.status_code == 403
+    status = response.json()
+    assert status["kind"] == "Status" and status["code"] == 403 and status["reason"] == "Forbidden"
+    refused = AuditEvent.objects.get(action=AuditAction.REFUSED)
+    assert refused.user_name == "otto" and refused.namespace == OUT_OF_SCOPE
+    assert "out of scope" in refused.message
+
+
+def test_the_same_operator_may_change_a_namespace_in_scope(world: dict[str, Any]) -> None:
+    """The control: the matrix's refusals are about scope and role, not a broken endpoint."""
+    client = APIClient()
+    _, token = ApiToken.issue(world["operator"], "matrix")
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
+    response = client.put(f"/api/v1/namespaces/{IN_SCOPE}/offloading/", {}, format="json")
+    assert response.status_code == 202, response.content
+    change = ChangeRequest.objects.get(namespace=IN_SCOPE)
+    assert change.requester_name == "otto" and change.state == ChangeState.QUEUED
+
+
+def test_bulk_leaves_out_of_scope_namespaces_out_and_says_why(world: dict[str, Any]) -> None:
+    client = Client()
+    client.force_login(world["operator"])
+    response = client.post(
+        "/bulk/preview/", {**_spec_form(world), "action": ChangeAction.OFFLOAD, "namespace_selector": "team"}
+    )
+    assert response.status_code == 200
+    body = response.content.decode()
+    assert IN_SCOPE in body and OUT_OF_SCOPE in body
+    assert f"namespace &quot;{OUT_OF_SCOPE}&quot; is out of scope (your scopes: team-a-*)" in body
+    assert not ChangeRequest.objects.filter(namespace=OUT_OF_SCOPE).exclude(pk=world["conflict"]).exists()
