@@ -71,6 +71,26 @@ if env.boolean("TRUST_X_FORWARDED_PROTO", False):
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
+# Content-Security-Policy (django-csp): everything from this origin only, no inline script or style
+# (htmx's indicator styles are off, see base.html; the API docs use the split Swagger view, whose
+# script is a file). CSP_REPORT_ONLY=true sends it as report-only while you try it out.
+_CSP_DIRECTIVES = {
+    "default-src": ["'self'"],
+    "script-src": ["'self'"],
+    "style-src": ["'self'"],
+    "img-src": ["'self'", "data:"],
+    "font-src": ["'self'"],
+    "connect-src": ["'self'"],
+    "object-src": ["'none'"],
+    "base-uri": ["'self'"],
+    "form-action": ["'self'"],
+    "frame-ancestors": ["'none'"],
+}
+if env.boolean("CSP_REPORT_ONLY", False):
+    CONTENT_SECURITY_POLICY_REPORT_ONLY = {"DIRECTIVES": _CSP_DIRECTIVES}
+else:
+    CONTENT_SECURITY_POLICY = {"DIRECTIVES": _CSP_DIRECTIVES}
+
 # Sessions: two weeks by default; SESSION_COOKIE_AGE in seconds.
 SESSION_COOKIE_AGE = env.integer("SESSION_COOKIE_AGE", 14 * 24 * 3600)
 SESSION_EXPIRE_AT_BROWSER_CLOSE = env.boolean("SESSION_EXPIRE_AT_BROWSER_CLOSE", False)
@@ -97,6 +117,7 @@ MIDDLEWARE = [
     # First, so it counts every answer, including redirects and errors of the middleware below.
     "offloading.metrics.RequestMetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
