@@ -20,7 +20,11 @@ run: $(VENV)/.installed
 system-deps:
 	bash scripts/system-deps.sh
 
-test: $(VENV)/.installed system-deps
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund
+	touch $@
+
+test: $(VENV)/.installed system-deps node_modules/.installed
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(PY) -m mypy
@@ -42,4 +46,4 @@ bench: $(VENV)/.installed
 	$(PY) -m bench
 
 clean:
-	rm -rf $(VENV) var staticfiles
+	rm -rf $(VENV) var staticfiles node_modules

@@ -274,10 +274,12 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 100,
 }
+# The product's version, shown in every page's footer and in the OpenAPI schema.
+LIQO_DASH_VERSION = "0.1.0"
 SPECTACULAR_SETTINGS = {
     "TITLE": "liqo-dash API",
     "DESCRIPTION": "Namespace offloading for Liqo: peered clusters, namespaces, changes and audit.",
-    "VERSION": "0.1.0",
+    "VERSION": LIQO_DASH_VERSION,
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",

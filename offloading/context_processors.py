@@ -2,7 +2,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.http import HttpRequest
+from django.utils import timezone
 
 from .changes import apihealth
 from .models import SnapshotState
@@ -11,6 +13,43 @@ from .models import SnapshotState
 def snapshot_state(request: HttpRequest) -> dict[str, Any]:
     """Every page shows how fresh the snapshot is (and says so loudly when it is stale)."""
     if not getattr(request, "user", None) or not request.user.is_authenticated:
-        return {}
+        return {"liqo_dash_version": settings.LIQO_DASH_VERSION}
+    return {"liqo_dash_version": settings.LIQO_DASH_VERSION, **freshness_context()}
+
+
+def freshness_context() -> dict[str, Any]:
+    """The snapshot's age as the badge shows it: fresh, amber past two refresh intervals, red past five
+    (the badge keeps ticking in the browser, static/js/liqo-dash.js), and why, when it is known."""
     state = SnapshotState.get()
-    return {"snapshot": state, "snapshot_stale": state.is_stale(), "api_outage": apihealth.outage()}
+    outage = apihealth.outage()
+    now = timezone.now()
+    interval = float(settings.LIQO_DASH["REFRESH_INTERVAL"])
+    age = (now - state.last_success_at).total_seconds() if state.last_success_at else None
+    if age is None or age >= 5 * interval:
+        level = "red"
+    elif age >= 2 * interval:
+        level = "amber"
+    else:
+        level = "fresh"
+    if outage is not None:
+        reason = f"The API server is unreachable since {timezone.localtime(outage.since):%H:%M:%S}."
+    elif (
+        state.last_error
+        and state.last_attempt_at
+        and state.last_success_at
+        and state.last_attempt_at > state.last_success_at
+    ):
+        reason = f"The last refresh failed: {state.last_error[:200]}"
+    elif level != "fresh":
+        reason = "No refresh arrived lately: is the watcher running?"
+    else:
+        reason = ""
+    return {
+        "snapshot": state,
+        "snapshot_stale": state.is_stale(now),
+        "api_outage": outage,
+        "freshness_level": level,
+        "freshness_reason": reason,
+        "freshness_interval": f"{interval:g}",
+        "freshness_now": now,
+    }

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from offloading.views import bulk, changes, fleet
+from offloading.views import bulk, changes, fleet, live
 
 app_name = "offloading"
 
@@ -23,4 +23,5 @@ urlpatterns = [
     path("bulk/<int:pk>/", bulk.bulk_detail, name="bulk_detail"),
     path("bulk/<int:pk>/progress/", bulk.bulk_progress, name="bulk_progress"),
     path("audit/", fleet.audit_list, name="audit_list"),
+    path("live/freshness/", live.freshness, name="freshness"),
 ]

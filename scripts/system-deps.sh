@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Debian packages the test suite needs: Chromium (driven by Playwright), kubectl (a second real
-# client of the sandbox) and a PostgreSQL server (the database tests run on it too).
+# client of the sandbox), a PostgreSQL server (the database tests run on it too) and Node.js with npm
+# (axe-core for the accessibility tests, installed with `npm ci` from package-lock.json).
 # Installs only what is missing; needs root (or sudo) for apt-get.
 set -euo pipefail
 missing=()
@@ -8,6 +9,8 @@ command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v kubectl >/dev/null 2>&1 || missing+=(kubernetes-client)
 fc-list 2>/dev/null | grep -qi dejavu || missing+=(fonts-dejavu-core)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
+command -v node >/dev/null 2>&1 || missing+=(nodejs)
+command -v npm >/dev/null 2>&1 || missing+=(npm)
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi

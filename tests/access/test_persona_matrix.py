@@ -104,6 +104,7 @@ READ_ONLY = {
     "offloading:bulk_detail",
     "offloading:bulk_progress",
     "offloading:audit_list",
+    "offloading:freshness",
     "api:snapshot",
     "api:cluster-list",
     "api:cluster-detail",

@@ -1,0 +1,60 @@
+/* liqo-dash page helpers (no inline scripts: the Content-Security-Policy forbids them).
+ *
+ * - The freshness badge ticks: its age counts up every second from the server's own clock, and it
+ *   turns amber past two refresh intervals and red past five, without waiting for the next poll.
+ * - Tables wider than the screen scroll inside their own box; such a box is made reachable with the
+ *   keyboard (tabindex) and named, so it can be scrolled without a mouse.
+ */
+(function () {
+  "use strict";
+
+  function ago(seconds) {
+    if (seconds < 5) return "just now";
+    if (seconds < 60) return Math.floor(seconds) + " seconds ago";
+    if (seconds < 3600) return Math.floor(seconds / 60) + (seconds < 120 ? " minute ago" : " minutes ago");
+    return Math.floor(seconds / 3600) + (seconds < 7200 ? " hour ago" : " hours ago");
+  }
+
+  function tickFreshness() {
+    document.querySelectorAll(".freshness[data-fresh-at]").forEach(function (badge) {
+      if (!badge.dataset.offset) {
+        var serverNow = Date.parse(badge.dataset.serverNow);
+        badge.dataset.offset = String(isNaN(serverNow) ? 0 : Date.now() - serverNow);
+      }
+      var now = Date.now() - Number(badge.dataset.offset);
+      var age = Math.max(0, (now - Date.parse(badge.dataset.freshAt)) / 1000);
+      var interval = Number(badge.dataset.interval) || 15;
+      var level = age >= 5 * interval ? "red" : age >= 2 * interval ? "amber" : "fresh";
+      badge.dataset.level = level;
+      var word = badge.querySelector(".freshness-word");
+      if (word) word.textContent = level === "fresh" ? "live" : "stale";
+      var shown = badge.querySelector(".freshness-age");
+      if (shown) shown.textContent = ago(age);
+    });
+  }
+
+  function reachableScrollers(root) {
+    (root || document).querySelectorAll("main table").forEach(function (table) {
+      if (table.scrollWidth > table.clientWidth + 1) {
+        if (!table.hasAttribute("tabindex")) table.setAttribute("tabindex", "0");
+        if (!table.hasAttribute("aria-label")) {
+          var caption = table.querySelector("caption, th");
+          table.setAttribute("aria-label", "Scrollable table" + (caption ? ": " + caption.textContent.trim() : ""));
+        }
+      } else if (table.getAttribute("tabindex") === "0") {
+        table.removeAttribute("tabindex");
+      }
+    });
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    tickFreshness();
+    reachableScrollers(document);
+    setInterval(tickFreshness, 1000);
+    window.addEventListener("resize", function () { reachableScrollers(document); });
+    document.body.addEventListener("htmx:afterSettle", function (event) {
+      tickFreshness();
+      reachableScrollers(event.target);
+    });
+  });
+})();

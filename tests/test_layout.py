@@ -1,0 +1,136 @@
+"""Every page at a phone's width (420 px) and a desktop's (1440 px) in Chromium: no sideways page
+scroll (wide tables scroll in their own box), and axe-core (npm, used only here) finds no serious or
+critical accessibility violation. Screenshots go to ``screenshots/layout-*.png``."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from offloading.choices import AuditAction, ChangeAction, ChangeState
+from offloading.models import AuditEvent, BulkRequest, ChangeRequest, Namespace
+
+from .conftest import ADMIN_PASSWORD
+from .test_browser import CHROMIUM, SCREENSHOTS
+from .test_pages import fleet  # noqa: F401 - the same snapshot as the page tests
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+AXE = Path(__file__).resolve().parent.parent / "node_modules" / "axe-core" / "axe.min.js"
+LONG_KEY = "example.com/" + "a-very-long-label-key-" * 2 + "x" * 20
+LONG_VALUE = "v" * 63
+
+
+@pytest.fixture
+def context() -> Iterator[Any]:
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        # axe is injected as a script; the pages' CSP would (rightly) refuse it.
+        ctx = browser.new_context(bypass_csp=True)
+        try:
+            yield ctx
+        finally:
+            browser.close()
+    os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+
+
+def _data(admin_user: Any) -> dict[str, Any]:
+    Namespace.objects.create(name="labels-galore", labels={LONG_KEY: LONG_VALUE, "team": "pay", "env": "prod"})
+    change = ChangeRequest.objects.create(
+        namespace="shop",
+        action=ChangeAction.UPDATE,
+        desired_spec={"namespaceMappingStrategy": "EnforceSameName", "podOffloadingStrategy": "Local"},
+        base_spec={"namespaceMappingStrategy": "EnforceSameName", "podOffloadingStrategy": "LocalAndRemote"},
+        conflict_spec={"namespaceMappingStrategy": "EnforceSameName", "podOffloadingStrategy": "Remote"},
+        state=ChangeState.CONFLICT,
+        message="the offloading changed in the cluster since it was loaded",
+        requester=admin_user,
+        requester_name="admin",
+        source="web",
+    )
+    bulk = BulkRequest.objects.create(
+        action="offload", namespace_selector="team=pay", requester_name="admin", source="web", total=1
+    )
+    AuditEvent.objects.create(
+        user_name="admin", source="web", action=AuditAction.REQUESTED, namespace="shop", change=change
+    )
+    return {"change": change.pk, "bulk": bulk.pk}
+
+
+PAGES = [
+    ("home", "/"),
+    ("namespaces", "/namespaces/"),
+    ("matrix", "/matrix/"),
+    ("clusters", "/clusters/"),
+    ("namespace", "/namespaces/shop/"),
+    ("namespace-labels", "/namespaces/labels-galore/"),
+    ("offload", "/namespaces/payments/offload/"),
+    ("unoffload", "/namespaces/shop/unoffload/"),
+    ("changes", "/changes/"),
+    ("change", "/changes/{change}/"),
+    ("bulk", "/bulk/"),
+    ("bulk-detail", "/bulk/{bulk}/"),
+    ("audit", "/audit/"),
+    ("tokens", "/tokens/"),
+    ("not-found", "/no-such-page/"),
+]
+
+
+def _axe(page: Any) -> list[dict[str, Any]]:
+    page.evaluate(AXE.read_text())
+    found = page.evaluate(
+        "async () => (await axe.run(document, {resultTypes: ['violations']})).violations"
+        ".map(v => ({id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map(n => n.target.join(' ')).slice(0, 5)}))"
+    )
+    return [v for v in found if v["impact"] in ("serious", "critical")]
+
+
+@pytest.mark.parametrize("width", [420, 1440])
+def test_no_page_scrolls_sideways_and_axe_finds_nothing_serious(
+    context: Any,
+    live_server: Any,
+    admin_user: Any,
+    fleet: Any,  # noqa: F811
+    width: int,
+) -> None:
+    assert AXE.exists(), "run `npm ci` (package-lock.json) to get axe-core"
+    ids = _data(admin_user)
+    page = context.new_page()
+    page.set_viewport_size({"width": width, "height": 900})
+    page.goto(f"{live_server.url}/accounts/login/")
+    problems: dict[str, Any] = {"login": _axe(page)}
+    page.fill("input[name=username]", "admin")
+    page.fill("input[name=password]", ADMIN_PASSWORD)
+    page.click("main button[type=submit]")
+    page.wait_for_load_state("networkidle")
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    overflow: dict[str, int] = {}
+    for name, path in PAGES:
+        page.goto(live_server.url + path.format(**ids))
+        page.wait_for_load_state("networkidle")
+        extra = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+        if extra > 0:
+            overflow[name] = extra
+        problems[name] = _axe(page)
+        page.screenshot(path=str(SCREENSHOTS / f"layout-{width}-{name}.png"), full_page=True)
+    assert overflow == {}, f"pages wider than {width}px (by px): {overflow}"
+    serious = {name: found for name, found in problems.items() if found}
+    assert serious == {}, json.dumps(serious, indent=1)
+
+
+def test_axe_is_installed_from_the_lockfile() -> None:
+    lock = json.loads((AXE.parents[2] / "package-lock.json").read_text())
+    assert (
+        lock["packages"]["node_modules/axe-core"]["version"]
+        == json.loads((AXE.parent / "package.json").read_text())["version"]
+    )
+    assert shutil.which("npm") is not None
