@@ -6,9 +6,10 @@ app_name = "offloading"
 
 urlpatterns = [
     path("", fleet.home, name="home"),
-    path("clusters/", fleet.cluster_list, name="cluster_list"),
-    path("namespaces/", fleet.namespace_list, name="namespace_list"),
-    path("matrix/", fleet.fleet_matrix, name="fleet_matrix"),
+    # Live pages: they poll themselves; live.page answers 304 while nothing they show has changed.
+    path("clusters/", live.page(fleet.cluster_list), name="cluster_list"),
+    path("namespaces/", live.page(fleet.namespace_list), name="namespace_list"),
+    path("matrix/", live.page(fleet.fleet_matrix), name="fleet_matrix"),
     path("namespaces/<str:name>/", fleet.namespace_detail, name="namespace_detail"),
     path("namespaces/<str:name>/status/", fleet.namespace_status, name="namespace_status"),
     path("namespaces/<str:name>/offload/", changes.offload, name="namespace_offload"),

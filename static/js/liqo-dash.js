@@ -2,6 +2,8 @@
  *
  * - The freshness badge ticks: its age counts up every second from the server's own clock, and it
  *   turns amber past two refresh intervals and red past five, without waiting for the next poll.
+ * - Live regions ([data-live]) poll their page: the poll asks for the URL the browser shows now (so
+ *   the user's filters, sort and page stay), sends the ETag of what it shows, and keeps it on 304.
  * - Tables wider than the screen scroll inside their own box; such a box is made reachable with the
  *   keyboard (tabindex) and named, so it can be scrolled without a mouse.
  */
@@ -46,6 +48,38 @@
       }
     });
   }
+
+  function liveRegion(elt) {
+    return elt && elt.closest ? elt.closest("[data-live]") : null;
+  }
+
+  document.addEventListener("htmx:configRequest", function (event) {
+    var region = liveRegion(event.detail.elt);
+    if (!region || event.detail.elt !== region) return;
+    event.detail.path = window.location.pathname + window.location.search;
+    event.detail.headers["X-Live-Poll"] = "1";
+    if (region.dataset.etag) event.detail.headers["If-None-Match"] = region.dataset.etag;
+  });
+
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    var region = liveRegion(event.detail.elt);
+    if (!region || event.detail.elt !== region) return;
+    var xhr = event.detail.xhr;
+    if (xhr.status === 304) {
+      event.detail.shouldSwap = false;
+      return;
+    }
+    var etag = xhr.getResponseHeader("ETag");
+    if (etag) window.liqoDashNextEtag = etag;
+  });
+
+  document.addEventListener("htmx:afterSettle", function (event) {
+    if (window.liqoDashNextEtag) {
+      var region = document.querySelector("[data-live]");
+      if (region) region.dataset.etag = window.liqoDashNextEtag;
+      window.liqoDashNextEtag = null;
+    }
+  });
 
   document.addEventListener("DOMContentLoaded", function () {
     tickFreshness();
