@@ -217,6 +217,9 @@ class BulkForm(SpecForm):
     )
 
     expected_generations = forms.JSONField(required=False, widget=forms.HiddenInput)
+    # Typed confirmation (the number of namespaces), asked for by the preview when the change
+    # unoffloads or loses clusters anywhere; checked by the page against the plan.
+    confirm_count = forms.CharField(required=False, max_length=12)
 
     field_order = ["action", "namespace_selector"]
 

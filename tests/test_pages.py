@@ -221,7 +221,36 @@ def test_bulk_preview_lists_affected_and_skipped_namespaces(admin_client: Any, f
     body = response.content.decode()
     assert response.status_code == 200
     assert "2 namespaces will change" in body and "payments-eu" in body
-    assert "kube-system" in body and "skipped" in body
+    assert "kube-system" in body and "left out" in body
+
+
+def test_a_bulk_update_that_loses_clusters_shows_them_and_asks_for_the_count(admin_client: Any, fleet: Any) -> None:
+    """shop runs on milan; a bulk update selecting only eu-south moves it to naples: milan is lost,
+    with its remote namespace, and the changed selector is shown, never dropped silently."""
+    Namespace.objects.filter(name="shop").update(labels={"env": "prod"})
+    form = {
+        "action": "offload",
+        "namespace_selector": "env=prod",
+        "namespace_mapping_strategy": "EnforceSameName",
+        "pod_offloading_strategy": "LocalAndRemote",
+        "cluster_selector": "topology.kubernetes.io/region in (eu-south)",
+    }
+    body = admin_client.post(reverse("offloading:bulk_preview"), form).content.decode()
+    assert "1 loses clusters: 1 remote namespace" in body
+    assert '<span class="chip bad">milan</span>' in body and '<span class="chip ok">naples</span>' in body
+    assert "cluster selector: <del>topology.kubernetes.io/region=eu-west</del>" in body, body
+    assert "Type 1 to confirm" in body
+    assert admin_client.post(reverse("offloading:bulk"), form).status_code == 200
+    assert not ChangeRequest.objects.exists()
+    assert admin_client.post(reverse("offloading:bulk"), {**form, "confirm_count": "1"}).status_code == 302
+    assert ChangeRequest.objects.get().namespace == "shop"
+
+
+def test_a_bulk_offload_that_loses_nothing_needs_no_confirmation(admin_client: Any, fleet: Any) -> None:
+    form = {"action": "offload", "namespace_selector": "team=pay", "namespace_mapping_strategy": "DefaultName",
+            "pod_offloading_strategy": "LocalAndRemote"}  # fmt: skip
+    assert "to confirm" not in admin_client.post(reverse("offloading:bulk_preview"), form).content.decode()
+    assert admin_client.post(reverse("offloading:bulk"), form).status_code == 302
 
 
 def test_bulk_rejects_an_empty_or_invalid_selector_on_the_field(admin_client: Any, fleet: Any) -> None:
@@ -239,11 +268,15 @@ def test_bulk_rejects_an_empty_or_invalid_selector_on_the_field(admin_client: An
 def test_bulk_unoffload_records_one_change_per_namespace_and_shows_progress(admin_client: Any, fleet: Any) -> None:
     Namespace.objects.filter(name="shop").update(labels={"env": "prod"})
     Namespace.objects.create(name="cart", labels={"env": "prod"})  # not offloaded: skipped
-    response = admin_client.post(
-        reverse("offloading:bulk"),
-        {"action": "unoffload", "namespace_selector": "env=prod", "namespace_mapping_strategy": "DefaultName",
-         "pod_offloading_strategy": "LocalAndRemote"},
-    )  # fmt: skip
+    form = {"action": "unoffload", "namespace_selector": "env=prod", "namespace_mapping_strategy": "DefaultName",
+            "pod_offloading_strategy": "LocalAndRemote"}  # fmt: skip
+    # Unoffloading deletes the remote namespaces: not without the typed count of namespaces.
+    for typed, says in (("", "type 1 (the number of namespaces) to confirm"), ("2", "You typed 2, but 1 namespaces")):
+        refused = admin_client.post(reverse("offloading:bulk"), {**form, "confirm_count": typed})
+        assert refused.status_code == 200 and says in refused.content.decode()
+        assert 'name="confirm_count"' in refused.content.decode()  # the preview is shown again, with the box
+        assert not ChangeRequest.objects.exists()
+    response = admin_client.post(reverse("offloading:bulk"), {**form, "confirm_count": "1"})
     assert response.status_code == 302
     change = ChangeRequest.objects.get()
     assert change.namespace == "shop" and change.action == "unoffload" and change.bulk is not None

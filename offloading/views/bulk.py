@@ -14,6 +14,7 @@ from django_htmx.http import HttpResponseStopPolling
 
 from offloading.changes.bulk import plan_bulk, request_bulk
 from offloading.changes.errors import ChangeRejected
+from offloading.changes.impact import BulkImpact, bulk_impact
 from offloading.choices import ChangeState
 from offloading.context import current_actor
 from offloading.forms import BulkForm
@@ -49,11 +50,45 @@ def bulk(request: HttpRequest) -> HttpResponse:
     if refused is not None:
         return refused
     form = BulkForm(request.POST or None)
+    context: dict[str, Any] = {"form": form}
     if request.method == "POST" and form.is_valid():
-        created = _bulk_call(form, request_bulk)
-        if created is not None:
-            return redirect("offloading:bulk_detail", pk=created.pk)
-    return render(request, "offloading/bulk_form.html", {"form": form}, status=form_status(form))
+        # What the preview showed, again: a change that unoffloads or loses clusters is submitted only
+        # with the typed count of namespaces.
+        plan = _bulk_call(form, plan_bulk)
+        if plan is not None:
+            context.update(_plan_context(plan))
+            if _confirmed(form, plan, context["impact"]):
+                created = _bulk_call(form, request_bulk)
+                if created is not None:
+                    return redirect("offloading:bulk_detail", pk=created.pk)
+    return render(request, "offloading/bulk_form.html", context, status=form_status(form))
+
+
+def _plan_context(plan: Any) -> dict[str, Any]:
+    generations = {c.namespace: c.base_generation or 0 for c in plan.changes}
+    impact = bulk_impact(plan.changes)
+    rows = {row.namespace: row for row in impact.rows}
+    return {
+        "plan": plan,
+        "impact": impact,
+        "planned": [(c, rows[c.namespace]) for c in plan.changes[:200]],
+        "expected_generations": json.dumps(generations, separators=(",", ":")),
+    }
+
+
+def _confirmed(form: BulkForm, plan: Any, impact: BulkImpact) -> bool:
+    if not impact.needs_confirmation:
+        return True
+    typed = (form.cleaned_data.get("confirm_count") or "").strip()
+    if typed == str(len(plan.changes)):
+        return True
+    form.add_error(
+        "confirm_count",
+        f"This change deletes remote namespaces: type {len(plan.changes)} (the number of namespaces) to confirm."
+        if not typed
+        else f"You typed {typed}, but {len(plan.changes)} namespaces will change: review the list and type that number.",
+    )
+    return False
 
 
 @login_required
@@ -66,10 +101,8 @@ def bulk_preview(request: HttpRequest) -> HttpResponse:
     context: dict[str, Any] = {"form": form}
     if form.is_valid():
         plan = _bulk_call(form, plan_bulk)
-        context["plan"] = plan
         if plan is not None:
-            generations = {c.namespace: c.base_generation or 0 for c in plan.changes}
-            context["expected_generations"] = json.dumps(generations, separators=(",", ":"))
+            context.update(_plan_context(plan))
     return render(request, "offloading/_bulk_preview.html", context)
 
 

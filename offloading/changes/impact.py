@@ -1,0 +1,113 @@
+"""What a bulk change does to each namespace, before it is submitted: the clusters it gains and loses,
+the remote (twin) namespaces Liqo will delete, and every spec field that changes. A bulk change that
+loses clusters anywhere, or unoffloads, needs typed confirmation (the number of namespaces).
+
+Computed from the snapshot only: the selection of the one spec a bulk change applies is computed once
+(``offloading.liqo.peers``), the clusters each namespace has now come from one query.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from offloading.choices import ChangeAction
+from offloading.liqo import peers as liqo_peers
+from offloading.liqo.selectors.format import format_term
+from offloading.liqo.spec import apply_defaults
+from offloading.models import ChangeRequest, ClusterOffloading, VirtualNode
+
+FIELD_NAMES = {
+    "namespaceMappingStrategy": "namespace mapping",
+    "podOffloadingStrategy": "pod offloading",
+    "clusterSelector": "cluster selector",
+    "remoteNamespaceName": "remote namespace name",
+}
+
+
+@dataclass
+class Impact:
+    namespace: str
+    action: str
+    gains: list[str] = field(default_factory=list)
+    losses: list[str] = field(default_factory=list)
+    # (field, before, after) in words, for every spec field that changes
+    fields: list[tuple[str, str, str]] = field(default_factory=list)
+
+    @property
+    def deletes_remote(self) -> list[str]:
+        """The clusters whose twin namespace (and everything in it) Liqo deletes."""
+        return self.losses
+
+
+@dataclass
+class BulkImpact:
+    rows: list[Impact]
+
+    @property
+    def losing(self) -> list[Impact]:
+        return [row for row in self.rows if row.losses]
+
+    @property
+    def remote_deleted(self) -> int:
+        return sum(len(row.losses) for row in self.rows)
+
+    @property
+    def needs_confirmation(self) -> bool:
+        """Unoffloading, or losing a cluster anywhere, is confirmed by typing the count."""
+        return any(row.action == ChangeAction.UNOFFLOAD for row in self.rows) or bool(self.losing)
+
+
+def _selector_text(spec: dict[str, Any]) -> str:
+    terms = ((spec.get("clusterSelector") or {}).get("nodeSelectorTerms")) or []
+    return " OR ".join(format_term(term) for term in terms) or "(every cluster)"
+
+
+def _field_changes(before: dict[str, Any] | None, after: dict[str, Any] | None) -> list[tuple[str, str, str]]:
+    if before is None or after is None:
+        return []
+    old, new = apply_defaults(before), apply_defaults(after)
+    changes = []
+    for key, label in FIELD_NAMES.items():
+        if key == "clusterSelector":
+            was, now = _selector_text(old), _selector_text(new)
+        else:
+            was, now = str(old.get(key) or "(none)"), str(new.get(key) or "(none)")
+        if was != now:
+            changes.append((label, was, now))
+    return changes
+
+
+def bulk_impact(changes: list[ChangeRequest]) -> BulkImpact:
+    """The impact of each (unsaved) child of a bulk change."""
+    names = [c.namespace for c in changes]
+    now: dict[str, set[str]] = {}
+    for namespace, cluster_id in ClusterOffloading.objects.filter(namespace__name__in=names, selected=True).values_list(
+        "namespace__name", "cluster_id"
+    ):
+        now.setdefault(namespace, set()).add(cluster_id)
+    virtual_nodes = [(vn.cluster_id, vn.name, vn.labels) for vn in VirtualNode.objects.order_by("namespace", "name")]
+    selections: dict[str, set[str]] = {}
+    rows = []
+    for change in changes:
+        before = now.get(change.namespace, set())
+        if change.action == ChangeAction.UNOFFLOAD:
+            rows.append(Impact(change.namespace, change.action, losses=sorted(before)))
+            continue
+        spec = change.desired_spec or {}
+        key = repr(spec.get("clusterSelector"))
+        if key not in selections:
+            picked = liqo_peers.select_clusters(spec.get("clusterSelector"), virtual_nodes)
+            selections[key] = {cluster_id for cluster_id, entry in picked.items() if entry["selected"]}
+        after = selections[key]
+        offloaded = change.action == ChangeAction.UPDATE
+        rows.append(
+            Impact(
+                change.namespace,
+                change.action,
+                gains=sorted(after - before),
+                losses=sorted(before - after) if offloaded else [],
+                fields=_field_changes(change.base_spec, spec) if offloaded else [],
+            )
+        )
+    return BulkImpact(rows)
