@@ -349,3 +349,31 @@ def test_the_fleet_matrix_shows_each_offloaded_namespace_per_cluster(admin_clien
     cells = dict(zip(clusters, rows[0][1], strict=True))
     assert cells["milan"].state == "NamespaceCreated" and cells["naples"].selected is False
     assert "✓" in response.content.decode()
+
+
+def test_reapply_keeps_the_fields_only_the_other_writer_changed(admin_client: Any, fleet: Any) -> None:
+    """shop: I changed the pod strategy, someone else the cluster selector; re-applying mine changes
+    the pod strategy and keeps their selector (never reverting it silently)."""
+    from offloading.choices import ChangeAction
+
+    base = {**READY_SPEC, "podOffloadingStrategy": "LocalAndRemote"}
+    theirs = {**base, "clusterSelector": {"nodeSelectorTerms": [{"matchExpressions": [
+        {"key": "topology.kubernetes.io/region", "operator": "In", "values": ["eu-south"]}]}]}}  # fmt: skip
+    Namespace.objects.filter(name="shop").update(offloading_spec=theirs, offloading_generation=4)
+    conflicted = ChangeRequest.objects.create(
+        namespace="shop",
+        action=ChangeAction.UPDATE,
+        base_spec=base,
+        desired_spec={**base, "podOffloadingStrategy": "Local"},
+        state=ChangeState.CONFLICT,
+        requester_name="admin",
+        source="web",
+    )
+    page = admin_client.get(reverse("offloading:change_detail", args=[conflicted.pk])).content.decode()
+    assert "only they changed it" in page and "only you changed it" in page and "Both changed it" not in page
+    response = admin_client.post(reverse("offloading:change_reapply", args=[conflicted.pk]))
+    assert response.status_code == 302
+    again = ChangeRequest.objects.exclude(pk=conflicted.pk).get()
+    assert again.desired_spec["podOffloadingStrategy"] == "Local"
+    assert again.desired_spec["clusterSelector"] == theirs["clusterSelector"]
+    assert again.base_generation == 4

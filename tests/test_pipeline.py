@@ -428,9 +428,14 @@ def test_a_conflict_is_resolved_by_applying_the_same_change_over_the_current_ver
     loser.refresh_from_db()
     assert loser.state == ChangeState.CONFLICT
     page = admin_client.get(reverse("offloading:change_status", args=[loser.pk])).content.decode()
-    assert "Apply mine over the current version" in page
+    # Both changed the pod strategy: the three-way view asks which one to keep.
+    assert "Both changed it" in page and 'name="choice_podOffloadingStrategy"' in page
     _settle("contested", ("Ready",))
-    response = admin_client.post(reverse("offloading:change_reapply", args=[loser.pk]))
+    undecided = admin_client.post(reverse("offloading:change_reapply", args=[loser.pk]))
+    assert undecided.status_code == 302 and ChangeRequest.objects.order_by("-id").first().pk == loser.pk
+    response = admin_client.post(
+        reverse("offloading:change_reapply", args=[loser.pk]), {"choice_podOffloadingStrategy": "mine"}
+    )
     again = ChangeRequest.objects.order_by("-id").first()
     assert response.status_code == 302 and again.pk != loser.pk
     again.refresh_from_db()

@@ -214,10 +214,14 @@ class ChangeRequestViewSet(SnapshotHeadersMixin, viewsets.ReadOnlyModelViewSet):
     @extend_schema(request=None, responses={202: ChangeRequestSerializer})
     @action(detail=True, methods=["post"])
     def reapply(self, request: Request, pk: str) -> Response:
-        """Resolve a conflict: the same change again, based on the version the snapshot holds now."""
+        """Resolve a conflict: the same change again, based on the version the snapshot holds now, merged
+        field by field; a field both sides changed needs ``{"resolve": {"<field>": "mine"|"theirs"}}``
+        (without it: 409 naming the field)."""
         conflicted = self.get_object()  # DRF's lookup: a malformed id is a 404, not a 500
+        resolve = request.data.get("resolve") if isinstance(request.data, dict) else None
+        choices = {str(k): str(v) for k, v in resolve.items()} if isinstance(resolve, dict) else {}
         try:
-            change = reapply(conflicted.pk, current_actor())
+            change = reapply(conflicted.pk, current_actor(), choices)
         except ChangeRejected as exc:
             return refusal_response(exc, name=conflicted.namespace)
         return Response(ChangeRequestSerializer(change).data, status=status.HTTP_202_ACCEPTED)

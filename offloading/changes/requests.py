@@ -34,6 +34,7 @@ from offloading import kube
 from offloading.changes import authorize
 from offloading.changes.audit import record_requested
 from offloading.changes.errors import ChangeRejected, Refusal
+from offloading.changes.merge import merged, three_way
 from offloading.changes.preview import dry_run
 from offloading.changes.queue import enqueue_apply
 from offloading.changes.snapshot import local_cluster_id
@@ -283,17 +284,29 @@ def request_unoffload(namespace_name: str, actor: Actor, *, expected_generation:
     return submit(ChangeInput(namespace_name, ChangeAction.UNOFFLOAD, None, expected_generation), actor)
 
 
-def reapply(change_id: int, actor: Actor) -> ChangeRequest:
-    """Resolve a change that ended in conflict by asking for it again, this time based on what the
-    snapshot holds now (the requester has seen both versions and chose theirs)."""
+def reapply(change_id: int, actor: Actor, choices: dict[str, str] | None = None) -> ChangeRequest:
+    """Resolve a change that ended in conflict by asking for it again, based on what the snapshot holds
+    now, merged field by field (``offloading.changes.merge``): the fields only the requester changed
+    are applied, the fields only the other writer changed are kept, and a field both changed
+    needs ``choices[field]`` ("mine" or "theirs"); without it the answer is CONFLICT naming the field."""
     change = ChangeRequest.objects.filter(pk=change_id).first()
     if change is None or change.state != ChangeState.CONFLICT:
         raise ChangeRejected({"change": ["only a change in conflict can be applied again"]}, Refusal.CONFLICT)
     namespace = get_namespace(change.namespace)
     current = namespace.offloading_generation if namespace.offloaded else 0
-    action = ChangeAction.UNOFFLOAD if change.action == ChangeAction.UNOFFLOAD else ChangeAction.OFFLOAD
+    if change.action == ChangeAction.UNOFFLOAD:
+        return submit(ChangeInput(namespace.name, ChangeAction.UNOFFLOAD, None, current), actor, reapplying=True)
+    spec = change.desired_spec or {}
+    if namespace.offloaded:
+        fields = three_way(change.base_spec, namespace.offloading_spec, spec)
+        spec, missing = merged(fields, choices or {})
+        if missing:
+            raise ChangeRejected(
+                {name: [f"{name} was changed by you and by someone else: choose mine or theirs"] for name in missing},
+                Refusal.CONFLICT,
+            )
     return submit(
-        ChangeInput(namespace.name, action, change.desired_spec or {}, current, change.label_namespace),
+        ChangeInput(namespace.name, ChangeAction.OFFLOAD, spec, current, change.label_namespace),
         actor,
         reapplying=True,
     )

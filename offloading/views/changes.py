@@ -14,9 +14,10 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HttpResponseClientRedirect, HttpResponseStopPolling
 
 from offloading.changes.errors import ChangeRejected
+from offloading.changes.merge import three_way
 from offloading.changes.preview import preview as compute_preview
 from offloading.changes.requests import reapply, request_offload, request_unoffload
-from offloading.choices import ChangeState
+from offloading.choices import ChangeAction, ChangeState
 from offloading.context import current_actor
 from offloading.forms import MAPPING_HELP, POD_HELP, OffloadForm, UnoffloadForm
 from offloading.models import (
@@ -170,8 +171,19 @@ def change_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "change": change,
             "namespace": namespace,
             "desired_yaml": dump_yaml(change.desired_spec) if change.desired_spec else "",
+            **_merge_context(change, namespace),
         },
     )
+
+
+def _merge_context(change: ChangeRequest, namespace: Namespace | None) -> dict[str, Any]:
+    """For a change in conflict: base, theirs (the snapshot now) and mine, field by field."""
+    if change.state != ChangeState.CONFLICT or change.action == ChangeAction.UNOFFLOAD or namespace is None:
+        return {}
+    if not namespace.offloaded:
+        return {"merge_gone": True}
+    fields = three_way(change.base_spec, namespace.offloading_spec, change.desired_spec or {})
+    return {"merge_fields": fields, "merge_conflicts": [f for f in fields if f.conflict]}
 
 
 @login_required
@@ -180,7 +192,11 @@ def change_status(request: HttpRequest, pk: int) -> HttpResponse:
     """Polled fragment: the change's state, then the namespace's phase; 286 once both are final."""
     change = get_object_or_404(ChangeRequest, pk=pk)
     namespace = Namespace.objects.filter(name=change.namespace).first()
-    context = {"change": change, **(status_context(namespace) if namespace else {"namespace": None})}
+    context = {
+        "change": change,
+        **(status_context(namespace) if namespace else {"namespace": None}),
+        **_merge_context(change, namespace),
+    }
     response = render(request, "offloading/_change_status.html", context)
     if change.is_terminal:
         converged = change.state != ChangeState.APPLIED or namespace is None or namespace.status_settled
@@ -199,7 +215,10 @@ def change_reapply(request: HttpRequest, pk: int) -> HttpResponse:
     if refused is not None:
         return refused
     try:
-        change = reapply(pk, current_actor())
+        choices = {
+            key.removeprefix("choice_"): str(request.POST.get(key)) for key in request.POST if key[:7] == "choice_"
+        }
+        change = reapply(pk, current_actor(), choices)
     except ChangeRejected as exc:
         for field_messages in exc.errors.values():
             for message in field_messages:
