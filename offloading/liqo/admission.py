@@ -113,11 +113,12 @@ def validate_spec(
                 )
             )
     elif strategy != c.SELECTED_NAME and remote and old_spec is None:
-        warnings.append(
+        # Liqo would store it, ignore it and never let it change: the dashboard does not store it.
+        errors.append(
             Problem(
                 FIELD_REMOTE_NAME,
-                f"remoteNamespaceName is only used with SelectedName; with {strategy} it is "
-                "stored but ignored, and it cannot be changed later",
+                f"a remote namespace name is only used with SelectedName; with {strategy} Liqo would "
+                "store it, ignore it and never let it change: leave it empty or choose SelectedName",
                 SOURCE_DASHBOARD,
             )
         )

@@ -21,7 +21,7 @@ from offloading.forms import BulkForm
 from offloading.models import (
     BulkRequest,
 )
-from offloading.views.common import form_status, page_refusal, reject_into
+from offloading.views.common import fleet_placeholders, form_status, page_refusal, reject_into
 
 
 def _bulk_call(form: BulkForm, service: Any) -> Any:
@@ -50,6 +50,7 @@ def bulk(request: HttpRequest) -> HttpResponse:
     if refused is not None:
         return refused
     form = BulkForm(request.POST or None)
+    fleet_placeholders(form)
     context: dict[str, Any] = {"form": form}
     if request.method == "POST" and form.is_valid():
         # What the preview showed, again: a change that unoffloads or loses clusters is submitted only

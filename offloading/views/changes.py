@@ -28,6 +28,7 @@ from offloading.models import (
 from offloading.views.common import (
     HtmxHttpRequest,
     dump_yaml,
+    fleet_placeholders,
     form_status,
     page_refusal,
     reject_into,
@@ -72,6 +73,7 @@ def offload(request: HtmxHttpRequest, name: str) -> HttpResponse:
                 return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
     else:
         form = OffloadForm(namespace=namespace)
+    fleet_placeholders(form)
     context = _offload_context(form)
     context.update(preview_context(form) if request.method == "POST" else {})
     return render(request, "offloading/offload_form.html", context, status=form_status(form))

@@ -70,3 +70,35 @@ def page_refusal(request: HttpRequest, namespace: Namespace | None, action: str)
         record_refused(current_actor(), target, action, reason)
     context = {"reason": reason[:1].upper() + reason[1:], "action": action, "namespace": namespace}
     return render(request, "offloading/forbidden.html", context, status=403)
+
+
+def fleet_placeholders(form: Any) -> None:
+    """Placeholders that match something real: a label the peered clusters' virtual nodes carry (one
+    that tells them apart) for the cluster selector, a label the namespaces carry for a namespace
+    selector."""
+    from collections import Counter
+
+    from offloading.liqo import constants as liqo_constants
+    from offloading.models import VirtualNode
+
+    if "cluster_selector" in form.fields:
+        seen: Counter[tuple[str, str]] = Counter()
+        for labels in VirtualNode.objects.values_list("labels", flat=True)[:500]:
+            for key, value in (labels or {}).items():
+                if key not in liqo_constants.VIRTUAL_NODE_STANDARD_LABELS:
+                    seen[(key, value)] += 1
+        if seen:
+            (key, value), _ = seen.most_common(1)[0]
+            values = sorted({v for (k, v) in seen if k == key})[:2]
+            form.fields["cluster_selector"].widget.attrs["placeholder"] = (
+                f"{key} in ({', '.join(values)})" if len(values) > 1 else f"{key}={value}"
+            )
+    if "namespace_selector" in form.fields:
+        counts: Counter[tuple[str, str]] = Counter()
+        for labels in Namespace.objects.exclude(labels={}).values_list("labels", flat=True)[:2000]:
+            for key, value in (labels or {}).items():
+                if not key.startswith(("kubernetes.io/", "liqo.io/")):
+                    counts[(key, value)] += 1
+        if counts:
+            (key, value), _ = counts.most_common(1)[0]
+            form.fields["namespace_selector"].widget.attrs["placeholder"] = f"{key}={value}"

@@ -4,6 +4,8 @@
  *   turns amber past two refresh intervals and red past five, without waiting for the next poll.
  * - Live regions ([data-live]) poll their page: the poll asks for the URL the browser shows now (so
  *   the user's filters, sort and page stay), sends the ETag of what it shows, and keeps it on 304.
+ * - Forms follow Liqo: the remote namespace name is used only with SelectedName, so its field is
+ *   disabled (and so never sent) for the other strategies.
  * - Tables wider than the screen scroll inside their own box; such a box is made reachable with the
  *   keyboard (tabindex) and named, so it can be scrolled without a mouse.
  */
@@ -81,7 +83,24 @@
     }
   });
 
+  function followStrategy() {
+    document.querySelectorAll("select[name=namespace_mapping_strategy]").forEach(function (select) {
+      var form = select.form;
+      var remote = form ? form.querySelector("input[name=remote_namespace_name]") : null;
+      if (!remote || select.disabled) return;
+      var used = select.value === "SelectedName";
+      remote.disabled = !used;
+      remote.setAttribute("aria-disabled", used ? "false" : "true");
+      remote.title = used ? "" : "Only used with SelectedName";
+    });
+  }
+
+  document.addEventListener("change", function (event) {
+    if (event.target && event.target.name === "namespace_mapping_strategy") followStrategy();
+  });
+
   document.addEventListener("DOMContentLoaded", function () {
+    followStrategy();
     tickFreshness();
     reachableScrollers(document);
     setInterval(tickFreshness, 1000);

@@ -71,16 +71,20 @@ def test_invalid_selected_name_message() -> None:
     )
 
 
-def test_remote_name_with_another_strategy_warning() -> None:
-    _, warnings = validate_spec("ns", {"namespaceMappingStrategy": "EnforceSameName", "remoteNamespaceName": "x"})
-    assert warnings == [
+def test_remote_name_with_another_strategy_is_refused_on_create_only() -> None:
+    errors, warnings = validate_spec("ns", {"namespaceMappingStrategy": "EnforceSameName", "remoteNamespaceName": "x"})
+    assert warnings == []
+    assert errors == [
         Problem(
             "remoteNamespaceName",
-            "remoteNamespaceName is only used with SelectedName; with EnforceSameName it is stored but ignored, "
-            "and it cannot be changed later",
+            "a remote namespace name is only used with SelectedName; with EnforceSameName Liqo would store it, "
+            "ignore it and never let it change: leave it empty or choose SelectedName",
             "dashboard",
         )
     ]
+    # Already stored (by another client): an edit keeps it, as Liqo requires (it is immutable).
+    stored = {"namespaceMappingStrategy": "DefaultName", "remoteNamespaceName": "x"}
+    assert validate_spec("ns", stored, stored) == ([], [])
 
 
 def test_default_name_too_long_message_and_the_63_character_edge() -> None:

@@ -472,8 +472,8 @@ def test_validate_spec_collects_schema_webhook_and_dashboard_problems() -> None:
     errors, _ = validate_spec("foo", {"namespaceMappingStrategy": "EnforceSameName"}, {})
     assert fields_of(errors) == [("namespaceMappingStrategy", "webhook")]
     assert errors[0].message == c.WEBHOOK_MAPPING_IMMUTABLE_MESSAGE
-    _, warnings = validate_spec("foo", {"remoteNamespaceName": "x"})
-    assert fields_of(warnings) == [("remoteNamespaceName", "dashboard")]
+    errors, warnings = validate_spec("foo", {"remoteNamespaceName": "x"})
+    assert fields_of(errors) == [("remoteNamespaceName", "dashboard")] and warnings == []
 
 
 def test_problem_is_frozen() -> None:
