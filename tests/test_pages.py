@@ -377,3 +377,27 @@ def test_reapply_keeps_the_fields_only_the_other_writer_changed(admin_client: An
     assert again.desired_spec["podOffloadingStrategy"] == "Local"
     assert again.desired_spec["clusterSelector"] == theirs["clusterSelector"]
     assert again.base_generation == 4
+
+
+def test_the_change_page_and_the_namespace_page_show_the_same_cluster_rows(admin_client: Any, fleet: Any) -> None:
+    from offloading.choices import ChangeAction
+
+    change = ChangeRequest.objects.create(
+        namespace="shop",
+        action=ChangeAction.UPDATE,
+        desired_spec=READY_SPEC,
+        state=ChangeState.APPLIED,
+        requester_name="admin",
+        source="web",
+    )
+    change_page = admin_client.get(reverse("offloading:change_detail", args=[change.pk])).content.decode()
+    namespace_page = admin_client.get(reverse("offloading:namespace_detail", args=["shop"])).content.decode()
+    assert "has not reported per-cluster status" not in change_page
+
+    def rows(page: str) -> list[str]:
+        import re
+
+        table = page[page.index("<th>Cluster</th>") :]
+        return re.findall(r"<td>(milan|naples)</td>", table[: table.index("</table>")])
+
+    assert rows(change_page) == rows(namespace_page) == ["milan", "naples"]

@@ -173,6 +173,8 @@ def change_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "change": change,
             "namespace": namespace,
             "desired_yaml": dump_yaml(change.desired_spec) if change.desired_spec else "",
+            # The same per-cluster rows as the namespace page (one partial renders them both).
+            **(status_context(namespace) if namespace else {}),
             **_merge_context(change, namespace),
         },
     )
