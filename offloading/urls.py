@@ -23,6 +23,7 @@ urlpatterns = [
     path("bulk/preview/", bulk.bulk_preview, name="bulk_preview"),
     path("bulk/<int:pk>/", bulk.bulk_detail, name="bulk_detail"),
     path("bulk/<int:pk>/progress/", bulk.bulk_progress, name="bulk_progress"),
+    path("bulk/<int:pk>/retry/", bulk.bulk_retry, name="bulk_retry"),
     path("audit/", fleet.audit_list, name="audit_list"),
     path("live/freshness/", live.freshness, name="freshness"),
 ]

@@ -401,3 +401,29 @@ def test_the_change_page_and_the_namespace_page_show_the_same_cluster_rows(admin
         return re.findall(r"<td>(milan|naples)</td>", table[: table.index("</table>")])
 
     assert rows(change_page) == rows(namespace_page) == ["milan", "naples"]
+
+
+def test_the_failed_changes_of_a_bulk_can_be_retried(admin_client: Any, fleet: Any) -> None:
+    from offloading.choices import ChangeAction
+    from offloading.models import BulkRequest
+
+    bulk = BulkRequest.objects.create(action="offload", namespace_selector="team=pay", requester_name="admin", total=2)
+    spec = {"namespaceMappingStrategy": "DefaultName", "podOffloadingStrategy": "LocalAndRemote"}
+    for name, state in (("payments", ChangeState.FAILED), ("shop", ChangeState.APPLIED)):
+        ChangeRequest.objects.create(
+            namespace=name,
+            action=ChangeAction.OFFLOAD,
+            desired_spec=spec,
+            state=state,
+            requester_name="admin",
+            bulk=bulk,
+        )
+    progress = admin_client.get(reverse("offloading:bulk_progress", args=[bulk.pk])).content.decode()
+    assert "Retry the 1 failed change" in progress
+    response = admin_client.post(reverse("offloading:bulk_retry", args=[bulk.pk]))
+    retry = BulkRequest.objects.exclude(pk=bulk.pk).get()
+    assert response.status_code == 302 and response["Location"] == reverse("offloading:bulk_detail", args=[retry.pk])
+    assert [(c.namespace, c.state) for c in retry.changes.all()] == [("payments", ChangeState.QUEUED)]
+    # Nothing failed in the retry: nothing to retry there.
+    assert admin_client.post(reverse("offloading:bulk_retry", args=[retry.pk])).status_code == 302
+    assert BulkRequest.objects.count() == 2

@@ -13,7 +13,7 @@ from django.db import transaction
 from access import policy, roles
 from offloading import kube
 from offloading.changes import authorize
-from offloading.changes.errors import ChangeRejected
+from offloading.changes.errors import ChangeRejected, Refusal
 from offloading.changes.requests import ChangeInput, build_change, dry_run_refusal, save_and_enqueue
 from offloading.changes.snapshot import local_cluster_id
 from offloading.choices import ChangeAction, Source
@@ -191,3 +191,60 @@ def request_bulk(
             change.bulk = bulk
             save_and_enqueue(change, actor)
     return bulk
+
+
+def retry_failed(bulk_id: int, actor: Actor) -> BulkRequest:
+    """A new bulk request for the children of ``bulk_id`` that failed, each asked for again with the
+    same rules (scopes, the cluster's review, the dry-run), based on the snapshot now."""
+    from offloading.choices import ChangeState
+
+    original = BulkRequest.objects.filter(pk=bulk_id).first()
+    if original is None:
+        raise ChangeRejected({"bulk": [f"bulk request {bulk_id} does not exist"]}, Refusal.NOT_FOUND)
+    failed = list(original.changes.filter(state=ChangeState.FAILED).order_by("namespace"))
+    if not failed:
+        raise ChangeRejected({"bulk": ["no change of this bulk request failed"]}, Refusal.CONFLICT)
+    actor = Actor(actor.user_id, actor.user_name, Source.BULK, actor.request_id)
+    user = authorize.user_of(actor)
+    namespaces = {ns.name: ns for ns in Namespace.objects.filter(name__in=[c.namespace for c in failed])}
+    changes: list[ChangeRequest] = []
+    skipped: list[dict[str, str]] = []
+    for old in failed:
+        namespace = namespaces.get(old.namespace)
+        if namespace is None:
+            skipped.append({"namespace": old.namespace, "reason": "the namespace no longer exists"})
+            continue
+        action = ChangeAction.UNOFFLOAD if old.action == ChangeAction.UNOFFLOAD else ChangeAction.OFFLOAD
+        if actor.user_id is not None:
+            decision = policy.can_change(user, namespace.name, namespace.labels or {}, "reapply")
+            if not decision.allowed:
+                skipped.append({"namespace": namespace.name, "reason": decision.reason, "why": "scope"})
+                continue
+        wanted = ChangeInput(namespace.name, action, old.desired_spec, None, old.label_namespace)
+        try:
+            changes.append(build_change(namespace, wanted, actor))
+        except ChangeRejected as exc:
+            skipped.append({"namespace": namespace.name, "reason": "; ".join(exc.messages)})
+    changes = _ask_cluster_all(changes, skipped, actor)
+    if not changes:
+        reasons = "; ".join(sorted({s["reason"] for s in skipped})[:3])
+        message = f"none of the failed changes can be asked for again ({reasons})"
+        if all(s.get("why") == "scope" for s in skipped):
+            raise authorize.refuse(actor, original.namespace_selector, "bulk retry", message, field="bulk")
+        raise ChangeRejected({"bulk": [message]})
+    with transaction.atomic():
+        retry = BulkRequest.objects.create(
+            action=original.action,
+            namespace_selector=original.namespace_selector,
+            desired_spec=original.desired_spec,
+            requester_id=actor.user_id,
+            requester_name=actor.user_name,
+            source=actor.source,
+            request_id=actor.request_id,
+            total=len(changes),
+            skipped=skipped,
+        )
+        for change in changes:
+            change.bulk = retry
+            save_and_enqueue(change, actor)
+    return retry

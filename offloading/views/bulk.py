@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db.models import Case, When
 from django.http import HttpRequest, HttpResponse
@@ -12,8 +13,8 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseStopPolling
 
-from offloading.changes.bulk import plan_bulk, request_bulk
-from offloading.changes.errors import ChangeRejected
+from offloading.changes.bulk import plan_bulk, request_bulk, retry_failed
+from offloading.changes.errors import ChangeRejected, Refusal
 from offloading.changes.impact import BulkImpact, bulk_impact
 from offloading.choices import ChangeState
 from offloading.context import current_actor
@@ -112,6 +113,26 @@ def bulk_preview(request: HttpRequest) -> HttpResponse:
 def bulk_detail(request: HttpRequest, pk: int) -> HttpResponse:
     item = get_object_or_404(BulkRequest, pk=pk)
     return render(request, "offloading/bulk_detail.html", {"bulk": item, "progress": item.progress()})
+
+
+@login_required
+@require_POST
+def bulk_retry(request: HttpRequest, pk: int) -> HttpResponse:
+    """Ask again for the changes of a bulk request that failed (a new bulk request)."""
+    get_object_or_404(BulkRequest, pk=pk)
+    refused = page_refusal(request, None, "bulk")
+    if refused is not None:
+        return refused
+    try:
+        retry = retry_failed(pk, current_actor())
+    except ChangeRejected as exc:
+        if exc.refusal is Refusal.FORBIDDEN:
+            context = {"reason": " ".join(exc.messages), "action": "retry", "namespace": None}
+            return render(request, "offloading/forbidden.html", context, status=403)
+        for message in exc.messages:
+            messages.error(request, message)
+        return redirect("offloading:bulk_detail", pk=pk)
+    return redirect("offloading:bulk_detail", pk=retry.pk)
 
 
 BULK_ROWS = 100

@@ -71,6 +71,9 @@ MUTATING: dict[str, dict[str, Case]] = {
             lambda w: {**_spec_form(w), "action": ChangeAction.UNOFFLOAD, "namespace_selector": "team=b"},
         ),
     },
+    "offloading:bulk_retry": {
+        "POST": Case(False, "post", lambda w: f"/bulk/{w['failed_bulk']}/retry/", lambda w: {}),
+    },
     "api:namespace-offload": {
         "PUT": Case(True, "put", lambda w: f"/api/v1/namespaces/{OUT_OF_SCOPE}/offloading/", lambda w: {}),
         "DELETE": Case(True, "delete", lambda w: f"/api/v1/namespaces/{OUT_OF_SCOPE}/offloading/", lambda w: {}),
@@ -182,6 +185,17 @@ def world(sandbox: Any, k8s: Any, make_user: Any, settings: Any) -> dict[str, An
         requester_name="someone",
         source="web",
     )
+    failed_bulk = BulkRequest.objects.create(
+        action="unoffload", namespace_selector="team=b", requester_name="someone", source="web", total=1
+    )
+    ChangeRequest.objects.create(
+        namespace=OUT_OF_SCOPE,
+        action=ChangeAction.UNOFFLOAD,
+        state=ChangeState.FAILED,
+        requester_name="someone",
+        source="bulk",
+        bulk=failed_bulk,
+    )
     users = {
         "viewer": make_user("vera", "viewer"),
         "no role": make_user("nora"),
@@ -191,6 +205,7 @@ def world(sandbox: Any, k8s: Any, make_user: Any, settings: Any) -> dict[str, An
         "k8s": k8s,
         "users": users,
         "conflict": conflict.pk,
+        "failed_bulk": failed_bulk.pk,
         "generation": obj["metadata"]["generation"],
         "resource_version": obj["metadata"]["resourceVersion"],
         "operator": users["operator outside scope"],
@@ -239,7 +254,7 @@ def test_a_persona_without_the_right_is_refused(world: dict[str, Any], persona: 
     if case.api:
         assert response["Content-Type"].startswith("application/json")
     assert set(ChangeRequest.objects.values_list("pk", flat=True)) == changes_before, "a change was queued"
-    assert not BulkRequest.objects.exists()
+    assert BulkRequest.objects.count() == 1, "a bulk request was recorded"
     assert not AuditEvent.objects.filter(action__in=[AuditAction.REQUESTED, AuditAction.APPLIED]).exists()
     _cluster_unchanged(world)
 
@@ -275,4 +290,4 @@ def test_bulk_leaves_out_of_scope_namespaces_out_and_says_why(world: dict[str, A
     body = response.content.decode()
     assert IN_SCOPE in body and OUT_OF_SCOPE in body
     assert f"namespace &quot;{OUT_OF_SCOPE}&quot; is out of scope (your scopes: team-a-*)" in body
-    assert not ChangeRequest.objects.filter(namespace=OUT_OF_SCOPE).exclude(pk=world["conflict"]).exists()
+    assert not ChangeRequest.objects.filter(namespace=OUT_OF_SCOPE, state=ChangeState.QUEUED).exists()
