@@ -14,6 +14,7 @@ from django.utils import timezone
 from offloading import kube
 from offloading.changes.rows import actor_from_managed_fields, replace_offloading_rows
 from offloading.choices import AuditAction, ChangeAction, ChangeState, Source
+from offloading.liqo import constants as liqo
 from offloading.liqo.spec import normalize_spec
 from offloading.models import (
     AuditEvent,
@@ -73,6 +74,63 @@ def record_drift(old: Namespace | None, obj: dict[str, Any] | None, now: Any) ->
         message=f"{AuditAction(action).label} (field manager: {actor})",
     )
     return True
+
+
+def record_label_drift(
+    old: Namespace | None, namespace_obj: dict[str, Any], offloading: dict[str, Any] | None = None
+) -> bool:
+    """Record drift when the namespace's scheduling label (``liqo.io/scheduling-enabled``) was set or
+    removed in the cluster by someone else than the dashboard or Liqo (kubectl label, for example): Liqo
+    then starts or stops scheduling the namespace's pods on virtual nodes. ``offloading``: the
+    namespace's NamespaceOffloading as seen now (None: there is none)."""
+    if old is None:
+        return False
+    labels = (namespace_obj.get("metadata") or {}).get("labels") or {}
+    before, after = (old.labels or {}).get(liqo.SCHEDULING_LABEL), labels.get(liqo.SCHEDULING_LABEL)
+    if before == after:
+        return False
+    if after is None and not _liqo_wants_the_label(offloading):
+        return False  # Liqo removes it itself when the offloading goes away or turns Local
+    actor = _label_writer(namespace_obj, liqo.SCHEDULING_LABEL, removed=after is None)
+    if actor in (settings.LIQO_DASH["FIELD_MANAGER"], liqo.CONTROLLER_MANAGER):
+        return False  # ours, or Liqo's controller keeping the label in line with the pod strategy
+    what = "set" if after is not None else "removed"
+    AuditEvent.objects.create(
+        user_name=actor,
+        source=Source.EXTERNAL,
+        action=AuditAction.DRIFT_UPDATED,
+        namespace=old.name,
+        before={"labels": {liqo.SCHEDULING_LABEL: before}},
+        after={"labels": {liqo.SCHEDULING_LABEL: after}},
+        outcome="observed",
+        message=(
+            f"Scheduling label {liqo.SCHEDULING_LABEL} {what} outside liqo-dash (field manager: {actor}; "
+            "the user behind it is unknown unless the cluster's audit log says more)"
+        ),
+    )
+    return True
+
+
+def _liqo_wants_the_label(offloading: dict[str, Any] | None) -> bool:
+    """Whether Liqo's controller keeps the scheduling label on: an offloading that is not being deleted,
+    with a pod strategy that may schedule remotely."""
+    if offloading is None or (offloading.get("metadata") or {}).get("deletionTimestamp"):
+        return False
+    strategy = normalize_spec(offloading.get("spec") or {}).get("podOffloadingStrategy")
+    return strategy in (liqo.LOCAL_AND_REMOTE, liqo.REMOTE)
+
+
+def _label_writer(obj: dict[str, Any], key: str, *, removed: bool) -> str:
+    """Who wrote a label, from managedFields: the manager that owns the key; for a removed label (no
+    owner left), the manager of the newest entry."""
+    entries = (obj.get("metadata") or {}).get("managedFields") or []
+    if not removed:
+        for entry in entries:
+            labels = ((entry.get("fieldsV1") or {}).get("f:metadata") or {}).get("f:labels") or {}
+            if f"f:{key}" in labels:
+                return str(entry.get("manager") or "unknown")
+    newest = sorted(enumerate(entries), key=lambda pair: (pair[1].get("time") or "", pair[0]))
+    return str(newest[-1][1].get("manager") or "unknown") if newest else "unknown"
 
 
 def observe_offloading(namespace_name: str, obj: dict[str, Any] | None) -> bool:

@@ -14,7 +14,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from offloading import kube
-from offloading.changes.drift import record_drift
+from offloading.changes.drift import record_drift, record_label_drift
 from offloading.changes.queue import enqueue_refresh
 from offloading.changes.rows import NOT_OFFLOADED, parse_time, replace_offloading_rows
 from offloading.liqo import constants as liqo
@@ -234,6 +234,8 @@ def _store_namespaces(
         if old is None or old.offloading_resource_version != observed_rv:
             changed[name] = obj
         if not baseline and record_drift(old, obj, now):
+            drift += 1
+        if not baseline and record_label_drift(old, item, obj):
             drift += 1
     update_fields = ["labels", "status_phase", "created_at", "refreshed_at"]
     Namespace.objects.bulk_create(

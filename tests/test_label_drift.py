@@ -1,0 +1,79 @@
+"""The namespace's scheduling label changed with kubectl is drift (Liqo starts or stops scheduling its
+pods remotely); the dashboard's own labelling is not."""
+
+from __future__ import annotations
+
+import subprocess
+from typing import Any
+
+import pytest
+
+from offloading import kube
+from offloading.changes.snapshot import refresh
+from offloading.choices import AuditAction
+from offloading.liqo.constants import SCHEDULING_LABEL
+from offloading.models import AuditEvent
+
+pytestmark = pytest.mark.django_db
+
+
+def _kubectl(sandbox: Any, *args: str, stdin: str | None = None) -> None:
+    done = subprocess.run(
+        ["kubectl", f"--kubeconfig={sandbox.kubeconfig_path}", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 0, done.stderr
+
+
+def test_kubectl_label_is_drift_and_ours_is_not(sandbox: Any) -> None:
+    _kubectl(sandbox, "apply", "-f", "-", stdin="apiVersion: v1\nkind: Namespace\nmetadata: {name: labelled}\n")
+    refresh()  # the baseline
+
+    _kubectl(sandbox, "label", "namespace", "labelled", f"{SCHEDULING_LABEL}=true")
+    refresh()
+    drift = AuditEvent.objects.get(action=AuditAction.DRIFT_UPDATED, namespace="labelled")
+    assert drift.user_name == "kubectl-label"
+    assert drift.before == {"labels": {SCHEDULING_LABEL: None}} and drift.after == {
+        "labels": {SCHEDULING_LABEL: "true"}
+    }
+    assert "set outside liqo-dash" in drift.message and "unknown unless" in drift.message
+
+    # Removing it from a namespace Liqo does not offload changes nothing Liqo does: not drift.
+    _kubectl(sandbox, "label", "namespace", "labelled", f"{SCHEDULING_LABEL}-")
+    refresh()
+    assert AuditEvent.objects.filter(action=AuditAction.DRIFT_UPDATED, namespace="labelled").count() == 1
+
+    # The dashboard's own write (its field manager) is not drift.
+    before = AuditEvent.objects.count()
+    kube.label_namespace("labelled", {SCHEDULING_LABEL: "true"})
+    refresh()
+    assert AuditEvent.objects.count() == before
+
+
+def test_removing_the_label_liqo_keeps_is_drift_and_liqos_own_removal_is_not() -> None:
+    from offloading.changes.drift import record_label_drift
+    from offloading.models import Namespace
+
+    old = Namespace.objects.create(name="shop", labels={SCHEDULING_LABEL: "true"})
+    stripped = {
+        "metadata": {
+            "name": "shop",
+            "labels": {},
+            "managedFields": [
+                {"manager": "liqo-controller-manager", "operation": "Update", "time": "2026-01-01T10:00:00Z"},
+                {"manager": "kubectl-label", "operation": "Update", "time": "2026-01-01T10:05:00Z"},
+            ],
+        }
+    }
+    offloaded = {"metadata": {"name": "offloading"}, "spec": {"podOffloadingStrategy": "Remote"}}
+    local = {"metadata": {"name": "offloading"}, "spec": {"podOffloadingStrategy": "Local"}}
+    deleting = {**offloaded, "metadata": {"name": "offloading", "deletionTimestamp": "2026-01-01T10:04:00Z"}}
+    assert not record_label_drift(old, stripped, None)
+    assert not record_label_drift(old, stripped, local)
+    assert not record_label_drift(old, stripped, deleting)
+    assert record_label_drift(old, stripped, offloaded)
+    event = AuditEvent.objects.get()
+    assert event.user_name == "kubectl-label" and "removed outside liqo-dash" in event.message
