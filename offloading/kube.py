@@ -310,6 +310,21 @@ def current_resource_version(kind: str) -> str:
     return ((page or {}).get("metadata") or {}).get("resourceVersion", "")
 
 
+def list_pages(kind: str, page_size: int | None = None) -> Iterator[tuple[list[dict[str, Any]], str]]:
+    """LIST ``kind`` one page at a time (limit/continue), yielding ``(items, resourceVersion)``: the
+    version is the list's own on the last page (empty before), where a watch starts. Nothing holds the
+    whole list. A continue token that expired (410) raises KubeError kind ``gone``: list again."""
+    method, args, kwargs = _list_method(kind)
+    token = None
+    while True:
+        page, _ = _call(method, *args, limit=page_size or LIST_PAGE_SIZE, _continue=token, **kwargs)
+        meta = (page or {}).get("metadata") or {}
+        token = meta.get("continue")
+        yield (page or {}).get("items") or [], "" if token else meta.get("resourceVersion", "")
+        if not token:
+            return
+
+
 def watch(kind: str, resource_version: str, timeout_seconds: int = 300) -> Iterator[tuple[str, dict[str, Any]]]:
     """Stream ``(type, object)`` watch events of ``kind`` after ``resource_version``, bookmarks
     included (type ``BOOKMARK``). Raises KubeError: kind ``gone`` when the version is too old."""
