@@ -224,10 +224,12 @@ LIQO_DASH: dict[str, Any] = {
     "KUBE_REQUEST_TIMEOUT": env.number("KUBE_REQUEST_TIMEOUT", 10.0),
     # The local cluster id, used for DefaultName remote namespace names; discovered when empty.
     "LOCAL_CLUSTER_ID": env.string("LIQO_LOCAL_CLUSTER_ID", ""),
-    # Seconds between two periodic full refreshes of the snapshot: the safety net behind the watcher,
-    # which brings changes within a second. (A full refresh of 10,000 namespaces and 200 peers takes
-    # about 3 s, mostly reading 60 MB of NamespaceOffloading status; see bench/.)
-    "REFRESH_INTERVAL": env.number("LIQO_DASH_REFRESH_INTERVAL", 15.0),
+    # The watcher (manage.py watch_cluster) keeps the snapshot like an informer: one LIST per kind, then
+    # WATCH; a full relist only at start, after 410 Gone and every RESYNC_INTERVAL seconds.
+    "RESYNC_INTERVAL": env.number("LIQO_DASH_RESYNC_INTERVAL", 1800.0),
+    # Seconds between two periodic full refreshes by beat; 0 (the default): none, the watcher keeps the
+    # snapshot. (A full refresh of 10,000 namespaces and 200 peers reads about 60 MB; see bench/.)
+    "REFRESH_INTERVAL": env.number("LIQO_DASH_REFRESH_INTERVAL", 0.0),
     # A snapshot whose last full refresh is older than this many seconds is shown as stale.
     "STALE_AFTER": env.number("LIQO_DASH_STALE_AFTER", 60.0),
     # Changes still queued/applying after this many seconds are re-enqueued by the sweeper.
@@ -259,9 +261,14 @@ CELERY_BEAT_SCHEDULE = {
     "verify-audit": {"task": "offloading.tasks.verify_audit", "schedule": 3600.0},
     # Cheap unless the API server is down or changes wait for it (then the probes chain every second).
     "probe-api": {"task": "offloading.tasks.probe_api", "schedule": 5.0},
-    "refresh-snapshot": {"task": "offloading.tasks.refresh", "schedule": LIQO_DASH["REFRESH_INTERVAL"]},
     "sweep-stuck-changes": {"task": "offloading.tasks.sweep", "schedule": LIQO_DASH["SWEEP_INTERVAL"]},
 }
+
+if LIQO_DASH["REFRESH_INTERVAL"] > 0:
+    CELERY_BEAT_SCHEDULE["refresh-snapshot"] = {
+        "task": "offloading.tasks.refresh",
+        "schedule": LIQO_DASH["REFRESH_INTERVAL"],
+    }
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

@@ -138,8 +138,7 @@ _acting_as: contextvars.ContextVar[Identity | None] = contextvars.ContextVar("li
 
 @contextlib.contextmanager
 def acting_as(identity: Identity | None) -> Iterator[None]:
-    """Make every write inside the block as ``identity`` (None: as the dashboard itself). The worker
-    wraps a change's push in it, the request contract its dry-run, so the cluster's RBAC decides."""
+    """Make every write in the block as ``identity`` (None: the dashboard): pushes and dry-runs."""
     token = _acting_as.set(identity)
     try:
         yield
@@ -329,6 +328,21 @@ def current_resource_version(kind: str) -> str:
     method, args, kwargs = _list_method(kind)
     page, _ = _call(method, *args, limit=1, **kwargs)
     return ((page or {}).get("metadata") or {}).get("resourceVersion", "")
+
+
+def list_pages(kind: str, page_size: int | None = None) -> Iterator[tuple[list[dict[str, Any]], str]]:
+    """LIST ``kind`` one page at a time (limit/continue), yielding ``(items, resourceVersion)``: the
+    version is the list's own on the last page (empty before), where a watch starts. Nothing holds the
+    whole list. A continue token that expired (410) raises KubeError kind ``gone``: list again."""
+    method, args, kwargs = _list_method(kind)
+    token = None
+    while True:
+        page, _ = _call(method, *args, limit=page_size or LIST_PAGE_SIZE, _continue=token, **kwargs)
+        meta = (page or {}).get("metadata") or {}
+        token = meta.get("continue")
+        yield (page or {}).get("items") or [], "" if token else meta.get("resourceVersion", "")
+        if not token:
+            return
 
 
 def watch(kind: str, resource_version: str, timeout_seconds: int = 300) -> Iterator[tuple[str, dict[str, Any]]]:

@@ -41,5 +41,15 @@ def compact_endpoint(sandbox: Sandbox, method: str, payload: Any) -> tuple[int, 
     return 200, {"compacted": sandbox.compact()}
 
 
+def stats_endpoint(sandbox: Sandbox, method: str, payload: Any) -> tuple[int, Any]:
+    """Bytes served per client (GET); DELETE starts the count over."""
+    traffic = sandbox.api.traffic
+    if method == "DELETE":
+        traffic.reset()
+    elif method != "GET":
+        return 405, {"error": "use GET or DELETE"}
+    return 200, traffic.as_dict()
+
+
 def peers_endpoint(sandbox: Sandbox, method: str, payload: Any) -> tuple[int, Any]:
     return 200, {cid: sorted(p.namespaces()) for cid, p in sandbox.liqo.peers.items()}

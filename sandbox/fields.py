@@ -103,11 +103,13 @@ def _strip(
 ) -> list[dict[str, Any]]:
     """Remove ownership of `paths` (and overlapping leaves) from every entry but `skip`."""
     out = []
+    # p overlaps q when one is a prefix of the other: compare against the prefixes once (not pairwise)
+    prefixes = {q[:n] for q in paths for n in range(1, len(q) + 1)}
     for entry in entries:
         ident = (entry.get("manager", ""), entry.get("operation", ""), entry.get("subresource", ""))
         owned = from_fields_v1(entry.get("fieldsV1") or {})
         if ident != skip:
-            owned = {p for p in owned if not any(_overlaps(p, q) for q in paths)}
+            owned = {p for p in owned if p not in prefixes and not any(p[:n] in paths for n in range(1, len(p)))}
         if owned:
             out.append(dict(entry, fieldsV1=to_fields_v1(owned)))
     return out

@@ -20,6 +20,8 @@ from sandbox.apicommon import now_iso
 from sandbox.apiserver import ApiServer
 from sandbox.kinds import FOREIGN_CLUSTERS, NAMESPACE_OFFLOADINGS, NAMESPACES, NODES, PODS, VIRTUAL_NODES
 from sandbox.liqo import LiqoSimulation, Peer
+from sandbox.liqo.context import SELECT_PHASE, STATUS_PHASE
+from sandbox.runtime import Controller
 from sandbox.store import clone
 
 BUILTIN_DIR = Path(__file__).with_name("scenarios")
@@ -51,8 +53,9 @@ def local_cluster_id(data: dict[str, Any]) -> str:
     return str((data.get("localCluster") or {}).get("id") or "local")
 
 
-def apply(data: dict[str, Any], server: ApiServer, sim: LiqoSimulation) -> None:
-    """Create the scenario's objects through the API server (the simulated controllers then converge)."""
+def apply(data: dict[str, Any], server: ApiServer, sim: LiqoSimulation, *, namespaces: bool = True) -> None:
+    """Create the scenario's objects through the API server (the simulated controllers then converge);
+    with namespaces=False, only the cluster and its peers (then `apply_namespaces`)."""
     sim.local_cluster_id = local_cluster_id(data)
     for name in SYSTEM_NAMESPACES:
         server.create(NAMESPACES, "", {"metadata": {"name": name}}, manager="kube-apiserver")
@@ -60,8 +63,40 @@ def apply(data: dict[str, Any], server: ApiServer, sim: LiqoSimulation) -> None:
         server.create(NODES, "", local_node(node), manager="kubelet")
     for peer_data in data.get("peers") or []:
         _apply_peer(peer_data, server, sim)
+    if namespaces:
+        apply_namespaces(data, server)
+
+
+def apply_namespaces(data: dict[str, Any], server: ApiServer) -> None:
     for ns in data.get("namespaces") or []:
         _apply_namespace(ns, server)
+
+
+def converge(data: dict[str, Any], server: ApiServer, liqo: LiqoSimulation, controller: Controller) -> None:
+    """Apply the scenario and converge it in phases (a fleet of thousands starts in seconds): the
+    offloadings select their clusters, one desiredMapping patch per map, the providers answer, then
+    every offloading writes its status once."""
+    liqo.bulk_phase = SELECT_PHASE
+    try:
+        apply(data, server, liqo, namespaces=False)
+        controller.drain(horizon=1.0)  # peers and virtual nodes first, so offloadings select once
+        liqo.offloadings_stale = False
+        apply_namespaces(data, server)
+        controller.drain(horizon=1.0)
+        if liqo.offloadings_stale:  # a VirtualNode changed after some offloadings had selected
+            liqo.offloadings_stale = False
+            liqo.enqueue_offloadings(0.0)
+            controller.drain(horizon=1.0)
+        liqo.flush_desired()
+        for cluster_id in liqo.local_namespace_maps():
+            liqo.enqueue_provider(cluster_id)
+        controller.drain(horizon=1.0)
+        liqo.bulk_phase = STATUS_PHASE
+        liqo.enqueue_offloadings(0.0)
+        controller.drain(horizon=1.0)
+    finally:
+        liqo.bulk_phase = None
+        liqo.offloadings_stale = False
 
 
 def apply_pods(data: dict[str, Any], server: ApiServer) -> None:

@@ -55,6 +55,7 @@ class Sandbox:
                 "idle": lambda method, payload: admin.idle_endpoint(self, method, payload),
                 "compact": lambda method, payload: admin.compact_endpoint(self, method, payload),
                 "peers": lambda method, payload: admin.peers_endpoint(self, method, payload),
+                "stats": lambda method, payload: admin.stats_endpoint(self, method, payload),
             }
         )
         # an outage also ends the watches that are open
@@ -76,8 +77,7 @@ class Sandbox:
             data = scenarios.load(self.scenario)
             delay = self.liqo.controller_delay
             self.liqo.controller_delay = 0.0  # the initial fleet converges at once, whatever the delay
-            scenarios.apply(data, self.server, self.liqo)
-            self.controller.drain(horizon=1.0)
+            scenarios.converge(data, self.server, self.liqo, self.controller)
             scenarios.apply_pods(data, self.server)
             self.controller.drain(horizon=1.0)
             self.liqo.controller_delay = delay

@@ -77,3 +77,18 @@ def test_removing_the_label_liqo_keeps_is_drift_and_liqos_own_removal_is_not() -
     assert record_label_drift(old, stripped, offloaded)
     event = AuditEvent.objects.get()
     assert event.user_name == "kubectl-label" and "removed outside liqo-dash" in event.message
+
+
+def test_the_watchers_namespace_events_record_label_drift_too(sandbox: Any) -> None:
+    """The informer path (what the watcher does with a MODIFIED namespace), not the full refresh."""
+    from django.utils import timezone
+
+    from offloading.changes import informer
+
+    _kubectl(sandbox, "apply", "-f", "-", stdin="apiVersion: v1\nkind: Namespace\nmetadata: {name: watched}\n")
+    refresh()
+    _kubectl(sandbox, "label", "namespace", "watched", f"{SCHEDULING_LABEL}=true")
+    obj = next(n for n in kube.list_namespaces().items if n["metadata"]["name"] == "watched")
+    informer.SYNCED["namespaces"].apply([("MODIFIED", obj)], timezone.now())
+    drift = AuditEvent.objects.get(action=AuditAction.DRIFT_UPDATED, namespace="watched")
+    assert drift.user_name == "kubectl-label"

@@ -107,7 +107,7 @@ def refresh() -> RefreshReport:
         report.namespaces, report.offloadings, report.changed, report.drift = _store_namespaces(
             listed["ns"].items, listed["nsoff"].items, now
         )
-        discovered = _discover_local_cluster_id(listed["nsoff"].items)
+        discovered = discover_local_cluster_id(listed["nsoff"].items)
         updates: dict[str, Any] = {
             "last_success_at": now,
             "last_error": "",
@@ -120,66 +120,70 @@ def refresh() -> RefreshReport:
     return report
 
 
+CLUSTER_FIELDS = [
+    "name", "role", "networking_status", "authentication_status", "offloading_status", "modules",
+    "api_server_url", "resource_version", "refreshed_at",
+]  # fmt: skip
+VIRTUAL_NODE_FIELDS = ["cluster_id", "labels", "has_node", "capacity", "healthy", "conditions", "refreshed_at"]
+
+
+def cluster_row(fc: dict[str, Any], now: Any) -> Cluster:
+    """The snapshot row of one ForeignCluster (peer conditions summed up per module)."""
+    meta, spec, status = fc.get("metadata") or {}, fc.get("spec") or {}, fc.get("status") or {}
+    modules = status.get("modules") or {}
+    summary: dict[str, dict[str, Any]] = {}
+    for module in ("networking", "authentication", "offloading"):
+        state, alerts = liqo_peers.module_status(modules.get(module))
+        summary[module] = {
+            "status": state,
+            "alerts": alerts,
+            "conditions": (modules.get(module) or {}).get("conditions") or [],
+        }
+    return Cluster(
+        cluster_id=spec.get("clusterID") or meta.get("name", ""),
+        name=meta.get("name", ""),
+        role=status.get("role", "Unknown"),
+        networking_status=summary["networking"]["status"],
+        authentication_status=summary["authentication"]["status"],
+        offloading_status=summary["offloading"]["status"],
+        modules=summary,
+        api_server_url=status.get("apiServerUrl", "") or "",
+        resource_version=meta.get("resourceVersion", ""),
+        refreshed_at=now,
+    )
+
+
+def virtual_node_row(vn: dict[str, Any], nodes_by_name: dict[str, dict[str, Any]], now: Any) -> VirtualNode:
+    """The snapshot row of one VirtualNode, with the labels of its Node (when there is one)."""
+    meta, spec = vn.get("metadata") or {}, vn.get("spec") or {}
+    node = liqo_peers.node_of(vn, nodes_by_name)
+    return VirtualNode(
+        namespace=meta.get("namespace", ""),
+        name=meta.get("name", ""),
+        cluster_id=spec.get("clusterID", ""),
+        labels=virtual_node_labels(vn, node),
+        has_node=node is not None,
+        capacity=(spec.get("resourceQuota") or {}).get("hard") or {},
+        healthy=liqo_peers.virtual_node_healthy(vn),
+        conditions=(vn.get("status") or {}).get("conditions") or [],
+        refreshed_at=now,
+    )
+
+
 def _store_clusters(
     foreign_clusters: list[dict[str, Any]], virtual_nodes: list[dict[str, Any]], nodes: list[dict[str, Any]], now: Any
 ) -> int:
-    rows = []
-    for fc in foreign_clusters:
-        meta, spec, status = fc.get("metadata") or {}, fc.get("spec") or {}, fc.get("status") or {}
-        modules = status.get("modules") or {}
-        summary: dict[str, dict[str, Any]] = {}
-        for module in ("networking", "authentication", "offloading"):
-            state, alerts = liqo_peers.module_status(modules.get(module))
-            summary[module] = {
-                "status": state,
-                "alerts": alerts,
-                "conditions": (modules.get(module) or {}).get("conditions") or [],
-            }
-        rows.append(
-            Cluster(
-                cluster_id=spec.get("clusterID") or meta.get("name", ""),
-                name=meta.get("name", ""),
-                role=status.get("role", "Unknown"),
-                networking_status=summary["networking"]["status"],
-                authentication_status=summary["authentication"]["status"],
-                offloading_status=summary["offloading"]["status"],
-                modules=summary,
-                api_server_url=status.get("apiServerUrl", "") or "",
-                resource_version=meta.get("resourceVersion", ""),
-                refreshed_at=now,
-            )
-        )
-    update_fields = [
-        "name", "role", "networking_status", "authentication_status", "offloading_status", "modules",
-        "api_server_url", "resource_version", "refreshed_at",
-    ]  # fmt: skip
-    Cluster.objects.bulk_create(rows, update_conflicts=True, unique_fields=["cluster_id"], update_fields=update_fields)
+    rows = [cluster_row(fc, now) for fc in foreign_clusters]
+    Cluster.objects.bulk_create(rows, update_conflicts=True, unique_fields=["cluster_id"], update_fields=CLUSTER_FIELDS)
     Cluster.objects.exclude(cluster_id__in=[r.cluster_id for r in rows]).delete()
 
     nodes_by_name = {str((n.get("metadata") or {}).get("name", "")): n for n in nodes}
-    vn_rows = []
-    for vn in virtual_nodes:
-        meta, spec = vn.get("metadata") or {}, vn.get("spec") or {}
-        cluster_id = spec.get("clusterID", "")
-        node = liqo_peers.node_of(vn, nodes_by_name)
-        vn_rows.append(
-            VirtualNode(
-                namespace=meta.get("namespace", ""),
-                name=meta.get("name", ""),
-                cluster_id=cluster_id,
-                labels=virtual_node_labels(vn, node),
-                has_node=node is not None,
-                capacity=(spec.get("resourceQuota") or {}).get("hard") or {},
-                healthy=liqo_peers.virtual_node_healthy(vn),
-                conditions=(vn.get("status") or {}).get("conditions") or [],
-                refreshed_at=now,
-            )
-        )
+    vn_rows = [virtual_node_row(vn, nodes_by_name, now) for vn in virtual_nodes]
     VirtualNode.objects.bulk_create(
         vn_rows,
         update_conflicts=True,
         unique_fields=["namespace", "name"],
-        update_fields=["cluster_id", "labels", "has_node", "capacity", "healthy", "conditions", "refreshed_at"],
+        update_fields=VIRTUAL_NODE_FIELDS,
     )
     keep = {(v.namespace, v.name) for v in vn_rows}
     stale = [
@@ -249,7 +253,7 @@ def _store_namespaces(
     return len(seen), len(by_ns), len(changed), drift
 
 
-def _discover_local_cluster_id(offloadings: list[dict[str, Any]]) -> str:
+def discover_local_cluster_id(offloadings: list[dict[str, Any]]) -> str:
     """The local cluster id, read from the first DefaultName offloading Liqo has named."""
     for obj in offloadings:
         found = local_cluster_id_from(

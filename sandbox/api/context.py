@@ -10,6 +10,7 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 
+from sandbox.api.traffic import Traffic
 from sandbox.apiserver import ApiServer
 from sandbox.rbac import Policy
 from sandbox.store import Store
@@ -37,6 +38,7 @@ class Api:
         self.faults = faults
         self.bookmark_interval = bookmark_interval
         self.stopping = threading.Event()
+        self.traffic = Traffic()
         self.admin_hooks: dict[str, Callable[[str, Any], tuple[int, Any]]] = {}
 
 

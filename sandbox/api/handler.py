@@ -30,8 +30,10 @@ class Handler(Verbs):
         split = urlsplit(self.path)
         path = split.path.rstrip("/") or "/"
         query = {k: v[-1] for k, v in parse_qs(split.query, keep_blank_values=True).items()}
+        self.client_identity = "anonymous"
         try:
             if path.startswith("/sandbox/"):
+                self.client_identity = "(admin endpoints)"
                 self._admin(path, query)
                 return
             self._inject_faults(path)
@@ -77,6 +79,8 @@ class Handler(Verbs):
         if user is None:
             self._body()
             raise errors.unauthorized()
+        self.client_identity = user.name
+        self.api.traffic.add(user.name, requests=1)
         imp_user = self.headers.get("Impersonate-User")
         imp_groups = self.headers.get_all("Impersonate-Group") or []
         if not imp_user and not imp_groups:

@@ -14,6 +14,7 @@ import yaml
 from sandbox import errors
 from sandbox.api.context import Api, ApiHTTPServer
 from sandbox.api.tables import table
+from sandbox.api.traffic import CountingWriter
 from sandbox.errors import ApiError
 from sandbox.kinds import (
     Kind,
@@ -33,6 +34,8 @@ class RequestIO(BaseHTTPRequestHandler):
         super().setup()
         # headers and body go out in separate writes: without this, Nagle + delayed ACK add ~40 ms a request
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.client_identity = "anonymous"
+        self.wfile = CountingWriter(self.wfile, self.api.traffic, self)  # type: ignore[assignment]
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
         pass

@@ -19,6 +19,11 @@ if TYPE_CHECKING:
 
 # The work-queue names of the simulated controllers.
 OFFLOADING = "offloading"
+# Sandbox.start converges a large fleet in phases: while SELECT_PHASE holds, offloadings choose their
+# clusters without writing (the desired mappings are patched once per map), then the providers answer,
+# then STATUS_PHASE writes each status once. Outside the start, bulk_phase is None.
+SELECT_PHASE = "select"
+STATUS_PHASE = "status"
 PROVIDER = "provider"
 VIRTUAL_NODE = "virtualnode"
 PODS = "pods"
@@ -93,6 +98,9 @@ class LiqoContext:
         self.local_cluster_id = local_cluster_id
         self.controller_delay = controller_delay
         self.peers: dict[str, Peer] = {}
+        self.bulk_phase: str | None = None
+        self.offloadings_stale = False
+        self.pending_desired: dict[str, dict[str, str | None]] = {}  # cluster id -> desiredMapping (SELECT_PHASE)
 
     def provider_delay(self, cluster_id: str) -> float:
         peer = self.peers.get(cluster_id)
@@ -105,9 +113,25 @@ class LiqoContext:
         self.controller.enqueue(PROVIDER, cluster_id, self.provider_delay(cluster_id))
 
     def enqueue_all_offloadings(self, delay: float | None = None) -> None:
+        if self.bulk_phase:
+            self.offloadings_stale = True  # Sandbox.start passes over every offloading once per phase
+            return
+        self.enqueue_offloadings(delay)
+
+    def enqueue_offloadings(self, delay: float | None = None) -> None:
         for obj in self.store.items(NAMESPACE_OFFLOADINGS):
             if obj["metadata"]["name"] == c.OFFLOADING_NAME:
                 self.enqueue(OFFLOADING, obj["metadata"]["namespace"], delay)
+
+    def flush_desired(self) -> None:
+        """Write the desired mappings gathered during SELECT_PHASE, one merge patch per NamespaceMap."""
+        maps = self.local_namespace_maps()
+        for cluster_id, desired in sorted(self.pending_desired.items()):
+            nm = maps.get(cluster_id)
+            if nm is not None:
+                meta = nm["metadata"]
+                self.patch(NAMESPACE_MAPS, meta["namespace"], meta["name"], {"spec": {"desiredMapping": desired}})
+        self.pending_desired = {}
 
     def local_namespace_maps(self) -> dict[str, Obj]:
         """clusterID -> NamespaceMap, for the maps Liqo's controller counts (a.4)."""

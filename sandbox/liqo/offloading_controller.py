@@ -4,6 +4,9 @@ Selection and status come from `offloading.liqo`; this module reads and writes t
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from offloading.liqo import constants as c
 from offloading.liqo.peers import node_of, select_clusters
 from offloading.liqo.selectors.match import virtual_node_labels
@@ -12,7 +15,7 @@ from offloading.liqo.status import compute_status
 from sandbox.apicommon import now_iso
 from sandbox.errors import ApiError
 from sandbox.kinds import NAMESPACE_MAPS, NAMESPACE_OFFLOADINGS, NAMESPACES, NODES, VIRTUAL_NODES
-from sandbox.liqo.context import LiqoContext
+from sandbox.liqo.context import SELECT_PHASE, STATUS_PHASE, LiqoContext
 from sandbox.liqo.events import record_event
 from sandbox.runtime import Retry
 from sandbox.store import Obj, clone
@@ -21,6 +24,7 @@ from sandbox.store import Obj, clone
 class OffloadingController:
     def __init__(self, ctx: LiqoContext) -> None:
         self.ctx = ctx
+        self._selections = SelectionCache(ctx)
 
     def reconcile(self, namespace: str) -> float | None:
         nsoff = self.ctx.store.get(NAMESPACE_OFFLOADINGS, namespace, c.OFFLOADING_NAME)
@@ -31,6 +35,8 @@ class OffloadingController:
                 self._deletion_flow(nsoff)
                 return None
             self._ensure_finalizer(nsoff)
+            if self.ctx.bulk_phase == STATUS_PHASE:
+                return None  # selected in SELECT_PHASE; only the status is left (written below)
             if self._select_clusters(nsoff):
                 self._scheduling_label(namespace, nsoff["spec"].get("podOffloadingStrategy"))
         finally:
@@ -48,8 +54,13 @@ class OffloadingController:
         except ApiError as err:
             raise Retry(f"adding the finalizer: {err.message}") from None
 
-    def _set_desired(self, nm: Obj, namespace: str, remote: str | None) -> Obj:
+    def _set_desired(self, nm: Obj, namespace: str, remote: str | None) -> Obj | None:
         meta = nm["metadata"]
+        if self.ctx.bulk_phase == SELECT_PHASE:  # the start of a large fleet: one patch per map at the end
+            cluster_id = meta["labels"][c.REMOTE_CLUSTER_ID_LABEL]
+            desired = self.ctx.pending_desired.setdefault(cluster_id, dict(_desired_of(nm)))
+            desired[namespace] = remote
+            return None
         return self.ctx.patch(
             NAMESPACE_MAPS, meta["namespace"], meta["name"], {"spec": {"desiredMapping": {namespace: remote}}}
         )
@@ -63,20 +74,8 @@ class OffloadingController:
             cluster_id = (vn.get("spec") or {}).get("clusterID") or ""
             if cluster_id not in maps:
                 raise Retry(f"no NamespaceMap found for remote cluster ID: {cluster_id}")
-        nodes = {}
-        for vn in virtual_nodes:
-            node = self.ctx.store.get(NODES, "", vn["metadata"]["name"])
-            if node is not None:
-                nodes[vn["metadata"]["name"]] = node
         spec = nsoff.get("spec") or {}
-        selection = select_clusters(
-            spec.get("clusterSelector"),
-            [
-                (vn["spec"]["clusterID"], vn["metadata"]["name"], virtual_node_labels(vn, node_of(vn, nodes)))
-                for vn in virtual_nodes
-            ],
-            terms=False,
-        )
+        selection = self._selections.select(spec.get("clusterSelector"), virtual_nodes)
         remote = remote_namespace_name(namespace, self.ctx.local_cluster_id, spec)
         error = None
         for cluster_id, entry in selection.items():
@@ -84,6 +83,7 @@ class OffloadingController:
             if all(why["error"] for _, why in entry["explanations"]):
                 continue  # not reached, or stopped at its first VirtualNode: its mapping stays as it is
             desired = (maps[cluster_id].get("spec") or {}).get("desiredMapping") or {}
+            desired = self.ctx.pending_desired.get(cluster_id, desired)
             if entry["selected"] and desired.get(namespace) != remote:
                 self._set_desired(maps[cluster_id], namespace, remote)
             elif not entry["selected"] and namespace in desired:
@@ -134,6 +134,8 @@ class OffloadingController:
 
     def _write_status(self, namespace: str) -> None:
         """The deferred status update: conditions per NamespaceMap, phase, observedGeneration (a.3, a.4)."""
+        if self.ctx.bulk_phase == SELECT_PHASE:
+            return  # written once the providers answered (Sandbox.start)
         nsoff = self.ctx.store.get(NAMESPACE_OFFLOADINGS, namespace, c.OFFLOADING_NAME)
         if nsoff is None:
             return
@@ -153,3 +155,43 @@ class OffloadingController:
                 raise Retry("status conflict") from None
             if err.code != 404:
                 raise
+
+
+def _desired_of(nm: Obj) -> dict[str, Any]:
+    return (nm.get("spec") or {}).get("desiredMapping") or {}
+
+
+class SelectionCache:
+    """Selection depends only on the selector and the VirtualNodes (and their Nodes): fleets share a
+    handful of selectors, so the verdicts are kept per (selector, VirtualNode versions)."""
+
+    def __init__(self, ctx: LiqoContext) -> None:
+        self.ctx = ctx
+        self._selections: dict[tuple[str, tuple[str, ...]], dict[str, dict[str, Any]]] = {}
+        self._labels: tuple[tuple[str, ...], list[tuple[str, str, dict[str, str]]]] | None = None
+
+    def select(self, selector: Any, virtual_nodes: list[Obj]) -> dict[str, dict[str, Any]]:
+        nodes: dict[str, Obj] = {}
+        for vn in virtual_nodes:
+            node = self.ctx.store.get(NODES, "", vn["metadata"]["name"])
+            if node is not None:
+                nodes[vn["metadata"]["name"]] = node
+        versions = tuple(
+            f"{vn['metadata'].get('uid')}:{vn['metadata'].get('resourceVersion')}:"
+            f"{(nodes.get(vn['metadata']['name']) or {}).get('metadata', {}).get('resourceVersion')}"
+            for vn in virtual_nodes
+        )
+        if self._labels is None or self._labels[0] != versions:
+            labelled = [
+                (vn["spec"]["clusterID"], vn["metadata"]["name"], virtual_node_labels(vn, node_of(vn, nodes)))
+                for vn in virtual_nodes
+            ]
+            self._labels = (versions, labelled)
+            self._selections.clear()
+        key = (json.dumps(selector, sort_keys=True), versions)
+        found = self._selections.get(key)
+        if found is None:
+            if len(self._selections) > 256:
+                self._selections.clear()
+            found = self._selections[key] = select_clusters(selector, self._labels[1], terms=False)
+        return found

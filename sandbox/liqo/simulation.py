@@ -54,6 +54,8 @@ class LiqoSimulation(LiqoContext):
 
     def on_change(self, kind: Kind, event: str, obj: Obj, prev: Obj | None) -> None:
         meta = obj.get("metadata") or {}
+        if self.bulk_phase and kind in (NAMESPACE_MAPS, NAMESPACE_OFFLOADINGS) and event != "ADDED":
+            return  # the start converges these in phases (Sandbox.start)
         if kind is NAMESPACE_OFFLOADINGS:
             if meta.get("name") == c.OFFLOADING_NAME:
                 self.enqueue(q.OFFLOADING, meta["namespace"])

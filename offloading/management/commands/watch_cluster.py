@@ -1,32 +1,32 @@
-"""Follow the cluster with watches so the snapshot changes within a second of the cluster.
-
-NamespaceOffloading events are written into the snapshot directly; events on peers, virtual nodes,
-their Nodes and namespaces ask for a (coalesced) full refresh. Each watch resumes from the last
-resourceVersion it saw (bookmarks included) and starts over from a fresh list after 410 Gone. The
-periodic refresh of beat stays the safety net.
+"""Keep the snapshot like an informer: one paginated LIST per kind at start, then a WATCH from the
+list's resourceVersion with bookmarks, resumed from the last version seen after a dropped connection.
+A full relist happens only at start, after 410 Gone and every RESYNC_INTERVAL seconds (rare). Events go
+through one writer thread that writes each batch in one transaction, only for objects that changed
+(offloading.changes.informer says what each kind writes). Only the leader watches and writes.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import queue
 import random
 import socket
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
 from django.core.cache import cache
 from django.core.management.base import BaseCommand
-from django.db import close_old_connections
+from django.db import close_old_connections, transaction
+from django.utils import timezone
 
 from offloading import kube
-from offloading.changes import apihealth
-from offloading.changes.drift import observe_offloading
-from offloading.changes.snapshot import trigger_refresh
+from offloading.changes import apihealth, informer
 from offloading.leader import LeaderElector
-from offloading.liqo import constants as liqo
+from offloading.models import SnapshotState
 
 log = logging.getLogger("offloading.watch")
 
@@ -50,39 +50,162 @@ def watch_restarts() -> dict[str, int]:
     return {key.removeprefix(_RESTARTS): int(value) for key, value in found.items()}
 
 
-class KindWatcher(threading.Thread):
-    """One watch loop for one kind, forever (until ``stop`` is set)."""
+class SnapshotWriter(threading.Thread):
+    """Applies what the watchers saw, in batches (one transaction each), in the order they saw it.
 
-    def __init__(self, kind: str, stop: threading.Event, timeout_seconds: int) -> None:
+    With ``background=False`` nothing is queued: each item is written at once by the caller. While
+    every kind is synced (``healthy``) it marks the snapshot fresh every HEARTBEAT seconds."""
+
+    HEARTBEAT = 5.0
+    BATCH = 500
+
+    def __init__(
+        self, stop: threading.Event, healthy: Callable[[], bool] = lambda: True, background: bool = True
+    ) -> None:
+        super().__init__(name="snapshot-writer", daemon=True)
+        self.stop_event = stop
+        self.healthy = healthy
+        self.background = background
+        self.queue: queue.Queue[tuple[str, str, Any]] = queue.Queue(maxsize=64)
+        self.written = 0
+        self._beat = 0.0
+
+    def event(self, kind: str, event_type: str, obj: dict[str, Any]) -> None:
+        self._put((kind, event_type, obj))
+
+    def page(self, kind: str, items: list[dict[str, Any]]) -> None:
+        self._put((kind, "PAGE", items))
+
+    def relisted(self, kind: str, seen: set[str]) -> None:
+        self._put((kind, "RELISTED", seen))
+
+    def _put(self, item: tuple[str, str, Any]) -> None:
+        if not self.background:
+            self._apply([item])
+            return
+        while not self.stop_event.is_set():
+            try:
+                self.queue.put(item, timeout=1.0)  # bounded: a relist waits for the writer (memory stays flat)
+                return
+            except queue.Full:
+                continue
+
+    def run(self) -> None:
+        while not self.stop_event.is_set():
+            try:
+                batch = [self.queue.get(timeout=1.0)]
+            except queue.Empty:
+                self.heartbeat()
+                continue
+            while len(batch) < self.BATCH:
+                try:
+                    batch.append(self.queue.get_nowait())
+                except queue.Empty:
+                    break
+            self._apply(batch)
+            self.heartbeat()
+
+    def _apply(self, batch: list[tuple[str, str, Any]]) -> None:
+        now = timezone.now()
+        try:
+            SnapshotState.objects.get_or_create(pk=1)
+            with transaction.atomic():
+                events: list[tuple[str, dict[str, Any]]] = []
+                for i, (kind, what, payload) in enumerate(batch):
+                    sync = informer.SYNCED[kind]
+                    if what == "PAGE":
+                        sync.apply([("ADDED", obj) for obj in payload], now, relist=True)
+                    elif what == "RELISTED":
+                        sync.relisted(payload, now)
+                    else:
+                        events.append((what, payload))
+                        following = batch[i + 1] if i + 1 < len(batch) else None
+                        if following is None or following[0] != kind or following[1] in ("PAGE", "RELISTED"):
+                            sync.apply(events, now)
+                            events = []
+            self.written += len(batch)
+        except Exception:  # noqa: BLE001 - the writer outlives a bad batch; a resync repairs the rows
+            log.exception("snapshot writer: a batch of %d failed", len(batch))
+        finally:
+            close_old_connections()
+
+    def heartbeat(self, force: bool = False) -> None:
+        if not force and time.monotonic() - self._beat < self.HEARTBEAT:
+            return
+        if self.healthy():
+            self._beat = time.monotonic()
+            now = timezone.now()
+            SnapshotState.objects.get_or_create(pk=1)
+            SnapshotState.objects.filter(pk=1).update(last_success_at=now, last_attempt_at=now, last_error="")
+            close_old_connections()
+
+    def failed(self, message: str) -> None:
+        SnapshotState.objects.get_or_create(pk=1)
+        SnapshotState.objects.filter(pk=1).update(last_attempt_at=timezone.now(), last_error=message)
+        close_old_connections()
+
+
+class KindWatcher(threading.Thread):
+    """One kind, forever (until ``stop`` is set): LIST (streamed, page by page), then WATCH."""
+
+    def __init__(
+        self,
+        kind: str,
+        stop: threading.Event,
+        timeout_seconds: int,
+        writer: SnapshotWriter | None = None,
+        resync_seconds: float | None = None,
+    ) -> None:
         super().__init__(name=f"watch-{kind}", daemon=True)
         self.kind = kind
         self.stop_event = stop
         self.timeout_seconds = timeout_seconds
+        self.writer = writer or SnapshotWriter(stop, background=False)
+        self.resync_seconds = float(
+            resync_seconds if resync_seconds is not None else settings.LIQO_DASH["RESYNC_INTERVAL"]
+        )
         self.resource_version = ""
         self.events = 0
-        self.lists = 0  # how often the watch had to start over from a fresh list
+        self.lists = 0  # how often the kind was listed (start, 410 Gone, resync)
+        self.listed_at = 0.0
+        self.healthy = False
+
+    def relist(self) -> str:
+        sync = informer.SYNCED[self.kind]
+        seen: set[str] = set()
+        version = ""
+        for items, page_version in kube.list_pages(self.kind):
+            seen.update(sync.key(obj) for obj in items)
+            self.writer.page(self.kind, items)
+            version = page_version
+        self.writer.relisted(self.kind, seen)
+        return version
 
     def run(self) -> None:
         failures = 0
         while not self.stop_event.is_set():
             try:
-                if not self.resource_version:
-                    self.resource_version = kube.current_resource_version(self.kind)
+                if not self.resource_version or time.monotonic() - self.listed_at > self.resync_seconds:
+                    self.resource_version = ""
                     self.lists += 1
                     if self.lists > 1:
                         _count_restart(self.kind)
+                    self.resource_version = self.relist()
+                    self.listed_at = time.monotonic()
+                    self.healthy = True
                     if apihealth.report_success():
                         apihealth.resume_waiting()
-                    # Whatever happened before this version is only known from a full list.
-                    trigger_refresh()
-                for event_type, obj in kube.watch(self.kind, self.resource_version, self.timeout_seconds):
+                left = self.resync_seconds - (time.monotonic() - self.listed_at)
+                timeout = max(1, min(self.timeout_seconds, int(left) + 1))
+                for event_type, obj in kube.watch(self.kind, self.resource_version, timeout):
                     failures = 0
+                    self.healthy = True
                     version = (obj.get("metadata") or {}).get("resourceVersion")
                     if version:
                         self.resource_version = version
                     if event_type != "BOOKMARK":
                         self.events += 1
-                        self.handle(event_type, obj)
+                        self.writer.event(self.kind, event_type, obj)
                     if self.stop_event.is_set():
                         return
             except kube.KubeError as exc:
@@ -91,9 +214,11 @@ class KindWatcher(threading.Thread):
                     self.resource_version = ""
                     continue
                 failures += 1
+                self.healthy = False
                 _count_restart(self.kind)
                 if exc.unreachable:
                     apihealth.report_failure(exc)
+                self.writer.failed(exc.message)
                 # Capped low: after an outage the snapshot must follow the cluster again within seconds.
                 delay = min(5.0, 0.5 * 2**failures) * random.uniform(0.5, 1.5)
                 log.warning("watch %s failed (%s); retrying in %.1fs", self.kind, exc.message, delay)
@@ -103,16 +228,6 @@ class KindWatcher(threading.Thread):
                 self.stop_event.wait(2.0)
             finally:
                 close_old_connections()
-
-    def handle(self, event_type: str, obj: dict[str, Any]) -> None:
-        meta = obj.get("metadata") or {}
-        if self.kind == "namespaceoffloadings":
-            if meta.get("name") != liqo.OFFLOADING_NAME:
-                return
-            observed = None if event_type == "DELETED" else obj
-            if observe_offloading(meta.get("namespace", ""), observed):
-                return
-        trigger_refresh()
 
 
 class Command(BaseCommand):
@@ -153,7 +268,11 @@ class Command(BaseCommand):
 
     def _start(self, timeout_seconds: int) -> tuple[threading.Event, list[KindWatcher]]:
         stop = threading.Event()
-        watchers = [KindWatcher(kind, stop, timeout_seconds) for kind in kube.WATCHED_KINDS]
+        informer.reset()  # a new term as leader starts from a fresh list of every kind
+        watchers: list[KindWatcher] = []
+        writer = SnapshotWriter(stop, healthy=lambda: bool(watchers) and all(w.healthy for w in watchers))
+        watchers += [KindWatcher(kind, stop, timeout_seconds, writer) for kind in kube.WATCHED_KINDS]
+        writer.start()
         for watcher in watchers:
             watcher.start()
         self.stdout.write(f"watching {', '.join(kube.WATCHED_KINDS)}")
