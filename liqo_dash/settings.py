@@ -227,6 +227,9 @@ LIQO_DASH: dict[str, Any] = {
     # The watcher (manage.py watch_cluster) keeps the snapshot like an informer: one LIST per kind, then
     # WATCH; a full relist only at start, after 410 Gone and every RESYNC_INTERVAL seconds.
     "RESYNC_INTERVAL": env.number("LIQO_DASH_RESYNC_INTERVAL", 1800.0),
+    # While every watch is synced, the watcher marks the snapshot fresh this often (the freshness badge
+    # turns amber after two of these, red after five).
+    "WATCH_HEARTBEAT": env.number("LIQO_DASH_WATCH_HEARTBEAT", 5.0),
     # Seconds between two periodic full refreshes by beat; 0 (the default): none, the watcher keeps the
     # snapshot. (A full refresh of 10,000 namespaces and 200 peers reads about 60 MB; see bench/.)
     "REFRESH_INTERVAL": env.number("LIQO_DASH_REFRESH_INTERVAL", 0.0),

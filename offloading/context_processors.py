@@ -23,7 +23,9 @@ def freshness_context() -> dict[str, Any]:
     state = SnapshotState.get()
     outage = apihealth.outage()
     now = timezone.now()
-    interval = float(settings.LIQO_DASH["REFRESH_INTERVAL"])
+    # How often the snapshot is marked fresh: beat's refresh interval when it refreshes, otherwise the
+    # watcher's heartbeat (every 5 s while every watch is synced).
+    interval = float(settings.LIQO_DASH["REFRESH_INTERVAL"]) or float(settings.LIQO_DASH["WATCH_HEARTBEAT"])
     age = (now - state.last_success_at).total_seconds() if state.last_success_at else None
     if age is None or age >= 5 * interval:
         level = "red"

@@ -54,9 +54,8 @@ class SnapshotWriter(threading.Thread):
     """Applies what the watchers saw, in batches (one transaction each), in the order they saw it.
 
     With ``background=False`` nothing is queued: each item is written at once by the caller. While
-    every kind is synced (``healthy``) it marks the snapshot fresh every HEARTBEAT seconds."""
+    every kind is synced (``healthy``) it marks the snapshot fresh every WATCH_HEARTBEAT seconds."""
 
-    HEARTBEAT = 5.0
     BATCH = 500
 
     def __init__(
@@ -69,6 +68,7 @@ class SnapshotWriter(threading.Thread):
         self.queue: queue.Queue[tuple[str, str, Any]] = queue.Queue(maxsize=64)
         self.written = 0
         self._beat = 0.0
+        self.heartbeat_every = float(settings.LIQO_DASH["WATCH_HEARTBEAT"])
 
     def event(self, kind: str, event_type: str, obj: dict[str, Any]) -> None:
         self._put((kind, event_type, obj))
@@ -130,7 +130,7 @@ class SnapshotWriter(threading.Thread):
             close_old_connections()
 
     def heartbeat(self, force: bool = False) -> None:
-        if not force and time.monotonic() - self._beat < self.HEARTBEAT:
+        if not force and time.monotonic() - self._beat < self.heartbeat_every:
             return
         if self.healthy():
             self._beat = time.monotonic()
