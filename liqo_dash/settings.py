@@ -21,12 +21,12 @@ VAR_DIR = Path(env.string("LIQO_DASH_VAR_DIR", str(BASE_DIR / "var")))
 VAR_DIR.mkdir(parents=True, exist_ok=True)
 
 
-def _secret_key() -> str:
-    """SECRET_KEY from the environment, else one generated once and kept in var/ (never in git)."""
-    configured = env.string("SECRET_KEY")
+def _secret(name: str, file_name: str) -> str:
+    """``name`` from the environment, else one generated once and kept in var/ (never in git)."""
+    configured = env.string(name)
     if configured:
         return configured
-    key_file = VAR_DIR / "secret-key"
+    key_file = VAR_DIR / file_name
     try:
         # O_EXCL: of several processes starting at once, exactly one writes the key.
         fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -40,10 +40,17 @@ def _secret_key() -> str:
         if key:
             return key
         time.sleep(0.1)  # another process created it and is still writing
-    raise env.ConfigError(f"{key_file} is empty: delete it or set SECRET_KEY")
+    raise env.ConfigError(f"{key_file} is empty: delete it or set {name}")
 
 
-SECRET_KEY = _secret_key()
+SECRET_KEY = _secret("SECRET_KEY", "secret-key")
+# The key of the audit trail's seals (HMAC-SHA256), separate from SECRET_KEY; generated into var/ when
+# unset, which suits one machine (make run). With several replicas set it from a Secret: every process
+# must seal with the same key.
+AUDIT_HMAC_KEY = _secret("AUDIT_HMAC_KEY", "audit-hmac-key")
+# Where audit_anchor writes the head of the trail: a JSON-lines file (appended to), or
+# configmap:NAMESPACE/NAME to keep it in the cluster.
+AUDIT_ANCHOR = env.string("AUDIT_ANCHOR", str(VAR_DIR / "audit-anchor.jsonl"))
 DEBUG = env.boolean("DEBUG", False)
 ALLOWED_HOSTS = env.string_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
 # In Kubernetes the kubelet probes and Prometheus reach a pod by its IP (the Host header is the pod
@@ -262,6 +269,8 @@ LIQO_DASH: dict[str, Any] = {
 
 CELERY_BEAT_SCHEDULE = {
     "verify-audit": {"task": "offloading.tasks.verify_audit", "schedule": 3600.0},
+    # The trail's head, written outside the database (AUDIT_ANCHOR) every minute.
+    "anchor-audit": {"task": "offloading.tasks.anchor_audit", "schedule": 60.0},
     # Cheap unless the API server is down or changes wait for it (then the probes chain every second).
     "probe-api": {"task": "offloading.tasks.probe_api", "schedule": 5.0},
     "sweep-stuck-changes": {"task": "offloading.tasks.sweep", "schedule": LIQO_DASH["SWEEP_INTERVAL"]},

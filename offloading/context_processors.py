@@ -14,7 +14,25 @@ def snapshot_state(request: HttpRequest) -> dict[str, Any]:
     """Every page shows how fresh the snapshot is (and says so loudly when it is stale)."""
     if not getattr(request, "user", None) or not request.user.is_authenticated:
         return {"liqo_dash_version": settings.LIQO_DASH_VERSION}
-    return {"liqo_dash_version": settings.LIQO_DASH_VERSION, **freshness_context()}
+    return {
+        "liqo_dash_version": settings.LIQO_DASH_VERSION,
+        "audit_alert": _audit_alert(request.user),
+        **freshness_context(),
+    }
+
+
+def _audit_alert(user: Any) -> str:
+    """For admins: what is wrong with the audit trail, when the last verification found something."""
+    from access import roles
+
+    from .changes.audit import last_verification
+
+    if roles.role_of(user) != roles.ADMIN:
+        return ""
+    verdict = last_verification()
+    if not verdict or verdict.get("ok", True):
+        return ""
+    return str(verdict.get("problem") or f"event {verdict.get('first_bad')} does not verify")
 
 
 def freshness_context() -> dict[str, Any]:

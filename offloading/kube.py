@@ -7,13 +7,11 @@ caller knows whether retrying can help.
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import json
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import urllib3
 from django.conf import settings
@@ -22,6 +20,7 @@ from kubernetes import watch as k8s_watch
 from kubernetes.client.rest import ApiException
 
 from .kubeerrors import KubeError, Result, classify, parse_warnings
+from .kubeidentity import Identity, impersonation_headers
 from .liqo import constants as liqo
 
 LIST_PAGE_SIZE = 500
@@ -123,43 +122,6 @@ def _authorization() -> client.AuthorizationV1Api:
     return client.AuthorizationV1Api(api_client())
 
 
-class Identity(Protocol):
-    """Who a write is made as (access.impersonation.Identity): a user name and its groups."""
-
-    @property
-    def user(self) -> str: ...
-
-    @property
-    def groups(self) -> tuple[str, ...]: ...
-
-
-_acting_as: contextvars.ContextVar[Identity | None] = contextvars.ContextVar("liqo_dash_acting_as", default=None)
-
-
-@contextlib.contextmanager
-def acting_as(identity: Identity | None) -> Iterator[None]:
-    """Make every write in the block as ``identity`` (None: the dashboard): pushes and dry-runs."""
-    token = _acting_as.set(identity)
-    try:
-        yield
-    finally:
-        _acting_as.reset(token)
-
-
-def _impersonation(identity: Identity | None) -> dict[str, Any]:
-    """Per-call headers that make the API server act as ``identity`` (Kubernetes impersonation), or as
-    the identity of the enclosing :func:`acting_as`; nothing when neither is set (the dashboard's own
-    identity). One Impersonate-Group header: the client sends each header name once."""
-    if identity is None:
-        identity = _acting_as.get()
-    if identity is None:
-        return {}
-    headers = {"Impersonate-User": identity.user}
-    if identity.groups:
-        headers["Impersonate-Group"] = identity.groups[0]
-    return {"_headers": headers}
-
-
 @dataclass
 class ListResult:
     items: list[dict[str, Any]]
@@ -228,7 +190,7 @@ def get_offloading(namespace: str, timeout: float | None = None) -> dict[str, An
 
 def _write_options(dry_run: bool, identity: Identity | None = None) -> dict[str, Any]:
     """Our field manager on every write; dry-runs also get the short timeout of a page request."""
-    options: dict[str, Any] = {"field_manager": settings.LIQO_DASH["FIELD_MANAGER"], **_impersonation(identity)}
+    options: dict[str, Any] = {"field_manager": settings.LIQO_DASH["FIELD_MANAGER"], **impersonation_headers(identity)}
     if dry_run:
         options.update(dry_run="All", timeout=DRY_RUN_TIMEOUT)
     return options
@@ -272,7 +234,7 @@ def delete_offloading(namespace: str, resource_version: str | None = None, ident
         _NSOFF[2],
         liqo.OFFLOADING_NAME,
         body=body,
-        **_impersonation(identity),
+        **impersonation_headers(identity),
     )
     return Result(obj, warnings)
 
@@ -284,7 +246,7 @@ def label_namespace(namespace: str, labels: dict[str, str | None], identity: Ide
         namespace,
         {"metadata": {"labels": labels}},
         field_manager=settings.LIQO_DASH["FIELD_MANAGER"],
-        **_impersonation(identity),
+        **impersonation_headers(identity),
     )
     return Result(obj, warnings)
 
@@ -398,3 +360,24 @@ def replace_lease(namespace: str, body: dict[str, Any]) -> dict[str, Any]:
     """Replace a Lease; its metadata.resourceVersion makes it conditional (conflict if it moved)."""
     obj, _ = _call(_coordination().replace_namespaced_lease, body["metadata"]["name"], namespace, body)
     return obj or {}
+
+
+def read_config_map(namespace: str, name: str) -> dict[str, Any] | None:
+    """A ConfigMap (the audit anchor's), or None when there is none."""
+    try:
+        return _call(_core().read_namespaced_config_map, name, namespace)[0]
+    except KubeError as exc:
+        if exc.kind == "not_found":
+            return None
+        raise
+
+
+def write_config_map(namespace: str, name: str, data: dict[str, str]) -> None:
+    """Create or replace the ConfigMap ``namespace/name`` with ``data``."""
+    body: dict[str, Any] = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data}
+    existing = read_config_map(namespace, name)
+    if existing is None:
+        _call(_core().create_namespaced_config_map, namespace, body)
+    else:
+        body["metadata"]["resourceVersion"] = existing["metadata"]["resourceVersion"]
+        _call(_core().replace_namespaced_config_map, name, namespace, body)

@@ -10,7 +10,7 @@ from typing import Any
 
 from celery import shared_task
 
-from offloading.changes import apihealth, apply, audit, snapshot
+from offloading.changes import apihealth, apply, audit, audittrail, snapshot
 from offloading.changes import sweep as sweeper
 from offloading.changes.queue import APPLY_CHANGE, AWAIT_DELETION, PROBE_API, REFRESH
 
@@ -45,3 +45,8 @@ def probe_api() -> bool:
 @shared_task(name="offloading.tasks.verify_audit", acks_late=True)
 def verify_audit() -> int | None:
     return audit.verify_and_remember()
+
+
+@shared_task(name="offloading.tasks.anchor_audit", acks_late=True)
+def anchor_audit() -> dict[str, Any]:
+    return audittrail.anchor()

@@ -319,7 +319,7 @@ def test_secrets_are_not_in_the_production_render_and_the_trial_brings_its_servi
             assert {"secretRef": {"name": "liqo-dash"}} in container["envFrom"]
     trial = render(str(DEPLOY / "overlays/trial"))
     secret = by_kind(trial, "Secret")["liqo-dash"]
-    assert set(secret["data"]) == {"SECRET_KEY", "DATABASE_URL", "REDIS_URL"}
+    assert set(secret["data"]) == {"SECRET_KEY", "AUDIT_HMAC_KEY", "DATABASE_URL", "REDIS_URL"}
     assert {"liqo-dash-redis", "liqo-dash-postgres"} <= set(by_kind(trial, "Service"))
     trial_config = by_kind(trial, "ConfigMap")["liqo-dash-config"]["data"]
     assert trial_config["INSECURE_HTTP"] == "true"

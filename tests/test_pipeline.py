@@ -8,6 +8,7 @@ import pytest
 
 from offloading.changes import apihealth
 from offloading.changes.apply import apply_change
+from offloading.changes.audittrail import verify
 from offloading.changes.bulk import request_bulk
 from offloading.changes.errors import ChangeRejected, Refusal
 from offloading.changes.requests import request_offload, request_unoffload
@@ -15,7 +16,7 @@ from offloading.changes.snapshot import refresh
 from offloading.changes.sweep import sweep
 from offloading.choices import AuditAction, ChangeState, Source
 from offloading.context import Actor
-from offloading.models import AuditEvent, ChangeRequest, Cluster, Namespace, SnapshotState, VirtualNode, verify_chain
+from offloading.models import AuditEvent, ChangeRequest, Cluster, Namespace, SnapshotState, VirtualNode
 
 from .conftest import wait_until
 
@@ -87,7 +88,7 @@ def test_offload_is_applied_and_converges_to_ready(sandbox: Any, k8s: Any) -> No
     events = AuditEvent.objects.filter(change=change).order_by("id")
     assert [e.action for e in events] == [AuditAction.REQUESTED, AuditAction.APPLIED]
     assert events[0].user_name == "alice" and events[0].request_id == "req-alice"
-    assert verify_chain() is None
+    assert verify().ok
 
 
 def test_an_invalid_spec_is_rejected_before_anything_is_recorded(sandbox: Any, k8s: Any) -> None:

@@ -24,6 +24,7 @@ from offloading.changes.queue import enqueue_apply, enqueue_await_deletion
 from offloading.changes.rows import mark_namespace_unoffloaded, store_offloading
 from offloading.changes.snapshot import trigger_refresh
 from offloading.choices import AuditAction, ChangeAction, ChangeState
+from offloading.kubeidentity import acting_as
 from offloading.liqo.spec import normalize_spec
 from offloading.models import (
     AuditEvent,
@@ -228,7 +229,7 @@ def _gave_up(first: Any, now: Any, exc: kube.KubeError) -> str:
 def _apply_claimed(change: ChangeRequest, followups: list[Callable[[], None]]) -> str:
     try:
         # As the user who asked (Kubernetes impersonation), on every attempt: the cluster decides.
-        with kube.acting_as(identity_of_change(change)):
+        with acting_as(identity_of_change(change)):
             if change.action == ChangeAction.UNOFFLOAD:
                 result = push_delete(change)
             else:

@@ -8,13 +8,10 @@ from typing import Any
 from django.core.cache import cache
 from django.utils import timezone
 
+from offloading.changes.audittrail import verify
 from offloading.choices import AuditAction, ChangeState
 from offloading.context import Actor
-from offloading.models import (
-    AuditEvent,
-    ChangeRequest,
-    verify_chain,
-)
+from offloading.models import AuditEvent, ChangeRequest
 
 log = logging.getLogger(__name__)
 
@@ -55,12 +52,24 @@ _VERIFIED = "liqo-dash:audit-verified"
 
 def verify_and_remember() -> int | None:
     """Verify the audit trail (beat, hourly) and keep the verdict for /metrics and the pages:
-    {"ok", "first_bad", "checked_at"}. Returns the id of the first bad event, or None."""
-    first_bad = verify_chain()
-    verdict = {"ok": first_bad is None, "first_bad": first_bad, "checked_at": timezone.now().isoformat()}
-    cache.set(_VERIFIED, verdict, timeout=None)
-    if first_bad is not None:
-        log.error("audit trail verification failed at event %s", first_bad)
+    {"ok", "first_bad", "first_bad_seq", "problem", "count", "checked_at"}. Returns the id of the first
+    bad event (or -1 when what is wrong is not one row, e.g. deleted newest events), or None."""
+    verdict = verify()
+    first_bad = None if verdict.ok else (verdict.first_bad_id if verdict.first_bad_id is not None else -1)
+    cache.set(
+        _VERIFIED,
+        {
+            "ok": verdict.ok,
+            "first_bad": first_bad,
+            "first_bad_seq": verdict.first_bad_seq,
+            "problem": verdict.problem,
+            "count": verdict.count,
+            "checked_at": timezone.now().isoformat(),
+        },
+        timeout=None,
+    )
+    if not verdict.ok:
+        log.error("audit trail verification failed: %s", verdict.problem)
     return first_bad
 
 

@@ -11,13 +11,13 @@ from django.conf import settings
 from django.db import transaction
 
 from access import policy, roles
-from offloading import kube
 from offloading.changes import authorize
 from offloading.changes.errors import ChangeRejected, Refusal
 from offloading.changes.requests import ChangeInput, build_change, dry_run_refusal, save_and_enqueue
 from offloading.changes.snapshot import local_cluster_id
 from offloading.choices import ChangeAction, Source
 from offloading.context import Actor
+from offloading.kubeidentity import acting_as
 from offloading.liqo.selectors.parse import parse_requirements
 from offloading.liqo.selectors.requirements import SelectorError
 from offloading.liqo.spec import apply_defaults
@@ -130,7 +130,7 @@ def _ask_cluster(change: ChangeRequest, actor: Actor) -> ChangeRejected | None:
         return exc
     if change.action == ChangeAction.UNOFFLOAD:
         return None
-    with kube.acting_as(authorize.identity(actor)):
+    with acting_as(authorize.identity(actor)):
         return dry_run_refusal(change.namespace, change.desired_spec or {})
 
 

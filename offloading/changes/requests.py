@@ -30,7 +30,6 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
-from offloading import kube
 from offloading.changes import authorize
 from offloading.changes.audit import record_requested
 from offloading.changes.errors import ChangeRejected, Refusal
@@ -40,6 +39,7 @@ from offloading.changes.queue import enqueue_apply
 from offloading.changes.snapshot import local_cluster_id
 from offloading.choices import ChangeAction, ChangeState
 from offloading.context import Actor
+from offloading.kubeidentity import acting_as
 from offloading.liqo.admission import field_of_message as field_of_webhook_message
 from offloading.liqo.admission import validate_spec
 from offloading.liqo.spec import normalize_spec
@@ -241,7 +241,7 @@ def submit(change: ChangeInput, actor: Actor, *, reapplying: bool = False) -> Ch
     built = build_change(namespace, change, actor)
     authorize.ask_cluster(actor, built)
     if built.action != ChangeAction.UNOFFLOAD:
-        with kube.acting_as(authorize.identity(actor)):
+        with acting_as(authorize.identity(actor)):
             denied = dry_run_refusal(namespace.name, built.desired_spec or {})
         if denied is not None:
             raise denied
