@@ -167,6 +167,7 @@ LEASES = Kind(
     True,
     columns=(Column("Holder", "spec.holderIdentity"), AGE),
 )
+CONFIG_MAPS = Kind("", "v1", "ConfigMap", "configmaps", "configmap", True, ("cm",), columns=(AGE,))
 FOREIGN_CLUSTERS = Kind(
     "core.liqo.io",
     "v1beta1",
@@ -266,6 +267,7 @@ KINDS: tuple[Kind, ...] = (
     PODS,
     EVENTS,
     LEASES,
+    CONFIG_MAPS,
     FOREIGN_CLUSTERS,
     NAMESPACE_OFFLOADINGS,
     VIRTUAL_NODES,

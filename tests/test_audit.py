@@ -194,3 +194,14 @@ def make_viewer(django_user_model: Any) -> Any:
     user = django_user_model.objects.create_user("vera", password="vera-password-123")
     user.groups.add(Group.objects.get(name="viewer"))
     return user
+
+
+def test_the_anchor_can_live_in_a_config_map(sandbox: Any, settings: Any) -> None:
+    settings.AUDIT_ANCHOR = "configmap:default/liqo-dash-audit-anchor"
+    events = _trail(2)
+    assert last_anchor() is None
+    anchor()
+    assert last_anchor()["seal"] == events[1].hash
+    _sql("DELETE FROM offloading_auditevent WHERE seq = 2")
+    _sql("UPDATE offloading_auditchainhead SET last_seq = 1, last_hash = %s", events[0].hash)
+    assert "events after #1 were deleted: #2 was anchored" in verify().problem
