@@ -249,6 +249,9 @@ class ChangeRequest(models.Model):
     warnings = models.JSONField(default=list, blank=True)
     result_resource_version = models.CharField(max_length=64, blank=True)
     result_generation = models.BigIntegerField(null=True, blank=True)
+    # The uid of the object our write produced: with the generation, how drift tells our writes from
+    # others' (never the change-id annotation, which any client can copy).
+    result_uid = models.CharField(max_length=64, blank=True)
     conflict_spec = models.JSONField(null=True, blank=True)
     # Transient errors: when the first one of this change happened (the retry budget runs from it), and
     # why the change waits now (e.g. the API server is unreachable) since when; empty when it does not.

@@ -446,3 +446,39 @@ def test_a_conflict_is_resolved_by_applying_the_same_change_over_the_current_ver
     # Only a change in conflict can be applied again.
     assert admin_client.post(reverse("offloading:change_reapply", args=[again.pk])).status_code == 302
     assert ChangeRequest.objects.order_by("-id").first().pk == again.pk
+
+
+def test_a_recreated_offloading_with_a_copied_change_id_is_drift(sandbox: Any, k8s: Any) -> None:
+    """Drift is decided from what the dashboard wrote (uid and generation, kept server-side), never
+    from the change-id annotation, which any client can copy."""
+    from offloading import kube
+    from offloading.liqo.constants import GROUP, PLURAL, VERSION
+
+    _make_namespace(k8s, "copied")
+    change = request_offload("copied", _spec(), ALICE)
+    change.refresh_from_db()
+    assert change.state == ChangeState.APPLIED and change.result_uid
+    _settle("copied")
+    ours = k8s.custom.get_namespaced_custom_object(GROUP, VERSION, "copied", PLURAL, "offloading")
+    annotations = ours["metadata"]["annotations"]
+    assert annotations[kube.CHANGE_ID_ANNOTATION] == str(change.pk)
+    k8s.custom.delete_namespaced_custom_object(GROUP, VERSION, "copied", PLURAL, "offloading")
+    wait_until(lambda: kube.get_offloading("copied") is None, 10, message="the offloading is gone")
+    refresh()
+    k8s.custom.create_namespaced_custom_object(
+        GROUP,
+        VERSION,
+        "copied",
+        PLURAL,
+        {
+            "apiVersion": f"{GROUP}/{VERSION}",
+            "kind": "NamespaceOffloading",
+            "metadata": {"name": "offloading", "annotations": annotations},
+            "spec": _spec(podOffloadingStrategy="Remote"),
+        },
+        field_manager="sneaky",
+    )
+    refresh()
+    drift = AuditEvent.objects.filter(namespace="copied", action=AuditAction.DRIFT_CREATED).get()
+    assert drift.user_name == "sneaky" and drift.source == Source.EXTERNAL
+    assert "unknown unless the cluster's audit log says more" in drift.message

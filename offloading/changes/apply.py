@@ -276,7 +276,11 @@ def _apply_claimed(change: ChangeRequest, followups: list[Callable[[], None]]) -
     if obj:
         store_offloading(change.namespace, obj)
         meta = obj.get("metadata") or {}
-        fields.update(result_resource_version=meta.get("resourceVersion", ""), result_generation=meta.get("generation"))
+        fields.update(
+            result_resource_version=meta.get("resourceVersion", ""),
+            result_generation=meta.get("generation"),
+            result_uid=meta.get("uid", ""),
+        )
     finish(change.pk, ChangeState.APPLIED, _applied_message(change), **fields)
     trigger_refresh()
     return ChangeState.APPLIED

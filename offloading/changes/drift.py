@@ -30,22 +30,27 @@ def record_drift(old: Namespace | None, obj: dict[str, Any] | None, now: Any) ->
     """Record an audit event when the offloading changed in the cluster without a change of ours."""
     old_spec = old.offloading_spec if old is not None and old.offloaded else None
     new_spec = normalize_spec(obj.get("spec") or {}) if obj else None
-    if old_spec == new_spec:
+    old_uid = old.offloading_uid if old is not None and old.offloaded else ""
+    new_uid = ((obj or {}).get("metadata") or {}).get("uid", "")
+    recreated = bool(old_uid and new_uid and old_uid != new_uid)
+    if old_spec == new_spec and not recreated:
         return False
     name = (obj or {}).get("metadata", {}).get("namespace") or (old.name if old else "")
     if obj is not None:
         meta = obj.get("metadata") or {}
         change_id = (meta.get("annotations") or {}).get(kube.CHANGE_ID_ANNOTATION, "")
+        # Ours: the very object (uid) and generation one of our writes produced, as the worker recorded
+        # it; or, while our change is being applied (its result not recorded yet), the object carrying
+        # that pending change's id in this namespace. A recreated object with a copied annotation has
+        # another uid, so it is drift.
         ours = (
-            ChangeRequest.objects.filter(
-                pk=int(change_id) if change_id.isdigit() else -1,
-                namespace=name,
-                result_generation=meta.get("generation"),
+            bool(meta.get("uid"))
+            and ChangeRequest.objects.filter(
+                namespace=name, result_uid=meta.get("uid"), result_generation=meta.get("generation")
             ).exists()
-            or ChangeRequest.objects.filter(
-                pk=int(change_id) if change_id.isdigit() else -1, state__in=ChangeState.pending()
-            ).exists()
-        )
+        ) or ChangeRequest.objects.filter(
+            pk=int(change_id) if change_id.isdigit() else -1, namespace=name, state__in=ChangeState.pending()
+        ).exists()
         if ours:
             return False
         action = AuditAction.DRIFT_CREATED if old_spec is None else AuditAction.DRIFT_UPDATED
@@ -71,7 +76,10 @@ def record_drift(old: Namespace | None, obj: dict[str, Any] | None, now: Any) ->
         before=old_spec,
         after=new_spec,
         outcome="observed",
-        message=f"{AuditAction(action).label} (field manager: {actor})",
+        message=(
+            f"{AuditAction(action).label}{' (deleted and created again)' if recreated else ''}: field manager "
+            f"{actor}; the user behind it is unknown unless the cluster's audit log says more"
+        ),
     )
     return True
 
