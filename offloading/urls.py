@@ -1,6 +1,6 @@
 from django.urls import path
 
-from offloading.views import bulk, changes, fleet, live
+from offloading.views import audit, bulk, changes, fleet, live
 
 app_name = "offloading"
 
@@ -24,6 +24,6 @@ urlpatterns = [
     path("bulk/<int:pk>/", bulk.bulk_detail, name="bulk_detail"),
     path("bulk/<int:pk>/progress/", bulk.bulk_progress, name="bulk_progress"),
     path("bulk/<int:pk>/retry/", bulk.bulk_retry, name="bulk_retry"),
-    path("audit/", fleet.audit_list, name="audit_list"),
+    path("audit/", live.page(audit.audit_list), name="audit_list"),
     path("live/freshness/", live.freshness, name="freshness"),
 ]

@@ -124,8 +124,8 @@ class BulkRequestSerializer(serializers.ModelSerializer):
 class AuditEventSerializer(serializers.ModelSerializer):
     class Meta:
         model = AuditEvent
-        fields = ["id", "time", "user_name", "source", "request_id", "action", "namespace", "change", "before", "after",
-                  "outcome", "message", "prev_hash", "hash"]  # fmt: skip
+        fields = ["id", "seq", "time", "user_name", "source", "request_id", "action", "namespace", "change", "before",
+                  "after", "outcome", "message", "prev_hash", "hash", "key_id"]  # fmt: skip
 
 
 class SpecSerializer(serializers.Serializer):

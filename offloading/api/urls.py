@@ -1,14 +1,14 @@
 from django.urls import include, path
 from rest_framework.routers import DefaultRouter
 
-from . import views
+from . import audit, views
 
 router = DefaultRouter()
 router.register("clusters", views.ClusterViewSet)
 router.register("namespaces", views.NamespaceViewSet)
 router.register("changes", views.ChangeRequestViewSet)
 router.register("bulk", views.BulkRequestViewSet)
-router.register("audit", views.AuditEventViewSet)
+router.register("audit", audit.AuditEventViewSet)
 
 app_name = "api"
 

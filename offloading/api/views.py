@@ -6,7 +6,7 @@ from typing import Any
 
 from django.db.models import Count
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
@@ -22,7 +22,6 @@ from offloading.changes.requests import reapply, request_offload, request_unoffl
 from ..context import current_actor
 from ..filtersets import NamespaceFilterSet
 from ..models import (
-    AuditEvent,
     BulkRequest,
     ChangeRequest,
     Cluster,
@@ -32,7 +31,6 @@ from ..models import (
     VirtualNode,
 )
 from .serializers import (
-    AuditEventSerializer,
     BulkCreateSerializer,
     BulkRequestSerializer,
     ChangeRequestSerializer,
@@ -262,13 +260,3 @@ class BulkRequestViewSet(SnapshotHeadersMixin, mixins.CreateModelMixin, viewsets
         except ChangeRejected as exc:
             return refusal_response(exc, kind="bulkrequests")
         return Response(BulkRequestSerializer(bulk).data, status=status.HTTP_201_CREATED)
-
-
-class AuditEventViewSet(SnapshotHeadersMixin, viewsets.ReadOnlyModelViewSet):
-    queryset = AuditEvent.objects.all()
-    serializer_class = AuditEventSerializer
-    filterset_fields = ["namespace", "user_name", "source", "action", "change"]
-
-    @extend_schema(parameters=[OpenApiParameter("namespace", str), OpenApiParameter("user_name", str)])
-    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        return super().list(request, *args, **kwargs)

@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('offloading', '0004_audit_seals'),
+        ("offloading", "0004_audit_seals"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='changerequest',
-            name='result_uid',
+            model_name="changerequest",
+            name="result_uid",
             field=models.CharField(blank=True, max_length=64),
         ),
     ]

@@ -89,3 +89,15 @@ def may_change(context: Any, namespace: Any, action: str = "") -> Any:
     if not action:
         action = "edit" if getattr(namespace, "offloaded", False) else "offload"
     return policy.can_change(user, namespace.name, getattr(namespace, "labels", None) or {}, action)
+
+
+@register.filter
+def compact_json(value: Any) -> str:
+    """A value in one short line: strings as they are, the rest as compact JSON."""
+    import json
+
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, sort_keys=True, separators=(",", ": "))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.db.models import Count, Prefetch, Q
+from django.db.models import Count, Prefetch
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET
@@ -15,7 +15,6 @@ from offloading.choices import ChangeState
 from offloading.filtersets import NamespaceFilterSet
 from offloading.liqo import constants as liqo_constants
 from offloading.models import (
-    AuditEvent,
     ChangeRequest,
     Cluster,
     ClusterOffloading,
@@ -128,14 +127,3 @@ def namespace_status(request: HttpRequest, name: str) -> HttpResponse:
     if namespace.status_settled and not pending:
         response.status_code = HttpResponseStopPolling.status_code
     return response
-
-
-@login_required
-@require_GET
-def audit_list(request: HttpRequest) -> HttpResponse:
-    events = AuditEvent.objects.select_related("change")
-    q = request.GET.get("q", "").strip()
-    if q:
-        events = events.filter(Q(namespace__icontains=q) | Q(user_name__icontains=q))
-    page = Paginator(events, 50).get_page(request.GET.get("page"))
-    return render(request, "offloading/audit_list.html", {"page": page, "q": q})

@@ -99,7 +99,20 @@
     if (event.target && event.target.name === "namespace_mapping_strategy") followStrategy();
   });
 
+  // Times in the viewer's own zone; the UTC time stays in the tooltip.
+  function localTimes(root) {
+    (root || document).querySelectorAll("time[data-local]").forEach(function (el) {
+      var when = new Date(el.getAttribute("datetime"));
+      if (isNaN(when.getTime())) return;
+      var pad = function (n) { return String(n).padStart(2, "0"); };
+      el.textContent = when.getFullYear() + "-" + pad(when.getMonth() + 1) + "-" + pad(when.getDate()) + " " +
+        pad(when.getHours()) + ":" + pad(when.getMinutes()) + ":" + pad(when.getSeconds());
+    });
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
+    localTimes(document);
+    document.body.addEventListener("htmx:afterSettle", function (event) { localTimes(event.target); });
     followStrategy();
     tickFreshness();
     reachableScrollers(document);

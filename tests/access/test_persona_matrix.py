@@ -119,6 +119,7 @@ READ_ONLY = {
     "api:bulkrequest-detail",
     "api:auditevent-list",
     "api:auditevent-detail",
+    "api:auditevent-export",
     "api:api-root",
     "schema",
     "api_docs",
