@@ -7,6 +7,7 @@ import json
 import signal
 import sys
 import threading
+import time
 import urllib.request
 from pathlib import Path
 
@@ -24,7 +25,9 @@ def _serve(args: argparse.Namespace) -> int:
         state_file=args.state_file,
         rbac=args.rbac_policy,
     )
+    started = time.perf_counter()
     sb.start()
+    print(f"sandbox started in {time.perf_counter() - started:.2f}s", flush=True)
     if args.kubeconfig:
         sb.write_kubeconfig(args.kubeconfig)
     stop = threading.Event()
