@@ -168,7 +168,7 @@ def flags(results: list[FleetResult]) -> list[str]:
                 f"{where}: nothing changed, yet {inserts:,} INSERT ... ON CONFLICT statements rewrite all "
                 f"{run.namespaces:,} namespace rows"
             )
-        if run.changed <= run.namespaces // 100 + 1 and run.seconds > 0.5 * interval:
+        if interval > 0 and run.changed <= run.namespaces // 100 + 1 and run.seconds > 0.5 * interval:
             found.append(
                 f"{where}: {_seconds(run.seconds)} = {100 * run.seconds / interval:.0f} % of the periodic refresh "
                 f"interval (LIQO_DASH_REFRESH_INTERVAL = {interval:g} s): one worker does little but refresh"

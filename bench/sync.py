@@ -129,9 +129,7 @@ def measure(namespaces: int, clusters: int, var_dir: Path, steady_s: float, samp
     harness.reset_database()
     figures: dict[str, Any] = {"fleet": f"{namespaces}x{clusters}"}
     with harness.Fleet(namespaces, clusters, var_dir) as fleet:
-        started = re.search(
-            r"sandbox started in ([\d.]+)s", (var_dir / f"fleet-{namespaces}x{clusters}.log").read_text()
-        )
+        started = re.search(r"\(started in ([\d.]+)s\)", (var_dir / f"fleet-{namespaces}x{clusters}.log").read_text())
         figures["sandbox_start_s"] = float(started.group(1)) if started else fleet.startup_s
         log(f"sandbox {namespaces}x{clusters} started in {figures['sandbox_start_s']:.2f}s")
         _stats(fleet.url, "DELETE")

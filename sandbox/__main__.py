@@ -27,7 +27,7 @@ def _serve(args: argparse.Namespace) -> int:
     )
     started = time.perf_counter()
     sb.start()
-    print(f"sandbox started in {time.perf_counter() - started:.2f}s", flush=True)
+    took = time.perf_counter() - started
     if args.kubeconfig:
         sb.write_kubeconfig(args.kubeconfig)
     stop = threading.Event()
@@ -37,6 +37,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, handle)
     signal.signal(signal.SIGINT, handle)
+    print(f"(started in {took:.2f}s)", file=sys.stderr, flush=True)
     print(f"sandbox listening on {sb.url}", flush=True)
     try:
         stop.wait()
