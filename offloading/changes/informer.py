@@ -43,6 +43,7 @@ class KindSync:
     """One watched kind: how its objects become snapshot rows."""
 
     kind = ""
+    after: tuple[str, ...] = ()  # kinds whose first relist must be written before this kind lists
 
     def key(self, obj: dict[str, Any]) -> str:
         meta = _meta(obj)
@@ -122,6 +123,7 @@ class OffloadingSync(KindSync):
     transitions and drift. An offloading whose namespace is not in the snapshot yet waits for it."""
 
     kind = "namespaceoffloadings"
+    after = ("namespaces",)
 
     def __init__(self) -> None:
         self.pending: dict[str, dict[str, Any]] = {}

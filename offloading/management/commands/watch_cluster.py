@@ -32,9 +32,9 @@ log = logging.getLogger("offloading.watch")
 
 
 _RESTARTS = "liqo-dash:watch-restarts:"
-# Items per LIST page of a relist: a NamespaceOffloading with 200 peers is about 60 kB, so a page of 100
-# is 6 MB on the wire; with the writer's bounded queue, memory stays flat whatever the fleet.
-LIST_PAGE_SIZE = 100
+# Items per LIST page of a relist: a NamespaceOffloading with 200 peers is about 60 kB, so a page of 50
+# is 3 MB on the wire; with the writer's bounded queue, memory stays flat whatever the fleet.
+LIST_PAGE_SIZE = 50
 
 
 def _count_restart(kind: str) -> None:
@@ -61,6 +61,7 @@ class SnapshotWriter(threading.Thread):
 
     HEARTBEAT = 5.0
     BATCH = 500
+    PAGES_IN_FLIGHT = 1
 
     def __init__(
         self, stop: threading.Event, healthy: Callable[[], bool] = lambda: True, background: bool = True
@@ -72,11 +73,17 @@ class SnapshotWriter(threading.Thread):
         self.queue: queue.Queue[tuple[str, str, Any]] = queue.Queue(maxsize=16)
         self.written = 0
         self._beat = 0.0
+        self._pages = threading.Semaphore(self.PAGES_IN_FLIGHT)  # relist pages queued, not yet written
+        self.listed: dict[str, threading.Event] = {kind: threading.Event() for kind in informer.SYNCED}
 
     def event(self, kind: str, event_type: str, obj: dict[str, Any]) -> None:
         self._put((kind, event_type, obj))
 
     def page(self, kind: str, items: list[dict[str, Any]]) -> None:
+        if self.background:
+            while not self._pages.acquire(timeout=1.0):  # one page in memory at a time, whatever the kinds
+                if self.stop_event.is_set():
+                    return
         self._put((kind, "PAGE", items))
 
     def relisted(self, kind: str, seen: set[str]) -> None:
@@ -120,6 +127,7 @@ class SnapshotWriter(threading.Thread):
                         sync.apply([("ADDED", obj) for obj in payload], now, relist=True)
                     elif what == "RELISTED":
                         sync.relisted(payload, now)
+                        transaction.on_commit(self.listed[kind].set)
                     else:
                         events.append((what, payload))
                         following = batch[i + 1] if i + 1 < len(batch) else None
@@ -130,6 +138,9 @@ class SnapshotWriter(threading.Thread):
         except Exception:  # noqa: BLE001 - the writer outlives a bad batch; a resync repairs the rows
             log.exception("snapshot writer: a batch of %d failed", len(batch))
         finally:
+            if self.background:
+                for _ in range(sum(1 for _, what, _ in batch if what == "PAGE")):
+                    self._pages.release()
             close_old_connections()
 
     def heartbeat(self, force: bool = False) -> None:
@@ -175,6 +186,11 @@ class KindWatcher(threading.Thread):
 
     def relist(self) -> str:
         sync = informer.SYNCED[self.kind]
+        for kind in sync.after:  # e.g. offloadings once their namespaces are rows (else they wait in memory)
+            ready = self.writer.listed.get(kind)
+            while self.writer.background and ready is not None and not ready.wait(1.0):
+                if self.stop_event.is_set():
+                    return ""
         seen: set[str] = set()
         version = ""
         for items, page_version in kube.list_pages(self.kind, LIST_PAGE_SIZE):
