@@ -82,7 +82,9 @@ def main(argv: list[str] | None = None) -> int:
 
             namespaces, clusters = fleets[-1]
             steady_s, samples = (20.0, 20) if args.quick else (60.0, 40)
-            synced = sync.measure(namespaces, clusters, var_dir, steady_s, samples, log)
+            synced = sync.measure(
+                namespaces, clusters, var_dir, steady_s, samples, log, bulk=100 if args.quick else 1000
+            )
         results = []
         for namespaces, clusters in fleets:
             log(f"fleet {namespaces} namespaces / {clusters} clusters")
