@@ -13,6 +13,7 @@ import pytest
 
 from offloading import kube
 from offloading.changes import informer
+from offloading.changes.snapshot import informer_alive, trigger_refresh
 from offloading.liqo import constants as liqo
 from offloading.management.commands.watch_cluster import KindWatcher, SnapshotWriter
 from offloading.models import Cluster, Namespace, SnapshotState, VirtualNode
@@ -44,6 +45,7 @@ class Informer:
         for thread in [*self.watchers, self.writer]:
             thread.join(15)
             assert not thread.is_alive()
+        informer_alive(None)
 
 
 def _point_at(sb: Sandbox, tmp_path: Path, settings: Any) -> None:
@@ -134,11 +136,14 @@ def test_dropped_connections_resume_from_the_last_version(fleet: Sandbox, synced
 
 
 def test_an_expired_version_relists_and_converges(fleet: Sandbox, synced: Informer) -> None:
-    fleet.store.close_watchers()
-    fleet.compact()
-    _offload(fleet, "after-compaction")
-    fleet.compact()  # history before now is gone: watching from the old versions answers 410 Gone
-    fleet.server.delete(NAMESPACES, "", "default")
+    fleet.faults.set(outage=True)  # the open watches end; nobody reconnects until it is over
+    try:
+        wait_until(lambda: not all(w.healthy for w in synced.watchers), 20, message="the watches to fail")
+        _offload(fleet, "after-compaction")
+        fleet.server.delete(NAMESPACES, "", "default")
+        fleet.compact()  # history before now is gone: watching from the old versions answers 410 Gone
+    finally:
+        fleet.faults.clear()
     wait_until(lambda: _converged(fleet) == "", 30, message="convergence after 410")
     assert synced.lists() > len(kube.WATCHED_KINDS)
 
@@ -159,3 +164,14 @@ def test_a_restarted_api_server_is_followed_again(tmp_path: Path, settings: Any)
         if running is not None:
             running.close()
         sb.stop()
+
+
+def test_no_full_refresh_runs_while_the_watcher_keeps_the_snapshot(fleet: Sandbox, synced: Informer) -> None:
+    from django.core.cache import cache
+
+    wait_until(lambda: cache.get("liqo-dash:informer-alive"), 15, message="the writer's heartbeat")
+    trigger_refresh()  # what an applied change asks for (Celery runs eagerly in the tests)
+    assert SnapshotState.get().last_list_calls == 0
+    synced.close()
+    trigger_refresh()
+    assert SnapshotState.get().last_list_calls > 0  # without the watcher, the full refresh runs

@@ -25,6 +25,7 @@ from django.utils import timezone
 
 from offloading import kube
 from offloading.changes import apihealth, informer
+from offloading.changes.snapshot import informer_alive
 from offloading.leader import LeaderElector
 from offloading.models import SnapshotState
 
@@ -147,6 +148,7 @@ class SnapshotWriter(threading.Thread):
         if not force and time.monotonic() - self._beat < self.HEARTBEAT:
             return
         if self.healthy():
+            informer_alive(3 * self.HEARTBEAT)
             self._beat = time.monotonic()
             now = timezone.now()
             SnapshotState.objects.get_or_create(pk=1)
@@ -154,6 +156,7 @@ class SnapshotWriter(threading.Thread):
             close_old_connections()
 
     def failed(self, message: str) -> None:
+        informer_alive(None)
         SnapshotState.objects.get_or_create(pk=1)
         SnapshotState.objects.filter(pk=1).update(last_attempt_at=timezone.now(), last_error=message)
         close_old_connections()
@@ -303,5 +306,6 @@ class Command(BaseCommand):
         stop.set()
         for watcher in watchers:
             watcher.join(5)
+        informer_alive(None)  # the worker refreshes again when asked
         self.stdout.write(f"watchers stopped: {why}")
         self.stdout.flush()
