@@ -15,7 +15,7 @@ from typing import Any
 
 from django.db.models import Q
 
-from offloading.changes.drift import observe_offloading
+from offloading.changes.drift import record_drift
 from offloading.changes.rows import parse_time, replace_offloading_rows
 from offloading.changes.snapshot import (
     CLUSTER_FIELDS,
@@ -33,6 +33,13 @@ _CHUNK = 500
 
 def _meta(obj: dict[str, Any]) -> dict[str, Any]:
     return obj.get("metadata") or {}
+
+
+def _older(obj: dict[str, Any], known: str) -> bool:
+    """Whether ``obj`` predates the version the snapshot holds (etcd's versions are increasing
+    integers; anything else is never called older)."""
+    version = _meta(obj).get("resourceVersion", "")
+    return version.isdigit() and known.isdigit() and int(version) < int(known)
 
 
 def _chunks(items: list[str]) -> list[list[str]]:
@@ -158,13 +165,24 @@ class OffloadingSync(KindSync):
                 SnapshotState.objects.filter(pk=1).update(local_cluster_id=found)
 
     def _write(self, changed: dict[str, dict[str, Any] | None], now: Any) -> None:
+        """What observe_offloading does for one object, for a batch: rows locked in name order, late
+        events skipped, drift recorded, then one replace_offloading_rows for all."""
         if not changed:
             return
         if SnapshotState.get().last_success_at is None:
             replace_offloading_rows(changed, now, history=False)  # the first sync learns, it reports nothing
             return
+        rows = {
+            n.name: n for n in Namespace.objects.select_for_update().filter(name__in=list(changed)).order_by("name")
+        }
+        current: dict[str, dict[str, Any] | None] = {}
         for name, obj in changed.items():
-            observe_offloading(name, obj)
+            old = rows.get(name)
+            if old is None or (obj is not None and _older(obj, old.offloading_resource_version)):  # late event
+                continue
+            record_drift(old, obj, now)
+            current[name] = obj
+        replace_offloading_rows(current, now)
 
     def namespaces_added(self, names: list[str], now: Any) -> None:
         waiting = {name: self.pending.pop(name) for name in names if name in self.pending}
