@@ -5,8 +5,12 @@ batches of watch events (``ADDED``/``MODIFIED``/``DELETED``), pages of a relist 
 ``relist=True``) and, at the end of a relist, the keys it saw (rows of objects that were not seen are
 removed). Only changed objects are written; each batch is one transaction (see watch_cluster).
 
-Adding a kind (pods in offloaded namespaces, events) is a subclass with ``kind`` (a name that
-``offloading.kube`` can list and watch), ``apply`` and ``relisted``, and one ``register(...)`` call.
+Adding a kind (pods in offloaded namespaces, events) is a subclass with ``kind``, ``apply`` and
+``relisted``, one ``register(...)`` call in ``reset()``, and the kind's list method in
+``kube._list_method`` plus its name in ``kube.WATCHED_KINDS``. Pods: list/watch all pods (or with a
+label selector) and keep only those whose namespace is offloaded (``Namespace.offloaded``; set
+``after = ("namespaces", "namespaceoffloadings")`` so those rows exist first); events: a field
+selector on ``involvedObject.kind`` keeps the stream small, and rows can be capped per object.
 """
 
 from __future__ import annotations
