@@ -42,7 +42,14 @@ def main(argv: list[str] | None = None) -> int:
         "--no-recovery", dest="recovery", action="store_false",
         help="skip the recovery runs (a bulk through an API server outage and a 5xx storm)",
     )  # fmt: skip
-    parser.add_argument("--json", metavar="FILE", help="also write every figure as JSON")
+    parser.add_argument(
+        "--json", metavar="FILE", nargs="?", const="-",
+        help="also write every figure as one JSON object (to FILE; without FILE: to stdout, the table to stderr)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--no-sync", dest="sync", action="store_false",
+        help="skip the informer-style sync run (watcher process on the biggest fleet)",
+    )  # fmt: skip
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory (database, logs)")
     args = parser.parse_args(argv)
     fleets = args.fleet or (list(FLEETS[:1]) if args.quick else list(FLEETS))
@@ -69,6 +76,15 @@ def main(argv: list[str] | None = None) -> int:
                 log(item.line())
             reset_database = harness.reset_database
             reset_database()
+        synced: dict[str, object] = {}
+        if args.sync:
+            from bench import sync
+
+            namespaces, clusters = fleets[-1]
+            steady_s, samples = (20.0, 20) if args.quick else (60.0, 40)
+            synced = sync.measure(
+                namespaces, clusters, var_dir, steady_s, samples, log, bulk=100 if args.quick else 1000
+            )
         results = []
         for namespaces, clusters in fleets:
             log(f"fleet {namespaces} namespaces / {clusters} clusters")
@@ -78,6 +94,8 @@ def main(argv: list[str] | None = None) -> int:
                 )
             )
         elapsed = time.perf_counter() - started
+        if args.json == "-":
+            sys.stdout = sys.stderr  # the readable report goes to stderr, stdout holds only the JSON
         print()
         print(
             "liqo-dash bench: SQLite in a temporary directory, sandbox API server in its own process; "
@@ -94,15 +112,23 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\nFLAGS ({len(problems)}):" if problems else "\nFLAGS: none")
         for problem in problems:
             print(f"  - {problem}")
+        if synced:
+            print()
+            print("\n".join(sync.lines(synced)))
         print(f"\n(total {elapsed:.0f} s)")
         if args.json:
             summary = report.summary(results, elapsed)
+            summary.update(report.goals(results, synced))
             summary["recovery"] = (
                 [{**item.__dict__, "meets_goal": item.meets, "goal_s": recovery.GOAL_S} for item in recovered]
                 if recovered
                 else []
             )
-            Path(args.json).write_text(json.dumps(summary, indent=2))
+            if args.json == "-":
+                sys.stdout = sys.__stdout__
+                print(json.dumps(summary))
+            else:
+                Path(args.json).write_text(json.dumps(summary, indent=2))
     finally:
         if args.keep:
             print(f"kept {var_dir}", file=sys.stderr)

@@ -77,12 +77,10 @@ class Fleet:
         from django.conf import settings
 
         from offloading import kube
-        from sandbox import scenarios
 
         started = time.perf_counter()
         name = f"fleet-{self.namespaces}x{self.clusters}"
-        scenario = self.var_dir / f"{name}.yaml"
-        scenario.write_text(scenarios.dump(scenarios.generate(self.namespaces, self.clusters)))
+        scenario = f"generated:{self.namespaces}x{self.clusters}"  # the sandbox generates it (same seed)
         self.kubeconfig = self.var_dir / f"{name}.kubeconfig"
         out = self.var_dir / f"{name}.log"
         with open(out, "wb") as log:

@@ -168,7 +168,7 @@ def flags(results: list[FleetResult]) -> list[str]:
                 f"{where}: nothing changed, yet {inserts:,} INSERT ... ON CONFLICT statements rewrite all "
                 f"{run.namespaces:,} namespace rows"
             )
-        if run.changed <= run.namespaces // 100 + 1 and run.seconds > 0.5 * interval:
+        if interval > 0 and run.changed <= run.namespaces // 100 + 1 and run.seconds > 0.5 * interval:
             found.append(
                 f"{where}: {_seconds(run.seconds)} = {100 * run.seconds / interval:.0f} % of the periodic refresh "
                 f"interval (LIQO_DASH_REFRESH_INTERVAL = {interval:g} s): one worker does little but refresh"
@@ -221,3 +221,35 @@ def flags(results: list[FleetResult]) -> list[str]:
 
 def summary(results: list[FleetResult], elapsed: float) -> dict[str, Any]:
     return {"elapsed_s": elapsed, "fleets": [r.as_dict() for r in results], "flags": flags(results)}
+
+
+# The goals, under stable keys (None: not measured in this run).
+PAGE_KEYS = {"list": "list", "matrix": "matrix", "clusters": "clusters", "cluster filter": "cluster_filter",
+             "namespace": "namespace"}  # fmt: skip
+
+
+def goals(results: list[FleetResult], synced: dict[str, Any]) -> dict[str, Any]:
+    first, last = (results[0], results[-1]) if results else (None, None)
+    ratios: dict[str, float | None] = {}
+    cold: dict[str, float | None] = {}
+    if first is not None and last is not None:
+        small = {p.name: p for p in first.pages}
+        for page in last.pages:
+            base = small.get(page.name)
+            ratios[page.name] = round(page.seconds / base.seconds, 2) if base and base.seconds else None
+            cold[page.name] = round(page.runs[0] * 1000, 1) if page.runs else None
+        if first.preview and last.preview and first.preview.seconds:
+            ratios["preview"] = round(last.preview.seconds / first.preview.seconds, 2)
+            cold["preview"] = round(last.preview.runs[0] * 1000, 1) if last.preview.runs else None
+    return {
+        "steady_bytes_per_min": synced.get("steady_bytes_per_min"),
+        "status_latency_p95_s": synced.get("status_latency_p95_s"),
+        "bulk_vs_kubectl_ratio": None,
+        "page_p50_ratio": ratios,
+        "cold_page_ms": cold,
+        "worker_peak_rss_mb": None,
+        "watcher_peak_rss_mb": synced.get("watcher_peak_rss_mb"),
+        "sandbox_start_s": synced.get("sandbox_start_s", last.sandbox_start_s if last else None),
+        "api_list_vs_kubectl_ratio": None,
+        "sync": synced,
+    }

@@ -7,6 +7,7 @@ import json
 import signal
 import sys
 import threading
+import time
 import urllib.request
 from pathlib import Path
 
@@ -25,7 +26,9 @@ def _serve(args: argparse.Namespace) -> int:
         state_file=args.state_file,
         rbac=args.rbac_policy,
     )
+    started = time.perf_counter()
     sb.start()
+    took = time.perf_counter() - started
     if args.kubeconfig:
         sb.write_kubeconfig(args.kubeconfig)
     if args.service_kubeconfig:
@@ -37,6 +40,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, handle)
     signal.signal(signal.SIGINT, handle)
+    print(f"(started in {took:.2f}s)", file=sys.stderr, flush=True)
     print(f"sandbox listening on {sb.url}", flush=True)
     try:
         stop.wait()

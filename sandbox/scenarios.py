@@ -1,13 +1,14 @@
 """Scenario files: the fleet a sandbox starts with (local cluster, nodes, peers, namespaces, offloadings).
 
 A scenario is YAML (see scenarios/demo.yaml for every field). `--scenario` takes a built-in name
-(scenarios/<name>.yaml), a file path or, in-process, a dict. `generate()` builds large fleets for
-benchmarks.
+(scenarios/<name>.yaml), a file path, `generated:NxK` (`generate(N, K)`, no file) or, in-process, a
+dict. `generate()` builds large fleets for benchmarks.
 """
 
 from __future__ import annotations
 
 import random
+import re
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,9 @@ def builtin_names() -> list[str]:
 def load(scenario: str | Path | dict[str, Any]) -> dict[str, Any]:
     if isinstance(scenario, dict):
         return clone(scenario)
+    generated = re.fullmatch(r"generated:(\d+)x(\d+)", str(scenario))
+    if generated:  # a generated fleet without a YAML file to parse: generated:10000x200
+        return generate(int(generated.group(1)), int(generated.group(2)))
     path = Path(scenario)
     if not path.exists() and (BUILTIN_DIR / f"{scenario}.yaml").exists():
         path = BUILTIN_DIR / f"{scenario}.yaml"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import bisect
 import collections
+import marshal
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -34,11 +35,21 @@ EXPIRED_CONTINUE = (
 
 
 def clone(value: Any) -> Any:
-    """A deep copy of JSON-like data (dicts, lists, scalars), several times faster than copy.deepcopy."""
+    """A deep copy of JSON-like data (dicts, lists, scalars), several times faster than copy.deepcopy
+    (marshal copies in C; anything marshal refuses is copied in Python)."""
+    if isinstance(value, (dict, list)):
+        try:
+            return marshal.loads(marshal.dumps(value))
+        except ValueError:
+            return _clone(value)
+    return value
+
+
+def _clone(value: Any) -> Any:
     if isinstance(value, dict):
-        return {k: clone(v) for k, v in value.items()}
+        return {k: _clone(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [clone(v) for v in value]
+        return [_clone(v) for v in value]
     return value
 
 

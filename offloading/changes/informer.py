@@ -5,8 +5,12 @@ batches of watch events (``ADDED``/``MODIFIED``/``DELETED``), pages of a relist 
 ``relist=True``) and, at the end of a relist, the keys it saw (rows of objects that were not seen are
 removed). Only changed objects are written; each batch is one transaction (see watch_cluster).
 
-Adding a kind (pods in offloaded namespaces, events) is a subclass with ``kind`` (a name that
-``offloading.kube`` can list and watch), ``apply`` and ``relisted``, and one ``register(...)`` call.
+Adding a kind (pods in offloaded namespaces, events) is a subclass with ``kind``, ``apply`` and
+``relisted``, one ``register(...)`` call in ``reset()``, and the kind's list method in
+``kube._list_method`` plus its name in ``kube.WATCHED_KINDS``. Pods: list/watch all pods (or with a
+label selector) and keep only those whose namespace is offloaded (``Namespace.offloaded``; set
+``after = ("namespaces", "namespaceoffloadings")`` so those rows exist first); events: a field
+selector on ``involvedObject.kind`` keeps the stream small, and rows can be capped per object.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from typing import Any
 
 from django.db.models import Q
 
-from offloading.changes.drift import observe_offloading, record_label_drift
+from offloading.changes.drift import record_drift, record_label_drift
 from offloading.changes.rows import parse_time, replace_offloading_rows
 from offloading.changes.snapshot import (
     CLUSTER_FIELDS,
@@ -35,6 +39,13 @@ def _meta(obj: dict[str, Any]) -> dict[str, Any]:
     return obj.get("metadata") or {}
 
 
+def _older(obj: dict[str, Any], known: str) -> bool:
+    """Whether ``obj`` predates the version the snapshot holds (etcd's versions are increasing
+    integers; anything else is never called older)."""
+    version = _meta(obj).get("resourceVersion", "")
+    return version.isdigit() and known.isdigit() and int(version) < int(known)
+
+
 def _chunks(items: list[str]) -> list[list[str]]:
     return [items[i : i + _CHUNK] for i in range(0, len(items), _CHUNK)]
 
@@ -43,6 +54,7 @@ class KindSync:
     """One watched kind: how its objects become snapshot rows."""
 
     kind = ""
+    after: tuple[str, ...] = ()  # kinds whose first relist must be written before this kind lists
 
     def key(self, obj: dict[str, Any]) -> str:
         meta = _meta(obj)
@@ -133,6 +145,7 @@ class OffloadingSync(KindSync):
     transitions and drift. An offloading whose namespace is not in the snapshot yet waits for it."""
 
     kind = "namespaceoffloadings"
+    after = ("namespaces",)
 
     def __init__(self) -> None:
         self.pending: dict[str, dict[str, Any]] = {}
@@ -167,13 +180,24 @@ class OffloadingSync(KindSync):
                 SnapshotState.objects.filter(pk=1).update(local_cluster_id=found)
 
     def _write(self, changed: dict[str, dict[str, Any] | None], now: Any) -> None:
+        """What observe_offloading does for one object, for a batch: rows locked in name order, late
+        events skipped, drift recorded, then one replace_offloading_rows for all."""
         if not changed:
             return
         if SnapshotState.get().last_success_at is None:
             replace_offloading_rows(changed, now, history=False)  # the first sync learns, it reports nothing
             return
+        rows = {
+            n.name: n for n in Namespace.objects.select_for_update().filter(name__in=list(changed)).order_by("name")
+        }
+        current: dict[str, dict[str, Any] | None] = {}
         for name, obj in changed.items():
-            observe_offloading(name, obj)
+            old = rows.get(name)
+            if old is None or (obj is not None and _older(obj, old.offloading_resource_version)):  # late event
+                continue
+            record_drift(old, obj, now)
+            current[name] = obj
+        replace_offloading_rows(current, now)
 
     def namespaces_added(self, names: list[str], now: Any) -> None:
         waiting = {name: self.pending.pop(name) for name in names if name in self.pending}

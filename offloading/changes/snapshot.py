@@ -45,8 +45,22 @@ def local_cluster_id() -> str:
     return settings.LIQO_DASH["LOCAL_CLUSTER_ID"] or SnapshotState.get().local_cluster_id
 
 
+_INFORMER_ALIVE = "liqo-dash:informer-alive"
+
+
+def informer_alive(seconds: float | None) -> None:
+    """The watcher keeps every kind synced (for ``seconds``; None: it stopped): refreshes are not needed."""
+    if seconds:
+        cache.set(_INFORMER_ALIVE, 1, timeout=seconds)
+    else:
+        cache.delete(_INFORMER_ALIVE)
+
+
 def trigger_refresh() -> None:
-    """Ask for a refresh soon; many triggers within a second coalesce into one refresh."""
+    """Ask for a refresh soon; many triggers within a second coalesce into one refresh. Nothing while
+    the watcher keeps the snapshot (it brings the change itself; a full refresh would re-read all)."""
+    if cache.get(_INFORMER_ALIVE):
+        return
     if cache.add(_REFRESH_REQUESTED, 1, timeout=5):
         transaction.on_commit(lambda: enqueue_refresh(countdown=0.5))
 

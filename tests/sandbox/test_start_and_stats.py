@@ -80,3 +80,7 @@ def test_stats_count_the_bytes_served_per_client(kube: Clients, tmp_path: Path) 
     assert stats["clients"]["sandbox-admin"] == admin
 
     assert _admin(kube.sb, "DELETE")["clients"] == {}
+
+
+def test_a_generated_fleet_needs_no_file() -> None:
+    assert scenarios.load("generated:30x2") == scenarios.generate(30, 2)

@@ -25,6 +25,7 @@ from django.utils import timezone
 
 from offloading import kube
 from offloading.changes import apihealth, informer
+from offloading.changes.snapshot import informer_alive
 from offloading.leader import LeaderElector
 from offloading.models import SnapshotState
 
@@ -32,6 +33,9 @@ log = logging.getLogger("offloading.watch")
 
 
 _RESTARTS = "liqo-dash:watch-restarts:"
+# Items per LIST page of a relist: a NamespaceOffloading with 200 peers is about 60 kB, so a page of 50
+# is 3 MB on the wire; with the writer's bounded queue, memory stays flat whatever the fleet.
+LIST_PAGE_SIZE = 50
 
 
 def _count_restart(kind: str) -> None:
@@ -57,6 +61,7 @@ class SnapshotWriter(threading.Thread):
     every kind is synced (``healthy``) it marks the snapshot fresh every WATCH_HEARTBEAT seconds."""
 
     BATCH = 500
+    PAGES_IN_FLIGHT = 1
 
     def __init__(
         self, stop: threading.Event, healthy: Callable[[], bool] = lambda: True, background: bool = True
@@ -65,15 +70,21 @@ class SnapshotWriter(threading.Thread):
         self.stop_event = stop
         self.healthy = healthy
         self.background = background
-        self.queue: queue.Queue[tuple[str, str, Any]] = queue.Queue(maxsize=64)
+        self.queue: queue.Queue[tuple[str, str, Any]] = queue.Queue(maxsize=16)
         self.written = 0
         self._beat = 0.0
         self.heartbeat_every = float(settings.LIQO_DASH["WATCH_HEARTBEAT"])
+        self._pages = threading.Semaphore(self.PAGES_IN_FLIGHT)  # relist pages queued, not yet written
+        self.listed: dict[str, threading.Event] = {kind: threading.Event() for kind in informer.SYNCED}
 
     def event(self, kind: str, event_type: str, obj: dict[str, Any]) -> None:
         self._put((kind, event_type, obj))
 
     def page(self, kind: str, items: list[dict[str, Any]]) -> None:
+        if self.background:
+            while not self._pages.acquire(timeout=1.0):  # one page in memory at a time, whatever the kinds
+                if self.stop_event.is_set():
+                    return
         self._put((kind, "PAGE", items))
 
     def relisted(self, kind: str, seen: set[str]) -> None:
@@ -117,6 +128,7 @@ class SnapshotWriter(threading.Thread):
                         sync.apply([("ADDED", obj) for obj in payload], now, relist=True)
                     elif what == "RELISTED":
                         sync.relisted(payload, now)
+                        transaction.on_commit(self.listed[kind].set)
                     else:
                         events.append((what, payload))
                         following = batch[i + 1] if i + 1 < len(batch) else None
@@ -127,12 +139,16 @@ class SnapshotWriter(threading.Thread):
         except Exception:  # noqa: BLE001 - the writer outlives a bad batch; a resync repairs the rows
             log.exception("snapshot writer: a batch of %d failed", len(batch))
         finally:
+            if self.background:
+                for _ in range(sum(1 for _, what, _ in batch if what == "PAGE")):
+                    self._pages.release()
             close_old_connections()
 
     def heartbeat(self, force: bool = False) -> None:
         if not force and time.monotonic() - self._beat < self.heartbeat_every:
             return
         if self.healthy():
+            informer_alive(3 * self.heartbeat_every)
             self._beat = time.monotonic()
             now = timezone.now()
             SnapshotState.objects.get_or_create(pk=1)
@@ -140,6 +156,7 @@ class SnapshotWriter(threading.Thread):
             close_old_connections()
 
     def failed(self, message: str) -> None:
+        informer_alive(None)
         SnapshotState.objects.get_or_create(pk=1)
         SnapshotState.objects.filter(pk=1).update(last_attempt_at=timezone.now(), last_error=message)
         close_old_connections()
@@ -172,9 +189,14 @@ class KindWatcher(threading.Thread):
 
     def relist(self) -> str:
         sync = informer.SYNCED[self.kind]
+        for kind in sync.after:  # e.g. offloadings once their namespaces are rows (else they wait in memory)
+            ready = self.writer.listed.get(kind)
+            while self.writer.background and ready is not None and not ready.wait(1.0):
+                if self.stop_event.is_set():
+                    return ""
         seen: set[str] = set()
         version = ""
-        for items, page_version in kube.list_pages(self.kind):
+        for items, page_version in kube.list_pages(self.kind, LIST_PAGE_SIZE):
             seen.update(sync.key(obj) for obj in items)
             self.writer.page(self.kind, items)
             version = page_version
@@ -284,5 +306,6 @@ class Command(BaseCommand):
         stop.set()
         for watcher in watchers:
             watcher.join(5)
+        informer_alive(None)  # the worker refreshes again when asked
         self.stdout.write(f"watchers stopped: {why}")
         self.stdout.flush()
