@@ -252,7 +252,12 @@ REST_FRAMEWORK = {
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 100,
+    # JSON only, capped in size and nesting; every error is a Kubernetes-style Status (offloading/api/).
+    "DEFAULT_PARSER_CLASSES": ["offloading.api.parsers.LimitedJSONParser"],
+    "EXCEPTION_HANDLER": "offloading.api.errors.exception_handler",
 }
+# Request bodies over 1 MiB are refused (413, see offloading.middleware) before anything reads them.
+DATA_UPLOAD_MAX_MEMORY_SIZE = 1024 * 1024
 SPECTACULAR_SETTINGS = {
     "TITLE": "liqo-dash API",
     "DESCRIPTION": "Namespace offloading for Liqo: peered clusters, namespaces, changes and audit.",

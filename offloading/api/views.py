@@ -9,7 +9,6 @@ from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -31,6 +30,7 @@ from ..models import (
     SnapshotState,
     VirtualNode,
 )
+from .errors import check_query_parameters, if_match_generation
 from .serializers import (
     AuditEventSerializer,
     BulkCreateSerializer,
@@ -45,7 +45,26 @@ from .status import refusal_response
 
 
 class SnapshotHeadersMixin:
-    """Every response says how fresh the snapshot it was read from is."""
+    """Every response says how fresh the snapshot it was read from is; unknown query parameters are a 400."""
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)  # type: ignore[misc]
+        check_query_parameters(request, self.accepted_query_parameters())
+
+    def accepted_query_parameters(self) -> set[str]:
+        """The filters and the pagination of a list; nothing else anywhere."""
+        if getattr(self, "action", None) != "list":
+            return set()
+        accepted: set[str] = set()
+        filterset = getattr(self, "filterset_class", None)
+        if filterset is not None and getattr(self, "filter_backends", None):
+            accepted |= set(filterset.base_filters)
+        elif getattr(self, "filter_backends", None):
+            accepted |= set(getattr(self, "filterset_fields", ()))
+        paginator = getattr(self, "paginator", None)
+        if paginator is not None:
+            accepted |= {paginator.limit_query_param, paginator.offset_query_param}
+        return accepted
 
     def finalize_response(self, request: Request, response: Response, *args: Any, **kwargs: Any) -> Response:
         response = super().finalize_response(request, response, *args, **kwargs)  # type: ignore[misc]
@@ -58,13 +77,8 @@ class SnapshotHeadersMixin:
 
 def _expected_generation(request: Request, body: dict[str, Any]) -> int | None:
     """The generation the client based its change on: ``If-Match: "<generation>"`` or the body."""
-    header = request.headers.get("If-Match", "").strip()
-    if header and header != "*":
-        value = header.removeprefix("W/").strip('"')
-        if not value.isdigit():
-            raise ValidationError({"If-Match": ["must be the ETag of the namespace, a generation number"]})
-        return int(value)
-    return body.get("expectedGeneration")
+    header = if_match_generation(request)
+    return header if header is not None else body.get("expectedGeneration")
 
 
 class SnapshotView(SnapshotHeadersMixin, APIView):
