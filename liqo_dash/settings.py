@@ -250,7 +250,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "DEFAULT_PAGINATION_CLASS": "offloading.api.pagination.StrictLimitOffsetPagination",
     "PAGE_SIZE": 100,
     # JSON only, capped in size and nesting; every error is a Kubernetes-style Status (offloading/api/).
     "DEFAULT_PARSER_CLASSES": ["offloading.api.parsers.LimitedJSONParser"],
@@ -267,6 +267,7 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "offloading.api.docs.postprocess"],
     "ENUM_NAME_OVERRIDES": {
         "ChangeActionEnum": "offloading.choices.ChangeAction",
         "AuditActionEnum": "offloading.choices.AuditAction",

@@ -11,7 +11,7 @@ from offloading.liqo.selectors.parse import parse_requirements
 from offloading.liqo.selectors.requirements import SelectorError
 
 from .liqo import constants as liqo
-from .models import ClusterOffloading, Namespace
+from .models import AuditEvent, ChangeRequest, ClusterOffloading, Namespace
 
 NOT_OFFLOADED = "none"
 
@@ -85,3 +85,23 @@ class NamespaceFilterSet(django_filters.FilterSet):
             return queryset
         hosted = ClusterOffloading.objects.filter(cluster_id=value, selected=True).values("namespace_id")
         return queryset.filter(pk__in=hosted)
+
+
+class ChangeRequestFilterSet(django_filters.FilterSet):
+    """Changes by namespace, state, action, source and bulk request (an unknown id matches nothing)."""
+
+    bulk = django_filters.NumberFilter(field_name="bulk_id")
+
+    class Meta:
+        model = ChangeRequest
+        fields = ["namespace", "state", "action", "source", "bulk"]
+
+
+class AuditEventFilterSet(django_filters.FilterSet):
+    """Audit events by namespace, user, source, action and change (an unknown id matches nothing)."""
+
+    change = django_filters.NumberFilter(field_name="change_id")
+
+    class Meta:
+        model = AuditEvent
+        fields = ["namespace", "user_name", "source", "action", "change"]

@@ -24,9 +24,24 @@ def _body_refusal(request: HttpRequest) -> HttpResponse | None:
         return None
     if not request.path.startswith("/api/"):
         return HttpResponse(message, status=code, content_type="text/plain; charset=utf-8")
+    return _status_response(code, message)
+
+
+def _status_response(code: int, message: str) -> HttpResponse:
     from offloading.api.errors import status_data  # the API's body shape, without loading DRF for pages
 
     return HttpResponse(json.dumps(status_data(code, message)), status=code, content_type="application/json")
+
+
+def _api_error(request: HttpRequest, response: HttpResponse) -> HttpResponse:
+    """Django's own error pages (an URL no route matches, say) as a ``Status`` on the API."""
+    if (
+        request.path.startswith("/api/v1/")
+        and 400 <= response.status_code < 500
+        and not response.get("Content-Type", "").startswith("application/json")
+    ):
+        return _status_response(response.status_code, f"{request.method} {request.path}: {response.reason_phrase}")
+    return response
 
 
 class RequestContextMiddleware:
@@ -37,7 +52,7 @@ class RequestContextMiddleware:
         request.request_id = context.new_request_id(request.headers.get("X-Request-ID"))  # type: ignore[attr-defined]
         token = context.set_request(request)
         try:
-            response = _body_refusal(request) or self.get_response(request)
+            response = _body_refusal(request) or _api_error(request, self.get_response(request))
         finally:
             context.reset_request(token)
         response["X-Request-ID"] = request.request_id  # type: ignore[attr-defined]

@@ -6,8 +6,8 @@ from typing import Any
 
 from django.db.models import Count
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
-from rest_framework import mixins, serializers, status, viewsets
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -19,7 +19,7 @@ from offloading.changes.preview import preview
 from offloading.changes.requests import reapply, request_offload, request_unoffload, validate
 
 from ..context import current_actor
-from ..filtersets import NamespaceFilterSet
+from ..filtersets import AuditEventFilterSet, ChangeRequestFilterSet, NamespaceFilterSet
 from ..models import (
     AuditEvent,
     BulkRequest,
@@ -30,6 +30,7 @@ from ..models import (
     SnapshotState,
     VirtualNode,
 )
+from .docs import BulkPlanSerializer, PreviewSerializer
 from .errors import check_query_parameters, if_match_generation
 from .serializers import (
     AuditEventSerializer,
@@ -49,7 +50,8 @@ class SnapshotHeadersMixin:
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)  # type: ignore[misc]
-        check_query_parameters(request, self.accepted_query_parameters())
+        if hasattr(self, (request.method or "").lower()):  # an undeclared method is a 405 whatever the query
+            check_query_parameters(request, self.accepted_query_parameters())
 
     def accepted_query_parameters(self) -> set[str]:
         """The filters and the pagination of a list; nothing else anywhere."""
@@ -59,8 +61,6 @@ class SnapshotHeadersMixin:
         filterset = getattr(self, "filterset_class", None)
         if filterset is not None and getattr(self, "filter_backends", None):
             accepted |= set(filterset.base_filters)
-        elif getattr(self, "filter_backends", None):
-            accepted |= set(getattr(self, "filterset_fields", ()))
         paginator = getattr(self, "paginator", None)
         if paginator is not None:
             accepted |= {paginator.limit_query_param, paginator.offset_query_param}
@@ -155,24 +155,7 @@ class NamespaceViewSet(SnapshotHeadersMixin, viewsets.ReadOnlyModelViewSet):
             return refusal_response(exc, name=name)
         return Response(ChangeRequestSerializer(change).data, status=status.HTTP_202_ACCEPTED)
 
-    @extend_schema(
-        request=OffloadSerializer,
-        responses=inline_serializer(
-            "Preview",
-            {
-                "valid": serializers.BooleanField(),
-                "errors": serializers.DictField(),
-                "warnings": serializers.DictField(),
-                "clusters": serializers.ListField(),
-                "selected": serializers.ListField(),
-                "gains": serializers.ListField(),
-                "losses": serializers.ListField(),
-                "remoteNamespaceName": serializers.CharField(),
-                "manifest": serializers.CharField(),
-                "pod": serializers.DictField(),
-            },
-        ),
-    )
+    @extend_schema(request=OffloadSerializer, responses=PreviewSerializer)
     @action(detail=True, methods=["post"])
     def preview(self, request: Request, name: str) -> Response:
         """What the spec would do, computed from the snapshot; invalid input is part of the answer."""
@@ -223,7 +206,7 @@ class NamespaceViewSet(SnapshotHeadersMixin, viewsets.ReadOnlyModelViewSet):
 class ChangeRequestViewSet(SnapshotHeadersMixin, viewsets.ReadOnlyModelViewSet):
     queryset = ChangeRequest.objects.all()
     serializer_class = ChangeRequestSerializer
-    filterset_fields = ["namespace", "state", "action", "source", "bulk"]
+    filterset_class = ChangeRequestFilterSet
 
     @extend_schema(request=None, responses={202: ChangeRequestSerializer})
     @action(detail=True, methods=["post"])
@@ -242,7 +225,7 @@ class BulkRequestViewSet(SnapshotHeadersMixin, mixins.CreateModelMixin, viewsets
     serializer_class = BulkRequestSerializer
     filter_backends: list[Any] = []
 
-    @extend_schema(request=BulkCreateSerializer, responses={201: BulkRequestSerializer})
+    @extend_schema(request=BulkCreateSerializer, responses={200: BulkPlanSerializer, 201: BulkRequestSerializer})
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         serializer = BulkCreateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
@@ -277,8 +260,4 @@ class BulkRequestViewSet(SnapshotHeadersMixin, mixins.CreateModelMixin, viewsets
 class AuditEventViewSet(SnapshotHeadersMixin, viewsets.ReadOnlyModelViewSet):
     queryset = AuditEvent.objects.all()
     serializer_class = AuditEventSerializer
-    filterset_fields = ["namespace", "user_name", "source", "action", "change"]
-
-    @extend_schema(parameters=[OpenApiParameter("namespace", str), OpenApiParameter("user_name", str)])
-    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        return super().list(request, *args, **kwargs)
+    filterset_class = AuditEventFilterSet
