@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from offloading.liqo.selectors.match import cluster_matches, explain
+from offloading.liqo.selectors.match import cluster_matches, explain, prepare_terms
 from offloading.liqo.selectors.requirements import SelectorError
 
 from .constants import REMOTE_CLUSTER_ID_LABEL, REMOTE_ID_LABEL, REPLICATION_LABEL, TENANT_NAMESPACE_PREFIX
@@ -61,6 +61,7 @@ def select_clusters(
 
     result: dict[str, dict[str, Any]] = {}
     stopped = False
+    prepared = prepare_terms(cluster_selector) if terms and virtual_nodes else []
     for cluster_id, vn_name, labels in virtual_nodes:
         entry = result.setdefault(
             cluster_id,
@@ -69,7 +70,7 @@ def select_clusters(
         if stopped:
             continue
         why = (
-            explain(cluster_selector, labels, {"metadata.name": vn_name})
+            explain(cluster_selector, labels, {"metadata.name": vn_name}, prepared=prepared)
             if terms
             else _decide(cluster_selector, labels, vn_name)
         )

@@ -95,3 +95,21 @@ def test_validate_spec_checks_the_limits_first_and_alone() -> None:
     assert warnings == []
     errors, _ = validate_spec("ns", {"clusterSelector": _selector(50, 50, 100)})
     assert errors == []
+
+
+def test_explaining_with_prepared_terms_is_explaining_without() -> None:
+    from offloading.liqo.peers import select_clusters
+    from offloading.liqo.selectors.match import explain, prepare_terms
+
+    selector = {"nodeSelectorTerms": [{"matchExpressions": [_expression(3)]}, {"matchFields": [
+        {"key": "metadata.name", "operator": "In", "values": ["vn-b"]}]}, {}, "bad"]}  # fmt: skip
+    prepared = prepare_terms(selector)
+    assert [text for _term, text in prepared][:2] == ["region in (v0,v1,v2)", "field metadata.name In (vn-b)"]
+    for labels, name in (({"region": "v1"}, "vn-a"), ({"region": "x"}, "vn-b"), ({}, "vn-c")):
+        fields = {"metadata.name": name}
+        assert explain(selector, labels, fields, prepared=prepared) == explain(selector, labels, fields)
+    nodes = [("a", "vn-a", {"region": "v1"}), ("b", "vn-b", {"region": "x"})]
+    chosen = select_clusters(selector, nodes)
+    assert chosen["a"]["selected"] and chosen["b"]["selected"]
+    assert chosen["a"]["explanations"][0][1]["terms"][0]["text"] == "region in (v0,v1,v2)"
+    assert prepare_terms(None) == [] and explain(None, {}, prepared=[])["all_clusters"] is True
