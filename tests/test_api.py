@@ -123,6 +123,8 @@ def test_preview_reports_clusters_and_errors(api: APIClient, fleet: Any) -> None
     assert ok["valid"] and ok["selected"] == ["naples"]
     milan = next(c for c in ok["clusters"] if c["clusterId"] == "milan")
     assert "eu-west" in milan["explanations"][0]["terms"][0]["failed"]
+    assert ok["terms"] == ["topology.kubernetes.io/region=eu-south"]  # written once, not per virtual node
+    assert "text" not in milan["explanations"][0]["terms"][0]
     assert ok["remoteNamespaceName"] == "payments-rome"
     bad = api.post("/api/v1/namespaces/payments/preview/", {"namespaceMappingStrategy": "Nope"}, format="json")
     assert bad.status_code == 200 and not bad.json()["valid"] and "namespaceMappingStrategy" in bad.json()["errors"]

@@ -154,6 +154,11 @@ class PreviewSerializer(serializers.Serializer):
     warnings = serializers.DictField(child=serializers.ListField(child=serializers.CharField()), required=False)
     spec = serializers.DictField(required=False, help_text="The spec as it would be written (defaults applied).")
     clusters = PreviewClusterSerializer(many=True, required=False)
+    terms = serializers.ListField(
+        child=serializers.CharField(allow_blank=True),
+        required=False,
+        help_text="The selector's terms as text; explanations refer to them by `index`.",
+    )
     selected = serializers.ListField(child=serializers.CharField(), required=False)
     gains = serializers.ListField(child=serializers.CharField(), required=False)
     losses = serializers.ListField(child=serializers.CharField(), required=False)

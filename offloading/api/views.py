@@ -182,10 +182,11 @@ class NamespaceViewSet(SnapshotHeadersMixin, viewsets.ReadOnlyModelViewSet):
                 "note": row["note"],
                 "error": row["error"],
                 "virtualNodesDisagree": row["disagree"],
-                "explanations": [{"virtualNode": vn, **why} for vn, why in row["explanations"]],
+                "explanations": [_explanation(vn, why) for vn, why in row["explanations"]],
             }
             for row in result.clusters
         ]
+        first = next((why for row in result.clusters for _vn, why in row["explanations"]), None)
         return Response(
             {
                 "valid": True,
@@ -193,6 +194,7 @@ class NamespaceViewSet(SnapshotHeadersMixin, viewsets.ReadOnlyModelViewSet):
                 "warnings": checked.warnings,
                 "spec": checked.spec,
                 "clusters": clusters,
+                "terms": [t["text"] for t in first["terms"]] if first else [],
                 "selected": result.selected,
                 "gains": result.gains,
                 "losses": result.losses,
@@ -201,6 +203,12 @@ class NamespaceViewSet(SnapshotHeadersMixin, viewsets.ReadOnlyModelViewSet):
                 "pod": result.pod_after,
             }
         )
+
+
+def _explanation(vn: str, why: dict[str, Any]) -> dict[str, Any]:
+    """One virtual node's verdict; its terms by index into the preview's ``terms`` (their text is the
+    same for every virtual node, so it is written once)."""
+    return {"virtualNode": vn, **why, "terms": [{k: v for k, v in t.items() if k != "text"} for t in why["terms"]]}
 
 
 class ChangeRequestViewSet(SnapshotHeadersMixin, viewsets.ReadOnlyModelViewSet):
