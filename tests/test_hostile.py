@@ -149,3 +149,10 @@ def test_a_client_request_id_is_kept_only_when_sane(api: APIClient, sent: str, k
     assert response.status_code == 200
     assert (response["X-Request-ID"] == sent) is kept
     assert response["X-Request-ID"].isascii() and 1 <= len(response["X-Request-ID"]) <= 64
+
+
+def test_the_docs_page_answers_options_and_errors_in_json(api: APIClient) -> None:
+    assert api.get("/api/docs/").status_code == 200
+    response = api.options("/api/docs/")  # rendered with the docs' HTML template, it was a 500
+    _status(response, 405)
+    assert _causes(_status(api.get("/api/v1/no-such-route/"), 404)) == []

@@ -6,7 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.views import SpectacularSwaggerView
 from rest_framework import serializers
+from rest_framework.renderers import JSONRenderer
+from rest_framework.request import Request
+from rest_framework.response import Response
 
 from .errors import REASONS
 
@@ -181,3 +185,16 @@ class BulkPlanSerializer(serializers.Serializer):
         child=serializers.DictField(child=serializers.CharField()),
         help_text="Namespaces left out: `{namespace, reason}`.",
     )
+
+
+class SwaggerView(SpectacularSwaggerView):
+    """The browsable docs; their errors (401, 405 ...) are a JSON ``Status``, not an HTML template
+    the view does not have (which was a 500, for OPTIONS too)."""
+
+    http_method_names = ["get", "head"]
+
+    def finalize_response(self, request: Request, response: Response, *args: Any, **kwargs: Any) -> Response:
+        if getattr(response, "exception", False):
+            request.accepted_renderer = JSONRenderer()
+            request.accepted_media_type = JSONRenderer.media_type
+        return super().finalize_response(request, response, *args, **kwargs)
