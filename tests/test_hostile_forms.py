@@ -61,3 +61,13 @@ def test_the_bulk_form_refuses_a_namespace_selector_over_the_limits(admin_client
         assert response.status_code == 200
         assert any(words in m for m in response.context["form"].errors["namespace_selector"]), selector
     assert not ChangeRequest.objects.exists()
+
+
+def test_the_namespaces_page_filters_by_offloaded_with_the_api_filterset(admin_client: Any, fleet: Any) -> None:  # noqa: F811
+    page = admin_client.get(reverse("offloading:namespace_list"), {"offloaded": "true"})
+    names = [ns.name for ns in page.context["filterset"].qs]
+    assert names == ["shop"] and 'name="offloaded"' in page.content.decode()
+    page = admin_client.get(reverse("offloading:namespace_list"), {"offloaded": "false"})
+    assert [ns.name for ns in page.context["filterset"].qs] == ["payments"]
+    page = admin_client.get(reverse("offloading:namespace_list"), {"offloaded": "maybe"})
+    assert page.status_code == 200 and page.context["filterset"].errors["offloaded"]
