@@ -113,3 +113,28 @@ def test_explaining_with_prepared_terms_is_explaining_without() -> None:
     assert chosen["a"]["selected"] and chosen["b"]["selected"]
     assert chosen["a"]["explanations"][0][1]["terms"][0]["text"] == "region in (v0,v1,v2)"
     assert prepare_terms(None) == [] and explain(None, {}, prepared=[])["all_clusters"] is True
+
+
+def test_nodes_alike_for_the_selector_share_one_explanation() -> None:
+    from offloading.liqo.peers import select_clusters
+    from offloading.liqo.selectors.match import explain, explanation_key, explanation_reads, prepare_terms
+
+    selector = {"nodeSelectorTerms": [{"matchExpressions": [_expression(2), {"key": "tier", "operator": "Exists"}]}]}
+    prepared = prepare_terms(selector)
+    reads = explanation_reads(prepared)
+    assert reads == (["region", "tier"], False)
+    assert explanation_key(reads, {"region": "v1", "other": "x"}, "a") == ((("region", "v1"),), None)
+    assert explanation_key(reads, {"tier": "1", "region": "v0"}, "a") == ((("region", "v0"), ("tier", "1")), None)
+    nodes = [("a", "vn-a", {"region": "v1", "x": "1"}), ("b", "vn-b", {"region": "v1", "x": "2"}),
+             ("c", "vn-c", {"region": "v1", "tier": "t"}), ("d", "vn-d", {"region": "zz", "tier": "t"})]  # fmt: skip
+    chosen = select_clusters(selector, nodes)
+    whys = {cid: chosen[cid]["explanations"][0][1] for cid in "abcd"}
+    assert whys["a"] is whys["b"] and whys["a"] is not whys["c"]
+    for cluster_id, vn_name, labels in nodes:
+        assert whys[cluster_id] == explain(selector, labels, {"metadata.name": vn_name})
+    assert [cid for cid in "abcd" if chosen[cid]["selected"]] == ["c"]
+    fields = {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["vn-a"]}]}]}
+    assert explanation_reads(prepare_terms(fields)) == ([], True)
+    assert explanation_key(([], True), {}, "vn-a") == ((), "vn-a")
+    by_name = select_clusters(fields, nodes[:2])
+    assert by_name["a"]["selected"] and not by_name["b"]["selected"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
 
@@ -194,6 +195,19 @@ def prepare_terms(cluster_selector: dict[str, Any] | None) -> PreparedTerms:
     """Each term of ``cluster_selector`` parsed and written as text, once: ``explain`` of many clusters
     against one selector then only matches."""
     return [(_parse_term(term, i), term_text(term)) for i, term in enumerate(_terms_of(cluster_selector))]
+
+
+def explanation_reads(prepared: PreparedTerms) -> tuple[list[str], bool]:
+    """The label keys ``explain`` of ``prepared`` reads (sorted), and whether it reads the node's name."""
+    keys = {e["key"] for pt, _ in prepared for e in pt.exprs if isinstance(e.get("key"), str)}
+    return sorted(keys), any(pt.fields for pt, _ in prepared)
+
+
+def explanation_key(reads: tuple[list[str], bool], labels: dict[str, str], vn_name: str) -> Hashable:
+    """What ``explain`` reads of a virtual node (``reads``: ``explanation_reads``): the labels its
+    expressions name, and the name when a term matches fields. Nodes with one key get one explanation."""
+    keys, uses_fields = reads
+    return tuple((k, labels[k]) for k in keys if k in labels), vn_name if uses_fields else None
 
 
 def explain(
