@@ -42,5 +42,7 @@ class AccessMiddleware:
         if path.startswith(OPEN_PREFIXES) or path.startswith(static_url):
             return None
         if path.startswith("/api/"):
-            return JsonResponse({"detail": "your account has no role: ask an admin to grant you one"}, status=403)
+            from offloading.api.errors import status_data  # the API's error body, a Kubernetes-style Status
+
+            return JsonResponse(status_data(403, "your account has no role: ask an admin to grant you one"), status=403)
         return render(request, "access/no_role.html", status=403)

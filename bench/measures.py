@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import statistics
 import time
@@ -15,6 +16,24 @@ from offloading.liqo.selectors.liqoctl import cluster_selector
 
 # The cluster selector the previews evaluate: two regions out of seven, without staging clusters.
 PREVIEW_SELECTOR = "topology.kubernetes.io/region in (eu-west-1, eu-south-1),!staging"
+
+
+def selector_at_the_limits() -> list[str]:
+    """The largest selector the dashboard accepts (offloading.liqo.limits), as liqoctl lines: every term
+    and expression at its cap, and expressions every cluster passes until the last one (a region in a
+    list of the maximum size), so matching cannot stop early."""
+    from offloading.liqo.limits import MAX_EXPRESSIONS, MAX_TERMS, MAX_VALUES
+
+    regions = ["eu-west-1", "eu-south-1", *(f"nowhere-{v}" for v in range(MAX_VALUES - 2))]
+    return [
+        ",".join(
+            [
+                *(f"!absent-{t}-{e}" for e in range(MAX_EXPRESSIONS - 1)),
+                f"topology.kubernetes.io/region in ({','.join(regions)})",
+            ]
+        )  # fmt: skip
+        for t in range(MAX_TERMS)
+    ]
 
 
 @dataclass
@@ -183,6 +202,9 @@ def measure_pages(repeat: int) -> tuple[list[PageRun], str]:
         "cluster_selector": PREVIEW_SELECTOR,
         "expected_generation": str(namespace.offloading_generation),
     }
+    at_limits = selector_at_the_limits()
+    limits_form = {**preview_form, "cluster_selector": "\n".join(at_limits)}
+    limits_json = json.dumps({"podOffloadingStrategy": "LocalAndRemote", "selectors": at_limits})
     last_page = max(1, math.ceil(Namespace.objects.count() / 50))
     detail = reverse("offloading:namespace_detail", args=[namespace.name])
     # (name, method, url, form data, whether it shows one row per peered cluster)
@@ -196,11 +218,17 @@ def measure_pages(repeat: int) -> tuple[list[PageRun], str]:
         ("offload form", "GET", reverse("offloading:namespace_offload", args=[namespace.name]), None, False),
         ("offload preview POST", "POST", reverse("offloading:namespace_offload_preview", args=[namespace.name]),
          preview_form, True),
+        ("offload preview POST, selector at the limits", "POST",
+         reverse("offloading:namespace_offload_preview", args=[namespace.name]), limits_form, True),
+        ("API preview POST, selector at the limits", "POST",
+         reverse("api:namespace-preview", args=[namespace.name]), limits_json, True),
     ]  # fmt: skip
     runs = []
     for name, method, url, data, per_cluster in pages:
 
         def request(method: str = method, url: str = url, data: Any = data) -> Any:
+            if isinstance(data, str):  # a JSON body, for the API
+                return client.post(url, data, content_type="application/json")
             return client.post(url, data) if method == "POST" else client.get(url)
 
         response = request()  # warm-up: templates compiled, caches filled

@@ -290,11 +290,16 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "DEFAULT_PAGINATION_CLASS": "offloading.api.pagination.StrictLimitOffsetPagination",
     "PAGE_SIZE": 100,
+    # JSON only, capped in size and nesting; every error is a Kubernetes-style Status (offloading/api/).
+    "DEFAULT_PARSER_CLASSES": ["offloading.api.parsers.LimitedJSONParser"],
+    "EXCEPTION_HANDLER": "offloading.api.errors.exception_handler",
 }
 # The product's version, shown in every page's footer and in the OpenAPI schema.
 LIQO_DASH_VERSION = "0.1.0"
+# Request bodies over 1 MiB are refused (413, see offloading.middleware) before anything reads them.
+DATA_UPLOAD_MAX_MEMORY_SIZE = 1024 * 1024
 SPECTACULAR_SETTINGS = {
     "TITLE": "liqo-dash API",
     "DESCRIPTION": "Namespace offloading for Liqo: peered clusters, namespaces, changes and audit.",
@@ -304,6 +309,7 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "offloading.api.docs.postprocess"],
     "ENUM_NAME_OVERRIDES": {
         "ChangeActionEnum": "offloading.choices.ChangeAction",
         "AuditActionEnum": "offloading.choices.AuditAction",

@@ -1,9 +1,10 @@
 from csp.decorators import csp_update
 from django.contrib import admin
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
+from drf_spectacular.views import SpectacularAPIView
 
 from offloading import health, metrics
+from offloading.api.docs import SwaggerView
 
 urlpatterns = [
     # Probes and scrapes: no login (see offloading/health.py and offloading/metrics.py).
@@ -18,7 +19,7 @@ urlpatterns = [
     # sets inline styles, allowed on this page only.
     path(
         "api/docs/",
-        csp_update({"style-src": ["'unsafe-inline'"]})(SpectacularSwaggerSplitView.as_view(url_name="schema")),
+        csp_update({"style-src": ["'unsafe-inline'"]})(SwaggerView.as_view(url_name="schema")),
         name="api_docs",
     ),
     path("", include("access.urls")),

@@ -21,12 +21,12 @@ class Actor:
 
 
 _current: contextvars.ContextVar[Any] = contextvars.ContextVar("liqo_dash_request", default=None)
-_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
+_REQUEST_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
 
 
 def new_request_id(candidate: str | None = None) -> str:
-    """Keep a caller's X-Request-ID when it is sane, else make one."""
-    if candidate and _REQUEST_ID.match(candidate):
+    """Keep a caller's X-Request-ID when it matches ``[A-Za-z0-9._-]{1,64}``, else make one."""
+    if candidate and _REQUEST_ID.fullmatch(candidate):
         return candidate
     return uuid.uuid4().hex
 

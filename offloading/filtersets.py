@@ -6,20 +6,31 @@ import django_filters
 from django.core.exceptions import ValidationError
 from django.db.models import Q, QuerySet
 
+from offloading.liqo.limits import requirement_limit_problems
 from offloading.liqo.selectors.parse import parse_requirements
 from offloading.liqo.selectors.requirements import SelectorError
 
 from .liqo import constants as liqo
-from .models import ClusterOffloading, Namespace
+from .models import ChangeRequest, ClusterOffloading, Namespace
 
 NOT_OFFLOADED = "none"
 
 
+def _invalid(*messages: str) -> ValidationError:
+    """Messages with ``%`` escaped and (empty) params, so both django-filter and DRF %-format them."""
+    return ValidationError([ValidationError(m.replace("%", "%%"), params={"_": ""}) for m in messages])
+
+
 def validate_label_selector(value: str) -> None:
+    """A ``kubectl -l`` selector within the dashboard's limits (``offloading.liqo.limits``). Messages
+    quote the input, so a ``%`` in it is escaped (``?selector=%25`` was a 500)."""
     try:
-        parse_requirements(value)
+        requirements = parse_requirements(value)
     except SelectorError as exc:
-        raise ValidationError(str(exc)) from exc
+        raise _invalid(str(exc)) from exc
+    over = requirement_limit_problems(requirements)
+    if over:
+        raise _invalid(*over)
 
 
 class NamespaceFilterSet(django_filters.FilterSet):
@@ -31,13 +42,19 @@ class NamespaceFilterSet(django_filters.FilterSet):
         choices=[(NOT_OFFLOADED, "Not offloaded"), *((p, p) for p in liqo.PHASES)],
     )
     cluster = django_filters.CharFilter(method="filter_cluster", label="Offloaded to cluster")
+    offloaded = django_filters.ChoiceFilter(
+        method="filter_offloaded",
+        label="Offloaded",
+        empty_label="Offloaded or not",
+        choices=[("true", "Offloaded"), ("false", "Not offloaded")],
+    )
     selector = django_filters.CharFilter(
         method="filter_selector", label="Label selector", validators=[validate_label_selector]
     )
 
     class Meta:
         model = Namespace
-        fields = ["q", "phase", "cluster", "selector"]
+        fields = ["q", "phase", "cluster", "offloaded", "selector"]
 
     def filter_selector(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
         """kubectl -l syntax over the namespaces' labels (matched here, as the API server would)."""
@@ -47,6 +64,9 @@ class NamespaceFilterSet(django_filters.FilterSet):
         if not requirements:
             return queryset
         return queryset.filter(pk__in=namespace_ids_matching(requirements))
+
+    def filter_offloaded(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
+        return queryset.filter(offloaded=value == "true")
 
     def filter_q(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
         value = value.strip()
@@ -65,3 +85,13 @@ class NamespaceFilterSet(django_filters.FilterSet):
             return queryset
         hosted = ClusterOffloading.objects.filter(cluster_id=value, selected=True).values("namespace_id")
         return queryset.filter(pk__in=hosted)
+
+
+class ChangeRequestFilterSet(django_filters.FilterSet):
+    """Changes by namespace, state, action, source and bulk request (an unknown id matches nothing)."""
+
+    bulk = django_filters.NumberFilter(field_name="bulk_id")
+
+    class Meta:
+        model = ChangeRequest
+        fields = ["namespace", "state", "action", "source", "bulk"]

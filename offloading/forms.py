@@ -7,6 +7,8 @@ from typing import Any
 from django import forms
 
 from offloading.changes.requests import validate
+from offloading.filtersets import validate_label_selector
+from offloading.liqo.limits import selector_count_problems
 from offloading.liqo.selectors.format import format_term
 from offloading.liqo.selectors.liqoctl import cluster_selector, cluster_selector_notes
 from offloading.liqo.selectors.requirements import SelectorError, UnformattableTermError
@@ -100,6 +102,10 @@ class SpecForm(forms.Form):
             selector = self.kept_selector
         else:
             lines = selector_lines(data.get("cluster_selector", ""))
+            over = selector_count_problems(lines)  # the size of the rest is checked with Liqo's rules
+            if over:
+                self.add_error("cluster_selector", over)
+                return None
             try:
                 selector = cluster_selector(lines)
             except SelectorError as exc:
@@ -211,7 +217,8 @@ class BulkForm(SpecForm):
     )
     namespace_selector = forms.CharField(
         label="Namespace selector",
-        max_length=1024,
+        max_length=16384,
+        validators=[validate_label_selector],
         widget=forms.TextInput(attrs={"placeholder": "team=payments,env in (prod,staging)", "spellcheck": "false"}),
         help_text="kubectl -l syntax, matched against the namespaces' labels.",
     )

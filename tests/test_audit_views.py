@@ -88,4 +88,4 @@ def test_only_admins_export(django_user_model: Any) -> None:
     api.force_authenticate(viewer)
     assert api.get("/api/v1/audit/").status_code == 200
     refused = api.get("/api/v1/audit/export/?format=csv")
-    assert refused.status_code == 403 and "admin" in refused.json()["detail"]
+    assert refused.status_code == 403 and "admin" in refused.json()["message"]

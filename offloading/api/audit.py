@@ -12,12 +12,13 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from django.http import StreamingHttpResponse
+from django.http import Http404, StreamingHttpResponse
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import viewsets
 from rest_framework.decorators import action
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 
@@ -82,6 +83,13 @@ def json_lines(events: Any) -> Iterator[str]:
     yield "]"
 
 
+# The time range as the filters read it (ISO 8601; an empty value means no bound).
+TIME_PARAMETERS = [
+    OpenApiParameter("since", OpenApiTypes.STR, description="ISO 8601 time: events at or after it"),
+    OpenApiParameter("until", OpenApiTypes.STR, description="ISO 8601 time: events before it"),
+]
+
+
 class CSVRenderer(BaseRenderer):
     """Lets ``?format=csv`` through DRF's content negotiation; the export writes the CSV itself."""
 
@@ -98,15 +106,32 @@ class AuditEventViewSet(viewsets.ReadOnlyModelViewSet):
     filter_backends = [DjangoFilterBackend]
     filterset_class = AuditFilterSet
 
+    def perform_content_negotiation(self, request: Request, force: bool = False) -> Any:
+        """``?format=`` is the export's own parameter: an unknown value is a 400 (below), not DRF's 404."""
+        try:
+            return super().perform_content_negotiation(request, force)
+        except (NotFound, Http404):
+            return JSONRenderer(), JSONRenderer.media_type
+
     def handle_exception(self, exc: Exception) -> Any:
         """Errors are JSON, whatever format the export asked for."""
         self.request.accepted_renderer = JSONRenderer()
         self.request.accepted_media_type = JSONRenderer.media_type
         return super().handle_exception(exc)
 
+    @extend_schema(parameters=TIME_PARAMETERS)
+    def list(self, request: Request, *args: Any, **kwargs: Any) -> Any:
+        return super().list(request, *args, **kwargs)
+
     @extend_schema(
-        parameters=[OpenApiParameter("format", OpenApiTypes.STR, enum=["csv", "json"], default="csv")],
-        responses={(200, "text/csv"): OpenApiTypes.STR, (200, "application/json"): OpenApiTypes.OBJECT},
+        parameters=[
+            *TIME_PARAMETERS,
+            OpenApiParameter("format", OpenApiTypes.STR, enum=["csv", "json"], default="csv"),
+        ],
+        responses={
+            (200, "text/csv"): OpenApiTypes.STR,
+            (200, "application/json"): {"type": "array", "items": {"type": "object"}},
+        },
     )
     @action(
         detail=False,
@@ -120,6 +145,8 @@ class AuditEventViewSet(viewsets.ReadOnlyModelViewSet):
         """Every event matching the filters, streamed (admins only)."""
         events = self.filter_queryset(self.get_queryset()).order_by("seq").select_related(None)
         wanted = request.query_params.get("format", "csv")
+        if wanted not in ("csv", "json"):
+            raise ValidationError({"format": [f"format must be csv or json, not {wanted[:40]!r}"]})
         if wanted == "json":
             response = StreamingHttpResponse(json_lines(events), content_type="application/json")
             name = "audit.json"

@@ -7,6 +7,8 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from offloading.filtersets import validate_label_selector
+from offloading.liqo.limits import selector_count_problems
 from offloading.liqo.selectors.liqoctl import cluster_selector
 from offloading.liqo.selectors.requirements import SelectorError
 
@@ -143,6 +145,9 @@ class SpecSerializer(serializers.Serializer):
         if "clusterSelector" in attrs and "selectors" in attrs:
             raise serializers.ValidationError({"selectors": ["give either clusterSelector or selectors, not both"]})
         if "selectors" in attrs:
+            over = selector_count_problems(attrs["selectors"])
+            if over:
+                raise serializers.ValidationError({"selectors": over})
             try:
                 selector = cluster_selector(attrs.pop("selectors"))
             except SelectorError as exc:
@@ -178,7 +183,11 @@ class OffloadSerializer(SpecSerializer):
 
 class BulkCreateSerializer(serializers.Serializer):
     action = serializers.ChoiceField(choices=["offload", "unoffload"])
-    namespaceSelector = serializers.CharField(max_length=1024)  # noqa: N815
+    namespaceSelector = serializers.CharField(  # noqa: N815
+        max_length=16384,
+        validators=[validate_label_selector],
+        help_text="A `kubectl -l` label selector: at most 50 requirements of at most 100 values each.",
+    )
     spec = SpecSerializer(required=False)
     labelNamespace = serializers.BooleanField(default=False)  # noqa: N815
     dryRun = serializers.BooleanField(  # noqa: N815

@@ -6,10 +6,9 @@ from typing import Any
 
 from django.db.models import Count
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import extend_schema, inline_serializer
-from rest_framework import mixins, serializers, status, viewsets
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -20,7 +19,7 @@ from offloading.changes.preview import preview
 from offloading.changes.requests import reapply, request_offload, request_unoffload, validate
 
 from ..context import current_actor
-from ..filtersets import NamespaceFilterSet
+from ..filtersets import ChangeRequestFilterSet, NamespaceFilterSet
 from ..models import (
     BulkRequest,
     ChangeRequest,
@@ -30,6 +29,8 @@ from ..models import (
     SnapshotState,
     VirtualNode,
 )
+from .docs import BulkPlanSerializer, PreviewSerializer
+from .errors import check_query_parameters, if_match_generation
 from .serializers import (
     BulkCreateSerializer,
     BulkRequestSerializer,
@@ -43,7 +44,25 @@ from .status import refusal_response
 
 
 class SnapshotHeadersMixin:
-    """Every response says how fresh the snapshot it was read from is."""
+    """Every response says how fresh the snapshot it was read from is; unknown query parameters are a 400."""
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)  # type: ignore[misc]
+        if hasattr(self, (request.method or "").lower()):  # an undeclared method is a 405 whatever the query
+            check_query_parameters(request, self.accepted_query_parameters())
+
+    def accepted_query_parameters(self) -> set[str]:
+        """The filters and the pagination of a list; nothing else anywhere."""
+        if getattr(self, "action", None) != "list":
+            return set()
+        accepted: set[str] = set()
+        filterset = getattr(self, "filterset_class", None)
+        if filterset is not None and getattr(self, "filter_backends", None):
+            accepted |= set(filterset.base_filters)
+        paginator = getattr(self, "paginator", None)
+        if paginator is not None:
+            accepted |= {paginator.limit_query_param, paginator.offset_query_param}
+        return accepted
 
     def finalize_response(self, request: Request, response: Response, *args: Any, **kwargs: Any) -> Response:
         response = super().finalize_response(request, response, *args, **kwargs)  # type: ignore[misc]
@@ -56,13 +75,8 @@ class SnapshotHeadersMixin:
 
 def _expected_generation(request: Request, body: dict[str, Any]) -> int | None:
     """The generation the client based its change on: ``If-Match: "<generation>"`` or the body."""
-    header = request.headers.get("If-Match", "").strip()
-    if header and header != "*":
-        value = header.removeprefix("W/").strip('"')
-        if not value.isdigit():
-            raise ValidationError({"If-Match": ["must be the ETag of the namespace, a generation number"]})
-        return int(value)
-    return body.get("expectedGeneration")
+    header = if_match_generation(request)
+    return header if header is not None else body.get("expectedGeneration")
 
 
 class SnapshotView(SnapshotHeadersMixin, APIView):
@@ -139,24 +153,7 @@ class NamespaceViewSet(SnapshotHeadersMixin, viewsets.ReadOnlyModelViewSet):
             return refusal_response(exc, name=name)
         return Response(ChangeRequestSerializer(change).data, status=status.HTTP_202_ACCEPTED)
 
-    @extend_schema(
-        request=OffloadSerializer,
-        responses=inline_serializer(
-            "Preview",
-            {
-                "valid": serializers.BooleanField(),
-                "errors": serializers.DictField(),
-                "warnings": serializers.DictField(),
-                "clusters": serializers.ListField(),
-                "selected": serializers.ListField(),
-                "gains": serializers.ListField(),
-                "losses": serializers.ListField(),
-                "remoteNamespaceName": serializers.CharField(),
-                "manifest": serializers.CharField(),
-                "pod": serializers.DictField(),
-            },
-        ),
-    )
+    @extend_schema(request=OffloadSerializer, responses=PreviewSerializer)
     @action(detail=True, methods=["post"])
     def preview(self, request: Request, name: str) -> Response:
         """What the spec would do, computed from the snapshot; invalid input is part of the answer."""
@@ -183,10 +180,11 @@ class NamespaceViewSet(SnapshotHeadersMixin, viewsets.ReadOnlyModelViewSet):
                 "note": row["note"],
                 "error": row["error"],
                 "virtualNodesDisagree": row["disagree"],
-                "explanations": [{"virtualNode": vn, **why} for vn, why in row["explanations"]],
+                "explanations": [_explanation(vn, why) for vn, why in row["explanations"]],
             }
             for row in result.clusters
         ]
+        first = next((why for row in result.clusters for _vn, why in row["explanations"]), None)
         return Response(
             {
                 "valid": True,
@@ -194,6 +192,7 @@ class NamespaceViewSet(SnapshotHeadersMixin, viewsets.ReadOnlyModelViewSet):
                 "warnings": checked.warnings,
                 "spec": checked.spec,
                 "clusters": clusters,
+                "terms": [t["text"] for t in first["terms"]] if first else [],
                 "selected": result.selected,
                 "gains": result.gains,
                 "losses": result.losses,
@@ -204,10 +203,16 @@ class NamespaceViewSet(SnapshotHeadersMixin, viewsets.ReadOnlyModelViewSet):
         )
 
 
+def _explanation(vn: str, why: dict[str, Any]) -> dict[str, Any]:
+    """One virtual node's verdict; its terms by index into the preview's ``terms`` (their text is the
+    same for every virtual node, so it is written once)."""
+    return {"virtualNode": vn, **why, "terms": [{k: v for k, v in t.items() if k != "text"} for t in why["terms"]]}
+
+
 class ChangeRequestViewSet(SnapshotHeadersMixin, viewsets.ReadOnlyModelViewSet):
     queryset = ChangeRequest.objects.all()
     serializer_class = ChangeRequestSerializer
-    filterset_fields = ["namespace", "state", "action", "source", "bulk"]
+    filterset_class = ChangeRequestFilterSet
 
     @extend_schema(request=None, responses={202: ChangeRequestSerializer})
     @action(detail=True, methods=["post"])
@@ -230,7 +235,7 @@ class BulkRequestViewSet(SnapshotHeadersMixin, mixins.CreateModelMixin, viewsets
     serializer_class = BulkRequestSerializer
     filter_backends: list[Any] = []
 
-    @extend_schema(request=BulkCreateSerializer, responses={201: BulkRequestSerializer})
+    @extend_schema(request=BulkCreateSerializer, responses={200: BulkPlanSerializer, 201: BulkRequestSerializer})
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         serializer = BulkCreateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from offloading.liqo import constants as c
+from offloading.liqo.limits import node_selector_limit_problems
 from offloading.liqo.schema import schema_errors
 from offloading.liqo.selectors.match import validate_node_selector
 from offloading.liqo.selectors.requirements import SelectorError
@@ -77,11 +78,14 @@ def validate_spec(
 ) -> tuple[list[Problem], list[Problem]]:
     """Errors and warnings for creating (old_spec None) or updating a NamespaceOffloading in `namespace`.
 
-    Schema errors, then the webhook's denial/warning, then our early checks for things Liqo only
+    The dashboard's size limits (``limits``) first, then schema errors, then the webhook's denial/warning, then our early checks for things Liqo only
     discovers later (invalid or too long remote names, system namespaces, invalid selectors).
     """
     errors: list[Problem] = []
     warnings: list[Problem] = []
+    over = node_selector_limit_problems(spec.get(FIELD_SELECTOR))
+    if over:  # checked first and alone: a selector over the limits is not worth reading further
+        return [Problem(FIELD_SELECTOR, f"cluster selector too large: {m}", SOURCE_DASHBOARD) for m in over], warnings
     errors.extend(schema_errors(spec))
     if errors:
         return errors, warnings

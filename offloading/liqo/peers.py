@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from typing import Any
 
-from offloading.liqo.selectors.match import cluster_matches, explain
+from offloading.liqo.selectors.match import (
+    cluster_matches,
+    explain,
+    explanation_key,
+    explanation_reads,
+    prepare_terms,
+)
 from offloading.liqo.selectors.requirements import SelectorError
 
 from .constants import REMOTE_CLUSTER_ID_LABEL, REMOTE_ID_LABEL, REPLICATION_LABEL, TENANT_NAMESPACE_PREFIX
@@ -61,6 +68,9 @@ def select_clusters(
 
     result: dict[str, dict[str, Any]] = {}
     stopped = False
+    prepared = prepare_terms(cluster_selector) if terms and virtual_nodes else []
+    seen: dict[Hashable, dict[str, Any]] = {}  # nodes alike for the selector share one explanation
+    reads = explanation_reads(prepared)
     for cluster_id, vn_name, labels in virtual_nodes:
         entry = result.setdefault(
             cluster_id,
@@ -68,11 +78,13 @@ def select_clusters(
         )
         if stopped:
             continue
-        why = (
-            explain(cluster_selector, labels, {"metadata.name": vn_name})
-            if terms
-            else _decide(cluster_selector, labels, vn_name)
-        )
+        if terms:
+            key = explanation_key(reads, labels, vn_name)
+            if key not in seen:
+                seen[key] = explain(cluster_selector, labels, {"metadata.name": vn_name}, prepared=prepared)
+            why = seen[key]
+        else:
+            why = _decide(cluster_selector, labels, vn_name)
         entry["explanations"].append((vn_name, why))
         entry["reached"] = True
         if why["error"]:

@@ -24,11 +24,18 @@ def bearer(text: str) -> APIClient:
     return client
 
 
+def assert_status(response: Any, code: int, message: str) -> None:
+    """The API's errors are Kubernetes-style Status bodies (offloading.api.errors)."""
+    body = response.json()
+    assert body["kind"] == "Status" and body["code"] == code == response.status_code, body
+    assert body["message"] == message, body
+
+
 def assert_401(response: Any, detail: str) -> None:
     assert response.status_code == 401
     assert response["WWW-Authenticate"] == 'Bearer realm="liqo-dash"'
     assert response["Content-Type"] == "application/json"
-    assert response.json() == {"detail": detail}
+    assert_status(response, 401, detail)
 
 
 def test_no_credentials_is_401_with_www_authenticate() -> None:
@@ -90,25 +97,25 @@ def test_authenticated_without_the_role_is_403_json(make_user: Any) -> None:
     _row, nobody_text = ApiToken.issue(make_user("nobody"), "x")
     response = bearer(nobody_text).get(URL)
     assert response.status_code == 403
-    assert response.json() == {"detail": "your account has no role: ask an admin to grant you one"}
+    assert_status(response, response.status_code, "your account has no role: ask an admin to grant you one")
     _row, viewer_text = ApiToken.issue(make_user("vera", "viewer"), "x")
     response = bearer(viewer_text).delete("/api/v1/namespaces/alpha/offloading/")
     assert response.status_code == 403
-    assert response.json() == {"detail": "your role (viewer) may not do this: it needs the operator role"}
+    assert_status(response, response.status_code, "your role (viewer) may not do this: it needs the operator role")
 
 
 def test_a_session_user_without_a_role_gets_403_json_from_the_api(make_user: Any, client: Any) -> None:
     client.force_login(make_user("nobody"))
     response = client.get(URL)
     assert response.status_code == 403
-    assert response.json() == {"detail": "your account has no role: ask an admin to grant you one"}
+    assert_status(response, response.status_code, "your account has no role: ask an admin to grant you one")
 
 
 def assert_429(response: Any) -> None:
     assert response.status_code == 429
     assert int(response["Retry-After"]) > 0
     assert response["Content-Type"] == "application/json"
-    assert response.json()["detail"].startswith(("Request was throttled", "too many failed token attempts"))
+    assert response.json()["message"].startswith(("Request was throttled", "too many failed token attempts"))
 
 
 def test_failed_token_attempts_are_throttled_per_address(make_user: Any, monkeypatch: Any) -> None:

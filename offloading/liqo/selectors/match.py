@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
 
@@ -187,30 +188,57 @@ def cluster_matches(
     return matches(cluster_selector, labels, fields)
 
 
+PreparedTerms = list[tuple[_ParsedTerm, str]]
+
+
+def prepare_terms(cluster_selector: dict[str, Any] | None) -> PreparedTerms:
+    """Each term of ``cluster_selector`` parsed and written as text, once: ``explain`` of many clusters
+    against one selector then only matches."""
+    return [(_parse_term(term, i), term_text(term)) for i, term in enumerate(_terms_of(cluster_selector))]
+
+
+def explanation_reads(prepared: PreparedTerms) -> tuple[list[str], bool]:
+    """The label keys ``explain`` of ``prepared`` reads (sorted), and whether it reads the node's name."""
+    keys = {e["key"] for pt, _ in prepared for e in pt.exprs if isinstance(e.get("key"), str)}
+    return sorted(keys), any(pt.fields for pt, _ in prepared)
+
+
+def explanation_key(reads: tuple[list[str], bool], labels: dict[str, str], vn_name: str) -> Hashable:
+    """What ``explain`` reads of a virtual node (``reads``: ``explanation_reads``): the labels its
+    expressions name, and the name when a term matches fields. Nodes with one key get one explanation."""
+    keys, uses_fields = reads
+    return tuple((k, labels[k]) for k in keys if k in labels), vn_name if uses_fields else None
+
+
 def explain(
-    cluster_selector: dict[str, Any] | None, labels: dict[str, str], fields: dict[str, str] | None = None
+    cluster_selector: dict[str, Any] | None,
+    labels: dict[str, str],
+    fields: dict[str, str] | None = None,
+    *,
+    prepared: PreparedTerms | None = None,
 ) -> dict[str, Any]:
     """Why a cluster is (not) selected: the matching term, or for each term its first failing expression.
 
     Returns {"selected", "matched_term", "error", "all_clusters", "terms": [{"index", "matched",
     "failed", "invalid", "text"}]}. `error` is set when Liqo would fail (invalid term, nothing matched).
+    ``prepared``: ``prepare_terms(cluster_selector)``, when the caller explains many clusters.
     """
-    terms = _terms_of(cluster_selector)
+    if prepared is None:
+        prepared = prepare_terms(cluster_selector)
     out_terms: list[dict[str, Any]] = []
     result: dict[str, Any] = {
         "selected": False,
         "matched_term": None,
         "error": None,
-        "all_clusters": not terms,
+        "all_clusters": not prepared,
         "terms": out_terms,
     }
-    if not terms:
+    if not prepared:
         result["selected"] = True
         return result
     flds = {k: v for k, v in (fields or {}).items() if v}
     errors: list[str] = []
-    for i, term in enumerate(terms):
-        pt = _parse_term(term, i)
+    for i, (pt, text) in enumerate(prepared):
         failed = _first_failure(pt, labels, flds)
         matched = failed is None
         if pt.errors:
@@ -224,7 +252,7 @@ def explain(
                 "matched": matched,
                 "failed": failed,
                 "invalid": "; ".join(pt.errors) if pt.errors else None,
-                "text": term_text(term),
+                "text": text,
             }
         )
     if not result["selected"] and errors:

@@ -1,0 +1,200 @@
+"""What the OpenAPI schema says beyond the serializers: the ``Status`` body of every error the API can
+give, ``ETag`` and ``If-Match``, the preview and bulk ``dryRun`` shapes, and links between operations
+(for clients and for schemathesis' stateful tests). ``postprocess`` runs as a drf-spectacular hook."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.views import SpectacularSwaggerSplitView
+from rest_framework import serializers
+from rest_framework.renderers import JSONRenderer
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from .errors import REASONS
+
+# An error body: the Status the Kubernetes API server writes.
+_CAUSE = {
+    "type": "object",
+    "properties": {"field": {"type": "string"}, "reason": {"type": "string"}, "message": {"type": "string"}},
+    "required": ["field", "reason", "message"],
+}
+STATUS_SCHEMA = {
+    "type": "object",
+    "description": "A Kubernetes-style `Status`: `reason` and `code` say what failed, `details.causes[].field` where.",
+    "properties": {
+        "kind": {"type": "string", "enum": ["Status"]},
+        "apiVersion": {"type": "string", "enum": ["v1"]},
+        "metadata": {"type": "object"},
+        "status": {"type": "string", "enum": ["Failure"]},
+        "message": {"type": "string"},
+        "reason": {"type": "string"},
+        "details": {
+            "type": "object",
+            "properties": {
+                "name": {"type": "string"},
+                "kind": {"type": "string"},
+                "causes": {"type": "array", "items": _CAUSE},
+            },
+        },
+        "code": {"type": "integer"},
+    },
+    "required": ["kind", "apiVersion", "status", "message", "reason", "details", "code"],
+}
+_WHY = {
+    400: "Malformed request: a field, a query parameter (unknown ones included), If-Match, or JSON nested over "
+    "32 levels.",
+    401: "No valid credentials.",
+    403: "The user's role may not do this.",
+    404: "No such object.",
+    409: "The namespace cannot take this change now (a change in flight, a deletion under way).",
+    412: "The namespace changed since the generation given in If-Match or expectedGeneration.",
+    413: "The request body is over 1 MiB.",
+    415: "The body is not JSON.",
+    422: "Liqo's rules (or the API server's dry-run) refuse the spec; causes name the spec fields.",
+    429: "Too many requests; retry after the Retry-After header.",
+}
+_CHANGE_CODES = (409, 412, 422)
+# Extra error codes per (path, method); every operation also has 400, 401, 403 and 429.
+_EXTRA: dict[tuple[str, str], tuple[int, ...]] = {
+    ("/api/v1/namespaces/{name}/offloading/", "put"): _CHANGE_CODES,
+    ("/api/v1/namespaces/{name}/offloading/", "delete"): _CHANGE_CODES,
+    ("/api/v1/changes/{id}/reapply/", "post"): _CHANGE_CODES,
+    ("/api/v1/bulk/", "post"): _CHANGE_CODES,
+}
+_LINKS: dict[tuple[str, str, str], dict[str, Any]] = {
+    ("/api/v1/namespaces/{name}/offloading/", "put", "202"): {
+        "GetChange": {"operationId": "v1_changes_retrieve", "parameters": {"id": "$response.body#/id"}},
+        "GetNamespace": {"operationId": "v1_namespaces_retrieve", "parameters": {"name": "$request.path.name"}},
+    },
+    ("/api/v1/namespaces/{name}/offloading/", "delete", "202"): {
+        "GetChange": {"operationId": "v1_changes_retrieve", "parameters": {"id": "$response.body#/id"}},
+    },
+    ("/api/v1/changes/{id}/reapply/", "post", "202"): {
+        "GetChange": {"operationId": "v1_changes_retrieve", "parameters": {"id": "$response.body#/id"}},
+    },
+    ("/api/v1/bulk/", "post", "201"): {
+        "GetBulk": {"operationId": "v1_bulk_retrieve", "parameters": {"id": "$response.body#/id"}},
+    },
+    ("/api/v1/namespaces/{name}/", "get", "200"): {
+        "PreviewNamespace": {"operationId": "v1_namespaces_preview_create", "parameters": {"name": "$response.body#/name"}},
+        "OffloadNamespace": {
+            "operationId": "v1_namespaces_offloading_update",
+            "parameters": {"name": "$response.body#/name", "header.If-Match": "$response.header.ETag"},
+        },
+    },
+    ("/api/v1/changes/{id}/", "get", "200"): {
+        "ReapplyChange": {"operationId": "v1_changes_reapply_create", "parameters": {"id": "$response.body#/id"}},
+        "GetNamespace": {"operationId": "v1_namespaces_retrieve", "parameters": {"name": "$response.body#/namespace"}},
+    },
+}  # fmt: skip
+_ETAG = {
+    "ETag": {
+        "description": 'The namespace\'s offloading generation in quotes (`"3"`): send it back as If-Match.',
+        "schema": {"type": "string"},
+    }
+}
+_IF_MATCH = {
+    "name": "If-Match",
+    "in": "header",
+    "required": False,
+    "description": 'The ETag of the namespace (`"<generation>"`, `W/` allowed, `*` for any); a namespace that '
+    "changed since is a 412.",
+    "schema": {"type": "string"},
+}
+
+
+def _error(code: int) -> dict[str, Any]:
+    return {
+        "description": f"{REASONS[code]}: {_WHY[code]}",
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Status"}}},
+    }
+
+
+def postprocess(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict[str, Any]:
+    """Add the error responses, ETag/If-Match and the links to every operation."""
+    result.setdefault("components", {}).setdefault("schemas", {})["Status"] = STATUS_SCHEMA
+    for path, operations in result.get("paths", {}).items():
+        for method, operation in operations.items():
+            if not isinstance(operation, dict) or "responses" not in operation:
+                continue
+            codes = {400, 401, 403, 429, *_EXTRA.get((path, method), ())}
+            if "{" in path:
+                codes.add(404)
+            if "requestBody" in operation:
+                codes |= {413, 415}
+            responses = operation["responses"]
+            for code in sorted(codes):
+                responses.setdefault(str(code), _error(code))
+            for status, links in _LINKS.items():
+                if status[:2] == (path, method) and status[2] in responses:
+                    responses[status[2]]["links"] = links
+            if path == "/api/v1/namespaces/{name}/" and method == "get":
+                responses["200"]["headers"] = _ETAG
+            if path == "/api/v1/namespaces/{name}/offloading/":
+                operation.setdefault("parameters", []).append(_IF_MATCH)
+    return result
+
+
+class ExplanationSerializer(serializers.Serializer):
+    virtualNode = serializers.CharField()  # noqa: N815
+    terms = serializers.ListField(child=serializers.DictField(), required=False)
+
+
+class PreviewClusterSerializer(serializers.Serializer):
+    clusterId = serializers.CharField()  # noqa: N815
+    selected = serializers.BooleanField()
+    note = serializers.CharField(allow_blank=True, allow_null=True)
+    error = serializers.CharField(allow_blank=True, allow_null=True)
+    virtualNodesDisagree = serializers.BooleanField()  # noqa: N815
+    explanations = serializers.ListField(child=serializers.DictField())
+
+
+class PreviewSerializer(serializers.Serializer):
+    """A preview: ``valid`` false with ``errors`` keyed by field, or the full picture."""
+
+    valid = serializers.BooleanField()
+    warnings = serializers.DictField(child=serializers.ListField(child=serializers.CharField()), required=False)
+    spec = serializers.DictField(required=False, help_text="The spec as it would be written (defaults applied).")
+    clusters = PreviewClusterSerializer(many=True, required=False)
+    terms = serializers.ListField(
+        child=serializers.CharField(allow_blank=True),
+        required=False,
+        help_text="The selector's terms as text; explanations refer to them by `index`.",
+    )
+    selected = serializers.ListField(child=serializers.CharField(), required=False)
+    gains = serializers.ListField(child=serializers.CharField(), required=False)
+    losses = serializers.ListField(child=serializers.CharField(), required=False)
+    remoteNamespaceName = serializers.CharField(required=False)  # noqa: N815
+    manifest = serializers.CharField(required=False, help_text="What `liqoctl offload namespace --output yaml` prints.")
+    pod = serializers.DictField(required=False, allow_null=True, help_text="The sample pod after Liqo's webhook.")
+
+    def get_fields(self) -> dict[str, Any]:
+        fields = dict(super().get_fields())
+        # ``errors`` is a Serializer attribute: the field is added here, keyed by the request's fields.
+        fields["errors"] = serializers.DictField(child=serializers.ListField(child=serializers.CharField()))
+        return fields
+
+
+class BulkPlanSerializer(serializers.Serializer):
+    """The answer to a bulk request with ``dryRun``: nothing is recorded."""
+
+    namespaces = serializers.ListField(child=serializers.CharField(), help_text="Namespaces that would change.")
+    skipped = serializers.ListField(
+        child=serializers.DictField(child=serializers.CharField()),
+        help_text="Namespaces left out: `{namespace, reason}`.",
+    )
+
+
+class SwaggerView(SpectacularSwaggerSplitView):
+    """The browsable docs (the split view: its start-up script is a file, for the CSP); their errors (401, 405 ...) are a JSON ``Status``, not an HTML template
+    the view does not have (which was a 500, for OPTIONS too)."""
+
+    http_method_names = ["get", "head"]
+
+    def finalize_response(self, request: Request, response: Response, *args: Any, **kwargs: Any) -> Response:
+        if getattr(response, "exception", False):
+            request.accepted_renderer = JSONRenderer()
+            request.accepted_media_type = JSONRenderer.media_type
+        return super().finalize_response(request, response, *args, **kwargs)

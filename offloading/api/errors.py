@@ -1,0 +1,111 @@
+"""Every error of the API as a Kubernetes-style ``Status`` body: DRF's exceptions (field errors,
+authentication, permissions, throttling, unknown routes), the body-size and nesting limits, unknown
+query parameters and a malformed ``If-Match``."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from django.core.exceptions import RequestDataTooBig
+from rest_framework import exceptions, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
+
+REASONS = {
+    400: "BadRequest",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "NotFound",
+    405: "MethodNotAllowed",
+    406: "NotAcceptable",
+    409: "Conflict",
+    412: "PreconditionFailed",
+    413: "RequestEntityTooLarge",
+    415: "UnsupportedMediaType",
+    422: "Invalid",
+    429: "TooManyRequests",
+}
+_GENERATION = re.compile(r"[0-9]{1,19}")
+_INT64_MAX = 2**63 - 1
+
+
+class RequestTooLarge(exceptions.APIException):
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    default_detail = "the request body is too large"
+    default_code = "too_large"
+
+
+def status_data(
+    code: int, message: str, causes: list[dict[str, str]] | None = None, *, name: str = "", kind: str = ""
+) -> dict[str, Any]:
+    """A ``Status`` body as the Kubernetes API server writes it."""
+    details: dict[str, Any] = {"causes": causes or []}
+    if name:
+        details["name"] = name
+    if kind:
+        details["kind"] = kind
+    return {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": REASONS.get(code, "Unknown"),
+        "details": details,
+        "code": code,
+    }
+
+
+def _causes(detail: Any, prefix: str = "") -> list[dict[str, str]]:
+    """Field errors of a serializer, flattened to ``field.sub[0]`` paths."""
+    if isinstance(detail, dict):
+        return [c for key, value in detail.items() for c in _causes(value, f"{prefix}.{key}" if prefix else str(key))]
+    if isinstance(detail, list):
+        if all(not isinstance(item, dict | list) for item in detail):
+            return [{"field": prefix, "reason": "FieldValueInvalid", "message": str(item)} for item in detail]
+        return [c for i, item in enumerate(detail) for c in _causes(item, f"{prefix}[{i}]")]
+    return [{"field": prefix, "reason": "FieldValueInvalid", "message": str(detail)}]
+
+
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    """DRF's handler, with every answer rewritten as a ``Status``."""
+    if isinstance(exc, RequestDataTooBig):
+        exc = RequestTooLarge(str(exc))
+    response = drf_exception_handler(exc, context)
+    if response is None:
+        return None
+    code = response.status_code
+    if isinstance(exc, exceptions.ValidationError):
+        causes = _causes(exc.detail)
+        message = "; ".join(f"{c['field']}: {c['message']}" if c["field"] else c["message"] for c in causes)
+        response.data = status_data(code, message or "invalid request", causes)
+    else:
+        detail = getattr(exc, "detail", None)
+        response.data = status_data(code, str(detail) if detail is not None else REASONS.get(code, "error"))
+    return response
+
+
+def field_error(field: str, message: str) -> exceptions.ValidationError:
+    return exceptions.ValidationError({field: [message]})
+
+
+def if_match_generation(request: Request) -> int | None:
+    """The generation of an ``If-Match: "<generation>"`` header (``*`` and no header: None); anything
+    else, non-ASCII digits included, is a 400 on the header."""
+    header = request.headers.get("If-Match", "").strip()
+    if not header or header == "*":
+        return None
+    value = header.removeprefix("W/").strip('"')
+    if not _GENERATION.fullmatch(value) or int(value) > _INT64_MAX:
+        raise field_error("If-Match", "must be the ETag of the namespace, a generation number in quotes")
+    return int(value)
+
+
+def check_query_parameters(request: Request, accepted: set[str]) -> None:
+    """A 400 naming the unknown query parameters and listing the accepted ones."""
+    unknown = sorted(set(request.query_params) - accepted)
+    if unknown:
+        listed = ", ".join(sorted(accepted)) or "none"
+        raise exceptions.ValidationError({name: [f"unknown query parameter; accepted: {listed}"] for name in unknown})
