@@ -16,6 +16,7 @@ from typing import Any
 import urllib3
 from django.conf import settings
 from kubernetes import client, config
+from kubernetes import utils as k8s_utils
 from kubernetes import watch as k8s_watch
 from kubernetes.client.rest import ApiException
 
@@ -268,7 +269,9 @@ def subject_access_review(
 
 
 # Watches: (list method factory, args, extra kwargs) per kind the dashboard follows.
-WATCHED_KINDS = ("namespaceoffloadings", "foreignclusters", "virtualnodes", "nodes", "namespaces")
+WATCHED_KINDS = ("namespaceoffloadings", "foreignclusters", "virtualnodes", "nodes", "namespaces", "pods", "events")
+# Events worth keeping: about NamespaceOffloadings and Namespaces (Liqo's warnings among them).
+EVENT_KINDS = ("NamespaceOffloading", "Namespace")
 
 
 def _list_method(kind: str) -> tuple[Any, tuple[Any, ...], dict[str, Any]]:
@@ -282,6 +285,10 @@ def _list_method(kind: str) -> tuple[Any, tuple[Any, ...], dict[str, Any]]:
         return _core().list_node, (), {"label_selector": f"{liqo.VIRTUAL_NODE_TYPE_LABEL}=virtual-node"}
     if kind == "namespaces":
         return _core().list_namespace, (), {}
+    if kind == "pods":
+        return _core().list_pod_for_all_namespaces, (), {}
+    if kind == "events":
+        return _core().list_event_for_all_namespaces, (), {}
     raise ValueError(f"unknown kind {kind}")
 
 
@@ -381,3 +388,11 @@ def write_config_map(namespace: str, name: str, data: dict[str, str]) -> None:
     else:
         body["metadata"]["resourceVersion"] = existing["metadata"]["resourceVersion"]
         _call(_core().replace_namespaced_config_map, name, namespace, body)
+
+
+def quantity(text: str | None) -> float:
+    """A Kubernetes quantity ("100m", "128Mi") as a number (0 when missing or unreadable)."""
+    try:
+        return float(k8s_utils.parse_quantity(text)) if text else 0.0
+    except (ValueError, TypeError):
+        return 0.0

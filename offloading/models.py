@@ -368,3 +368,7 @@ class AuditCheckpoint(models.Model):
 
     def __str__(self) -> str:
         return f"checkpoint after #{self.seq} ({self.pruned} pruned before {self.before:%Y-%m-%d})"
+
+
+# The pods and events followed in offloaded namespaces (their own module; this one stays small).
+from .inventory_models import KubeEvent, Pod  # noqa: E402, F401

@@ -396,7 +396,7 @@ def derive_kube_permissions(source: str, constants: dict[str, Any]) -> set[tuple
                 else:
                     if api not in API_GROUPS:
                         raise AssertionError(f"kube.py uses {api}: add its API group to this test")
-                    resource = _plural(re.sub(r"^(namespaced_|cluster_)", "", rest))
+                    resource = _plural(re.sub(r"^(namespaced_|cluster_)|_for_all_namespaces$", "", rest))
                     found.add((API_GROUPS[api], resource, verb))
         per_function[name] = found
     permissions = set().union(*per_function.values())

@@ -15,6 +15,7 @@ selector on ``involvedObject.kind`` keeps the stream small, and rows can be capp
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.db.models import Q
@@ -69,6 +70,8 @@ class KindSync:
 
 
 SYNCED: dict[str, KindSync] = {}
+# Registrations of kinds kept elsewhere (offloading.changes.inventory: pods, events), run by reset().
+EXTRA_KINDS: list[Callable[[], None]] = []
 
 
 def register(sync: KindSync) -> KindSync:
@@ -330,6 +333,8 @@ def reset() -> None:
     register(ClusterSync())
     register(VirtualNodeSync(virtual_nodes))
     register(NodeSync(virtual_nodes))
+    for extra in EXTRA_KINDS:
+        extra()
 
 
 reset()

@@ -30,6 +30,7 @@ from offloading.views.common import (
     dump_yaml,
     fleet_placeholders,
     form_status,
+    inventory_context,
     page_refusal,
     reject_into,
     status_context,
@@ -176,6 +177,8 @@ def change_detail(request: HttpRequest, pk: int) -> HttpResponse:
             # The same per-cluster rows as the namespace page (one partial renders them both).
             **(status_context(namespace) if namespace else {}),
             **_merge_context(change, namespace),
+            # The events since the change was asked for (Liqo's warnings about what it did).
+            **inventory_context(change.namespace, since=change.created_at),
         },
     )
 

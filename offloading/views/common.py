@@ -102,3 +102,45 @@ def fleet_placeholders(form: Any) -> None:
         if counts:
             (key, value), _ = counts.most_common(1)[0]
             form.fields["namespace_selector"].widget.attrs["placeholder"] = f"{key}={value}"
+
+
+def annotate_inventory(namespaces: Any) -> None:
+    """Set ``pods_local``, ``pods_remote`` and ``warnings`` on each namespace of a page (two queries)."""
+    from django.db.models import Count, Q
+
+    from offloading.inventory_models import KubeEvent, Pod
+
+    rows = list(namespaces)
+    names = [ns.name for ns in rows]
+    pods = {
+        row["namespace"]: row
+        for row in Pod.objects.filter(namespace__in=names, phase="Running")
+        .values("namespace")
+        .annotate(local=Count("id", filter=Q(cluster_id="")), remote=Count("id", filter=~Q(cluster_id="")))
+    }
+    warnings = dict(
+        KubeEvent.objects.filter(namespace__in=names, type="Warning")
+        .values_list("namespace")
+        .annotate(n=Count("id"))
+        .values_list("namespace", "n")
+    )
+    for ns in rows:
+        found: Any = pods.get(ns.name) or {}
+        ns.pods_local, ns.pods_remote = found.get("local", 0), found.get("remote", 0)
+        ns.warnings = warnings.get(ns.name, 0)
+
+
+def inventory_context(namespace_name: str, since: Any = None) -> dict[str, Any]:
+    """The pods of a namespace (where they run) and its events, warnings first."""
+    from django.db.models import Case, IntegerField, When
+
+    from offloading.inventory_models import KubeEvent, Pod
+
+    events = KubeEvent.objects.filter(namespace=namespace_name)
+    if since is not None:
+        events = events.filter(last_time__gte=since)
+    warning_first = Case(When(type="Warning", then=0), default=1, output_field=IntegerField())
+    return {
+        "pods": list(Pod.objects.filter(namespace=namespace_name).order_by("cluster_id", "name")[:200]),
+        "kube_events": list(events.order_by(warning_first, "-last_time")[:50]),
+    }

@@ -22,7 +22,7 @@ from offloading.models import (
     StatusTransition,
     VirtualNode,
 )
-from offloading.views.common import HtmxHttpRequest, status_context
+from offloading.views.common import HtmxHttpRequest, annotate_inventory, inventory_context, status_context
 
 
 @login_required
@@ -69,6 +69,8 @@ def namespace_list(request: HtmxHttpRequest) -> HttpResponse:
     page = Paginator(queryset.defer("offloading_status").prefetch_related(selected_states), 50).get_page(
         request.GET.get("page")
     )
+    page.object_list = list(page.object_list)  # evaluated once, so the counts set below stay on the rows
+    annotate_inventory(page.object_list)
     query = request.GET.copy()
     query.pop("page", None)
     context = {"filterset": filterset, "page": page, "query": query.urlencode(), "phase_counts": _phase_counts()}
@@ -113,7 +115,13 @@ def namespace_detail(request: HttpRequest, name: str) -> HttpResponse:
     return render(
         request,
         "offloading/namespace_detail.html",
-        {"namespace": namespace, "changes": changes, "history": history, **status_context(namespace)},
+        {
+            "namespace": namespace,
+            "changes": changes,
+            "history": history,
+            **status_context(namespace),
+            **inventory_context(namespace.name),
+        },
     )
 
 

@@ -25,6 +25,7 @@ from django.utils import timezone
 
 from offloading import kube
 from offloading.changes import apihealth, informer
+from offloading.changes import inventory as _inventory  # noqa: F401 - registers pods and events
 from offloading.changes.snapshot import informer_alive
 from offloading.leader import LeaderElector
 from offloading.models import SnapshotState

@@ -1,0 +1,166 @@
+"""Pods and Events in the snapshot, kept by the watcher like every other kind (``informer.KindSync``).
+
+* Pods: only those of offloaded namespaces are kept (the others are dropped as they arrive), with the
+  node they run on and the peer that node belongs to (a virtual node's name is its VirtualNode's), their
+  phase, the reason a pending pod gives, and their CPU and memory requests.
+* Events: only those about a NamespaceOffloading or a Namespace (Liqo's warnings, e.g. an invalid
+  cluster selector), newest first on the pages.
+
+The watcher lists pods and events after namespaces and offloadings are written (``after``), so the
+offloaded namespaces are known when the first pods arrive.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from offloading import kube
+from offloading.changes import informer
+from offloading.changes.rows import parse_time
+from offloading.inventory_models import KubeEvent, Pod
+from offloading.models import Namespace, VirtualNode
+
+Event = tuple[str, dict[str, Any]]
+
+
+def _meta(obj: dict[str, Any]) -> dict[str, Any]:
+    return obj.get("metadata") or {}
+
+
+def _requests(pod: dict[str, Any]) -> tuple[int, int]:
+    cpu = memory = 0.0
+    for container in (pod.get("spec") or {}).get("containers") or []:
+        asked = (container.get("resources") or {}).get("requests") or {}
+        cpu += kube.quantity(asked.get("cpu"))
+        memory += kube.quantity(asked.get("memory"))
+    return round(cpu * 1000), round(memory)
+
+
+def _pending_reason(pod: dict[str, Any]) -> str:
+    status = pod.get("status") or {}
+    for condition in status.get("conditions") or []:
+        if condition.get("status") == "False" and condition.get("reason"):
+            return f"{condition.get('reason')}: {condition.get('message', '')}".strip(": ")
+    return str(status.get("reason") or "")
+
+
+class PodSync(informer.KindSync):
+    kind = "pods"
+    after = ("namespaces", "namespaceoffloadings")
+
+    def apply(self, events: list[Event], now: Any, relist: bool = False) -> None:
+        latest = {self.key(obj): (event, obj) for event, obj in events}
+        namespaces = {key.split("/", 1)[0] for key in latest}
+        offloaded = set(Namespace.objects.filter(name__in=namespaces, offloaded=True).values_list("name", flat=True))
+        clusters = dict(VirtualNode.objects.values_list("name", "cluster_id"))
+        rows, gone = [], []
+        for key, (event, obj) in latest.items():
+            namespace, name = key.split("/", 1)
+            if event == "DELETED" or namespace not in offloaded:
+                gone.append((namespace, name))
+                continue
+            spec, status = obj.get("spec") or {}, obj.get("status") or {}
+            node = spec.get("nodeName") or ""
+            cpu, memory = _requests(obj)
+            phase = status.get("phase") or ""
+            rows.append(
+                Pod(
+                    namespace=namespace,
+                    name=name,
+                    uid=_meta(obj).get("uid", ""),
+                    node_name=node,
+                    cluster_id=clusters.get(node, ""),
+                    phase=phase,
+                    reason=_pending_reason(obj)[:253] if phase == "Pending" else "",
+                    cpu_millis=cpu,
+                    memory_bytes=memory,
+                    refreshed_at=now,
+                )
+            )
+        Pod.objects.bulk_create(
+            rows,
+            update_conflicts=True,
+            unique_fields=["namespace", "name"],
+            update_fields=[
+                "uid",
+                "node_name",
+                "cluster_id",
+                "phase",
+                "reason",
+                "cpu_millis",
+                "memory_bytes",
+                "refreshed_at",
+            ],
+            batch_size=500,
+        )
+        for namespace, name in gone:
+            Pod.objects.filter(namespace=namespace, name=name).delete()
+
+    def relisted(self, seen: set[str], now: Any) -> None:
+        stale = [
+            pk for pk, ns, name in Pod.objects.values_list("pk", "namespace", "name") if f"{ns}/{name}" not in seen
+        ]
+        for start in range(0, len(stale), 500):
+            Pod.objects.filter(pk__in=stale[start : start + 500]).delete()
+        # Namespaces no longer offloaded keep no pods.
+        Pod.objects.exclude(namespace__in=Namespace.objects.filter(offloaded=True).values("name")).delete()
+
+
+class EventSync(informer.KindSync):
+    kind = "events"
+    after = ("namespaces", "namespaceoffloadings")
+
+    def key(self, obj: dict[str, Any]) -> str:
+        return str(_meta(obj).get("uid") or super().key(obj))
+
+    def apply(self, events: list[Event], now: Any, relist: bool = False) -> None:
+        rows, gone = [], []
+        for event, obj in events:
+            involved = obj.get("involvedObject") or {}
+            if involved.get("kind") not in kube.EVENT_KINDS:
+                continue
+            uid = self.key(obj)
+            if event == "DELETED":
+                gone.append(uid)
+                continue
+            meta = _meta(obj)
+            namespace = involved.get("namespace") or meta.get("namespace") or involved.get("name") or ""
+            rows.append(
+                KubeEvent(
+                    uid=uid,
+                    namespace=namespace[:63],
+                    involved_kind=involved.get("kind", ""),
+                    involved_name=involved.get("name", "")[:253],
+                    type=(obj.get("type") or "Normal")[:16],
+                    reason=(obj.get("reason") or "")[:128],
+                    message=obj.get("message") or "",
+                    count=int(obj.get("count") or 1),
+                    first_time=parse_time(obj.get("firstTimestamp") or obj.get("eventTime")),
+                    last_time=parse_time(
+                        obj.get("lastTimestamp") or obj.get("eventTime") or meta.get("creationTimestamp")
+                    ),
+                )
+            )
+        KubeEvent.objects.bulk_create(
+            rows,
+            update_conflicts=True,
+            unique_fields=["uid"],
+            update_fields=["type", "reason", "message", "count", "first_time", "last_time"],
+            batch_size=500,
+        )
+        if gone:
+            KubeEvent.objects.filter(uid__in=gone).delete()
+
+    def relisted(self, seen: set[str], now: Any) -> None:
+        stale = [pk for pk, uid in KubeEvent.objects.values_list("pk", "uid") if uid not in seen]
+        for start in range(0, len(stale), 500):
+            KubeEvent.objects.filter(pk__in=stale[start : start + 500]).delete()
+
+
+def register_all() -> None:
+    informer.register(PodSync())
+    informer.register(EventSync())
+
+
+informer.EXTRA_KINDS.append(register_all)
+register_all()
