@@ -6,8 +6,9 @@
 * Events: only those about a NamespaceOffloading or a Namespace (Liqo's warnings, e.g. an invalid
   cluster selector), newest first on the pages.
 
-The watcher lists pods and events after namespaces and offloadings are written (``after``), so the
-offloaded namespaces are known when the first pods arrive.
+The watcher lists pods and events after namespaces and offloadings (and pods after virtual nodes) are
+written (``after``), so the offloaded namespaces and the peers' nodes are known when the first pods
+arrive.
 """
 
 from __future__ import annotations
@@ -46,7 +47,8 @@ def _pending_reason(pod: dict[str, Any]) -> str:
 
 class PodSync(informer.KindSync):
     kind = "pods"
-    after = ("namespaces", "namespaceoffloadings")
+    # Virtual nodes first: a pod's peer is found by its node's name.
+    after = ("namespaces", "namespaceoffloadings", "virtualnodes")
 
     def apply(self, events: list[Event], now: Any, relist: bool = False) -> None:
         latest = {self.key(obj): (event, obj) for event, obj in events}

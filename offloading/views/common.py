@@ -138,12 +138,18 @@ def inventory_context(namespace_name: str, since: Any = None) -> dict[str, Any]:
     from django.db.models import Case, IntegerField, When
 
     from offloading.inventory_models import KubeEvent, Pod
+    from offloading.models import VirtualNode
 
     events = KubeEvent.objects.filter(namespace=namespace_name)
     if since is not None:
         events = events.filter(last_time__gte=since)
     warning_first = Case(When(type="Warning", then=0), default=1, output_field=IntegerField())
+    pods = list(Pod.objects.filter(namespace=namespace_name).order_by("cluster_id", "name")[:200])
+    # A peer that appeared after the pod was written: its node's name tells where the pod runs.
+    clusters = dict(VirtualNode.objects.filter(name__in={p.node_name for p in pods}).values_list("name", "cluster_id"))
+    for pod in pods:
+        pod.cluster_id = pod.cluster_id or clusters.get(pod.node_name, "")
     return {
-        "pods": list(Pod.objects.filter(namespace=namespace_name).order_by("cluster_id", "name")[:200]),
+        "pods": pods,
         "kube_events": list(events.order_by(warning_first, "-last_time")[:50]),
     }
