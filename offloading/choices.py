@@ -42,3 +42,4 @@ class AuditAction(models.TextChoices):
     DRIFT_UPDATED = "drift_updated", "Changed outside liqo-dash"
     DRIFT_DELETED = "drift_deleted", "Deleted outside liqo-dash"
     REFUSED = "refused", "Change refused (not allowed)"
+    DRIFT_ACCEPTED = "drift_accepted", "Drift accepted"

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from offloading.views import audit, bulk, changes, fleet, live
+from offloading.views import audit, bulk, changes, drift, fleet, live
 
 app_name = "offloading"
 
@@ -15,6 +15,8 @@ urlpatterns = [
     path("namespaces/<str:name>/offload/", changes.offload, name="namespace_offload"),
     path("namespaces/<str:name>/offload/preview/", changes.offload_preview, name="namespace_offload_preview"),
     path("namespaces/<str:name>/unoffload/", changes.unoffload, name="namespace_unoffload"),
+    path("namespaces/<str:name>/drift/accept/", drift.accept, name="drift_accept"),
+    path("namespaces/<str:name>/drift/reapply/", drift.reapply_mine, name="drift_reapply"),
     path("changes/", changes.change_list, name="change_list"),
     path("changes/<int:pk>/", changes.change_detail, name="change_detail"),
     path("changes/<int:pk>/status/", changes.change_status, name="change_status"),

@@ -427,3 +427,44 @@ def test_the_failed_changes_of_a_bulk_can_be_retried(admin_client: Any, fleet: A
     # Nothing failed in the retry: nothing to retry there.
     assert admin_client.post(reverse("offloading:bulk_retry", args=[retry.pk])).status_code == 302
     assert BulkRequest.objects.count() == 2
+
+
+def test_drift_shows_what_changed_and_who_with_accept_and_reapply(admin_client: Any, fleet: Any) -> None:
+    from offloading.choices import AuditAction, ChangeAction, Source
+    from offloading.models import AuditEvent
+
+    mine = ChangeRequest.objects.create(
+        namespace="shop",
+        action=ChangeAction.UPDATE,
+        desired_spec=READY_SPEC,
+        state=ChangeState.APPLIED,
+        requester_name="admin",
+        source="web",
+    )
+    theirs = {**READY_SPEC, "podOffloadingStrategy": "Remote"}
+    Namespace.objects.filter(name="shop").update(offloading_spec=theirs, offloading_generation=4)
+    AuditEvent(
+        user_name="kubectl-edit",
+        source=Source.EXTERNAL,
+        action=AuditAction.DRIFT_UPDATED,
+        namespace="shop",
+        before=READY_SPEC,
+        after=theirs,
+        outcome="observed",
+    ).save()
+    page = admin_client.get(reverse("offloading:namespace_detail", args=["shop"])).content.decode()
+    assert 'id="drift"' in page and "<code>kubectl-edit</code>" in page
+    assert "<del>LocalAndRemote</del>" in page and "<ins>Remote</ins>" in page
+    assert f"Re-apply mine (change #{mine.pk})" in page and "Accept theirs" in page
+
+    response = admin_client.post(reverse("offloading:drift_reapply", args=["shop"]))
+    again = ChangeRequest.objects.exclude(pk=mine.pk).get()
+    assert response.status_code == 302 and again.desired_spec == mine.desired_spec and again.base_generation == 4
+    assert 'id="drift"' not in admin_client.get(reverse("offloading:namespace_detail", args=["shop"])).content.decode()
+
+    AuditEvent(user_name="argocd", source=Source.EXTERNAL, action=AuditAction.DRIFT_UPDATED, namespace="shop").save()
+    assert 'id="drift"' in admin_client.get(reverse("offloading:namespace_detail", args=["shop"])).content.decode()
+    assert admin_client.post(reverse("offloading:drift_accept", args=["shop"])).status_code == 302
+    accepted = AuditEvent.objects.get(action=AuditAction.DRIFT_ACCEPTED)
+    assert accepted.user_name == "admin" and accepted.namespace == "shop"
+    assert 'id="drift"' not in admin_client.get(reverse("offloading:namespace_detail", args=["shop"])).content.decode()

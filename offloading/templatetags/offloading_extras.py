@@ -101,3 +101,11 @@ def compact_json(value: Any) -> str:
     if isinstance(value, str):
         return value
     return json.dumps(value, sort_keys=True, separators=(",", ": "))
+
+
+@register.simple_tag
+def diff_rows(before: Any, after: Any) -> list[tuple[str, Any, Any]]:
+    """(field, before, after) for every top-level field that differs (``{% diff_rows a b as rows %}``)."""
+    from offloading.views.audit import diff
+
+    return diff(before, after)

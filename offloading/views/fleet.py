@@ -23,6 +23,7 @@ from offloading.models import (
     VirtualNode,
 )
 from offloading.views.common import HtmxHttpRequest, annotate_inventory, inventory_context, status_context
+from offloading.views.drift import open_drift
 
 
 @login_required
@@ -121,6 +122,7 @@ def namespace_detail(request: HttpRequest, name: str) -> HttpResponse:
             "history": history,
             **status_context(namespace),
             **inventory_context(namespace.name),
+            **open_drift(namespace),
         },
     )
 

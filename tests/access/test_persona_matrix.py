@@ -71,6 +71,12 @@ MUTATING: dict[str, dict[str, Case]] = {
             lambda w: {**_spec_form(w), "action": ChangeAction.UNOFFLOAD, "namespace_selector": "team=b"},
         ),
     },
+    "offloading:drift_accept": {
+        "POST": Case(False, "post", lambda w: f"/namespaces/{OUT_OF_SCOPE}/drift/accept/", lambda w: {}),
+    },
+    "offloading:drift_reapply": {
+        "POST": Case(False, "post", lambda w: f"/namespaces/{OUT_OF_SCOPE}/drift/reapply/", lambda w: {}),
+    },
     "offloading:bulk_retry": {
         "POST": Case(False, "post", lambda w: f"/bulk/{w['failed_bulk']}/retry/", lambda w: {}),
     },
