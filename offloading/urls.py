@@ -1,13 +1,14 @@
 from django.urls import path
 
-from offloading.views import audit, bulk, changes, drift, fleet, live
+from offloading.views import audit, bulk, changes, drift, fleet, insight, live
 
 app_name = "offloading"
 
 urlpatterns = [
-    path("", fleet.home, name="home"),
+    path("", live.page(insight.overview), name="home"),
     # Live pages: they poll themselves; live.page answers 304 while nothing they show has changed.
     path("clusters/", live.page(fleet.cluster_list), name="cluster_list"),
+    path("clusters/<str:cluster_id>/", live.page(insight.cluster_detail), name="cluster_detail"),
     path("namespaces/", live.page(fleet.namespace_list), name="namespace_list"),
     path("matrix/", live.page(fleet.fleet_matrix), name="fleet_matrix"),
     path("namespaces/<str:name>/", fleet.namespace_detail, name="namespace_detail"),

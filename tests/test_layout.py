@@ -71,6 +71,7 @@ PAGES = [
     ("namespaces", "/namespaces/"),
     ("matrix", "/matrix/"),
     ("clusters", "/clusters/"),
+    ("cluster", "/clusters/milan/"),
     ("namespace", "/namespaces/shop/"),
     ("namespace-labels", "/namespaces/labels-galore/"),
     ("offload", "/namespaces/payments/offload/"),

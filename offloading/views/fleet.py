@@ -6,7 +6,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db.models import Count, Prefetch
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseStopPolling
@@ -24,12 +24,6 @@ from offloading.models import (
 )
 from offloading.views.common import HtmxHttpRequest, annotate_inventory, inventory_context, status_context
 from offloading.views.drift import open_drift
-
-
-@login_required
-@require_GET
-def home(request: HttpRequest) -> HttpResponse:
-    return redirect("offloading:namespace_list")
 
 
 @login_required

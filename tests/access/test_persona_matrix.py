@@ -101,6 +101,7 @@ MUTATING: dict[str, dict[str, Case]] = {
 READ_ONLY = {
     "offloading:home",
     "offloading:cluster_list",
+    "offloading:cluster_detail",
     "offloading:namespace_list",
     "offloading:fleet_matrix",
     "offloading:namespace_detail",

@@ -1,0 +1,51 @@
+"""The overview (home page, with the topology picture) and the page of one peer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.urls import reverse
+
+from offloading.inventory_models import Pod
+from offloading.views.insight import CENTER, RADIUS, topology
+
+from .test_pages import fleet  # noqa: F401
+
+pytestmark = pytest.mark.django_db
+
+
+def test_the_overview_draws_the_peers_around_the_local_cluster(admin_client: Any, fleet: Any) -> None:  # noqa: F811
+    Pod.objects.create(namespace="shop", name="web-1", node_name="milan", cluster_id="milan", phase="Running")
+    page = admin_client.get(reverse("offloading:home")).content.decode()
+    assert "<svg" in page and 'role="group"' in page
+    assert page.count("<circle cx=") == 3, "the local cluster and two peers"
+    assert 'class="peer bad"' in page, "naples' offloading module is unhealthy"
+    assert reverse("offloading:cluster_detail", args=["milan"]) in page
+    assert "1 pod running" in page and "Local cluster <code>rome</code>" in page
+    assert "naples: offloading unhealthy" in page
+
+
+def test_the_layout_keeps_fifty_peers_on_the_circle_with_outward_labels() -> None:
+    from offloading.models import Cluster
+
+    clusters = [Cluster(cluster_id=f"peer-{i}", offloading_status="Healthy") for i in range(50)]
+    nodes = topology(clusters, {"peer-0": 10, "peer-1": 5}, {})
+    for node in nodes:
+        distance = ((node.x - CENTER) ** 2 + (node.y - CENTER) ** 2) ** 0.5
+        assert abs(distance - RADIUS) < 0.2
+        assert ((node.label_x - CENTER) ** 2 + (node.label_y - CENTER) ** 2) ** 0.5 > distance
+    assert nodes[0].width == 8.0 and nodes[1].width == 4.5 and nodes[2].width == 0.6
+    assert {n.anchor for n in nodes} == {"start", "end", "middle"}
+
+
+def test_the_cluster_page_shows_capacity_hosted_namespaces_and_pods(admin_client: Any, fleet: Any) -> None:  # noqa: F811
+    Pod.objects.create(
+        namespace="shop", name="web-1", node_name="milan", cluster_id="milan", phase="Running",
+        cpu_millis=2000, memory_bytes=8 * 1024**3,
+    )  # fmt: skip
+    page = admin_client.get(reverse("offloading:cluster_detail", args=["milan"])).content.decode()
+    assert "2000m CPU</strong> (25% of 8.0 CPU)" in page
+    assert "(25% of 32.0\xa0GB)" in page or "25% of 32" in page
+    assert 'href="/namespaces/shop/"' in page and "web-1" in page
+    assert admin_client.get(reverse("offloading:cluster_detail", args=["nowhere"])).status_code == 404
