@@ -12,6 +12,7 @@ from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseStopPolling
 
 from offloading.choices import ChangeState
+from offloading.diagnosis import diagnose
 from offloading.filtersets import NamespaceFilterSet
 from offloading.liqo import constants as liqo_constants
 from offloading.models import (
@@ -117,6 +118,7 @@ def namespace_detail(request: HttpRequest, name: str) -> HttpResponse:
             **status_context(namespace),
             **inventory_context(namespace.name),
             **open_drift(namespace),
+            "findings": diagnose(namespace),
         },
     )
 

@@ -1,0 +1,190 @@
+"""Stuck-state diagnosis: rules over the snapshot, each with a plain explanation and the action that
+fixes it. Shown on the namespace page and counted on the overview.
+
+Rules: the selector matches no cluster; the phase is not Ready after STUCK_MINUTES (with the per-cluster
+reasons); a remote namespace cannot be created on a peer (CreationLoopBackOff: often the name is taken
+there); Terminating for longer than STUCK_MINUTES; a selected peer's offloading module is unhealthy;
+Liqo has not reconciled the newest spec (observedGeneration behind); the scheduling label is missing
+while the pod strategy needs it; pods pending because no selected virtual node has room.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.utils import timezone
+
+from offloading.inventory_models import Pod
+from offloading.liqo import constants as liqo
+from offloading.models import Cluster, Namespace, StatusTransition
+
+STUCK_MINUTES = 10
+
+
+@dataclass(frozen=True)
+class Finding:
+    rule: str
+    title: str
+    explanation: str
+    action: str
+    severity: str = "warn"  # or "bad"
+
+
+def _phase_since(namespace: Namespace) -> Any:
+    last = StatusTransition.objects.filter(namespace=namespace.name, cluster_id="").order_by("-time").first()
+    return last.time if last else namespace.refreshed_at
+
+
+def _no_cluster(namespace: Namespace) -> Finding | None:
+    selector = (namespace.offloading_spec or {}).get("clusterSelector") or {}
+    if namespace.offloading_phase != "NoClusterSelected" or not selector.get("nodeSelectorTerms"):
+        return None
+    from offloading.changes.preview import preview
+
+    rows = [r for r in preview(namespace, namespace.offloading_spec or {}).clusters if not r["selected"]]
+    closest = ""
+    for row in rows:
+        for _vn, why in row.get("explanations") or []:
+            terms = why.get("terms") or []
+            if terms:
+                closest = f" The closest is {row['cluster_id']}: {terms[0].get('failed') or terms[0].get('invalid')}."
+                break
+        if closest:
+            break
+    return Finding(
+        "no-cluster",
+        "The cluster selector matches no peered cluster",
+        "Liqo offloads nothing until a virtual node's labels satisfy one of the selector's lines." + closest,
+        "Edit the offloading: loosen the selector, or label the peer's virtual node.",
+    )
+
+
+def _not_ready(namespace: Namespace, now: Any) -> Finding | None:
+    if namespace.offloading_phase in ("Ready", "NoClusterSelected", "Terminating", ""):
+        return None
+    since = _phase_since(namespace)
+    if since is None or now - since < timedelta(minutes=STUCK_MINUTES):
+        return None
+    reasons = [
+        f"{row.cluster_id}: {row.state}{' – ' + row.message if row.message else ''}"
+        for row in namespace.cluster_states.filter(selected=True).exclude(state=liqo.REASON_NAMESPACE_CREATED)
+    ]
+    return Finding(
+        "not-ready",
+        f"{namespace.offloading_phase} for more than {STUCK_MINUTES} minutes",
+        "Not every selected cluster has its remote namespace. "
+        + ("; ".join(reasons) or "No per-cluster reason reported."),
+        "Open the clusters named above; fix the peer or deselect it in the cluster selector.",
+        "bad",
+    )
+
+
+def _loop_backoff(namespace: Namespace) -> Finding | None:
+    stuck = list(
+        namespace.cluster_states.filter(state=liqo.REASON_CREATION_LOOP_BACKOFF).values_list("cluster_id", flat=True)
+    )
+    if not stuck:
+        return None
+    return Finding(
+        "creation-loop-backoff",
+        f"The remote namespace cannot be created on {', '.join(stuck)}",
+        f'Liqo keeps failing to create "{namespace.remote_namespace_name}" there (CreationLoopBackOff); most often '
+        "a namespace of that name already exists on the peer and is not Liqo's.",
+        "Remove or rename the namespace on the peer, or offload again with another mapping (SelectedName).",
+        "bad",
+    )
+
+
+def _terminating(namespace: Namespace, now: Any) -> Finding | None:
+    if not namespace.offloading_deleting:
+        return None
+    since = _phase_since(namespace)
+    if since is None or now - since < timedelta(minutes=STUCK_MINUTES):
+        return None
+    holding = list(namespace.cluster_states.exclude(state="").values_list("cluster_id", flat=True))
+    return Finding(
+        "terminating",
+        f"Terminating for more than {STUCK_MINUTES} minutes",
+        "Liqo removes the offloading only once every remote namespace is gone"
+        + (f"; still held on {', '.join(holding)}." if holding else "."),
+        "Check that those peers are reachable; their remote namespaces must be deleted for the finalizer to go.",
+    )
+
+
+def _unhealthy_peers(namespace: Namespace) -> Finding | None:
+    selected = set(namespace.cluster_states.filter(selected=True).values_list("cluster_id", flat=True))
+    bad = [
+        c.cluster_id
+        for c in Cluster.objects.filter(cluster_id__in=selected)
+        if c.offloading_status not in ("Healthy", "")
+    ]
+    if not bad:
+        return None
+    return Finding(
+        "peer-unhealthy",
+        f"The offloading module of {', '.join(bad)} is unhealthy",
+        "Liqo cannot create or update the remote namespace on a peer whose offloading module is down.",
+        "Open the peer's page for its module conditions; fix the peering or deselect the peer.",
+        "bad",
+    )
+
+
+def _stale_generation(namespace: Namespace) -> Finding | None:
+    if not namespace.status_is_stale:
+        return None
+    return Finding(
+        "generation-stale",
+        "Liqo has not reconciled the newest spec",
+        f"observedGeneration is {namespace.offloading_observed_generation}, the spec is at generation "
+        f"{namespace.offloading_generation}: the status shown is the previous spec's.",
+        "Wait a little; if it stays, check that Liqo's controller manager is running.",
+    )
+
+
+def _missing_label(namespace: Namespace) -> Finding | None:
+    strategy = (namespace.offloading_spec or {}).get("podOffloadingStrategy") or liqo.LOCAL_AND_REMOTE
+    if namespace.offloading_deleting or strategy not in (liqo.LOCAL_AND_REMOTE, liqo.REMOTE):
+        return None
+    if (namespace.labels or {}).get(liqo.SCHEDULING_LABEL) == "true":
+        return None
+    return Finding(
+        "scheduling-label",
+        f"The namespace lacks {liqo.SCHEDULING_LABEL}=true",
+        "Without it Liqo's pod webhook ignores the namespace: its pods are never sent to virtual nodes.",
+        f"Liqo adds the label itself; if it is missing, label the namespace: kubectl label ns {namespace.name} "
+        f"{liqo.SCHEDULING_LABEL}=true",
+    )
+
+
+def _pods_without_room(namespace: Namespace) -> Finding | None:
+    pending = list(Pod.objects.filter(namespace=namespace.name, phase="Pending").values_list("name", "reason")[:50])
+    starved = [name for name, reason in pending if "Insufficient" in reason or "Unschedulable" in reason]
+    if not starved:
+        return None
+    return Finding(
+        "pods-no-room",
+        f"{len(starved)} pod{'s' if len(starved) != 1 else ''} pending: no selected node has room",
+        "The scheduler found no node (local, or a selected peer's virtual node) with enough free resources.",
+        "Select more peers, free resources, or lower the pods' requests.",
+        "bad",
+    )
+
+
+def diagnose(namespace: Namespace) -> list[Finding]:
+    """What is stuck in ``namespace``'s offloading, and how to fix it (empty when nothing is)."""
+    if not namespace.offloaded:
+        return []
+    now = timezone.now()
+    checks = (
+        _no_cluster(namespace),
+        _not_ready(namespace, now),
+        _loop_backoff(namespace),
+        _terminating(namespace, now),
+        _unhealthy_peers(namespace),
+        _stale_generation(namespace),
+        _missing_label(namespace),
+        _pods_without_room(namespace),
+    )
+    return [finding for finding in checks if finding is not None]
