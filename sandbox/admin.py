@@ -48,7 +48,7 @@ def stats_endpoint(sandbox: Sandbox, method: str, payload: Any) -> tuple[int, An
         traffic.reset()
     elif method != "GET":
         return 405, {"error": "use GET or DELETE"}
-    return 200, traffic.as_dict()
+    return 200, {**traffic.as_dict(), "throttled": sandbox.faults.throttled}
 
 
 def peers_endpoint(sandbox: Sandbox, method: str, payload: Any) -> tuple[int, Any]:

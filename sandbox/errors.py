@@ -120,6 +120,10 @@ def internal(message: str) -> ApiError:
     return ApiError(500, "InternalError", f"Internal error occurred: {message}", {"causes": [{"message": message}]})
 
 
+def too_many_requests() -> ApiError:
+    return ApiError(429, "TooManyRequests", "Too many requests, please try again later.", retry_after=1)
+
+
 def unavailable(message: str) -> ApiError:
     return ApiError(503, "ServiceUnavailable", message, retry_after=1)
 

@@ -26,6 +26,9 @@ class FaultSettings:
     outage: bool = False  # every API connection is dropped without an answer
     peer_down: list[str] = field(default_factory=list)  # provider cluster ids that are unreachable
     path_contains: str = ""  # restrict latency/error/timeout/conflict faults to matching paths
+    # Like the API server's priority and fairness: more than this many requests in flight at once (watches
+    # not counted) are answered 429 TooManyRequests with Retry-After; 0 = no limit.
+    max_inflight: int = 0
     seed: int | None = None
 
 
@@ -37,6 +40,8 @@ class Faults:
         self._settings = FaultSettings()
         self._random = random.Random()
         self._listeners: list[Callable[[FaultSettings], None]] = []
+        self._inflight = 0
+        self.throttled = 0  # requests answered 429 by max_inflight since the start
 
     def add_listener(self, listener: Callable[[FaultSettings], None]) -> None:
         self._listeners.append(listener)
@@ -64,6 +69,10 @@ class Faults:
                         raise ValueError(f"{key} must be between 0 and 1")
                     if value < 0:
                         raise ValueError(f"{key} must not be negative")
+                elif key == "max_inflight":
+                    value = int(value)
+                    if value < 0:
+                        raise ValueError("max_inflight must not be negative")
                 elif key == "outage" and not isinstance(value, bool):
                     raise ValueError("outage must be true or false")
                 current[key] = value
@@ -87,6 +96,20 @@ class Faults:
 
     def clear(self) -> FaultSettings:
         return self.replace({})
+
+    def admit(self) -> bool:
+        """Count one request in flight; False (and not counted) when `max_inflight` is reached."""
+        with self._lock:
+            limit = self._settings.max_inflight
+            if limit and self._inflight >= limit:
+                self.throttled += 1
+                return False
+            self._inflight += 1
+            return True
+
+    def release(self) -> None:
+        with self._lock:
+            self._inflight -= 1
 
     def peer_is_down(self, cluster_id: str) -> bool:
         with self._lock:

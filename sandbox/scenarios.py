@@ -37,9 +37,10 @@ def builtin_names() -> list[str]:
 def load(scenario: str | Path | dict[str, Any]) -> dict[str, Any]:
     if isinstance(scenario, dict):
         return clone(scenario)
-    generated = re.fullmatch(r"generated:(\d+)x(\d+)", str(scenario))
-    if generated:  # a generated fleet without a YAML file to parse: generated:10000x200
-        return generate(int(generated.group(1)), int(generated.group(2)))
+    generated = re.fullmatch(r"generated:(\d+)x(\d+)(?:@(0(?:\.\d+)?|1(?:\.0*)?))?", str(scenario))
+    if generated:  # a generated fleet without a YAML file to parse: generated:10000x200 (@0.6: 60 % offloaded)
+        fraction = float(generated.group(3)) if generated.group(3) else 0.1
+        return generate(int(generated.group(1)), int(generated.group(2)), offloaded=fraction)
     path = Path(scenario)
     if not path.exists() and (BUILTIN_DIR / f"{scenario}.yaml").exists():
         path = BUILTIN_DIR / f"{scenario}.yaml"

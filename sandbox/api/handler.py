@@ -36,9 +36,18 @@ class Handler(Verbs):
                 self.client_identity = "(admin endpoints)"
                 self._admin(path, query)
                 return
-            self._inject_faults(path)
-            user = self._authenticate()
-            self._route(path, query, user)
+            # Watches are long-running and not counted in flight (as with the API server's max-in-flight).
+            counted = query.get("watch") not in ("1", "true")
+            if counted and not self.api.faults.admit():
+                self._body()
+                raise errors.too_many_requests()
+            try:
+                self._inject_faults(path)
+                user = self._authenticate()
+                self._route(path, query, user)
+            finally:
+                if counted:
+                    self.api.faults.release()
         except Dropped:
             self.close_connection = True
         except ApiError as err:

@@ -61,6 +61,35 @@ def test_error_rate_answers_500_with_a_status_body(kube: Clients) -> None:
     assert 5 < outcomes.count(False) < 35
 
 
+def test_max_inflight_answers_429_with_retry_after_beyond_the_limit(kube: Clients) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    kube.sb.faults.set(max_inflight=2, latency=0.3)
+
+    def create(name: str) -> int | tuple[int, str | None, str]:
+        try:
+            kube.core.create_namespace({"metadata": {"name": name}})
+            return 201
+        except ApiException as exc:
+            return exc.status, (exc.headers or {}).get("Retry-After"), json.loads(exc.body)["reason"]
+
+    with ThreadPoolExecutor(6) as pool:
+        outcomes = list(pool.map(create, [f"throttled-{i}" for i in range(6)]))
+    assert outcomes.count(201) == 2, outcomes
+    assert [o for o in outcomes if o != 201] == [(429, "1", "TooManyRequests")] * 4
+    assert kube.sb.faults.throttled == 4
+    # The official client (urllib3) retries a throttled GET itself after Retry-After.
+    with ThreadPoolExecutor(4) as pool:
+        started = time.monotonic()
+        names = list(pool.map(lambda _: kube.core.read_namespace("alpha").metadata.name, range(4)))
+    assert names == ["alpha"] * 4 and time.monotonic() - started >= 1.0 and kube.sb.faults.throttled == 6
+    kube.sb.faults.set(max_inflight=0)
+    with ThreadPoolExecutor(6) as pool:
+        assert list(pool.map(create, [f"free-{i}" for i in range(6)])) == [201] * 6
+    with pytest.raises(ValueError):
+        kube.sb.faults.set(max_inflight=-1)
+
+
 def test_conflict_rate_forces_409_on_writes_only(kube: Clients) -> None:
     kube.create_nsoff("alpha")
     kube.sb.faults.set(conflict_rate=1.0)

@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from sandbox import Sandbox, scenarios
@@ -126,3 +127,21 @@ def test_stop_ends_every_thread_and_open_connection(tmp_path: Path) -> None:
     assert not stream.is_alive() and not hung.is_alive()
     api_client.close()
     wait_until(lambda: not set(threading.enumerate()) - before, 5, interval=0.02, message="every thread to end")
+
+
+@pytest.mark.parametrize(
+    ("name", "offloaded"), [("generated:100x5", 11), ("generated:100x5@0.6", 57), ("generated:100x5@1", 100)]
+)
+def test_a_generated_fleet_takes_the_offloaded_fraction_after_an_at_sign(name: str, offloaded: int) -> None:
+    from sandbox.scenarios import load
+
+    fleet = load(name)
+    assert len(fleet["namespaces"]) == 100
+    assert sum(1 for ns in fleet["namespaces"] if ns.get("offloading")) == offloaded
+
+
+def test_a_generated_fleet_refuses_a_fraction_above_one() -> None:
+    from sandbox.scenarios import load
+
+    with pytest.raises(FileNotFoundError):
+        load("generated:100x5@1.5")
