@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from typing import Any
 
 import pytest
@@ -346,9 +348,40 @@ def test_the_fleet_matrix_shows_each_offloaded_namespace_per_cluster(admin_clien
     rows = response.context["rows"]
     assert [ns.name for ns, _ in rows] == ["shop"]  # only offloaded namespaces
     clusters = response.context["clusters"]
-    cells = dict(zip(clusters, rows[0][1], strict=True))
-    assert cells["milan"].state == "NamespaceCreated" and cells["naples"].selected is False
+    cells = re.findall(r'<td class="([^"]*)" title="([^"]*)">([^<]*)</td>', str(rows[0][1]))
+    assert len(cells) == len(clusters)
+    by_cluster = {title.split(":")[0]: (cls, title, mark) for cls, title, mark in cells if title}
+    assert by_cluster["milan"] == ("cell ok", "milan: NamespaceCreated", "✓")
+    assert by_cluster["naples"][1].endswith("(not selected)")
     assert "✓" in response.content.decode()
+
+
+def test_the_fleet_matrix_pages_its_clusters(admin_client: Any, fleet: Any, monkeypatch: Any) -> None:
+    from offloading.views import fleet as fleet_views
+
+    monkeypatch.setattr(fleet_views, "MATRIX_COLUMNS", 1)
+    every = sorted(Cluster.objects.values_list("cluster_id", flat=True))
+    assert len(every) >= 2
+    seen = []
+    for number in range(1, len(every) + 1):
+        response = admin_client.get(reverse("offloading:fleet_matrix") + f"?columns={number}")
+        seen += response.context["clusters"]
+        cells = re.findall(r"<td class=", str(response.context["rows"][0][1]))
+        assert len(cells) == len(response.context["clusters"]) == 1
+    assert seen == every
+    body = admin_client.get(reverse("offloading:fleet_matrix")).content.decode()
+    assert "Next clusters" in body, body[body.find("matrix-wrap") :]
+
+
+def test_the_cluster_list_pages_its_clusters(admin_client: Any, fleet: Any, monkeypatch: Any) -> None:
+    from offloading.views import fleet as fleet_views
+
+    monkeypatch.setattr(fleet_views, "CLUSTERS_PER_PAGE", 1)
+    every = sorted(Cluster.objects.values_list("cluster_id", flat=True))
+    first = admin_client.get(reverse("offloading:cluster_list"))
+    second = admin_client.get(reverse("offloading:cluster_list") + "?page=2")
+    shown = [row["cluster"].cluster_id for row in first.context["rows"] + second.context["rows"]]
+    assert shown == every[:2] and f"Page 1 of {len(every)}" in first.content.decode()
 
 
 def test_reapply_keeps_the_fields_only_the_other_writer_changed(admin_client: Any, fleet: Any) -> None:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.db.models import Count, Prefetch
+from django.db.models import Count
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
+from django.utils.html import format_html, format_html_join
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseStopPolling
@@ -23,23 +25,29 @@ from offloading.models import (
     StatusTransition,
     VirtualNode,
 )
+from offloading.templatetags.offloading_extras import tone
 from offloading.views.common import HtmxHttpRequest, annotate_inventory, inventory_context, status_context
 from offloading.views.drift import open_drift
+
+CLUSTERS_PER_PAGE = 50
+MATRIX_COLUMNS = 25
 
 
 @login_required
 @require_GET
 def cluster_list(request: HttpRequest) -> HttpResponse:
-    clusters = list(Cluster.objects.all())
+    """The peers, 50 a page: only the page's clusters are read with their virtual nodes and counts."""
+    page = Paginator(Cluster.objects.order_by("cluster_id"), CLUSTERS_PER_PAGE).get_page(request.GET.get("page"))
+    ids = [c.cluster_id for c in page]
     hosted = dict(
-        ClusterOffloading.objects.filter(selected=True)
+        ClusterOffloading.objects.filter(selected=True, cluster_id__in=ids)
         .order_by()
         .values("cluster_id")
         .annotate(n=Count("id"))
         .values_list("cluster_id", "n")
     )
     nodes: dict[str, list[VirtualNode]] = {}
-    for vn in VirtualNode.objects.all():
+    for vn in VirtualNode.objects.filter(cluster_id__in=ids):
         nodes.setdefault(vn.cluster_id, []).append(vn)
     rows = [
         {
@@ -47,9 +55,9 @@ def cluster_list(request: HttpRequest) -> HttpResponse:
             "virtual_nodes": [(vn, *_split_labels(vn.labels)) for vn in nodes.get(c.cluster_id, [])],
             "hosted": hosted.get(c.cluster_id, 0),
         }
-        for c in clusters
+        for c in page
     ]
-    return render(request, "offloading/cluster_list.html", {"rows": rows})
+    return render(request, "offloading/cluster_list.html", {"rows": rows, "page": page})
 
 
 @login_required
@@ -57,16 +65,22 @@ def cluster_list(request: HttpRequest) -> HttpResponse:
 @vary_on_headers("HX-Request")
 def namespace_list(request: HtmxHttpRequest) -> HttpResponse:
     filterset = NamespaceFilterSet(request.GET, queryset=Namespace.objects.all())
-    selected_states = Prefetch(
-        "cluster_states", queryset=ClusterOffloading.objects.filter(selected=True).order_by("cluster_id")
-    )
     # An invalid filter shows its error and no rows (rather than silently ignoring the filter).
     queryset = filterset.qs if filterset.is_valid() else Namespace.objects.none()
-    page = Paginator(queryset.defer("offloading_status").prefetch_related(selected_states), 50).get_page(
+    page = Paginator(queryset.defer("offloading_status"), 50).get_page(
         request.GET.get("page")
     )
     page.object_list = list(page.object_list)  # evaluated once, so the counts set below stay on the rows
     annotate_inventory(page.object_list)
+    selected: dict[int, list[tuple[str, str]]] = {}
+    for namespace_id, cluster_id, state in (
+        ClusterOffloading.objects.filter(selected=True, namespace_id__in=[ns.pk for ns in page.object_list])
+        .order_by("namespace_id", "cluster_id")
+        .values_list("namespace_id", "cluster_id", "state")
+    ):
+        selected.setdefault(namespace_id, []).append((cluster_id, state))
+    for ns in page.object_list:
+        ns.cluster_chips = cluster_chips(ns, selected.get(ns.pk, []))
     query = request.GET.copy()
     query.pop("page", None)
     context = {"filterset": filterset, "page": page, "query": query.urlencode(), "phase_counts": _phase_counts()}
@@ -91,15 +105,63 @@ def _phase_counts() -> dict[str, int]:
 @login_required
 @require_GET
 def fleet_matrix(request: HttpRequest) -> HttpResponse:
-    """Offloaded namespaces x peered clusters: the state of each twin namespace at a glance."""
-    clusters = list(Cluster.objects.values_list("cluster_id", flat=True))
+    """Offloaded namespaces x peered clusters: the state of each twin namespace at a glance, 50
+    namespaces by 25 clusters a page (``page`` and ``columns``)."""
+    columns = Paginator(Cluster.objects.order_by("cluster_id").values_list("cluster_id", flat=True), MATRIX_COLUMNS)
+    column_page = columns.get_page(request.GET.get("columns"))
+    clusters = list(column_page)
     offloaded = Namespace.objects.filter(offloaded=True).defer("offloading_status", "offloading_spec")
     page = Paginator(offloaded, 50).get_page(request.GET.get("page"))
     states: dict[int, dict[str, ClusterOffloading]] = {}
-    for row in ClusterOffloading.objects.filter(namespace_id__in=[ns.pk for ns in page]).order_by():
+    in_view = ClusterOffloading.objects.filter(namespace_id__in=[ns.pk for ns in page], cluster_id__in=clusters)
+    for row in in_view.order_by().only("namespace_id", "cluster_id", "state", "selected"):
         states.setdefault(row.namespace_id, {})[row.cluster_id] = row
-    rows = [(ns, [states.get(ns.pk, {}).get(cluster_id) for cluster_id in clusters]) for ns in page]
-    return render(request, "offloading/fleet_matrix.html", {"clusters": clusters, "rows": rows, "page": page})
+    rows = [(ns, matrix_cells(clusters, states.get(ns.pk, {}))) for ns in page]
+    context = {
+        "clusters": clusters,
+        "rows": rows,
+        "page": page,
+        "column_page": column_page,
+        "cluster_count": columns.count,
+    }
+    return render(request, "offloading/fleet_matrix.html", context)
+
+
+CHIPS_PER_ROW = 6
+
+
+def cluster_chips(namespace: Namespace, states: list[tuple[str, str]]) -> str:
+    """The selected clusters (id, state) of a list row as HTML: the first few as coloured chips, then
+    how many more (the namespace page lists them all)."""
+    if not namespace.offloaded:
+        return ""
+    chips = format_html_join(
+        "",
+        '<span class="chip {}" title="{}">{}</span>',
+        ((tone(state), state, cluster_id) for cluster_id, state in states[:CHIPS_PER_ROW]),
+    )
+    more = len(states) - CHIPS_PER_ROW
+    if more > 0:
+        url = reverse("offloading:namespace_detail", args=[namespace.name])
+        chips += format_html(' <a class="small" href="{}#ns-status">+{} more</a>', url, more)
+    return chips
+
+
+_MARKS = {"NamespaceCreated": "✓", "CreationLoopBackOff": "✗", "Terminating": "…"}
+
+
+def matrix_cells(clusters: list[str], states: dict[str, ClusterOffloading]) -> str:
+    """One row of matrix cells as HTML, built here rather than by the template engine (1,250 cells a
+    page at 200 clusters): the state's colour, the cluster and state on hover, a mark."""
+    cells = []
+    for cluster_id in clusters:
+        row = states.get(cluster_id)
+        if row is None:
+            cells.append(("cell", "", ""))
+            continue
+        title = f"{cluster_id}: {row.state}" + ("" if row.selected else " (not selected)")
+        cells.append((f"cell {tone(row.state)}", title, _MARKS.get(row.state, "•")))
+    return format_html_join("", '<td class="{}" title="{}">{}</td>', cells)
 
 
 @login_required

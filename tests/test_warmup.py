@@ -1,0 +1,51 @@
+"""A new web process warms up before its first request (liqo_dash.warmup, called by liqo_dash.wsgi)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.template import engines
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.django_db
+def test_warm_compiles_every_project_template_into_the_cached_loader() -> None:
+    from liqo_dash.warmup import warm
+
+    loader = engines["django"].engine.template_loaders[0]  # type: ignore[attr-defined]
+    loader.reset()
+    assert "offloading/fleet_matrix.html" not in loader.get_template_cache
+    warm()
+    cached = set(loader.get_template_cache)
+    project = {str(p.relative_to(ROOT / "templates")) for p in (ROOT / "templates").rglob("*.html")}
+    assert project and project <= cached, sorted(project - cached)[:5]
+
+
+def test_the_wsgi_entry_point_warms_up_unless_told_not_to() -> None:
+    script = (
+        "import liqo_dash.wsgi\n"
+        "from django.template import engines\n"
+        "print(len(engines['django'].engine.template_loaders[0].get_template_cache))\n"
+    )
+    counts = []
+    for flag in ("true", "false"):
+        done = subprocess.run(
+            [sys.executable, "-c", script],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**_env(), "LIQO_DASH_WARMUP": flag},
+        )
+        counts.append(int(done.stdout.strip().splitlines()[-1]))
+    assert counts[0] >= 20 and counts[1] == 0
+
+
+def _env() -> dict[str, str]:
+    import os
+
+    return {**os.environ, "DJANGO_SETTINGS_MODULE": "liqo_dash.settings_test", "LOG_LEVEL": "WARNING"}
