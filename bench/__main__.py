@@ -28,7 +28,10 @@ def _fleet(text: str) -> tuple[int, int]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[1])
-    parser.add_argument("--quick", action="store_true", help=f"only the smallest fleet ({FLEETS[0][0]}x{FLEETS[0][1]})")
+    parser.add_argument(
+        "--quick", action="store_true",
+        help="reduced size for CI: fleets " + ", ".join(f"{n}x{c}" for n, c in FLEETS[:2]) + ", shorter windows, 100 offloads",
+    )  # fmt: skip
     parser.add_argument(
         "--fleet", action="append", type=_fleet, metavar="NSxCLUSTERS",
         help="a fleet to measure (repeatable); default: " + ", ".join(f"{n}x{c}" for n, c in FLEETS),
@@ -50,9 +53,16 @@ def main(argv: list[str] | None = None) -> int:
         "--no-sync", dest="sync", action="store_false",
         help="skip the informer-style sync run (watcher process on the biggest fleet)",
     )  # fmt: skip
+    parser.add_argument(
+        "--no-throughput", dest="throughput", action="store_false",
+        help="skip the bulk against kubectl apply run (and the worker's memory and the list against kubectl get)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--no-cold", dest="cold", action="store_false", help="skip the cold renders (a process per page)"
+    )
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory (database, logs)")
     args = parser.parse_args(argv)
-    fleets = args.fleet or (list(FLEETS[:1]) if args.quick else list(FLEETS))
+    fleets = args.fleet or (list(FLEETS[:2]) if args.quick else list(FLEETS))
 
     var_dir = Path(tempfile.mkdtemp(prefix="liqo-dash-bench-"))
     started = time.perf_counter()
@@ -85,14 +95,22 @@ def main(argv: list[str] | None = None) -> int:
             synced = sync.measure(
                 namespaces, clusters, var_dir, steady_s, samples, log, bulk=100 if args.quick else 1000
             )
+        moved = None
+        if args.throughput:
+            from bench import throughput
+
+            moved = throughput.measure(var_dir, 100 if args.quick else 1000, log)
+            reset_database = harness.reset_database
+            reset_database()
         results = []
-        for namespaces, clusters in fleets:
+        for index, (namespaces, clusters) in enumerate(fleets):
             log(f"fleet {namespaces} namespaces / {clusters} clusters")
             results.append(
                 measures.measure_fleet(
-                    namespaces, clusters, var_dir, repeat=max(1, args.repeat), mass_change=args.mass_change, log=log
+                    namespaces, clusters, var_dir, repeat=max(1, args.repeat), mass_change=args.mass_change, log=log,
+                    cold=args.cold and index == len(fleets) - 1,
                 )
-            )
+            )  # fmt: skip
         elapsed = time.perf_counter() - started
         if args.json == "-":
             sys.stdout = sys.stderr  # the readable report goes to stderr, stdout holds only the JSON
@@ -115,10 +133,16 @@ def main(argv: list[str] | None = None) -> int:
         if synced:
             print()
             print("\n".join(sync.lines(synced)))
+        if moved is not None:
+            print()
+            print("\n".join(moved.lines()))
+        figures = report.goals(results, synced, moved.as_dict() if moved else None)
+        print()
+        print("\n".join(report.goal_lines(figures)))
         print(f"\n(total {elapsed:.0f} s)")
         if args.json:
             summary = report.summary(results, elapsed)
-            summary.update(report.goals(results, synced))
+            summary.update(figures)
             summary["recovery"] = (
                 [{**item.__dict__, "meets_goal": item.meets, "goal_s": recovery.GOAL_S} for item in recovered]
                 if recovered

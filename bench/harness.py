@@ -80,7 +80,10 @@ class Fleet:
 
         started = time.perf_counter()
         name = f"fleet-{self.namespaces}x{self.clusters}"
-        scenario = f"generated:{self.namespaces}x{self.clusters}"  # the sandbox generates it (same seed)
+        from bench import offloaded_fraction
+
+        # The sandbox generates it (same seed); @F is the fraction of namespaces offloaded.
+        scenario = f"generated:{self.namespaces}x{self.clusters}@{offloaded_fraction(self.namespaces)}"
         self.kubeconfig = self.var_dir / f"{name}.kubeconfig"
         out = self.var_dir / f"{name}.log"
         with open(out, "wb") as log:

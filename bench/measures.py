@@ -67,6 +67,8 @@ class PageRun:
     runs: list[float] = field(default_factory=list)
     size: int = 0  # bytes of the response
     per_cluster: bool = False  # shows one row per peered cluster: its cost may grow with the clusters
+    cold_ms: float | None = None  # the first request in a new process (bench.cold), biggest fleet only
+    data: Any = None  # the form or JSON body of a POST
 
 
 @dataclass
@@ -163,12 +165,13 @@ def target_namespace() -> Any:
 
     from offloading.models import Namespace
 
+    offloaded = Namespace.objects.filter(offloaded=True).annotate(
+        selected=Count("cluster_states", filter=Q(cluster_states__selected=True))
+    )
+    # Small fleets may have no namespace on two clusters: then one on a single cluster.
     return (
-        Namespace.objects.filter(offloaded=True)
-        .annotate(selected=Count("cluster_states", filter=Q(cluster_states__selected=True)))
-        .filter(selected__gte=2)
-        .order_by("name")
-        .first()
+        offloaded.filter(selected__gte=2).order_by("name").first()
+        or offloaded.filter(selected__gte=1).order_by("name").first()
     )
 
 
@@ -213,6 +216,7 @@ def measure_pages(repeat: int) -> tuple[list[PageRun], str]:
         ("namespace list (last page)", "GET", reverse("offloading:namespace_list") + f"?page={last_page}", None, False),
         ("namespace list ?cluster=", "GET", reverse("offloading:namespace_list") + f"?cluster={busiest}", None, False),
         ("cluster list", "GET", reverse("offloading:cluster_list"), None, True),
+        ("fleet matrix", "GET", reverse("offloading:fleet_matrix"), None, True),
         ("namespace detail", "GET", detail, None, True),
         ("namespace status (polled)", "GET", reverse("offloading:namespace_status", args=[namespace.name]), None, True),
         ("offload form", "GET", reverse("offloading:namespace_offload", args=[namespace.name]), None, False),
@@ -248,6 +252,7 @@ def measure_pages(repeat: int) -> tuple[list[PageRun], str]:
                 runs=timing.runs,
                 size=len(response.content),
                 per_cluster=per_cluster,
+                data=data,
             )
         )
     return runs, namespace.name
@@ -283,8 +288,17 @@ def measure_preview(namespace_name: str, repeat: int) -> PreviewRun:
 # --------------------------------------------------------------------------------------------------
 
 
+def measure_cold(pages: list[PageRun]) -> None:
+    """Each page's first request in a new, warmed-up web process (see bench.cold)."""
+    from bench import cold
+
+    timings = cold.measure([{"name": p.name, "method": p.method, "url": p.url, "data": p.data} for p in pages])
+    for page in pages:
+        page.cold_ms = timings.get(page.name)
+
+
 def measure_fleet(
-    namespaces: int, clusters: int, var_dir: Any, *, repeat: int, mass_change: bool, log: Any
+    namespaces: int, clusters: int, var_dir: Any, *, repeat: int, mass_change: bool, log: Any, cold: bool = False
 ) -> FleetResult:
     with harness.Fleet(namespaces, clusters, var_dir) as fleet:
         log(f"  {fleet.label}: sandbox up in {fleet.startup_s:.1f} s")
@@ -303,5 +317,8 @@ def measure_fleet(
     # Pages and previews read the snapshot only: the sandbox is not needed any more.
     result.pages, result.target_namespace = measure_pages(repeat)
     log(f"    {len(result.pages)} pages measured")
+    if cold:
+        measure_cold(result.pages)
+        log("    cold renders measured (a new process per page)")
     result.preview = measure_preview(result.target_namespace, max(repeat, 5))
     return result

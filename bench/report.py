@@ -224,32 +224,74 @@ def summary(results: list[FleetResult], elapsed: float) -> dict[str, Any]:
 
 
 # The issue's goals, under stable keys (None: not measured in this run).
-PAGE_KEYS = {"list": "list", "matrix": "matrix", "clusters": "clusters", "cluster filter": "cluster_filter",
-             "namespace": "namespace"}  # fmt: skip
+GOALS = {
+    "steady_bytes_per_min": (1_000_000, "API bytes read per minute, nothing changing", "B"),
+    "status_latency_p95_s": (1.0, "status change -> snapshot, p95 (worse of quiet and during a bulk)", "s"),
+    "bulk_vs_kubectl_ratio": (0.5, "bulk of N offloads / kubectl apply of the same N (50 ms latency)", ""),
+    "worker_peak_rss_mb": (250, "worker peak RSS (largest process)", "MB"),
+    "watcher_peak_rss_mb": (250, "watcher peak RSS (cold sync)", "MB"),
+    "sandbox_start_s": (5.0, "sandbox start with the biggest fleet", "s"),
+    "api_list_vs_kubectl_ratio": (1.0, "REST API list of the offloadings / kubectl get -A -o json", ""),
+}
+PAGE_RATIO_GOAL = 1.5
+COLD_PAGE_GOAL_MS = 150.0
 
 
-def goals(results: list[FleetResult], synced: dict[str, Any]) -> dict[str, Any]:
+def goals(results: list[FleetResult], synced: dict[str, Any], moved: dict[str, Any] | None = None) -> dict[str, Any]:
     first, last = (results[0], results[-1]) if results else (None, None)
     ratios: dict[str, float | None] = {}
     cold: dict[str, float | None] = {}
-    if first is not None and last is not None:
+    if first is not None and last is not None and len(results) > 1:
         small = {p.name: p for p in first.pages}
         for page in last.pages:
             base = small.get(page.name)
             ratios[page.name] = round(page.seconds / base.seconds, 2) if base and base.seconds else None
-            cold[page.name] = round(page.runs[0] * 1000, 1) if page.runs else None
+            cold[page.name] = page.cold_ms
         if first.preview and last.preview and first.preview.seconds:
-            ratios["preview"] = round(last.preview.seconds / first.preview.seconds, 2)
-            cold["preview"] = round(last.preview.runs[0] * 1000, 1) if last.preview.runs else None
+            ratios["services.preview"] = round(last.preview.seconds / first.preview.seconds, 2)
+    moved = moved or {}
     return {
         "steady_bytes_per_min": synced.get("steady_bytes_per_min"),
         "status_latency_p95_s": synced.get("status_latency_p95_s"),
-        "bulk_vs_kubectl_ratio": None,
+        "bulk_vs_kubectl_ratio": moved.get("bulk_vs_kubectl_ratio"),
         "page_p50_ratio": ratios,
+        "page_ratio_fleets": f"{_short(last)} vs {_short(first)}" if first and last else None,
         "cold_page_ms": cold,
-        "worker_peak_rss_mb": None,
+        "worker_peak_rss_mb": moved.get("worker_peak_rss_mb"),
         "watcher_peak_rss_mb": synced.get("watcher_peak_rss_mb"),
         "sandbox_start_s": synced.get("sandbox_start_s", last.sandbox_start_s if last else None),
-        "api_list_vs_kubectl_ratio": None,
+        "api_list_vs_kubectl_ratio": moved.get("api_list_vs_kubectl_ratio"),
         "sync": synced,
+        "throughput": moved,
     }
+
+
+def _verdict(value: float | None, goal: float) -> str:
+    if value is None:
+        return "not measured"
+    return "meets" if value <= goal else "MISSES"
+
+
+def goal_lines(figures: dict[str, Any]) -> list[str]:
+    """Every goal of the run with its figure and whether it meets it."""
+    lines = ["GOALS (issue 15)"]
+    for key, (goal, what, unit) in GOALS.items():
+        value = figures.get(key)
+        shown = "-" if value is None else f"{round(value, 3):,}"
+        lines.append(
+            f"  {key:<28} {shown:>12} {unit:<2}  goal <= {goal:,} {unit:<2} {_verdict(value, goal):<12} {what}"
+        )
+    fleets = figures.get("page_ratio_fleets") or ""
+    for name, ratio in (figures.get("page_p50_ratio") or {}).items():
+        shown = "-" if ratio is None else f"x{ratio:.2f}"
+        lines.append(
+            f"  page_p50_ratio {name[:40]:<40} {shown:>8}  goal <= x{PAGE_RATIO_GOAL} "
+            f"{_verdict(ratio, PAGE_RATIO_GOAL)} ({fleets})"
+        )
+    for name, ms in (figures.get("cold_page_ms") or {}).items():
+        shown = "-" if ms is None else f"{ms:,.1f} ms"
+        lines.append(
+            f"  cold_page_ms {name[:42]:<42} {shown:>10}  goal <= {COLD_PAGE_GOAL_MS:.0f} ms "
+            f"{_verdict(ms, COLD_PAGE_GOAL_MS)}"
+        )
+    return lines
