@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-
 from typing import Any
 
 import pytest
@@ -501,3 +500,20 @@ def test_drift_shows_what_changed_and_who_with_accept_and_reapply(admin_client: 
     accepted = AuditEvent.objects.get(action=AuditAction.DRIFT_ACCEPTED)
     assert accepted.user_name == "admin" and accepted.namespace == "shop"
     assert 'id="drift"' not in admin_client.get(reverse("offloading:namespace_detail", args=["shop"])).content.decode()
+
+
+def test_list_rows_show_a_few_cluster_chips_and_how_many_more(admin_client: Any, fleet: Any, monkeypatch: Any) -> None:
+    from offloading.views import fleet as fleet_views
+
+    monkeypatch.setattr(fleet_views, "CHIPS_PER_ROW", 1)
+    ClusterOffloading.objects.filter(namespace__name="shop").update(selected=True)
+    selected = sorted(
+        ClusterOffloading.objects.filter(namespace__name="shop", selected=True).values_list("cluster_id", flat=True)
+    )
+    assert len(selected) >= 2
+    body = admin_client.get(reverse("offloading:namespace_list") + "?name=shop").content.decode()
+    row = body[body.index('href="/namespaces/shop/"') :]
+    row = row[: row.index("</tr>")]
+    chips = re.findall(r'<span class="chip [a-z]+" title="[^"]+">([^<]+)</span>', row)
+    assert chips == selected[:1]
+    assert f'href="/namespaces/shop/#ns-status">+{len(selected) - 1} more</a>' in row
