@@ -75,6 +75,11 @@ def page_refusal(request: HttpRequest, namespace: Namespace | None, action: str)
     return render(request, "offloading/forbidden.html", context, status=403)
 
 
+# How many virtual nodes / namespaces the placeholders are drawn from: a sample, so that a form costs
+# the same at any fleet size.
+PLACEHOLDER_SAMPLE = 50
+
+
 def fleet_placeholders(form: Any) -> None:
     """Placeholders that match something real: a label the peered clusters' virtual nodes carry (one
     that tells them apart) for the cluster selector, a label the namespaces carry for a namespace
@@ -86,7 +91,7 @@ def fleet_placeholders(form: Any) -> None:
 
     if "cluster_selector" in form.fields:
         seen: Counter[tuple[str, str]] = Counter()
-        for labels in VirtualNode.objects.values_list("labels", flat=True)[:500]:
+        for labels in VirtualNode.objects.values_list("labels", flat=True)[:PLACEHOLDER_SAMPLE]:
             for key, value in (labels or {}).items():
                 if key not in liqo_constants.VIRTUAL_NODE_STANDARD_LABELS:
                     seen[(key, value)] += 1
@@ -98,7 +103,7 @@ def fleet_placeholders(form: Any) -> None:
             )
     if "namespace_selector" in form.fields:
         counts: Counter[tuple[str, str]] = Counter()
-        for labels in Namespace.objects.exclude(labels={}).values_list("labels", flat=True)[:2000]:
+        for labels in Namespace.objects.exclude(labels={}).values_list("labels", flat=True)[:PLACEHOLDER_SAMPLE]:
             for key, value in (labels or {}).items():
                 if not key.startswith(("kubernetes.io/", "liqo.io/")):
                     counts[(key, value)] += 1

@@ -67,9 +67,7 @@ def namespace_list(request: HtmxHttpRequest) -> HttpResponse:
     filterset = NamespaceFilterSet(request.GET, queryset=Namespace.objects.all())
     # An invalid filter shows its error and no rows (rather than silently ignoring the filter).
     queryset = filterset.qs if filterset.is_valid() else Namespace.objects.none()
-    page = Paginator(queryset.defer("offloading_status"), 50).get_page(
-        request.GET.get("page")
-    )
+    page = Paginator(queryset.defer("offloading_status"), 50).get_page(request.GET.get("page"))
     page.object_list = list(page.object_list)  # evaluated once, so the counts set below stay on the rows
     annotate_inventory(page.object_list)
     selected: dict[int, list[tuple[str, str]]] = {}
@@ -79,8 +77,9 @@ def namespace_list(request: HtmxHttpRequest) -> HttpResponse:
         .values_list("namespace_id", "cluster_id", "state")
     ):
         selected.setdefault(namespace_id, []).append((cluster_id, state))
+    detail = reverse("offloading:namespace_detail", args=["-"])  # namespace names never contain "/"
     for ns in page.object_list:
-        ns.cluster_chips = cluster_chips(ns, selected.get(ns.pk, []))
+        ns.cluster_chips = cluster_chips(ns, selected.get(ns.pk, []), detail[:-2] + f"{ns.name}/")
     query = request.GET.copy()
     query.pop("page", None)
     context = {"filterset": filterset, "page": page, "query": query.urlencode(), "phase_counts": _phase_counts()}
@@ -130,9 +129,9 @@ def fleet_matrix(request: HttpRequest) -> HttpResponse:
 CHIPS_PER_ROW = 6
 
 
-def cluster_chips(namespace: Namespace, states: list[tuple[str, str]]) -> str:
+def cluster_chips(namespace: Namespace, states: list[tuple[str, str]], detail_url: str) -> str:
     """The selected clusters (id, state) of a list row as HTML: the first few as coloured chips, then
-    how many more (the namespace page lists them all)."""
+    how many more (linking to the namespace page, which lists them all)."""
     if not namespace.offloaded:
         return ""
     chips = format_html_join(
@@ -142,8 +141,7 @@ def cluster_chips(namespace: Namespace, states: list[tuple[str, str]]) -> str:
     )
     more = len(states) - CHIPS_PER_ROW
     if more > 0:
-        url = reverse("offloading:namespace_detail", args=[namespace.name])
-        chips += format_html(' <a class="small" href="{}#ns-status">+{} more</a>', url, more)
+        chips += format_html(' <a class="small" href="{}#ns-status">+{} more</a>', detail_url, more)
     return chips
 
 
