@@ -160,10 +160,15 @@ class Fleet:
         return counts
 
     def expected_list_calls(self) -> int:
-        """One LIST page per started 500 items of each kind (an empty list still takes one call)."""
+        """One LIST page per started 500 items of each kind (an empty list still takes one call), the
+        NamespaceOffloadings in pages of 50 (offloading.changes.nsrefresh: one page held at a time)."""
         from offloading import kube
+        from offloading.changes.nsrefresh import OFFLOADING_PAGE
 
-        return sum(max(1, math.ceil(n / kube.LIST_PAGE_SIZE)) for n in self.object_counts().values())
+        return sum(
+            max(1, math.ceil(n / (OFFLOADING_PAGE if kind == "namespaceoffloadings" else kube.LIST_PAGE_SIZE)))
+            for kind, n in self.object_counts().items()
+        )
 
     def change_offloading_status(self, fraction: float) -> list[str]:
         """Make Liqo report a creation failure on one selected cluster for ``fraction`` of the

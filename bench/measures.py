@@ -93,6 +93,7 @@ class FleetResult:
     target_namespace: str = ""
     status_rows: int = 0  # ClusterOffloading rows: one per (offloaded namespace, peered cluster)
     selected_rows: int = 0  # of which the cluster is selected
+    worker_refresh: dict[str, Any] | None = None  # the worker's cold refresh in its own process (bench.worker_rss)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -310,6 +311,12 @@ def measure_fleet(
             objects=fleet.object_counts(),
         )
         result.refreshes = measure_refreshes(fleet, mass_change, log)
+        if cold:
+            from bench import worker_rss
+
+            assert fleet.kubeconfig is not None
+            result.worker_refresh = worker_rss.measure(fleet.kubeconfig)
+            log(f"    worker cold refresh: peak RSS {result.worker_refresh['peak_mb']} MB")
     from offloading.models import ClusterOffloading
 
     result.status_rows = ClusterOffloading.objects.count()

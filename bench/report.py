@@ -250,6 +250,9 @@ def goals(results: list[FleetResult], synced: dict[str, Any], moved: dict[str, A
         if first.preview and last.preview and first.preview.seconds:
             ratios["services.preview"] = round(last.preview.seconds / first.preview.seconds, 2)
     moved = moved or {}
+    worker = [
+        v for v in (moved.get("worker_peak_rss_mb"), (last.worker_refresh or {}).get("peak_mb") if last else None) if v
+    ]
     return {
         "steady_bytes_per_min": synced.get("steady_bytes_per_min"),
         "status_latency_p95_s": synced.get("status_latency_p95_s"),
@@ -257,7 +260,8 @@ def goals(results: list[FleetResult], synced: dict[str, Any], moved: dict[str, A
         "page_p50_ratio": ratios,
         "page_ratio_fleets": f"{_short(last)} vs {_short(first)}" if first and last else None,
         "cold_page_ms": cold,
-        "worker_peak_rss_mb": moved.get("worker_peak_rss_mb"),
+        "worker_peak_rss_mb": max(worker) if worker else None,
+        "worker_cold_refresh": last.worker_refresh if last else None,
         "watcher_peak_rss_mb": synced.get("watcher_peak_rss_mb"),
         "sandbox_start_s": synced.get("sandbox_start_s", last.sandbox_start_s if last else None),
         "api_list_vs_kubectl_ratio": moved.get("api_list_vs_kubectl_ratio"),

@@ -14,16 +14,13 @@ from django.db import transaction
 from django.utils import timezone
 
 from offloading import kube
-from offloading.changes.drift import record_drift, record_label_drift
+from offloading.changes.nsrefresh import OFFLOADING_PAGE, NamespaceRefresh
 from offloading.changes.queue import enqueue_refresh
-from offloading.changes.rows import NOT_OFFLOADED, parse_time, replace_offloading_rows
-from offloading.liqo import constants as liqo
 from offloading.liqo import peers as liqo_peers
 from offloading.liqo.selectors.match import virtual_node_labels
 from offloading.liqo.spec import local_cluster_id_from
 from offloading.models import (
     Cluster,
-    Namespace,
     SnapshotState,
     VirtualNode,
 )
@@ -109,28 +106,38 @@ def refresh() -> RefreshReport:
             "vn": kube.list_virtual_nodes(),
             "nodes": kube.list_virtual_node_nodes(),
             "ns": kube.list_namespaces(),
-            "nsoff": kube.list_offloadings(),
         }
     except kube.KubeError as exc:
         SnapshotState.objects.filter(pk=1).update(last_error=exc.message)
         return RefreshReport(ok=False, error=exc.message)
     calls = sum(result.calls for result in listed.values())
-    report = RefreshReport(ok=True, list_calls=calls)
+    report = RefreshReport(ok=True)
     with transaction.atomic():
         report.clusters = _store_clusters(listed["fc"].items, listed["vn"].items, listed["nodes"].items, now)
-        report.namespaces, report.offloadings, report.changed, report.drift = _store_namespaces(
-            listed["ns"].items, listed["nsoff"].items, now
-        )
-        discovered = discover_local_cluster_id(listed["nsoff"].items)
-        updates: dict[str, Any] = {
-            "last_success_at": now,
-            "last_error": "",
-            "last_duration_ms": int((time.monotonic() - started) * 1000),
-            "last_list_calls": calls,
-        }
-        if discovered:
-            updates["local_cluster_id"] = discovered
-        SnapshotState.objects.filter(pk=1).update(**updates)
+    namespaces = NamespaceRefresh(now)
+    namespaces.namespaces(listed["ns"].items)
+    report.namespaces = len(listed["ns"].items)
+    del listed  # the offloadings are read a page at a time (see nsrefresh): memory stays flat
+    try:
+        for page, _version in kube.list_pages("namespaceoffloadings", OFFLOADING_PAGE):
+            calls += 1
+            namespaces.offloadings_page(page)
+    except kube.KubeError as exc:
+        # The pages written so far hold what was listed; the namespaces not reached wait for the next refresh.
+        SnapshotState.objects.filter(pk=1).update(last_error=exc.message)
+        return RefreshReport(ok=False, list_calls=calls, error=exc.message)
+    namespaces.finish()
+    report.list_calls = calls
+    report.offloadings, report.changed, report.drift = namespaces.offloadings, namespaces.changed, namespaces.drift
+    updates: dict[str, Any] = {
+        "last_success_at": now,
+        "last_error": "",
+        "last_duration_ms": int((time.monotonic() - started) * 1000),
+        "last_list_calls": calls,
+    }
+    if namespaces.local_cluster_id:
+        updates["local_cluster_id"] = namespaces.local_cluster_id
+    SnapshotState.objects.filter(pk=1).update(**updates)
     return report
 
 
@@ -205,66 +212,6 @@ def _store_clusters(
     ]
     VirtualNode.objects.filter(pk__in=stale).delete()
     return len(rows)
-
-
-def _store_namespaces(
-    namespaces: list[dict[str, Any]], offloadings: list[dict[str, Any]], now: Any
-) -> tuple[int, int, int, int]:
-    baseline = SnapshotState.get().last_success_at is None
-    by_ns = {
-        (o.get("metadata") or {}).get("namespace"): o
-        for o in offloadings
-        if (o.get("metadata") or {}).get("name") == liqo.OFFLOADING_NAME
-    }
-    existing = {n.name: n for n in Namespace.objects.defer("offloading_status")}
-    rows, changed, seen = [], {}, set()
-    drift = 0
-    for item in namespaces:
-        meta = item.get("metadata") or {}
-        name = meta.get("name", "")
-        obj = by_ns.get(name)
-        old = existing.get(name)
-        row = Namespace(
-            name=name,
-            labels=meta.get("labels") or {},
-            status_phase=(item.get("status") or {}).get("phase", ""),
-            created_at=parse_time(meta.get("creationTimestamp")),
-            refreshed_at=now,
-        )
-        seen.add(name)
-        if old is None or (old.labels, old.status_phase, old.created_at) != (
-            row.labels,
-            row.status_phase,
-            row.created_at,
-        ):
-            # Only new or changed namespaces are written: a refresh of an unchanged fleet writes nothing.
-            # Offloading fields of known namespaces are written below, only where they changed.
-            if old is not None:
-                for field_name in NOT_OFFLOADED:
-                    setattr(row, field_name, getattr(old, field_name))
-            rows.append(row)
-        if old is not None and old.refreshed_at is not None and old.refreshed_at > now:
-            # Why: an apply of ours (or the watcher) wrote this namespace after our LISTs began, so the
-            # LIST may predate that write: comparing would record our own change as drift and put
-            # the old state back. The next refresh looks at it again.
-            continue
-        observed_rv = (obj.get("metadata") or {}).get("resourceVersion", "") if obj else ""
-        if old is None or old.offloading_resource_version != observed_rv:
-            changed[name] = obj
-        if not baseline and record_drift(old, obj, now):
-            drift += 1
-        if not baseline and record_label_drift(old, item, obj):
-            drift += 1
-    update_fields = ["labels", "status_phase", "created_at", "refreshed_at"]
-    Namespace.objects.bulk_create(
-        rows, update_conflicts=True, unique_fields=["name"], update_fields=update_fields, batch_size=1000
-    )
-    gone = [name for name in existing if name not in seen]
-    if gone:
-        Namespace.objects.filter(name__in=gone).delete()
-    # The first refresh only learns the state: it has no transitions to report.
-    replace_offloading_rows(changed, now, history=not baseline)
-    return len(seen), len(by_ns), len(changed), drift
 
 
 def discover_local_cluster_id(offloadings: list[dict[str, Any]]) -> str:
