@@ -105,7 +105,7 @@ def check(now: Any = None) -> dict[str, int]:
         return {}
     now = now or timezone.now()
     counts = detect(now)
-    counts["queued"] = alertsend.send_due()
+    counts["queued"] = alertsend.send_due(now)
     counts["pruned"] = Alert.objects.filter(
         state=F("notified_state"), last_seen__lt=now - timedelta(days=KEEP_DAYS)
     ).delete()[0]
