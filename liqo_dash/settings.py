@@ -267,11 +267,13 @@ LIQO_DASH: dict[str, Any] = {
     "DRY_RUN_CONCURRENCY": env.integer("LIQO_DASH_DRY_RUN_CONCURRENCY", 8),
     # Notifications (README "Notifications"): Slack-compatible JSON POSTed to ALERT_WEBHOOK_URL when a change
     # fails, a namespace is stuck or a peer turns unhealthy (and when those recover); empty: off. Links
-    # point at ALERT_DASHBOARD_URL (default: the first CSRF_TRUSTED_ORIGINS entry). Stuck states and peers
-    # are checked every ALERT_INTERVAL s and told once they last ALERT_GRACE s; a POST gives up after
-    # ALERT_WEBHOOK_TIMEOUT s.
+    # point at ALERT_DASHBOARD_URL (default: the first CSRF_TRUSTED_ORIGINS entry without a wildcard).
+    # Stuck states and peers are checked every ALERT_INTERVAL s and told once they last ALERT_GRACE s;
+    # a POST gives up after ALERT_WEBHOOK_TIMEOUT s.
     "ALERT_WEBHOOK_URL": env.string("ALERT_WEBHOOK_URL", ""),
-    "ALERT_DASHBOARD_URL": env.string("ALERT_DASHBOARD_URL", CSRF_TRUSTED_ORIGINS[0] if CSRF_TRUSTED_ORIGINS else ""),
+    "ALERT_DASHBOARD_URL": env.string(
+        "ALERT_DASHBOARD_URL", next((origin for origin in CSRF_TRUSTED_ORIGINS if "*" not in origin), "")
+    ),
     "ALERT_INTERVAL": env.number("ALERT_INTERVAL", 30.0),
     "ALERT_GRACE": env.number("ALERT_GRACE", 60.0),
     "ALERT_WEBHOOK_TIMEOUT": env.number("ALERT_WEBHOOK_TIMEOUT", 5.0),

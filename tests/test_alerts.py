@@ -168,6 +168,12 @@ def test_a_stuck_state_found_twice_is_told_once_and_its_recovery_once(fleet: Any
     assert resolved["key"] == body["key"] and resolved["id"] != body["id"]
     assert resolved["text"].startswith("[liqo-dash] RESOLVED after 1 min: shop: The namespace lacks")
 
+    Namespace.objects.filter(name="shop").update(labels={})  # stuck again: told again, as a new message
+    alerts.check()
+    alerts.check()
+    assert [b["status"] for b in receiver.bodies()] == ["firing", "resolved", "firing"]
+    assert len({b["id"] for b in receiver.bodies()}) == 3 and Alert.objects.count() == 1
+
 
 @pytest.mark.django_db
 def test_a_peer_down_on_one_namespace_is_told_as_the_peer_not_per_namespace(fleet: Any, receiver: Receiver) -> None:  # noqa: F811
@@ -370,3 +376,16 @@ def test_the_overview_tells_admins_how_the_webhook_fares(
     assert "Overview" in page and "Notifications:" not in page
     _configure(settings, "")
     assert "off (set <code>ALERT_WEBHOOK_URL</code>)" in admin_client.get(home).content.decode()
+
+
+def test_a_webhook_url_that_is_not_http_stops_the_start(tmp_path: Any) -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "ALERT_WEBHOOK_URL": "hooks.slack.com/services/x", "LIQO_DASH_VAR_DIR": str(tmp_path)}
+    env.pop("ALERT_WEBHOOK_URL_FILE", None)
+    done = subprocess.run(
+        [sys.executable, "-c", "import liqo_dash.settings"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode != 0 and "ALERT_WEBHOOK_URL must start with http:// or https://" in done.stderr

@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.urls import reverse
 from django.utils import timezone
 
@@ -244,7 +244,8 @@ def overview_status() -> dict[str, Any]:
     url = alertsend.webhook_url()
     if not url:
         return {"configured": False}
-    latest = Alert.objects.filter(last_attempt_at__isnull=False).order_by("-last_attempt_at").first()
+    finished = Alert.objects.filter(Q(delivered_at__isnull=False) | ~Q(last_error=""))  # not in flight
+    latest = finished.order_by("-last_attempt_at", "-id").first()
     return {
         "configured": True,
         "host": urlsplit(url).hostname or "",
