@@ -265,7 +265,22 @@ LIQO_DASH: dict[str, Any] = {
     "LEADER_LEASE_SECONDS": env.integer("LIQO_DASH_LEADER_LEASE_SECONDS", 10),
     # How many dry-runs a bulk request sends to the API server at once.
     "DRY_RUN_CONCURRENCY": env.integer("LIQO_DASH_DRY_RUN_CONCURRENCY", 8),
+    # Notifications (README "Notifications"): Slack-compatible JSON POSTed to ALERT_WEBHOOK_URL when a change
+    # fails, a namespace is stuck or a peer turns unhealthy (and when those recover); empty: off. Links
+    # point at ALERT_DASHBOARD_URL (default: the first CSRF_TRUSTED_ORIGINS entry without a wildcard).
+    # Stuck states and peers are checked every ALERT_INTERVAL s and told once they last ALERT_GRACE s;
+    # a POST gives up after ALERT_WEBHOOK_TIMEOUT s.
+    "ALERT_WEBHOOK_URL": env.string("ALERT_WEBHOOK_URL", ""),
+    "ALERT_DASHBOARD_URL": env.string(
+        "ALERT_DASHBOARD_URL", next((origin for origin in CSRF_TRUSTED_ORIGINS if "*" not in origin), "")
+    ),
+    "ALERT_INTERVAL": env.number("ALERT_INTERVAL", 30.0),
+    "ALERT_GRACE": env.number("ALERT_GRACE", 60.0),
+    "ALERT_WEBHOOK_TIMEOUT": env.number("ALERT_WEBHOOK_TIMEOUT", 5.0),
 }
+for _name in ("ALERT_WEBHOOK_URL", "ALERT_DASHBOARD_URL"):
+    if LIQO_DASH[_name] and not LIQO_DASH[_name].startswith(("http://", "https://")):
+        raise env.ConfigError(f"{_name} must start with http:// or https://")
 
 CELERY_BEAT_SCHEDULE = {
     "verify-audit": {"task": "offloading.tasks.verify_audit", "schedule": 3600.0},
@@ -275,6 +290,13 @@ CELERY_BEAT_SCHEDULE = {
     "probe-api": {"task": "offloading.tasks.probe_api", "schedule": 5.0},
     "sweep-stuck-changes": {"task": "offloading.tasks.sweep", "schedule": LIQO_DASH["SWEEP_INTERVAL"]},
 }
+
+if LIQO_DASH["ALERT_WEBHOOK_URL"]:
+    # Finds stuck states and unhealthy peers, and sends again what the webhook has not taken yet.
+    CELERY_BEAT_SCHEDULE["check-alerts"] = {
+        "task": "offloading.tasks.check_alerts",
+        "schedule": LIQO_DASH["ALERT_INTERVAL"],
+    }
 
 if LIQO_DASH["REFRESH_INTERVAL"] > 0:
     CELERY_BEAT_SCHEDULE["refresh-snapshot"] = {

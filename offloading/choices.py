@@ -43,3 +43,14 @@ class AuditAction(models.TextChoices):
     DRIFT_DELETED = "drift_deleted", "Deleted outside liqo-dash"
     REFUSED = "refused", "Change refused (not allowed)"
     DRIFT_ACCEPTED = "drift_accepted", "Drift accepted"
+
+
+class AlertKind(models.TextChoices):
+    CHANGE_FAILED = "change_failed", "Change failed"
+    STUCK = "stuck", "Namespace stuck"
+    PEER_UNHEALTHY = "peer_unhealthy", "Peer unhealthy"
+
+
+class AlertState(models.TextChoices):
+    OPEN = "open", "Open"
+    RESOLVED = "resolved", "Resolved"

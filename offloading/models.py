@@ -370,5 +370,7 @@ class AuditCheckpoint(models.Model):
         return f"checkpoint after #{self.seq} ({self.pruned} pruned before {self.before:%Y-%m-%d})"
 
 
-# The pods and events followed in offloaded namespaces (their own module; this one stays small).
+# The pods and events followed in offloaded namespaces, and the webhook's alerts (their own modules;
+# this one stays small).
+from .alert_models import Alert  # noqa: E402, F401
 from .inventory_models import KubeEvent, Pod  # noqa: E402, F401

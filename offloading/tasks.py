@@ -10,9 +10,9 @@ from typing import Any
 
 from celery import shared_task
 
-from offloading.changes import apihealth, apply, audit, audittrail, snapshot
+from offloading.changes import alerts, alertsend, apihealth, apply, audit, audittrail, snapshot
 from offloading.changes import sweep as sweeper
-from offloading.changes.queue import APPLY_CHANGE, AWAIT_DELETION, PROBE_API, REFRESH
+from offloading.changes.queue import APPLY_CHANGE, AWAIT_DELETION, DELIVER_ALERT, PROBE_API, REFRESH
 
 
 @shared_task(name=APPLY_CHANGE, acks_late=True)
@@ -50,3 +50,21 @@ def verify_audit() -> int | None:
 @shared_task(name="offloading.tasks.anchor_audit", acks_late=True)
 def anchor_audit() -> dict[str, Any]:
     return audittrail.anchor()
+
+
+@shared_task(name=DELIVER_ALERT, bind=True, acks_late=True, max_retries=None)
+def deliver_alert(self: Any, alert_id: int) -> str:
+    # The task id names the alert's lease; a retry keeps it (alertsend decides whether and when).
+    retries = self.request.retries
+    while True:
+        outcome = alertsend.deliver(alert_id, self.request.id or "", retries)
+        if outcome.retry_in is None:
+            return outcome.status
+        if not self.request.is_eager:
+            raise self.retry(countdown=outcome.retry_in)
+        retries += 1  # eager (tests): Celery would raise the Retry; retry here, at once
+
+
+@shared_task(name="offloading.tasks.check_alerts", acks_late=True)
+def check_alerts() -> dict[str, int]:
+    return alerts.check()

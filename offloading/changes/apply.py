@@ -17,7 +17,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from offloading import kube
-from offloading.changes import apihealth
+from offloading.changes import alerts, apihealth
 from offloading.changes.authorize import identity_of_change
 from offloading.changes.push import Conflict, Waiting, push_delete, push_spec
 from offloading.changes.queue import enqueue_apply, enqueue_await_deletion
@@ -62,6 +62,8 @@ def finish(change_id: int, state: str, message: str, **fields: Any) -> bool:
             outcome=state,
             message=message,
         )
+        if state == ChangeState.FAILED:
+            alerts.change_failed(change)  # the webhook's outbox row, in this transaction
     return True
 
 

@@ -4,6 +4,7 @@ are thin wrappers that call the use cases; they are found by Celery's autodiscov
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from celery import current_app
 
@@ -13,15 +14,21 @@ APPLY_CHANGE = "offloading.tasks.apply_change"
 AWAIT_DELETION = "offloading.tasks.await_deletion"
 REFRESH = "offloading.tasks.refresh"
 PROBE_API = "offloading.tasks.probe_api"
+DELIVER_ALERT = "offloading.tasks.deliver_alert"
 
 
-def send(task_name: str, *args: int, countdown: float | None = None) -> None:
+def send(task_name: str, *args: int, countdown: float | None = None, task_id: str | None = None) -> None:
     """Send ``task_name`` with ``args``. With CELERY_TASK_ALWAYS_EAGER (tests) the task runs here, so
     Celery's loader must have found it first (autodiscovery, as a worker does at start)."""
     if current_app.conf.task_always_eager and task_name not in current_app.tasks:
         current_app.loader.import_default_modules()
     signature = current_app.signature(task_name, args=args)
-    signature.apply_async(countdown=countdown) if countdown else signature.apply_async()
+    options: dict[str, Any] = {}
+    if countdown:
+        options["countdown"] = countdown
+    if task_id:
+        options["task_id"] = task_id
+    signature.apply_async(**options)
 
 
 def enqueue_apply(change_id: int, countdown: float = 0) -> None:
@@ -51,3 +58,12 @@ def enqueue_probe(countdown: float = 1.0) -> None:
         send(PROBE_API, countdown=countdown)
     except Exception:  # noqa: BLE001 - a lost probe is replaced by the periodic one
         log.warning("could not enqueue an API probe", exc_info=True)
+
+
+def enqueue_alert(alert_id: int, task_id: str) -> None:
+    """Send the delivery of an alert as the task ``task_id`` (the id its lease names). A broker failure
+    is logged: the alert is recorded, and the periodic check sends it once the lease runs out."""
+    try:
+        send(DELIVER_ALERT, alert_id, task_id=task_id)
+    except Exception:  # noqa: BLE001 - kombu/redis raise many types; none may fail the caller
+        log.warning("could not enqueue alert %s; the periodic check will send it", alert_id, exc_info=True)

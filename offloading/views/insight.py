@@ -12,6 +12,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
+from access import roles
+from offloading.changes import alerts
 from offloading.choices import ChangeState
 from offloading.inventory_models import KubeEvent, Pod
 from offloading.models import ChangeRequest, Cluster, ClusterOffloading, Namespace, SnapshotState, VirtualNode
@@ -93,6 +95,8 @@ def overview(request: HttpRequest) -> HttpResponse:
         "recent_changes": ChangeRequest.objects.all()[:10],
         "warnings": KubeEvent.objects.filter(type="Warning").order_by("-last_time")[:10],
         "pods_remote": sum(pods.values()),
+        # For admins: whether the webhook is set and how its last delivery went.
+        "notifications": alerts.overview_status() if roles.role_of(request.user) == roles.ADMIN else None,
     }
     return render(request, "offloading/overview.html", context)
 
