@@ -517,3 +517,19 @@ def test_list_rows_show_a_few_cluster_chips_and_how_many_more(admin_client: Any,
     chips = re.findall(r'<span class="chip [a-z]+" title="[^"]+">([^<]+)</span>', row)
     assert chips == selected[:1]
     assert f'href="/namespaces/shop/#ns-status">+{len(selected) - 1} more</a>' in row
+
+
+def test_rows_built_in_python_escape_what_the_cluster_reports(admin_client: Any, fleet: Any) -> None:
+    """The list chips, the matrix cells and the cluster list's labels are built without the template
+    engine: a hostile value from the cluster is still escaped."""
+    hostile = '<img src=x onerror="alert(1)">'
+    ClusterOffloading.objects.filter(namespace__name="shop").update(selected=True, state=hostile)
+    VirtualNode.objects.update(labels={"evil": hostile})
+    for url in (
+        reverse("offloading:namespace_list"),
+        reverse("offloading:fleet_matrix"),
+        reverse("offloading:cluster_list"),
+    ):
+        body = admin_client.get(url).content.decode()
+        assert hostile not in body, url
+        assert "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in body, url
