@@ -140,6 +140,7 @@ def measure(
         saved = {"task_always_eager": app.conf.task_always_eager, "broker_url": app.conf.broker_url}
         app.conf.task_always_eager = False
         app.conf.broker_url = pipeline.redis_url
+        app.close()  # the producer pool still holds connections to the previous broker
         api = config.new_client_from_config(config_file=str(kubeconfig))
         core, custom = client.CoreV1Api(api), client.CustomObjectsApi(api)
         try:
@@ -155,6 +156,7 @@ def measure(
             pipeline.stop()
             api.close()
             app.conf.update(saved)
+            app.close()
             kube.reset_client()
     return results
 

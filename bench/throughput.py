@@ -238,6 +238,7 @@ def measure(var_dir: Path, size: int, log: Callable[[str], None], max_inflight: 
             raise RuntimeError("the snapshot could not be refreshed from the throughput sandbox")
         app.conf.task_always_eager = False
         app.conf.broker_url = pipeline.redis_url
+        app.close()  # the producer pool still holds connections to the previous broker
         pipeline.start()
         sandbox.admin("faults", "PUT", {"latency": LATENCY_S, "max_inflight": max_inflight})
         log(f"throughput: kubectl apply of {size} NamespaceOffloadings ({LATENCY_S * 1000:.0f} ms latency)")
@@ -285,5 +286,6 @@ def measure(var_dir: Path, size: int, log: Callable[[str], None], max_inflight: 
         pipeline.stop()
         sandbox.stop()
         app.conf.update(saved)
+        app.close()
         settings.LIQO_DASH = saved_dash
         kube.reset_client()

@@ -1,0 +1,29 @@
+"""bench.check: CI fails when a benchmark figure was not measured, never on the figure itself."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from bench import check
+
+MEASURED = {
+    **dict.fromkeys(check.SCALARS, 1.0),
+    "page_p50_ratio": {"namespace list (page 1)": 1.2},
+    "cold_page_ms": {"namespace list (page 1)": 30.0},
+}
+
+
+def test_every_figure_measured_passes_whatever_its_value(tmp_path: Path) -> None:
+    path = tmp_path / "bench.json"
+    path.write_text(json.dumps({**MEASURED, "bulk_vs_kubectl_ratio": 9.0}))  # far from its goal: not judged
+    assert check.main([str(path)]) == 0
+
+
+def test_a_null_figure_or_page_fails_and_is_named(tmp_path: Path) -> None:
+    figures = {**MEASURED, "worker_peak_rss_mb": None, "cold_page_ms": {"fleet matrix": None}}
+    assert check.missing(figures) == ["worker_peak_rss_mb", "cold_page_ms[fleet matrix]"]
+    assert check.missing({**MEASURED, "page_p50_ratio": {}}) == ["page_p50_ratio"]
+    path = tmp_path / "bench.json"
+    path.write_text(json.dumps(figures))
+    assert check.main([str(path)]) == 1
