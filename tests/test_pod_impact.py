@@ -165,3 +165,38 @@ def test_the_api_preview_returns_the_pod_impact_and_the_room(admin_user: Any, fl
     fresh = api.post("/api/v1/namespaces/payments/preview/", {}, format="json").json()
     assert fresh["podImpact"]["followed"] is False
     assert {room["clusterId"]: room["nearlyFull"] for room in fresh["capacity"]} == {"milan": False, "naples": False}
+
+
+def _json_schema(node: Any, components: dict[str, Any]) -> Any:
+    """An OpenAPI 3.0 schema as JSON Schema: references inlined, ``nullable`` as a null type."""
+    if isinstance(node, list):
+        return [_json_schema(item, components) for item in node]
+    if not isinstance(node, dict):
+        return node
+    if "$ref" in node:
+        return _json_schema(components[node["$ref"].rsplit("/", 1)[-1]], components)
+    out = {key: _json_schema(value, components) for key, value in node.items() if key != "nullable"}
+    if node.get("nullable"):
+        out = {"anyOf": [out, {"type": "null"}]}
+    return out
+
+
+@pytest.mark.django_db
+def test_the_api_preview_with_pods_and_a_nearly_full_cluster_matches_its_schema(admin_user: Any, fleet: Any) -> None:  # noqa: F811
+    import jsonschema
+    from drf_spectacular.generators import SchemaGenerator
+
+    _pods()
+    Pod.objects.create(namespace="shop", name="web-4", cluster_id="milan", phase="Running", cpu_millis=2500)
+    spec = SchemaGenerator().get_schema(public=True)
+    operation = spec["paths"]["/api/v1/namespaces/{name}/preview/"]["post"]
+    body_schema = operation["responses"]["200"]["content"]["application/json"]["schema"]
+    schema = _json_schema(body_schema, spec["components"]["schemas"])
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=admin_user).key}")
+    answer = api.post("/api/v1/namespaces/shop/preview/", {"podOffloadingStrategy": "Local"}, format="json").json()
+    assert answer["nearlyFull"] == ["milan"] and answer["podImpact"]["offStrategy"] == 3
+    jsonschema.validate(answer, schema)
+    answer["capacity"][0]["percent"]["cpu"] = "81%"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(answer, schema)
