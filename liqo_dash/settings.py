@@ -265,6 +265,12 @@ LIQO_DASH: dict[str, Any] = {
     "LEADER_LEASE_SECONDS": env.integer("LIQO_DASH_LEADER_LEASE_SECONDS", 10),
     # How many dry-runs a bulk request sends to the API server at once.
     "DRY_RUN_CONCURRENCY": env.integer("LIQO_DASH_DRY_RUN_CONCURRENCY", 8),
+    # How Liqo was installed to reflect resources, for the namespace page's reflection section: the
+    # policy per kind ("secret=AllowList,configmap=DenyList"; Helm offloading.reflection.<kind>.type,
+    # DenyList by default), the kinds whose reflector has 0 workers, and --enable-apiserver-support.
+    "REFLECTION_POLICIES": env.string("LIQO_DASH_REFLECTION_POLICIES", ""),
+    "REFLECTION_DISABLED": env.string_list("LIQO_DASH_REFLECTION_DISABLED", []),
+    "REFLECTION_APISERVER_SUPPORT": env.boolean("LIQO_DASH_REFLECTION_APISERVER_SUPPORT", True),
 }
 
 CELERY_BEAT_SCHEDULE = {
