@@ -24,6 +24,7 @@ from offloading.liqo.reflectobjects import (
     ReferenceWarning,
     ReflectionConfig,
     parse_policies,
+    plural,
     reference_warnings,
     verdict,
 )
@@ -52,6 +53,10 @@ class KindRow:
     truncated: bool = False
     error: str = ""  # the kind could not be read: why
     read: bool = False  # whether it was read at all (counts only make sense then)
+
+    @property
+    def label(self) -> str:
+        return plural(self.kind)
 
     @property
     def reflected(self) -> int:
@@ -101,14 +106,14 @@ def report(namespace: str) -> ReflectionReport:
     pods: list[dict[str, Any]] = []
     readable: set[str] = set()
     unreachable = ""
-    for plural, kind in READ_KINDS:
+    for resource, kind in READ_KINDS:
         row = KindRow(kind, config.policy(kind), KIND_NOTES[kind])
         rows.append(row)
         if unreachable:
             row.error = unreachable
             continue
         try:
-            items, row.truncated = kube.list_in_namespace(plural, namespace, READ_LIMIT, READ_TIMEOUT)
+            items, row.truncated = kube.list_in_namespace(resource, namespace, READ_LIMIT, READ_TIMEOUT)
         except KubeError as exc:
             row.error = "not allowed to list them" if exc.kind == "forbidden" else f"could not read: {exc.message}"
             if exc.transient:

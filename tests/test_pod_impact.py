@@ -97,13 +97,13 @@ def test_the_offload_preview_shows_the_room_and_flags_nearly_full_clusters(admin
     url = reverse("offloading:namespace_offload_preview", args=["payments"])
     form = {"namespace_mapping_strategy": "DefaultName", "pod_offloading_strategy": "LocalAndRemote"}
     body = admin_client.post(url, form).content.decode()
-    assert "CPU <strong>6000m</strong> of 8 (75%)" in body and "nearly full" not in body
+    assert "CPU <strong>6</strong> of 8 (75%)" in body and "nearly full" not in body
     Pod.objects.create(namespace="shop", name="web-4", cluster_id="milan", phase="Running", cpu_millis=500)
     body = admin_client.post(url, form).content.decode()
     assert '2 of 2 clusters selected</strong> <span class="badge warn" id="nearly-full-summary">1 of them' in body
     assert "nearly full: cpu 81%" in body
     body = admin_client.post(url, {**form, "cluster_selector": "topology.kubernetes.io/region=eu-south"}).content
-    assert b"nearly full" not in body and b"CPU <strong>0m</strong> of 8 (0%)" in body, "only the selected clusters"
+    assert b"nearly full" not in body and b"CPU <strong>0</strong> of 8 (0%)" in body, "only the selected clusters"
 
 
 @pytest.mark.django_db

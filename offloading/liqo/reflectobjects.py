@@ -19,6 +19,7 @@ __all__ = [
     "ReflectionConfig",
     "ReferenceWarning",
     "parse_policies",
+    "plural",
     "pod_references",
     "reference_warnings",
     "verdict",
@@ -55,6 +56,13 @@ class ReflectionConfig:
         if kind in r.CUSTOM_LIQO_KINDS:
             return "CustomLiqo"
         return self.policies.get(kind, r.DENY_LIST)
+
+
+def plural(kind: str) -> str:
+    """configmap -> configmaps, ingress -> ingresses, networkpolicy -> networkpolicies."""
+    if kind.endswith("y"):
+        return kind[:-1] + "ies"
+    return kind + ("es" if kind.endswith("s") else "s")
 
 
 def parse_policies(text: str) -> dict[str, str]:

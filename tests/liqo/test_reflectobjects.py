@@ -10,6 +10,7 @@ from offloading.liqo.reflection import ReflectionError
 from offloading.liqo.reflectobjects import (
     ReflectionConfig,
     parse_policies,
+    plural,
     pod_references,
     reference_warnings,
     verdict,
@@ -128,3 +129,11 @@ def test_references_to_objects_left_out_or_missing_are_warned_once_per_object() 
         ("secret", "db", "missing"),  # the env reference is required even if the volume one is optional
     }, found
     assert {w.reference.kind for w in reference_warnings([POD], objects, {"configmap"})} == {"configmap"}
+
+
+def test_kind_plurals() -> None:
+    assert [plural(k) for k in ("configmap", "ingress", "networkpolicy")] == [
+        "configmaps",
+        "ingresses",
+        "networkpolicies",
+    ]
