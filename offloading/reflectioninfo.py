@@ -71,6 +71,7 @@ class ReflectionReport:
     other_kinds: list[tuple[str, str, str]]  # (kind, policy, how) for kinds not read
     config_error: str = ""
     pods: int = 0
+    unreachable: str = ""  # the API server did not answer: why (the kinds say only "could not read")
 
 
 def configured() -> tuple[ReflectionConfig, str]:
@@ -110,14 +111,15 @@ def report(namespace: str) -> ReflectionReport:
         row = KindRow(kind, config.policy(kind), KIND_NOTES[kind])
         rows.append(row)
         if unreachable:
-            row.error = unreachable
+            row.error = "could not read"
             continue
         try:
             items, row.truncated = kube.list_in_namespace(resource, namespace, READ_LIMIT, READ_TIMEOUT)
         except KubeError as exc:
-            row.error = "not allowed to list them" if exc.kind == "forbidden" else f"could not read: {exc.message}"
             if exc.transient:
-                unreachable = row.error
+                unreachable, row.error = exc.message, "could not read"
+            else:
+                row.error = "not allowed to list them" if exc.kind == "forbidden" else f"could not read: {exc.message}"
             continue
         row.read, row.total = True, len(items)
         readable.add(kind)
@@ -143,4 +145,5 @@ def report(namespace: str) -> ReflectionReport:
         other_kinds=other,
         config_error=config_error,
         pods=len(pods),
+        unreachable=unreachable,
     )
