@@ -91,7 +91,9 @@ def test_an_unreachable_api_server_is_asked_once_and_said(admin_client: Any, mon
     body = response.content.decode()
     assert response.status_code == 200 and calls == ["configmaps"], "no second try against a dead server"
     assert body.count("could not read") == len(reflectioninfo.READ_KINDS), "each kind, briefly"
-    assert "Could not read the namespace's objects from the cluster (cannot reach the Kubernetes API: timed out)" in body
+    assert (
+        "Could not read the namespace's objects from the cluster (cannot reach the Kubernetes API: timed out)" in body
+    )
     assert "Not offloaded: this is what Liqo would reflect once it is" in body
 
 
