@@ -92,6 +92,12 @@ def test_previews_show_the_pods_hit_and_the_room_and_the_page_its_reflection(
     page.fill("input[name=namespace_selector]", "team=payments")
     expect(page.locator("#bulk-impact")).to_contain_text("3 running pods on those clusters will be deleted there.")
     page.screenshot(path=str(SCREENSHOTS / "insight-bulk-preview.png"), full_page=True)
+    page.check("input[name=action][value=offload]")
+    page.fill("input[name=namespace_selector]", "env=prod")
+    rooms = page.locator("#bulk-rooms")
+    expect(rooms).to_contain_text("The spec selects 2 clusters 1 of them nearly full")
+    expect(rooms.locator("tr", has_text="milan")).to_contain_text("nearly full: cpu 84%")
+    page.screenshot(path=str(SCREENSHOTS / "insight-bulk-offload-preview.png"), full_page=True)
 
     page.goto(f"{live_server.url}/namespaces/alpha/")
     warnings = page.locator("#reflection-warnings")
