@@ -277,6 +277,12 @@ LIQO_DASH: dict[str, Any] = {
     "ALERT_INTERVAL": env.number("ALERT_INTERVAL", 30.0),
     "ALERT_GRACE": env.number("ALERT_GRACE", 60.0),
     "ALERT_WEBHOOK_TIMEOUT": env.number("ALERT_WEBHOOK_TIMEOUT", 5.0),
+    # How Liqo was installed to reflect resources, for the namespace page's reflection section: the
+    # policy per kind ("secret=AllowList,configmap=DenyList"; Helm offloading.reflection.<kind>.type,
+    # DenyList by default), the kinds whose reflector has 0 workers, and --enable-apiserver-support.
+    "REFLECTION_POLICIES": env.string("LIQO_DASH_REFLECTION_POLICIES", ""),
+    "REFLECTION_DISABLED": env.string_list("LIQO_DASH_REFLECTION_DISABLED", []),
+    "REFLECTION_APISERVER_SUPPORT": env.boolean("LIQO_DASH_REFLECTION_APISERVER_SUPPORT", True),
 }
 for _name in ("ALERT_WEBHOOK_URL", "ALERT_DASHBOARD_URL"):
     if LIQO_DASH[_name] and not LIQO_DASH[_name].startswith(("http://", "https://")):

@@ -171,17 +171,15 @@ def list_offloadings() -> ListResult:
     return _paginate(_custom().list_cluster_custom_object, *_NSOFF)
 
 
+def _one(resource: tuple[str, str, str], namespace: str) -> tuple[str, ...]:
+    """The positional arguments naming the NamespaceOffloading of ``namespace``."""
+    return (resource[0], resource[1], namespace, resource[2], liqo.OFFLOADING_NAME)
+
+
 def get_offloading(namespace: str, timeout: float | None = None) -> dict[str, Any] | None:
     """The NamespaceOffloading of ``namespace``, or None when there is none."""
     try:
-        obj, _ = _call(
-            _custom().get_namespaced_custom_object,
-            *_NSOFF[:2],
-            namespace,
-            _NSOFF[2],
-            liqo.OFFLOADING_NAME,
-            timeout=timeout,
-        )
+        obj, _ = _call(_custom().get_namespaced_custom_object, *_one(_NSOFF, namespace), timeout=timeout)
     except KubeError as exc:
         if exc.kind == "not_found":
             return None
@@ -211,15 +209,7 @@ def replace_offloading(
     """PUT the whole object; ``body.metadata.resourceVersion`` makes it fail with a conflict if the
     object changed since it was read."""
     kwargs = _write_options(dry_run, identity)
-    obj, warnings = _call(
-        _custom().replace_namespaced_custom_object,
-        *_NSOFF[:2],
-        namespace,
-        _NSOFF[2],
-        liqo.OFFLOADING_NAME,
-        body,
-        **kwargs,
-    )
+    obj, warnings = _call(_custom().replace_namespaced_custom_object, *_one(_NSOFF, namespace), body, **kwargs)
     return Result(obj, warnings)
 
 
@@ -228,15 +218,8 @@ def delete_offloading(namespace: str, resource_version: str | None = None, ident
     body: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"}
     if resource_version:
         body["preconditions"] = {"resourceVersion": resource_version}
-    obj, warnings = _call(
-        _custom().delete_namespaced_custom_object,
-        *_NSOFF[:2],
-        namespace,
-        _NSOFF[2],
-        liqo.OFFLOADING_NAME,
-        body=body,
-        **impersonation_headers(identity),
-    )
+    headers = impersonation_headers(identity)
+    obj, warnings = _call(_custom().delete_namespaced_custom_object, *_one(_NSOFF, namespace), body=body, **headers)
     return Result(obj, warnings)
 
 
@@ -388,6 +371,20 @@ def write_config_map(namespace: str, name: str, data: dict[str, str]) -> None:
     else:
         body["metadata"]["resourceVersion"] = existing["metadata"]["resourceVersion"]
         _call(_core().replace_namespaced_config_map, name, namespace, body)
+
+
+def list_in_namespace(kind: str, namespace: str, limit: int, timeout: float) -> tuple[list[dict[str, Any]], bool]:
+    """One page (at most ``limit``) of ``kind`` in ``namespace``, as the acting user: (items, more left)."""
+    # A call (not a literal): tests/test_deploy.py derives the RBAC these need from it.
+    methods = dict(
+        configmaps=_core().list_namespaced_config_map,
+        secrets=_core().list_namespaced_secret,
+        services=_core().list_namespaced_service,
+        serviceaccounts=_core().list_namespaced_service_account,
+        pods=_core().list_namespaced_pod,
+    )
+    page, _ = _call(methods[kind], namespace, limit=limit, timeout=timeout, **impersonation_headers(None))
+    return (page or {}).get("items") or [], bool(((page or {}).get("metadata") or {}).get("continue"))
 
 
 def quantity(text: str | None) -> float:

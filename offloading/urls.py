@@ -1,6 +1,6 @@
 from django.urls import path
 
-from offloading.views import audit, bulk, changes, drift, fleet, insight, live
+from offloading.views import audit, bulk, changes, drift, fleet, insight, live, reflection
 
 app_name = "offloading"
 
@@ -13,6 +13,7 @@ urlpatterns = [
     path("matrix/", live.page(fleet.fleet_matrix), name="fleet_matrix"),
     path("namespaces/<str:name>/", fleet.namespace_detail, name="namespace_detail"),
     path("namespaces/<str:name>/status/", fleet.namespace_status, name="namespace_status"),
+    path("namespaces/<str:name>/reflection/", reflection.namespace_reflection, name="namespace_reflection"),
     path("namespaces/<str:name>/offload/", changes.offload, name="namespace_offload"),
     path("namespaces/<str:name>/offload/preview/", changes.offload_preview, name="namespace_offload_preview"),
     path("namespaces/<str:name>/unoffload/", changes.unoffload, name="namespace_unoffload"),

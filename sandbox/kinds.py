@@ -168,6 +168,11 @@ LEASES = Kind(
     columns=(Column("Holder", "spec.holderIdentity"), AGE),
 )
 CONFIG_MAPS = Kind("", "v1", "ConfigMap", "configmaps", "configmap", True, ("cm",), columns=(AGE,))
+# What Liqo reflects besides pods (the dashboard reads them for the namespace page's reflection section).
+SECRETS = Kind("", "v1", "Secret", "secrets", "secret", True, columns=(Column("Type", "type"), AGE),
+               field_selectors=("type",))  # fmt: skip
+SERVICES = Kind("", "v1", "Service", "services", "service", True, ("svc",), ("all",), columns=(AGE,))
+SERVICE_ACCOUNTS = Kind("", "v1", "ServiceAccount", "serviceaccounts", "serviceaccount", True, ("sa",), columns=(AGE,))
 FOREIGN_CLUSTERS = Kind(
     "core.liqo.io",
     "v1beta1",
@@ -268,6 +273,9 @@ KINDS: tuple[Kind, ...] = (
     EVENTS,
     LEASES,
     CONFIG_MAPS,
+    SECRETS,
+    SERVICES,
+    SERVICE_ACCOUNTS,
     FOREIGN_CLUSTERS,
     NAMESPACE_OFFLOADINGS,
     VIRTUAL_NODES,

@@ -151,6 +151,46 @@ class PreviewClusterSerializer(serializers.Serializer):
     explanations = serializers.ListField(child=serializers.DictField())
 
 
+class PodImpactSerializer(serializers.Serializer):
+    """The running pods a change hits (``offloading.changes.podimpact``)."""
+
+    followed = serializers.BooleanField(help_text="False: the namespace is not offloaded, its pods are not followed.")
+    runningOnLostClusters = serializers.IntegerField(  # noqa: N815
+        help_text="Running pods on clusters that lose the namespace: deleted there with the remote namespace."
+    )
+    lostClusters = serializers.DictField(child=serializers.IntegerField(), help_text="Those pods per cluster.")  # noqa: N815
+    offStrategy = serializers.IntegerField(  # noqa: N815
+        help_text="Running pods that no longer satisfy a stricter pod strategy (they run on until recreated)."
+    )
+    offStrategyWhere = serializers.ChoiceField(choices=["", "local", "remote"])  # noqa: N815
+    strategyBefore = serializers.CharField(allow_blank=True)  # noqa: N815
+    strategyAfter = serializers.CharField(allow_blank=True)  # noqa: N815
+
+
+class ResourceAmountsSerializer(serializers.Serializer):
+    cpu = serializers.FloatField(help_text="cores")
+    memory = serializers.FloatField(help_text="bytes")
+    pods = serializers.FloatField()
+
+
+class ResourceSharesSerializer(serializers.Serializer):
+    cpu = serializers.IntegerField(allow_null=True)
+    memory = serializers.IntegerField(allow_null=True)
+    pods = serializers.IntegerField(allow_null=True)
+
+
+class RoomSerializer(serializers.Serializer):
+    """A selected cluster's room (``offloading.changes.capacity``): its virtual nodes' allocatable and
+    what the running pods request there."""
+
+    clusterId = serializers.CharField()  # noqa: N815
+    allocatable = ResourceAmountsSerializer()
+    requested = ResourceAmountsSerializer()
+    percent = ResourceSharesSerializer(help_text="requested / allocatable in %, null when nothing is allocatable")
+    nearlyFull = serializers.BooleanField(help_text="At least 80 % of its CPU, memory or pods is requested.")  # noqa: N815
+    full = serializers.ListField(child=serializers.ChoiceField(choices=["cpu", "memory", "pods"]))
+
+
 class PreviewSerializer(serializers.Serializer):
     """A preview: ``valid`` false with ``errors`` keyed by field, or the full picture."""
 
@@ -169,6 +209,11 @@ class PreviewSerializer(serializers.Serializer):
     remoteNamespaceName = serializers.CharField(required=False)  # noqa: N815
     manifest = serializers.CharField(required=False, help_text="What `liqoctl offload namespace --output yaml` prints.")
     pod = serializers.DictField(required=False, allow_null=True, help_text="The sample pod after Liqo's webhook.")
+    podImpact = PodImpactSerializer(required=False)  # noqa: N815
+    capacity = RoomSerializer(many=True, required=False, help_text="The room on each selected cluster.")
+    nearlyFull = serializers.ListField(  # noqa: N815
+        child=serializers.CharField(), required=False, help_text="The selected clusters that are nearly full."
+    )
 
     def get_fields(self) -> dict[str, Any]:
         fields = dict(super().get_fields())

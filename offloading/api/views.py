@@ -199,6 +199,9 @@ class NamespaceViewSet(SnapshotHeadersMixin, viewsets.ReadOnlyModelViewSet):
                 "remoteNamespaceName": result.remote_namespace_name,
                 "manifest": result.manifest,
                 "pod": result.pod_after,
+                "podImpact": result.pod_impact.as_api(),
+                "capacity": [room.as_api() for room in result.rooms.values()],
+                "nearlyFull": result.nearly_full,
             }
         )
 

@@ -3,7 +3,8 @@ the remote (twin) namespaces Liqo will delete, and every spec field that changes
 loses clusters anywhere, or unoffloads, needs typed confirmation (the number of namespaces).
 
 Computed from the snapshot only: the selection of the one spec a bulk change applies is computed once
-(``offloading.liqo.peers``), the clusters each namespace has now come from one query.
+(``offloading.liqo.peers``), the clusters each namespace has now come from one query, its running pods
+(``podimpact``) from another.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from offloading.changes.podimpact import PodImpact, pod_impact, running_pods
 from offloading.choices import ChangeAction
 from offloading.liqo import peers as liqo_peers
 from offloading.liqo.selectors.format import format_term
@@ -33,6 +35,8 @@ class Impact:
     losses: list[str] = field(default_factory=list)
     # (field, before, after) in words, for every spec field that changes
     fields: list[tuple[str, str, str]] = field(default_factory=list)
+    # The running pods hit (on lost clusters, or no longer allowed by a stricter pod strategy).
+    pods: PodImpact = field(default_factory=lambda: PodImpact(followed=False))
 
     @property
     def deletes_remote(self) -> list[str]:
@@ -43,6 +47,16 @@ class Impact:
 @dataclass
 class BulkImpact:
     rows: list[Impact]
+    # Every cluster the spec selects (offload and update rows), for the room on them.
+    targets: list[str] = field(default_factory=list)
+
+    @property
+    def pods_on_lost_clusters(self) -> int:
+        return sum(row.pods.on_lost_clusters for row in self.rows)
+
+    @property
+    def pods_off_strategy(self) -> int:
+        return sum(row.pods.off_strategy for row in self.rows)
 
     @property
     def losing(self) -> list[Impact]:
@@ -79,8 +93,9 @@ def _field_changes(before: dict[str, Any] | None, after: dict[str, Any] | None) 
 
 
 def bulk_impact(changes: list[ChangeRequest]) -> BulkImpact:
-    """The impact of each (unsaved) child of a bulk change."""
+    """The impact of each (unsaved) child of a bulk change; three queries whatever their number."""
     names = [c.namespace for c in changes]
+    running = running_pods(names)
     now: dict[str, set[str]] = {}
     for namespace, cluster_id in ClusterOffloading.objects.filter(namespace__name__in=names, selected=True).values_list(
         "namespace__name", "cluster_id"
@@ -92,7 +107,8 @@ def bulk_impact(changes: list[ChangeRequest]) -> BulkImpact:
     for change in changes:
         before = now.get(change.namespace, set())
         if change.action == ChangeAction.UNOFFLOAD:
-            rows.append(Impact(change.namespace, change.action, losses=sorted(before)))
+            pods = pod_impact(running.get(change.namespace, {}), [], change.base_spec, None, unoffload=True)
+            rows.append(Impact(change.namespace, change.action, losses=sorted(before), pods=pods))
             continue
         spec = change.desired_spec or {}
         key = repr(spec.get("clusterSelector"))
@@ -101,13 +117,18 @@ def bulk_impact(changes: list[ChangeRequest]) -> BulkImpact:
             selections[key] = {cluster_id for cluster_id, entry in picked.items() if entry["selected"]}
         after = selections[key]
         offloaded = change.action == ChangeAction.UPDATE
+        losses = sorted(before - after) if offloaded else []
+        pods = PodImpact(followed=False)
+        if offloaded:
+            pods = pod_impact(running.get(change.namespace, {}), losses, change.base_spec, spec)
         rows.append(
             Impact(
                 change.namespace,
                 change.action,
                 gains=sorted(after - before),
-                losses=sorted(before - after) if offloaded else [],
+                losses=losses,
                 fields=_field_changes(change.base_spec, spec) if offloaded else [],
+                pods=pods,
             )
         )
-    return BulkImpact(rows)
+    return BulkImpact(rows, targets=sorted(set().union(*selections.values())))

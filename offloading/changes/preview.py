@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from offloading import kube
+from offloading.changes.capacity import Room, rooms
+from offloading.changes.podimpact import PodImpact, pod_impact, running_pods
 from offloading.changes.snapshot import local_cluster_id
 from offloading.liqo import constants as liqo
 from offloading.liqo import peers as liqo_peers
@@ -45,16 +47,26 @@ class Preview:
     manifest: str
     pod_before: dict[str, Any]
     pod_after: dict[str, Any]
+    # The running pods the change hits (lost clusters, a stricter strategy) and the room on the
+    # selected clusters (capacity.Room, by cluster id).
+    pod_impact: PodImpact = field(default_factory=lambda: PodImpact(followed=False))
+    rooms: dict[str, Room] = field(default_factory=dict)
 
     @property
     def pod_changed(self) -> bool:
         return self.pod_after != self.pod_before
 
+    @property
+    def nearly_full(self) -> list[str]:
+        """The selected clusters that are nearly full."""
+        return [cluster_id for cluster_id, room in self.rooms.items() if room.nearly_full]
+
 
 def preview(namespace: Namespace, spec: dict[str, Any], pod: dict[str, Any] | None = None) -> Preview:
     """Which clusters ``spec`` selects for ``namespace`` and why the others are excluded, what is gained
-    and lost compared with now, the remote name, the manifest liqoctl would print, and how Liqo's
-    webhook would mutate ``pod`` (a sample pod by default)."""
+    and lost compared with now (with the running pods that hits), the room on the selected clusters,
+    the remote name, the manifest liqoctl would print, and how Liqo's webhook would mutate ``pod`` (a
+    sample pod by default). A constant number of queries whatever the number of clusters."""
     virtual_nodes = [(vn.cluster_id, vn.name, vn.labels) for vn in VirtualNode.objects.order_by("namespace", "name")]
     selection = liqo_peers.select_clusters(spec.get("clusterSelector"), virtual_nodes)
     known = set(Cluster.objects.values_list("cluster_id", flat=True))
@@ -75,17 +87,24 @@ def preview(namespace: Namespace, spec: dict[str, Any], pod: dict[str, Any] | No
         before = set(namespace.cluster_states.filter(selected=True).values_list("cluster_id", flat=True))
     local_id = local_cluster_id()
     sample = pod or SAMPLE_POD
+    losses = sorted(before - set(selected)) if namespace.offloaded else []
+    impact = PodImpact(followed=False)
+    if namespace.offloaded:
+        running = running_pods([namespace.name]).get(namespace.name, {})
+        impact = pod_impact(running, losses, namespace.offloading_spec, spec)
     return Preview(
         clusters=rows,
         selected=selected,
         target_count=len(selection),
         gains=sorted(set(selected) - before) if namespace.offloaded else [],
-        losses=sorted(before - set(selected)) if namespace.offloaded else [],
+        losses=losses,
         remote_namespace_name=remote_namespace_name(namespace.name, local_id or "<local-cluster-id>", spec),
         local_cluster_id=local_id,
         manifest=render_manifest(namespace.name, spec, "yaml"),
         pod_before=sample,
         pod_after=liqo_webhook.mutate_pod(spec, sample),
+        pod_impact=impact,
+        rooms=rooms(selected) if selected else {},
     )
 
 

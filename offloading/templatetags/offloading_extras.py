@@ -8,6 +8,8 @@ import yaml
 from django import template
 from django.utils.html import format_html
 
+from offloading.liqo.reflectobjects import plural
+
 register = template.Library()
 
 TONES = {
@@ -59,6 +61,12 @@ def as_yaml(value: Any) -> str:
 @register.filter
 def get_item(mapping: dict[str, Any], key: str) -> Any:
     return (mapping or {}).get(key)
+
+
+@register.filter
+def kind_plural(kind: str) -> str:
+    """A Kubernetes kind in lower case, in the plural (the reflection section's rows)."""
+    return plural(str(kind))
 
 
 @register.filter

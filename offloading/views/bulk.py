@@ -14,6 +14,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HttpResponseStopPolling
 
 from offloading.changes.bulk import plan_bulk, request_bulk, retry_failed
+from offloading.changes.capacity import rooms
 from offloading.changes.errors import ChangeRejected, Refusal
 from offloading.changes.impact import BulkImpact, bulk_impact
 from offloading.choices import ChangeState
@@ -70,9 +71,12 @@ def _plan_context(plan: Any) -> dict[str, Any]:
     generations = {c.namespace: c.base_generation or 0 for c in plan.changes}
     impact = bulk_impact(plan.changes)
     rows = {row.namespace: row for row in impact.rows}
+    room = rooms(impact.targets) if impact.targets else {}
     return {
         "plan": plan,
         "impact": impact,
+        "rooms": list(room.values()),
+        "nearly_full": [r for r in room.values() if r.nearly_full],
         "planned": [(c, rows[c.namespace]) for c in plan.changes[:200]],
         "expected_generations": json.dumps(generations, separators=(",", ":")),
     }

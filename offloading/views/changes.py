@@ -15,6 +15,7 @@ from django_htmx.http import HttpResponseClientRedirect, HttpResponseStopPolling
 
 from offloading.changes.errors import ChangeRejected
 from offloading.changes.merge import three_way
+from offloading.changes.podimpact import pod_impact, running_pods
 from offloading.changes.preview import preview as compute_preview
 from offloading.changes.requests import reapply, request_offload, request_unoffload
 from offloading.choices import ChangeAction, ChangeState
@@ -99,6 +100,7 @@ def preview_context(form: OffloadForm) -> dict[str, Any]:
     clusters = {c.cluster_id: c for c in Cluster.objects.all()}
     for row in preview.clusters:
         row["cluster"] = clusters.get(row["cluster_id"])
+        row["room"] = preview.rooms.get(row["cluster_id"])
     pod = preview.pod_after
     context.update(
         {
@@ -107,6 +109,8 @@ def preview_context(form: OffloadForm) -> dict[str, Any]:
             "target_count": preview.target_count,
             "gains": preview.gains,
             "losses": preview.losses,
+            "pod_impact": preview.pod_impact,
+            "nearly_full": preview.nearly_full,
             "node_selector_yaml": dump_yaml(form.spec.get("clusterSelector") or {"nodeSelectorTerms": []}),
             "manifest": preview.manifest,
             "remote_name": preview.remote_namespace_name,
@@ -143,10 +147,12 @@ def unoffload(request: HttpRequest, name: str) -> HttpResponse:
     else:
         form = UnoffloadForm(namespace=namespace)
     selected = namespace.cluster_states.filter(selected=True) if namespace.offloaded else []
+    running = running_pods([namespace.name]).get(namespace.name, {})
+    impact = pod_impact(running, [], namespace.offloading_spec, None, unoffload=True)
     return render(
         request,
         "offloading/unoffload_confirm.html",
-        {"namespace": namespace, "form": form, "selected": selected},
+        {"namespace": namespace, "form": form, "selected": selected, "pod_impact": impact},
         status=form_status(form),
     )
 

@@ -7,13 +7,14 @@ import math
 from dataclasses import dataclass
 
 from django.contrib.auth.decorators import login_required
-from django.db.models import Count, Q, Sum
+from django.db.models import Count, Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
 from access import roles
 from offloading.changes import alerts
+from offloading.changes.capacity import rooms
 from offloading.choices import ChangeState
 from offloading.inventory_models import KubeEvent, Pod
 from offloading.models import ChangeRequest, Cluster, ClusterOffloading, Namespace, SnapshotState, VirtualNode
@@ -106,35 +107,18 @@ def overview(request: HttpRequest) -> HttpResponse:
 def cluster_detail(request: HttpRequest, cluster_id: str) -> HttpResponse:
     cluster = get_object_or_404(Cluster, cluster_id=cluster_id)
     nodes = list(VirtualNode.objects.filter(cluster_id=cluster_id))
-    capacity = {"cpu": 0.0, "memory": 0.0, "pods": 0.0}
-    from offloading import kube
-
-    for node in nodes:
-        for key in capacity:
-            capacity[key] += kube.quantity((node.capacity or {}).get(key))
+    room = rooms([cluster_id])[cluster_id]
     hosted = (
         ClusterOffloading.objects.filter(cluster_id=cluster_id).select_related("namespace").order_by("namespace__name")
     )
     running = Pod.objects.filter(cluster_id=cluster_id)
-    used = running.filter(phase="Running").aggregate(cpu=Sum("cpu_millis"), memory=Sum("memory_bytes"), n=Count("id"))
-    share = {
-        "cpu": _share((used["cpu"] or 0) / 1000, capacity["cpu"]),
-        "memory": _share(used["memory"] or 0, capacity["memory"]),
-        "pods": _share(used["n"] or 0, capacity["pods"]),
-    }
     context = {
         "cluster": cluster,
         "nodes": nodes,
-        "capacity": capacity,
-        "used": used,
-        "share": share,
+        "room": room,
         "hosted": hosted[:500],
         "hosted_selected": hosted.filter(selected=True).count(),
         "pods": running.order_by("namespace", "name")[:300],
         "pending": running.filter(~Q(phase="Running")).count(),
     }
     return render(request, "offloading/cluster_detail.html", context)
-
-
-def _share(used: float, total: float) -> int | None:
-    return round(100 * used / total) if total else None

@@ -106,6 +106,7 @@ READ_ONLY = {
     "offloading:fleet_matrix",
     "offloading:namespace_detail",
     "offloading:namespace_status",
+    "offloading:namespace_reflection",
     "offloading:namespace_offload_preview",
     "offloading:change_list",
     "offloading:change_detail",

@@ -1,0 +1,28 @@
+"""The namespace page's reflection section, loaded after the page (it reads the cluster live:
+``offloading.reflectioninfo``), as the signed-in user when impersonation is on."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.views.decorators.http import require_GET
+
+from access.impersonation import identity_for
+from offloading.kubeidentity import acting_as
+from offloading.models import Namespace
+from offloading.reflectioninfo import READ_LIMIT, report
+
+
+@login_required
+@require_GET
+def namespace_reflection(request: HttpRequest, name: str) -> HttpResponse:
+    namespace = get_object_or_404(Namespace, name=name)
+    with acting_as(identity_for(request.user.get_username())):
+        found = report(namespace.name)
+    context = {"namespace": namespace, "report": found, "limit": READ_LIMIT}
+    # The page loads the section with htmx; without it, the link opens it as a page of its own.
+    template = (
+        "offloading/_reflection.html" if getattr(request, "htmx", False) else "offloading/namespace_reflection.html"
+    )
+    return render(request, template, context)
