@@ -161,12 +161,13 @@ class Fleet:
 
     def expected_list_calls(self) -> int:
         """One LIST page per started 500 items of each kind (an empty list still takes one call), the
-        NamespaceOffloadings in pages of 50 (offloading.changes.nsrefresh: one page held at a time)."""
+        NamespaceOffloadings in smaller pages (offloading.changes.nsrefresh: one page held at a time)."""
         from offloading import kube
-        from offloading.changes.nsrefresh import OFFLOADING_PAGE
+        from offloading.changes.nsrefresh import offloading_page_size
 
+        offloadings = offloading_page_size(self.clusters)
         return sum(
-            max(1, math.ceil(n / (OFFLOADING_PAGE if kind == "namespaceoffloadings" else kube.LIST_PAGE_SIZE)))
+            max(1, math.ceil(n / (offloadings if kind == "namespaceoffloadings" else kube.LIST_PAGE_SIZE)))
             for kind, n in self.object_counts().items()
         )
 

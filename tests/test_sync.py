@@ -175,3 +175,12 @@ def test_no_full_refresh_runs_while_the_watcher_keeps_the_snapshot(fleet: Sandbo
     synced.close()
     trigger_refresh()
     assert SnapshotState.get().last_list_calls > 0  # without the watcher, the full refresh runs
+
+
+def test_offloading_pages_shrink_as_the_peers_grow() -> None:
+    """Each NamespaceOffloading carries two conditions per peer: pages stay near 3 MB (one is held)."""
+    from offloading.changes.nsrefresh import offloading_page_size
+
+    assert offloading_page_size(5) == offloading_page_size(200) == 50
+    assert offloading_page_size(1000) == 10
+    assert offloading_page_size(100_000) == 5

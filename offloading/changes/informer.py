@@ -21,6 +21,7 @@ from typing import Any
 from django.db.models import Q
 
 from offloading.changes.drift import record_drift, record_label_drift
+from offloading.changes.nsrefresh import offloading_page_size
 from offloading.changes.rows import parse_time, replace_offloading_rows
 from offloading.changes.snapshot import (
     CLUSTER_FIELDS,
@@ -56,6 +57,10 @@ class KindSync:
 
     kind = ""
     after: tuple[str, ...] = ()  # kinds whose first relist must be written before this kind lists
+
+    def page_size(self) -> int:
+        """Items per relist page (one page is held at a time)."""
+        return 50
 
     def key(self, obj: dict[str, Any]) -> str:
         meta = _meta(obj)
@@ -148,7 +153,11 @@ class OffloadingSync(KindSync):
     transitions and drift. An offloading whose namespace is not in the snapshot yet waits for it."""
 
     kind = "namespaceoffloadings"
-    after = ("namespaces",)
+    after = ("namespaces", "foreignclusters")  # the peers are counted to size the pages
+
+    def page_size(self) -> int:
+        # Two conditions per peer in every offloading: fewer per page as the peers grow (about 3 MB a page).
+        return offloading_page_size()
 
     def __init__(self) -> None:
         self.pending: dict[str, dict[str, Any]] = {}

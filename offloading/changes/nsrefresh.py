@@ -20,8 +20,20 @@ from offloading.liqo import constants as liqo
 from offloading.liqo.spec import local_cluster_id_from
 from offloading.models import Namespace, SnapshotState
 
-# Offloadings per LIST page of a refresh (a page at 200 peers is about 3 MB of JSON).
+# Offloadings per LIST page: each carries two conditions per peer (about 300 bytes), so a page is kept
+# near 3 MB of JSON: 50 offloadings at 200 peers, 10 at 1,000.
 OFFLOADING_PAGE = 50
+PAGE_BYTES = 3_000_000
+BYTES_PER_PEER = 300
+
+
+def offloading_page_size(peers: int | None = None) -> int:
+    """Offloadings per LIST page for ``peers`` peered clusters (default: the snapshot's count)."""
+    if peers is None:
+        from offloading.models import Cluster
+
+        peers = Cluster.objects.count()
+    return max(5, min(OFFLOADING_PAGE, PAGE_BYTES // (BYTES_PER_PEER * max(1, peers))))
 
 
 class NamespaceRefresh:

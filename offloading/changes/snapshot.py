@@ -14,7 +14,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from offloading import kube
-from offloading.changes.nsrefresh import OFFLOADING_PAGE, NamespaceRefresh
+from offloading.changes.nsrefresh import NamespaceRefresh, offloading_page_size
 from offloading.changes.queue import enqueue_refresh
 from offloading.liqo import peers as liqo_peers
 from offloading.liqo.selectors.match import virtual_node_labels
@@ -119,7 +119,7 @@ def refresh() -> RefreshReport:
     report.namespaces = len(listed["ns"].items)
     del listed  # the offloadings are read a page at a time (see nsrefresh): memory stays flat
     try:
-        for page, _version in kube.list_pages("namespaceoffloadings", OFFLOADING_PAGE):
+        for page, _version in kube.list_pages("namespaceoffloadings", offloading_page_size(report.clusters)):
             calls += 1
             namespaces.offloadings_page(page)
     except kube.KubeError as exc:

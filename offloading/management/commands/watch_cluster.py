@@ -34,9 +34,8 @@ log = logging.getLogger("offloading.watch")
 
 
 _RESTARTS = "liqo-dash:watch-restarts:"
-# Items per LIST page of a relist: a NamespaceOffloading with 200 peers is about 60 kB, so a page of 50
-# is 3 MB on the wire; with the writer's bounded queue, memory stays flat whatever the fleet.
-LIST_PAGE_SIZE = 50
+# Items per LIST page of a relist: each kind's page_size() (50; NamespaceOffloadings fewer as the peers
+# grow, about 3 MB a page); with the writer's bounded queue, memory stays flat whatever the fleet.
 
 
 def _count_restart(kind: str) -> None:
@@ -197,7 +196,7 @@ class KindWatcher(threading.Thread):
                     return ""
         seen: set[str] = set()
         version = ""
-        for items, page_version in kube.list_pages(self.kind, LIST_PAGE_SIZE):
+        for items, page_version in kube.list_pages(self.kind, sync.page_size()):
             seen.update(sync.key(obj) for obj in items)
             self.writer.page(self.kind, items)
             version = page_version
