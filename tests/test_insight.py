@@ -50,3 +50,22 @@ def test_the_cluster_page_shows_capacity_hosted_namespaces_and_pods(admin_client
     assert "nearly full" not in page
     assert 'href="/namespaces/shop/"' in page and "web-1" in page
     assert admin_client.get(reverse("offloading:cluster_detail", args=["nowhere"])).status_code == 404
+
+
+def test_the_cluster_page_shows_what_a_consumer_peer_offloads_here(admin_client: Any, fleet: Any) -> None:  # noqa: F811
+    from offloading.models import Cluster, Namespace
+
+    url = reverse("offloading:cluster_detail", args=["milan"])
+    Cluster.objects.filter(cluster_id="milan").update(role="Provider")
+    page = admin_client.get(url).content.decode()
+    assert "does not consume this cluster's resources (role Provider)" in page
+
+    Cluster.objects.filter(cluster_id="milan").update(role="ConsumerAndProvider")
+    Namespace.objects.create(name="liqo-tenant-milan", labels={"liqo.io/remote-cluster-id": "milan"})
+    Namespace.objects.create(name="orders-milan", labels={"liqo.io/remote-cluster-id": "milan"}, status_phase="Active")
+    Namespace.objects.create(name="billing-naples", labels={"liqo.io/remote-cluster-id": "naples"})
+    page = admin_client.get(url).content.decode()
+    tenant = page[page.index('id="tenant"') :]
+    assert "<td>orders-milan</td><td>Active</td>" in tenant
+    assert "billing-naples" not in tenant  # another peer's twin
+    assert "<td>liqo-tenant-milan</td>" not in tenant and "<code>liqo-tenant-milan</code>" in tenant

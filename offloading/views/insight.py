@@ -120,5 +120,25 @@ def cluster_detail(request: HttpRequest, cluster_id: str) -> HttpResponse:
         "hosted_selected": hosted.filter(selected=True).count(),
         "pods": running.order_by("namespace", "name")[:300],
         "pending": running.filter(~Q(phase="Running")).count(),
+        **tenant_side(cluster),
     }
     return render(request, "offloading/cluster_detail.html", context)
+
+
+def tenant_side(cluster: Cluster) -> dict[str, object]:
+    """The other direction, as far as this cluster sees it: when the peer consumes our resources, Liqo
+    creates here the twins of the namespaces it offloads (labelled with its cluster id) and keeps a
+    tenant namespace for the peering."""
+    from offloading.liqo import constants as liqo
+
+    twins = Namespace.objects.filter(**{f"labels__{liqo.REMOTE_CLUSTER_ID_LABEL}": cluster.cluster_id}).exclude(
+        name__startswith=liqo.TENANT_NAMESPACE_PREFIX
+    )
+    return {
+        "consumer": "Consumer" in (cluster.role or ""),
+        "tenant_namespace": Namespace.objects.filter(name=f"{liqo.TENANT_NAMESPACE_PREFIX}{cluster.cluster_id}")
+        .only("name", "status_phase")
+        .first(),
+        "tenant_twins": list(twins.only("name", "status_phase", "created_at").order_by("name")[:200]),
+        "tenant_twin_count": twins.count(),
+    }
