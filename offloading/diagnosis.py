@@ -10,6 +10,7 @@ while the pod strategy needs it; pods pending because no selected virtual node h
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -20,6 +21,8 @@ from django.utils import timezone
 from offloading.inventory_models import Pod
 from offloading.liqo import constants as liqo
 from offloading.models import Cluster, Namespace, StatusTransition
+
+_INSUFFICIENT = re.compile(r"Insufficient [\w./-]+")
 
 
 def stuck_minutes() -> float:
@@ -167,14 +170,22 @@ def _missing_label(namespace: Namespace) -> Finding | None:
 
 
 def _pods_without_room(namespace: Namespace) -> Finding | None:
-    pending = list(Pod.objects.filter(namespace=namespace.name, phase="Pending").values_list("name", "reason")[:50])
-    starved = [name for name, reason in pending if "Insufficient" in reason or "Unschedulable" in reason]
+    # Only "Insufficient <resource>" is about room: an Unschedulable pod whose affinity or taints no node
+    # matches (e.g. pinned to a local node while the strategy is Remote) has another cause.
+    pending = Pod.objects.filter(namespace=namespace.name, phase="Pending", reason__contains="Insufficient")
+    starved = {
+        name: sorted(set(_INSUFFICIENT.findall(reason))) for name, reason in pending.values_list("name", "reason")[:50]
+    }
     if not starved:
         return None
+    shown = "; ".join(f"{name}: {', '.join(short)}" for name, short in sorted(starved.items())[:5])
     return Finding(
         "pods-no-room",
         f"{len(starved)} pod{'s' if len(starved) != 1 else ''} pending: no selected node has room",
-        "The scheduler found no node (local, or a selected peer's virtual node) with enough free resources.",
+        "The scheduler found no node (local, or a selected peer's virtual node) with enough free resources ("
+        + shown
+        + (", ..." if len(starved) > 5 else "")
+        + ").",
         "Select more peers, free resources, or lower the pods' requests.",
         "bad",
     )
