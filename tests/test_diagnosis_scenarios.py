@@ -38,7 +38,7 @@ FLORENCE = {"nodeSelectorTerms": [{"matchExpressions": [
     {"key": "topology.kubernetes.io/region", "operator": "In", "values": ["europe-west8"]}]}]}  # fmt: skip
 
 
-def _sync() -> None:
+def sync_snapshot() -> None:
     """What the watcher does at a (re)list: every kind, page by page, then the rows of unseen objects go."""
     now = timezone.now()
     for kind in KINDS:
@@ -88,7 +88,7 @@ def test_the_healthy_control_has_no_finding_even_at_a_zero_threshold(
     k8s.core.create_namespaced_pod("alpha", {"metadata": {"name": "web"}, "spec": {"containers": [
         {"name": "c", "image": "nginx", "resources": {"requests": {"cpu": "1"}}}]}})  # fmt: skip
     sandbox.wait_idle(10)
-    _sync()
+    sync_snapshot()
     assert Pod.objects.get(namespace="alpha", name="web").phase == "Running"
     assert Namespace.objects.get(name="alpha").labels.get(SCHEDULING_LABEL) == "true"
     _healthy(control)
@@ -100,7 +100,7 @@ def test_a_selector_that_matches_no_cluster(sandbox: Any, k8s: Any, control: str
     _offload(k8s, "beta", {"clusterSelector": us_east})
     sandbox.wait_idle(10)
     assert _phase(sandbox, "beta") == "NoClusterSelected"
-    _sync()
+    sync_snapshot()
     finding = _findings("beta")["no-cluster"]
     assert "matches no peered cluster" in finding.title
     assert "The closest is" in finding.explanation and "us-east-1" in finding.explanation
@@ -113,7 +113,7 @@ def test_not_ready_for_too_long_names_each_clusters_reason(sandbox: Any, k8s: An
     _offload(k8s, "beta", {"clusterSelector": {"nodeSelectorTerms": []}})
     sandbox.wait_idle(10)
     assert _phase(sandbox, "beta") == "InProgress"
-    _sync()
+    sync_snapshot()
     assert "not-ready" not in _findings("beta"), "not stuck yet at the default threshold"
     _stuck_after(settings, 0)
     finding = _findings("beta")["not-ready"]
@@ -123,7 +123,7 @@ def test_not_ready_for_too_long_names_each_clusters_reason(sandbox: Any, k8s: An
     _healthy(control)
     sandbox.faults.set(peer_down=[])  # the peer is back: Ready, nothing stuck any more
     wait_until(lambda: _phase(sandbox, "beta") == "Ready", 10, message="beta Ready")
-    _sync()
+    sync_snapshot()
     assert "not-ready" not in _findings("beta")
 
 
@@ -139,7 +139,7 @@ def test_a_remote_namespace_name_taken_on_a_peer(sandbox: Any, k8s: Any, control
     _offload(k8s, "beta", {"namespaceMappingStrategy": "DefaultName", "clusterSelector": MILAN})
     sandbox.wait_idle(10)
     assert _phase(sandbox, "beta") == "AllFailed"
-    _sync()
+    sync_snapshot()
     finding = _findings("beta")["creation-loop-backoff"]
     assert finding.title == "The remote namespace cannot be created on milan"
     assert '"beta-rome"' in finding.explanation and "already exists on the peer" in finding.explanation
@@ -158,7 +158,7 @@ def test_terminating_for_too_long_names_the_peer_that_holds_it(
     sandbox.wait_idle(10)
     held = sandbox.get("namespaceoffloadings.offloading.liqo.io", "beta", "offloading")
     assert held is not None and held["metadata"]["deletionTimestamp"]
-    _sync()
+    sync_snapshot()
     assert Namespace.objects.get(name="beta").offloading_deleting
     assert "terminating" not in _findings("beta")
     _stuck_after(settings, 0)
@@ -168,7 +168,7 @@ def test_terminating_for_too_long_names_the_peer_that_holds_it(
     _healthy(control)
     sandbox.faults.set(peer_down=[])
     wait_until(lambda: sandbox.get("namespaceoffloadings.offloading.liqo.io", "beta", "offloading") is None, 10)
-    _sync()
+    sync_snapshot()
     assert _findings("beta") == {}, "no longer offloaded: nothing to diagnose"
 
 
@@ -177,14 +177,14 @@ def test_the_offloading_module_of_a_selected_peer_turns_unhealthy(sandbox: Any, 
     sandbox.wait_idle(10)
     sandbox.liqo.set_peer("milan", offloading_healthy=False)
     sandbox.wait_idle(10)
-    _sync()
+    sync_snapshot()
     finding = _findings("beta")["peer-unhealthy"]
     assert finding.title == "The offloading module of milan is unhealthy"
     assert "peer's page" in finding.action
     _healthy(control)  # alpha is on florence only
     sandbox.liqo.set_peer("milan", offloading_healthy=True)
     sandbox.wait_idle(10)
-    _sync()
+    sync_snapshot()
     assert "peer-unhealthy" not in _findings("beta")
 
 
@@ -196,7 +196,7 @@ def test_a_stale_observed_generation_while_liqos_controller_is_down(sandbox: Any
         GROUP, VERSION, "beta", PLURAL, "offloading", {"spec": {"podOffloadingStrategy": "Remote"}}
     )
     sandbox.wait_idle(10)
-    _sync()
+    sync_snapshot()
     finding = _findings("beta")["generation-stale"]
     assert "observedGeneration is 1, the spec is at generation 2" in finding.explanation
     assert "controller manager" in finding.action
@@ -212,7 +212,7 @@ def test_a_stale_observed_generation_while_liqos_controller_is_down(sandbox: Any
         10,
         message="the controller to catch up",
     )
-    _sync()
+    sync_snapshot()
     assert "generation-stale" not in _findings("beta")
 
 
@@ -221,7 +221,7 @@ def test_the_scheduling_label_removed_by_hand_and_its_fix(sandbox: Any, k8s: Any
     sandbox.wait_idle(10)
     k8s.core.patch_namespace("beta", {"metadata": {"labels": {SCHEDULING_LABEL: None}}})
     sandbox.wait_idle(10)
-    _sync()
+    sync_snapshot()
     finding = _findings("beta")["scheduling-label"]
     assert finding.title == f"The namespace lacks {SCHEDULING_LABEL}=true"
     command = finding.action[finding.action.index("kubectl") :]
@@ -232,7 +232,7 @@ def test_the_scheduling_label_removed_by_hand_and_its_fix(sandbox: Any, k8s: Any
         [*shlex.split(command), f"--kubeconfig={sandbox.kubeconfig_path}"], capture_output=True, text=True, timeout=30
     )
     assert done.returncode == 0, done.stderr
-    _sync()
+    sync_snapshot()
     assert "scheduling-label" not in _findings("beta")
 
 
@@ -257,7 +257,7 @@ def test_pods_pending_for_room_but_not_for_an_affinity_no_node_matches(
                                                    "affinity": {"nodeAffinity": pinned}}},
     )  # fmt: skip
     sandbox.wait_idle(10)
-    _sync()
+    sync_snapshot()
     pod = Pod.objects.get(namespace="beta", name="big")
     assert pod.phase == "Pending" and "Insufficient cpu" in pod.reason, pod.reason
     pinned_pod = Pod.objects.get(namespace="alpha", name="pinned")

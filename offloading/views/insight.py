@@ -34,6 +34,12 @@ class PeerNode:
     width: float  # the edge's stroke width, by offloaded namespaces
 
 
+def unhealthy(cluster: Cluster) -> bool:
+    """A peer whose offloading module or network is down (a consumer-only peer, whose offloading module
+    is Disabled, is not unhealthy: it offers nothing to offload to)."""
+    return "Unhealthy" in (cluster.offloading_status, cluster.networking_status)
+
+
 def topology(clusters: list[Cluster], hosted: dict[str, int], pods: dict[str, int]) -> list[PeerNode]:
     """The peers on a circle around the local cluster (readable at 50 peers: labels outside the circle,
     anchored away from the centre)."""
@@ -45,7 +51,7 @@ def topology(clusters: list[Cluster], hosted: dict[str, int], pods: dict[str, in
         lx, ly = CENTER + (RADIUS + 22) * math.cos(angle), CENTER + (RADIUS + 22) * math.sin(angle)
         anchor = "start" if math.cos(angle) > 0.3 else "end" if math.cos(angle) < -0.3 else "middle"
         count = hosted.get(cluster.cluster_id, 0)
-        healthy = cluster.offloading_status in ("Healthy", "") and cluster.networking_status in ("Healthy", "")
+        healthy = not unhealthy(cluster)
         nodes.append(
             PeerNode(
                 cluster, round(x, 1), round(y, 1), round(lx, 1), round(ly, 1), anchor, count,
@@ -84,8 +90,8 @@ def overview(request: HttpRequest) -> HttpResponse:
         "peers": topology(clusters, hosted, pods),
         "size": SIZE,
         "center": CENTER,
-        "healthy_peers": sum(1 for c in clusters if c.offloading_status == "Healthy"),
-        "unhealthy_peers": [c for c in clusters if c.offloading_status not in ("Healthy", "")],
+        "healthy_peers": sum(1 for c in clusters if not unhealthy(c)),
+        "unhealthy_peers": [c for c in clusters if unhealthy(c)],
         "phases": sorted(phases.items()),
         "not_offloaded": Namespace.objects.filter(offloaded=False).count(),
         "troubled": troubled,
