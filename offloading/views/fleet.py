@@ -14,7 +14,6 @@ from django_htmx.http import HttpResponseStopPolling
 from offloading.choices import ChangeState
 from offloading.diagnosis import diagnose
 from offloading.filtersets import NamespaceFilterSet
-from offloading.liqo import constants as liqo_constants
 from offloading.models import (
     ChangeRequest,
     Cluster,
@@ -23,7 +22,13 @@ from offloading.models import (
     StatusTransition,
     VirtualNode,
 )
-from offloading.views.common import HtmxHttpRequest, annotate_inventory, inventory_context, status_context
+from offloading.views.common import (
+    HtmxHttpRequest,
+    annotate_inventory,
+    inventory_context,
+    split_labels,
+    status_context,
+)
 from offloading.views.drift import open_drift
 
 
@@ -44,7 +49,7 @@ def cluster_list(request: HttpRequest) -> HttpResponse:
     rows = [
         {
             "cluster": c,
-            "virtual_nodes": [(vn, *_split_labels(vn.labels)) for vn in nodes.get(c.cluster_id, [])],
+            "virtual_nodes": [(vn, *split_labels(vn.labels)) for vn in nodes.get(c.cluster_id, [])],
             "hosted": hosted.get(c.cluster_id, 0),
         }
         for c in clusters
@@ -72,14 +77,6 @@ def namespace_list(request: HtmxHttpRequest) -> HttpResponse:
     context = {"filterset": filterset, "page": page, "query": query.urlencode(), "phase_counts": _phase_counts()}
     template = "offloading/_namespace_table.html" if request.htmx else "offloading/namespace_list.html"
     return render(request, template, context)
-
-
-def _split_labels(labels: dict[str, str]) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
-    """The labels that tell clusters apart first; the ones every virtual node carries, folded."""
-    standard_keys = liqo_constants.VIRTUAL_NODE_STANDARD_LABELS
-    distinctive = sorted((k, v) for k, v in labels.items() if k not in standard_keys)
-    standard = sorted((k, v) for k, v in labels.items() if k in standard_keys)
-    return distinctive, standard
 
 
 def _phase_counts() -> dict[str, int]:
