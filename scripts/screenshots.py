@@ -9,12 +9,14 @@ busiest peer's page, the namespace list, the matrix, a namespace in trouble, the
 also the offload form with a live preview, changes and bulk. With --fleet the script starts the sandbox
 (`python -m sandbox serve --scenario demo` or `generated:NxK`), the watcher and gunicorn on a fresh
 database in a temporary directory, waits until the watcher has listed everything, and stops them all
-at the end. Default OUT_DIR: screenshots/<fleet> (gitignored).
+at the end; a generated fleet (all healthy) gets one peer with its offloading module down first, so
+the pages show an unhealthy peer and a namespace diagnosed on it. Default OUT_DIR: screenshots/<fleet> (gitignored).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import secrets
@@ -25,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -72,8 +75,12 @@ def insight_pages(page: Any, base: str, out: Path, width: int) -> None:
         page.goto(f"{base}{peer}")
         _shot(page, out, "cluster-detail", width)
     troubled = None
-    for phase in ("SomeFailed", "AllFailed", "InProgress", "Ready"):
-        troubled = _first_link(page, base, f"/namespaces/?phase={phase}", "#namespace-table td:first-child a")
+    # A namespace in trouble: a phase that is not Ready, else one on an unhealthy peer, else any.
+    unhealthy = _first_link(page, base, "/", "a.badge.bad[href^='/clusters/']")
+    filters = ["phase=SomeFailed", "phase=AllFailed", "phase=InProgress"]
+    filters += [f"cluster={unhealthy.strip('/').split('/')[-1]}"] if unhealthy else []
+    for query in [*filters, "phase=Ready"]:
+        troubled = _first_link(page, base, f"/namespaces/?{query}", "#namespace-table td:first-child a")
         if troubled:
             break
     if troubled:
@@ -143,6 +150,24 @@ def _synced(db: Path, last: list[int]) -> bool:
     return settled
 
 
+def _unhealthy_peer(work: Path, cluster_id: str) -> None:
+    """Turn a peer's offloading module unhealthy (the sandbox's admin endpoint); wait for the watcher."""
+    found = re.search(r"listening on (\S+)", (work / "sandbox.log").read_text())
+    assert found, "the sandbox did not say where it listens"
+    body = json.dumps({"cluster": cluster_id, "offloadingHealthy": False}).encode()
+    request = urllib.request.Request(f"{found.group(1)}/sandbox/peers", data=body, method="PATCH")
+    with urllib.request.urlopen(request, timeout=30):
+        pass
+
+    def seen() -> bool:
+        with sqlite3.connect(work / "db.sqlite3") as conn:
+            query = "SELECT offloading_status FROM offloading_cluster WHERE cluster_id = ?"
+            row = conn.execute(query, (cluster_id,)).fetchone()
+        return bool(row and row[0] == "Unhealthy")
+
+    _wait(f"{cluster_id} unhealthy in the snapshot", seen, 60)
+
+
 @contextmanager
 def fleet_dashboard(fleet: str) -> Iterator[tuple[str, str]]:
     """(URL, admin password) of a dashboard on a fresh database, watching a sandbox with ``fleet``."""
@@ -186,6 +211,8 @@ def fleet_dashboard(fleet: str) -> Iterator[tuple[str, str]]:
         seen: list[int] = []
         _wait("the watcher's first sync", lambda: _synced(work / "db.sqlite3", seen), 900)
         print(f"snapshot synced: {seen[-1]} namespaces, {time.monotonic() - started:.0f}s", flush=True)
+        if fleet != "demo":  # a generated fleet is all healthy: one peer's offloading module goes down
+            _unhealthy_peer(work, "cluster-0003")
         port = _free_port()
         start("web", "-m", "gunicorn", "liqo_dash.wsgi", "-c", "deploy/gunicorn.conf.py",
               "--bind", f"127.0.0.1:{port}", "--workers", "2", "--threads", "4", "--timeout", "120")  # fmt: skip
