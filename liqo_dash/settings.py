@@ -245,6 +245,8 @@ LIQO_DASH: dict[str, Any] = {
     # Changes still queued/applying after this many seconds are re-enqueued by the sweeper.
     "STUCK_AFTER": env.number("LIQO_DASH_STUCK_AFTER", 60.0),
     "SWEEP_INTERVAL": env.number("LIQO_DASH_SWEEP_INTERVAL", 15.0),
+    # The diagnosis calls an offloading stuck when it stays not Ready (or Terminating) this many minutes.
+    "DIAGNOSIS_STUCK_MINUTES": env.number("LIQO_DASH_DIAGNOSIS_STUCK_MINUTES", 10.0),
     # Transient Kubernetes errors (no answer, timeouts, 5xx, 429) are retried with exponential backoff
     # and jitter, capped at APPLY_RETRY_CAP s (or the API server's Retry-After), for APPLY_RETRY_FOR s
     # from a change's first such error (a budget, not a count); while the API server is unreachable,

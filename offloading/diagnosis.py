@@ -1,26 +1,37 @@
 """Stuck-state diagnosis: rules over the snapshot, each with a plain explanation and the action that
 fixes it. Shown on the namespace page and counted on the overview.
 
-Rules: the selector matches no cluster; the phase is not Ready after STUCK_MINUTES (with the per-cluster
-reasons); a remote namespace cannot be created on a peer (CreationLoopBackOff: often the name is taken
-there); Terminating for longer than STUCK_MINUTES; a selected peer's offloading module is unhealthy;
+Rules: the selector matches no cluster; the phase is not Ready after DIAGNOSIS_STUCK_MINUTES (a
+setting; with the per-cluster reasons); a remote namespace cannot be created on a peer (CreationLoopBackOff: often the name is taken
+there); Terminating for longer than that; a selected peer's offloading module is unhealthy;
 Liqo has not reconciled the newest spec (observedGeneration behind); the scheduling label is missing
 while the pod strategy needs it; pods pending because no selected virtual node has room.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
 from django.utils import timezone
 
 from offloading.inventory_models import Pod
 from offloading.liqo import constants as liqo
 from offloading.models import Cluster, Namespace, StatusTransition
 
-STUCK_MINUTES = 10
+_INSUFFICIENT = re.compile(r"Insufficient [\w./-]+")
+
+
+def stuck_minutes() -> float:
+    """After how many minutes a phase that is not Ready (or Terminating) counts as stuck (a setting)."""
+    return float(settings.LIQO_DASH["DIAGNOSIS_STUCK_MINUTES"])
+
+
+def _minutes(value: float) -> str:
+    return f"{value:g} minute{'' if value == 1 else 's'}"
 
 
 @dataclass(frozen=True)
@@ -65,7 +76,7 @@ def _not_ready(namespace: Namespace, now: Any) -> Finding | None:
     if namespace.offloading_phase in ("Ready", "NoClusterSelected", "Terminating", ""):
         return None
     since = _phase_since(namespace)
-    if since is None or now - since < timedelta(minutes=STUCK_MINUTES):
+    if since is None or now - since < timedelta(minutes=stuck_minutes()):
         return None
     reasons = [
         f"{row.cluster_id}: {row.state}{' – ' + row.message if row.message else ''}"
@@ -73,7 +84,7 @@ def _not_ready(namespace: Namespace, now: Any) -> Finding | None:
     ]
     return Finding(
         "not-ready",
-        f"{namespace.offloading_phase} for more than {STUCK_MINUTES} minutes",
+        f"{namespace.offloading_phase} for more than {_minutes(stuck_minutes())}",
         "Not every selected cluster has its remote namespace. "
         + ("; ".join(reasons) or "No per-cluster reason reported."),
         "Open the clusters named above; fix the peer or deselect it in the cluster selector.",
@@ -101,12 +112,12 @@ def _terminating(namespace: Namespace, now: Any) -> Finding | None:
     if not namespace.offloading_deleting:
         return None
     since = _phase_since(namespace)
-    if since is None or now - since < timedelta(minutes=STUCK_MINUTES):
+    if since is None or now - since < timedelta(minutes=stuck_minutes()):
         return None
     holding = list(namespace.cluster_states.exclude(state="").values_list("cluster_id", flat=True))
     return Finding(
         "terminating",
-        f"Terminating for more than {STUCK_MINUTES} minutes",
+        f"Terminating for more than {_minutes(stuck_minutes())}",
         "Liqo removes the offloading only once every remote namespace is gone"
         + (f"; still held on {', '.join(holding)}." if holding else "."),
         "Check that those peers are reachable; their remote namespaces must be deleted for the finalizer to go.",
@@ -159,14 +170,22 @@ def _missing_label(namespace: Namespace) -> Finding | None:
 
 
 def _pods_without_room(namespace: Namespace) -> Finding | None:
-    pending = list(Pod.objects.filter(namespace=namespace.name, phase="Pending").values_list("name", "reason")[:50])
-    starved = [name for name, reason in pending if "Insufficient" in reason or "Unschedulable" in reason]
+    # Only "Insufficient <resource>" is about room: an Unschedulable pod whose affinity or taints no node
+    # matches (e.g. pinned to a local node while the strategy is Remote) has another cause.
+    pending = Pod.objects.filter(namespace=namespace.name, phase="Pending", reason__contains="Insufficient")
+    starved = {
+        name: sorted(set(_INSUFFICIENT.findall(reason))) for name, reason in pending.values_list("name", "reason")[:50]
+    }
     if not starved:
         return None
+    shown = "; ".join(f"{name}: {', '.join(short)}" for name, short in sorted(starved.items())[:5])
     return Finding(
         "pods-no-room",
         f"{len(starved)} pod{'s' if len(starved) != 1 else ''} pending: no selected node has room",
-        "The scheduler found no node (local, or a selected peer's virtual node) with enough free resources.",
+        "The scheduler found no node (local, or a selected peer's virtual node) with enough free resources ("
+        + shown
+        + (", ..." if len(starved) > 5 else "")
+        + ").",
         "Select more peers, free resources, or lower the pods' requests.",
         "bad",
     )

@@ -52,4 +52,21 @@ def stats_endpoint(sandbox: Sandbox, method: str, payload: Any) -> tuple[int, An
 
 
 def peers_endpoint(sandbox: Sandbox, method: str, payload: Any) -> tuple[int, Any]:
+    """GET: the namespaces of every peer. PATCH {"cluster": id, "offloadingHealthy": bool, "namespaces":
+    [names]}: turn a peer's offloading module healthy or not, create namespaces in it directly."""
+    if method == "PATCH":
+        if not isinstance(payload, dict) or not isinstance(payload.get("cluster"), str):
+            raise ValueError('give {"cluster": "<id>", "offloadingHealthy": true|false, "namespaces": [...]}')
+        unknown = set(payload) - {"cluster", "offloadingHealthy", "namespaces"}
+        if unknown:
+            raise ValueError(f"unknown field(s) {', '.join(sorted(unknown))}")
+        healthy = payload.get("offloadingHealthy")
+        if healthy is not None and not isinstance(healthy, bool):
+            raise ValueError("offloadingHealthy must be true or false")
+        names = payload.get("namespaces") or []
+        if not isinstance(names, list) or not all(isinstance(n, str) and n for n in names):
+            raise ValueError("namespaces must be a list of names")
+        sandbox.liqo.set_peer(payload["cluster"], offloading_healthy=healthy, namespaces=names)
+    elif method != "GET":
+        return 405, {"error": "use GET or PATCH"}
     return 200, {cid: sorted(p.namespaces()) for cid, p in sandbox.liqo.peers.items()}

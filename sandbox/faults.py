@@ -2,7 +2,8 @@
 
 Faults act on Kubernetes API requests only (never on `/sandbox/...` admin endpoints) and never on the
 simulated controllers, except `peer_down`, which makes the listed provider clusters unreachable for
-the Liqo simulation.
+the Liqo simulation, and `controller_down`, which stops Liqo's NamespaceOffloading controller (the
+status and its observedGeneration freeze until it is back).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ class FaultSettings:
     conflict_rate: float = 0.0  # fraction of PUT/PATCH answered 409 Conflict
     outage: bool = False  # every API connection is dropped without an answer
     peer_down: list[str] = field(default_factory=list)  # provider cluster ids that are unreachable
+    controller_down: bool = False  # Liqo's NamespaceOffloading controller does not reconcile
     path_contains: str = ""  # restrict latency/error/timeout/conflict faults to matching paths
     # Like the API server's priority and fairness: more than this many requests in flight at once (watches
     # not counted) are answered 429 TooManyRequests with Retry-After; 0 = no limit.
@@ -73,8 +75,8 @@ class Faults:
                     value = int(value)
                     if value < 0:
                         raise ValueError("max_inflight must not be negative")
-                elif key == "outage" and not isinstance(value, bool):
-                    raise ValueError("outage must be true or false")
+                elif key in ("outage", "controller_down") and not isinstance(value, bool):
+                    raise ValueError(f"{key} must be true or false")
                 current[key] = value
             self._settings = FaultSettings(**current)
             if "seed" in changes and changes["seed"] is not None:
@@ -114,6 +116,10 @@ class Faults:
     def peer_is_down(self, cluster_id: str) -> bool:
         with self._lock:
             return cluster_id in self._settings.peer_down
+
+    def controller_is_down(self) -> bool:
+        with self._lock:
+            return self._settings.controller_down
 
     def decide(self, method: str, path: str) -> tuple[float, str | None]:
         """(latency to add, action) for one API request; action is outage|timeout|error|conflict|None."""

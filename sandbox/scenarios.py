@@ -283,15 +283,19 @@ def _apply_namespace(data: dict[str, Any], server: ApiServer) -> None:
 
 def _apply_pods(data: dict[str, Any], server: ApiServer) -> None:
     name = data["name"]
+    requests = {k: str(v) for k, v in (data.get("requests") or {}).items()}  # per pod, e.g. {cpu: 250m}
     for index in range(int(data.get("pods", 0))):
         app = data.get("app", name)
+        container: dict[str, Any] = {"name": app, "image": data.get("image", "nginx:1.27")}
+        if requests:
+            container["resources"] = {"requests": dict(requests)}
         server.create(
             PODS,
             name,
             {
                 "metadata": {"name": f"{app}-{_pod_suffix(name, index)}", "namespace": name, "labels": {"app": app}},
                 "spec": {
-                    "containers": [{"name": app, "image": data.get("image", "nginx:1.27")}],
+                    "containers": [container],
                     "restartPolicy": "Always",
                     "schedulerName": "default-scheduler",
                     "serviceAccountName": "default",

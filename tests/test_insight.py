@@ -8,7 +8,7 @@ import pytest
 from django.urls import reverse
 
 from offloading.inventory_models import Pod
-from offloading.views.insight import CENTER, RADIUS, topology
+from offloading.views.insight import CENTER, RADIAL_RADIUS, RADIUS, ring, topology
 
 from .test_pages import fleet  # noqa: F401
 
@@ -31,12 +31,28 @@ def test_the_layout_keeps_fifty_peers_on_the_circle_with_outward_labels() -> Non
 
     clusters = [Cluster(cluster_id=f"peer-{i}", offloading_status="Healthy") for i in range(50)]
     nodes = topology(clusters, {"peer-0": 10, "peer-1": 5}, {})
+    radius, _node, size = ring(50)
+    assert radius == RADIAL_RADIUS < RADIUS and 6 <= size <= 12
     for node in nodes:
         distance = ((node.x - CENTER) ** 2 + (node.y - CENTER) ** 2) ** 0.5
-        assert abs(distance - RADIUS) < 0.2
+        assert abs(distance - radius) < 0.2
         assert ((node.label_x - CENTER) ** 2 + (node.label_y - CENTER) ** 2) ** 0.5 > distance
+        # A label along its radius, never upside down, ending inside the picture even at 18 characters.
+        assert -90 <= node.rotate <= 90
+        assert radius + 9 + 6 + 18 * 0.6 * size <= CENTER
     assert nodes[0].width == 8.0 and nodes[1].width == 4.5 and nodes[2].width == 0.6
-    assert {n.anchor for n in nodes} == {"start", "end", "middle"}
+    assert {n.anchor for n in nodes} == {"start", "end"}
+    # Neighbouring labels are at least a font size apart along the circle: no overlap.
+    gap = ((nodes[0].label_x - nodes[1].label_x) ** 2 + (nodes[0].label_y - nodes[1].label_y) ** 2) ** 0.5
+    assert gap >= size
+
+
+def test_a_few_peers_keep_horizontal_labels_around_the_big_circle() -> None:
+    from offloading.models import Cluster
+
+    nodes = topology([Cluster(cluster_id=f"peer-{i}") for i in range(5)], {}, {})
+    assert ring(5)[0] == RADIUS
+    assert {n.rotate for n in nodes} == {0.0} and {n.anchor for n in nodes} == {"start", "end", "middle"}
 
 
 def test_the_cluster_page_shows_capacity_hosted_namespaces_and_pods(admin_client: Any, fleet: Any) -> None:  # noqa: F811

@@ -430,7 +430,7 @@ def test_the_change_page_and_the_namespace_page_show_the_same_cluster_rows(admin
         import re
 
         table = page[page.index("<th>Cluster</th>") :]
-        return re.findall(r"<td>(milan|naples)</td>", table[: table.index("</table>")])
+        return re.findall(r"/clusters/(?:milan|naples)/\">(milan|naples)</a></td>", table[: table.index("</table>")])
 
     assert rows(change_page) == rows(namespace_page) == ["milan", "naples"]
 

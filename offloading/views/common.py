@@ -14,6 +14,7 @@ from offloading.changes.audit import record_refused
 from offloading.changes.errors import ChangeRejected, Refusal
 from offloading.context import current_actor
 from offloading.forms import SPEC_FIELD_TO_FORM
+from offloading.liqo import constants as liqo_constants
 from offloading.models import Namespace
 
 # libyaml's emitter when PyYAML was built with it: the same text, many times faster on large selectors.
@@ -158,3 +159,11 @@ def inventory_context(namespace_name: str, since: Any = None) -> dict[str, Any]:
         "pods": pods,
         "kube_events": list(events.order_by(warning_first, "-last_time")[:50]),
     }
+
+
+def split_labels(labels: dict[str, str]) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """A virtual node's labels that tell clusters apart first; the ones every virtual node carries, folded."""
+    standard_keys = liqo_constants.VIRTUAL_NODE_STANDARD_LABELS
+    distinctive = sorted((k, v) for k, v in labels.items() if k not in standard_keys)
+    standard = sorted((k, v) for k, v in labels.items() if k in standard_keys)
+    return distinctive, standard

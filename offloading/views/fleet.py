@@ -19,7 +19,6 @@ from django_htmx.http import HttpResponseStopPolling
 from offloading.choices import ChangeState
 from offloading.diagnosis import diagnose
 from offloading.filtersets import NamespaceFilterSet
-from offloading.liqo import constants as liqo_constants
 from offloading.models import (
     ChangeRequest,
     Cluster,
@@ -29,7 +28,13 @@ from offloading.models import (
     VirtualNode,
 )
 from offloading.templatetags.offloading_extras import tone
-from offloading.views.common import HtmxHttpRequest, annotate_inventory, inventory_context, status_context
+from offloading.views.common import (
+    HtmxHttpRequest,
+    annotate_inventory,
+    inventory_context,
+    split_labels,
+    status_context,
+)
 from offloading.views.drift import open_drift
 
 CLUSTERS_PER_PAGE = 50
@@ -78,7 +83,7 @@ def virtual_nodes_cell(nodes: list[VirtualNode]) -> str:
         return format_html('<span class="muted">{}</span>', "none")
     parts = []
     for vn in nodes:
-        distinctive, standard = _split_labels(vn.labels)
+        distinctive, standard = split_labels(vn.labels)
         flags = format_html(' <span class="badge bad">{}</span>', "unhealthy") if not vn.healthy else ""
         if not vn.has_node:
             flags += format_html(' <small class="muted">{}</small>', "(no Node: labels from the VirtualNode)")
@@ -134,14 +139,6 @@ def namespace_list(request: HtmxHttpRequest) -> HttpResponse:
     context = {"filterset": filterset, "page": page, "query": query.urlencode(), "phase_counts": _phase_counts()}
     template = "offloading/_namespace_table.html" if request.htmx else "offloading/namespace_list.html"
     return render(request, template, context)
-
-
-def _split_labels(labels: dict[str, str]) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
-    """The labels that tell clusters apart first; the ones every virtual node carries, folded."""
-    standard_keys = liqo_constants.VIRTUAL_NODE_STANDARD_LABELS
-    distinctive = sorted((k, v) for k, v in labels.items() if k not in standard_keys)
-    standard = sorted((k, v) for k, v in labels.items() if k in standard_keys)
-    return distinctive, standard
 
 
 def _phase_counts() -> dict[str, int]:

@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass
 
 from django.contrib.auth.decorators import login_required
-from django.db.models import Count, Q
+from django.db.models import Case, Count, IntegerField, Q, When
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
@@ -17,10 +17,15 @@ from offloading.changes import alerts
 from offloading.changes.capacity import rooms
 from offloading.choices import ChangeState
 from offloading.inventory_models import KubeEvent, Pod
+from offloading.liqo import constants as liqo
 from offloading.models import ChangeRequest, Cluster, ClusterOffloading, Namespace, SnapshotState, VirtualNode
-from offloading.views.common import annotate_inventory
+from offloading.views.common import annotate_inventory, split_labels
 
 SIZE, CENTER, RADIUS = 640, 320, 240  # the topology picture's square, its centre, the peers' circle
+# From this many peers on, horizontal labels would collide near the top and bottom of the circle: the
+# labels run along the radius instead, around a smaller circle that leaves room for 18 characters.
+RADIAL_FROM, RADIAL_RADIUS = 13, 175
+HOSTED_SHOWN = 50  # rows of hosted namespaces on a peer's page; the namespace list filtered on it has all
 
 
 @dataclass
@@ -31,28 +36,53 @@ class PeerNode:
     label_x: float
     label_y: float
     anchor: str
+    rotate: float  # degrees: a radial label is turned to follow its radius (0: horizontal)
     namespaces: int
     pods: int
     healthy: bool
     width: float  # the edge's stroke width, by offloaded namespaces
 
 
+def unhealthy(cluster: Cluster) -> bool:
+    """A peer whose offloading module or network is down (a consumer-only peer, whose offloading module
+    is Disabled, is not unhealthy: it offers nothing to offload to)."""
+    return "Unhealthy" in (cluster.offloading_status, cluster.networking_status)
+
+
+def ring(count: int) -> tuple[float, float, float]:
+    """The peers' circle radius, their node radius and their label font size for ``count`` peers."""
+    if count < RADIAL_FROM:
+        return RADIUS, 15, 12
+    spacing = 2 * math.pi * RADIAL_RADIUS / count  # between two neighbours, along the circle
+    return RADIAL_RADIUS, 9 if count <= 60 else 6, round(max(6.0, min(12.0, 0.7 * spacing)), 1)
+
+
 def topology(clusters: list[Cluster], hosted: dict[str, int], pods: dict[str, int]) -> list[PeerNode]:
-    """The peers on a circle around the local cluster (readable at 50 peers: labels outside the circle,
-    anchored away from the centre)."""
+    """The peers on a circle around the local cluster, labels outside it: horizontal and anchored away
+    from the centre for a few peers, along their radius from RADIAL_FROM peers (readable at 50)."""
     most = max(hosted.values(), default=0) or 1
+    radius, node_radius, _size = ring(len(clusters))
+    radial = len(clusters) >= RADIAL_FROM
     nodes = []
     for i, cluster in enumerate(clusters):
         angle = 2 * math.pi * i / max(len(clusters), 1) - math.pi / 2
-        x, y = CENTER + RADIUS * math.cos(angle), CENTER + RADIUS * math.sin(angle)
-        lx, ly = CENTER + (RADIUS + 22) * math.cos(angle), CENTER + (RADIUS + 22) * math.sin(angle)
-        anchor = "start" if math.cos(angle) > 0.3 else "end" if math.cos(angle) < -0.3 else "middle"
+        cos, sin = math.cos(angle), math.sin(angle)
+        x, y = CENTER + radius * cos, CENTER + radius * sin
+        out = radius + node_radius + (6 if radial else 7)
+        lx, ly = CENTER + out * cos, CENTER + out * sin
+        if radial:  # read from the centre outwards on the right, towards it on the left (never upside down)
+            anchor = "start" if cos >= -1e-9 else "end"
+            turned = math.degrees(angle) + (0 if anchor == "start" else 180)
+            rotate = (turned + 180) % 360 - 180
+        else:
+            anchor = "start" if cos > 0.3 else "end" if cos < -0.3 else "middle"
+            rotate = 0.0
         count = hosted.get(cluster.cluster_id, 0)
-        healthy = cluster.offloading_status in ("Healthy", "") and cluster.networking_status in ("Healthy", "")
         nodes.append(
             PeerNode(
-                cluster, round(x, 1), round(y, 1), round(lx, 1), round(ly, 1), anchor, count,
-                pods.get(cluster.cluster_id, 0), healthy, round(1 + 7 * count / most, 1) if count else 0.6,
+                cluster, round(x, 1), round(y, 1), round(lx, 1), round(ly, 1), anchor, round(rotate, 1), count,
+                pods.get(cluster.cluster_id, 0), not unhealthy(cluster),
+                round(1 + 7 * count / most, 1) if count else 0.6,
             )
         )  # fmt: skip
     return nodes
@@ -85,10 +115,11 @@ def overview(request: HttpRequest) -> HttpResponse:
     context = {
         "state": SnapshotState.get(),
         "peers": topology(clusters, hosted, pods),
+        "ring": dict(zip(("radius", "node_radius", "label_size"), ring(len(clusters)), strict=True)),
         "size": SIZE,
         "center": CENTER,
-        "healthy_peers": sum(1 for c in clusters if c.offloading_status == "Healthy"),
-        "unhealthy_peers": [c for c in clusters if c.offloading_status not in ("Healthy", "")],
+        "healthy_peers": sum(1 for c in clusters if not unhealthy(c)),
+        "unhealthy_peers": [c for c in clusters if unhealthy(c)],
         "phases": sorted(phases.items()),
         "not_offloaded": Namespace.objects.filter(offloaded=False).count(),
         "troubled": troubled,
@@ -108,16 +139,20 @@ def cluster_detail(request: HttpRequest, cluster_id: str) -> HttpResponse:
     cluster = get_object_or_404(Cluster, cluster_id=cluster_id)
     nodes = list(VirtualNode.objects.filter(cluster_id=cluster_id))
     room = rooms([cluster_id])[cluster_id]
-    hosted = (
-        ClusterOffloading.objects.filter(cluster_id=cluster_id).select_related("namespace").order_by("namespace__name")
-    )
+    hosted = ClusterOffloading.objects.filter(cluster_id=cluster_id).select_related("namespace")
+    # What is wrong first: a peer can host hundreds of namespaces, most of them fine.
+    troubled_first = hosted.annotate(
+        fine=Case(When(state=liqo.REASON_NAMESPACE_CREATED, then=1), default=0, output_field=IntegerField())
+    ).order_by("fine", "namespace__name")
     running = Pod.objects.filter(cluster_id=cluster_id)
     context = {
         "cluster": cluster,
-        "nodes": nodes,
+        "nodes": [(node, *split_labels(node.labels or {})) for node in nodes],
         "room": room,
-        "hosted": hosted[:500],
+        "hosted": troubled_first[:HOSTED_SHOWN],
+        "hosted_total": hosted.count(),
         "hosted_selected": hosted.filter(selected=True).count(),
+        "hosted_states": sorted(hosted.values_list("state").annotate(n=Count("id")).order_by()),
         "pods": running.order_by("namespace", "name")[:300],
         "pending": running.filter(~Q(phase="Running")).count(),
         **tenant_side(cluster),

@@ -27,6 +27,8 @@ class OffloadingController:
         self._selections = SelectionCache(ctx)
 
     def reconcile(self, namespace: str) -> float | None:
+        if self.ctx.faults.controller_is_down():
+            return None  # the controller manager is not running; the simulation re-enqueues when it is back
         nsoff = self.ctx.store.get(NAMESPACE_OFFLOADINGS, namespace, c.OFFLOADING_NAME)
         if nsoff is None:
             return None

@@ -3,23 +3,23 @@
 Where a pod may run comes from `offloading.liqo`: the pod as Liqo's mutating webhook leaves it
 (`mutate_pod`: the virtual-node toleration and the imposed node affinity, in namespaces with the
 scheduling label) and Kubernetes node-selector matching (`selectors.match.matches`). The sandbox adds
-only what a real cluster adds: taints, and virtual nodes run pods once the remote namespace is ready."""
+only what a real cluster adds: taints, room (`scheduling.py`), and virtual nodes run pods once the remote
+namespace is ready. A pod no node can take stays Pending with the scheduler's PodScheduled=False
+condition (reason Unschedulable, "0/5 nodes are available: 4 Insufficient cpu, ...")."""
 
 from __future__ import annotations
 
 import hashlib
+from decimal import Decimal
 from typing import Any
 
 from offloading.liqo import constants as c
-from offloading.liqo.selectors.match import matches
-from offloading.liqo.selectors.requirements import SelectorError
 from offloading.liqo.webhook import MutationError, mutate_pod
 from sandbox.apicommon import now_iso
 from sandbox.kinds import NAMESPACE_OFFLOADINGS, NAMESPACES, NODES, PODS
 from sandbox.liqo.context import LiqoContext, is_virtual_node
+from sandbox.liqo.scheduling import RESOURCES, misfit, requests, unschedulable_message
 from sandbox.store import Obj, clone
-
-_BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
 
 
 class PodController:
@@ -39,11 +39,18 @@ class PodController:
         nsoff = store.get(NAMESPACE_OFFLOADINGS, namespace, c.OFFLOADING_NAME)
         webhook_spec = self._webhook_spec(namespace, nsoff)
         nodes = self._nodes(_ready_clusters(nsoff))
+        used = self._used()
         for pod in pending:
-            candidates = [name for name, node in nodes.items() if _fits(_as_admitted(pod, webhook_spec), node)]
+            admitted = _as_admitted(pod, webhook_spec)
+            why = {name: misfit(admitted, node, used.get(name)) for name, node in nodes.items()}
+            candidates = [name for name, reason in why.items() if reason is None]
             if not candidates:
+                self._unschedulable(pod, [reason for reason in why.values() if reason])
                 continue
             node_name = candidates[_digest(pod) % len(candidates)]
+            room = used.setdefault(node_name, dict.fromkeys(RESOURCES, Decimal(0)))
+            for resource, amount in requests(pod).items():
+                room[resource] += amount
             body = clone(pod)
             body["spec"]["nodeName"] = node_name
             on_virtual = is_virtual_node(nodes[node_name])
@@ -54,6 +61,45 @@ class PodController:
             fresh["status"] = running_pod_status(fresh, on_virtual)
             server.update(PODS, namespace, pod["metadata"]["name"], fresh, manager="kubelet", subresource="status")
         return None
+
+    def _used(self) -> dict[str, dict[str, Decimal]]:
+        """What the pods bound to each node request, by node name."""
+        used: dict[str, dict[str, Decimal]] = {}
+        for pod in self.ctx.store.items(PODS):
+            node = (pod.get("spec") or {}).get("nodeName")
+            if node and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
+                room = used.setdefault(node, dict.fromkeys(RESOURCES, Decimal(0)))
+                for resource, amount in requests(pod).items():
+                    room[resource] += amount
+        return used
+
+    def _unschedulable(self, pod: Obj, reasons: list[str]) -> None:
+        """Record why no node takes the pod, as kube-scheduler does (only when that changed)."""
+        message = unschedulable_message(reasons)
+        status = pod.get("status") or {}
+        if any(
+            cd.get("type") == "PodScheduled" and cd.get("message") == message for cd in status.get("conditions") or []
+        ):
+            return
+        body = clone(pod)
+        body["status"] = {
+            "phase": "Pending",
+            "qosClass": status.get("qosClass", "BestEffort"),
+            "conditions": [
+                {
+                    "type": "PodScheduled",
+                    "status": "False",
+                    "reason": "Unschedulable",
+                    "message": message,
+                    "lastProbeTime": None,
+                    "lastTransitionTime": now_iso(),
+                }
+            ],
+        }
+        meta = pod["metadata"]
+        self.ctx.server.update(
+            PODS, meta["namespace"], meta["name"], body, manager="kube-scheduler", subresource="status"
+        )
 
     def _webhook_spec(self, namespace: str, nsoff: Obj | None) -> dict[str, Any] | None:
         """The NamespaceOffloading spec Liqo's pod webhook applies, or None where it does not act
@@ -85,37 +131,6 @@ def _as_admitted(pod: Obj, webhook_spec: dict[str, Any] | None) -> Obj:
         return mutate_pod(webhook_spec, pod)
     except MutationError:
         return pod
-
-
-def _tolerates(tolerations: list[dict[str, Any]], taint: dict[str, Any]) -> bool:
-    for tol in tolerations:
-        if tol.get("effect") and tol.get("effect") != taint.get("effect"):
-            continue
-        if tol.get("operator") == "Exists":
-            if not tol.get("key") or tol.get("key") == taint.get("key"):
-                return True
-        elif tol.get("key") == taint.get("key") and (tol.get("value") or "") == (taint.get("value") or ""):
-            return True
-    return False
-
-
-def _fits(pod: Obj, node: Obj) -> bool:
-    """Kubernetes' scheduling predicates the demo needs: taints and the required node affinity."""
-    spec = pod.get("spec") or {}
-    tolerations = spec.get("tolerations") or []
-    for taint in (node.get("spec") or {}).get("taints") or []:
-        if taint.get("effect") in _BLOCKING_EFFECTS and not _tolerates(tolerations, taint):
-            return False
-    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
-        "requiredDuringSchedulingIgnoredDuringExecution"
-    )
-    if required is None:
-        return True
-    meta = node["metadata"]
-    try:
-        return matches(required, meta.get("labels") or {}, {"metadata.name": meta["name"]})
-    except SelectorError:
-        return False
 
 
 def _ready_clusters(nsoff: Obj | None) -> set[str]:

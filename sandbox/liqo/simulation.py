@@ -36,6 +36,7 @@ class LiqoSimulation(LiqoContext):
     ) -> None:
         super().__init__(server, controller, faults, local_cluster_id, controller_delay)
         self._down: set[str] = set()
+        self._controller_down = False
         admission.install(server)
         self.store.add_listener(self.on_change)
         faults.add_listener(self.on_faults)
@@ -51,6 +52,21 @@ class LiqoSimulation(LiqoContext):
 
     def virtual_node_status(self, peer: Peer, up: bool = True) -> dict[str, Any]:
         return virtual_node_status(peer, up)
+
+    def set_peer(
+        self, cluster_id: str, *, offloading_healthy: bool | None = None, namespaces: list[str] | tuple[str, ...] = ()
+    ) -> None:
+        """Turn a peer's offloading module healthy or not (its ForeignCluster, VirtualNode and Node follow);
+        create namespaces directly in it (e.g. to take the name a remote namespace needs)."""
+        peer = self.peers.get(cluster_id)
+        if peer is None:
+            raise ValueError(f"no peer {cluster_id!r}; peers: {', '.join(sorted(self.peers))}")
+        for name in namespaces:
+            if name not in peer.namespaces():
+                peer.add_namespace(name)
+        if offloading_healthy is not None and offloading_healthy != peer.offloading_healthy:
+            peer.offloading_healthy = offloading_healthy
+            self.enqueue(q.PEER, cluster_id, 0.0)
 
     def on_change(self, kind: Kind, event: str, obj: Obj, prev: Obj | None) -> None:
         meta = obj.get("metadata") or {}
@@ -101,6 +117,9 @@ class LiqoSimulation(LiqoContext):
                 self.enqueue(q.OFFLOADING, ns)
 
     def on_faults(self, settings: FaultSettings) -> None:
+        if self._controller_down and not settings.controller_down:
+            self.enqueue_all_offloadings(0.0)  # back up: it resyncs every NamespaceOffloading
+        self._controller_down = settings.controller_down
         down = set(settings.peer_down)
         changed = down ^ self._down
         self._down = down

@@ -235,3 +235,46 @@ def test_state_survives_a_restart(tmp_path: Path) -> None:
         assert "alpha-rome" in sb.remote_namespaces("milan")
         assert sb.store.revision >= revision
         assert sb.store.get(NAMESPACE_OFFLOADINGS, "web-frontend", "offloading") is None
+
+
+def test_controller_down_freezes_the_status_until_it_is_back(kube: Clients) -> None:
+    kube.create_nsoff("alpha", {"clusterSelector": selector([expr("liqo.io/provider", "In", "eks")])})
+    kube.sb.wait_idle(10)
+    code, body = http(kube.sb.url + "/sandbox/faults", "PATCH", {"controller_down": True})
+    assert code == 200 and body["controller_down"] is True
+    kube.custom.patch_namespaced_custom_object(
+        GROUP, VERSION, "alpha", NSOFF, "offloading", {"spec": {"podOffloadingStrategy": "Remote"}}
+    )
+    kube.create_nsoff("beta")
+    kube.sb.wait_idle(10)
+    alpha = kube.get_nsoff("alpha")
+    assert (alpha["metadata"]["generation"], alpha["status"]["observedGeneration"]) == (2, 1)
+    assert "status" not in kube.get_nsoff("beta") and not kube.get_nsoff("beta")["metadata"].get("finalizers")
+    assert http(kube.sb.url + "/sandbox/faults", "PATCH", {"controller_down": "yes"})[0] == 400
+    kube.sb.faults.set(controller_down=False)
+    kube.sb.wait_idle(10)
+    assert kube.get_nsoff("alpha")["status"]["observedGeneration"] == 2
+    assert kube.get_nsoff("beta")["status"]["offloadingPhase"] == "Ready"
+
+
+def test_peers_over_http_take_a_name_and_turn_the_offloading_module_unhealthy(kube: Clients) -> None:
+    url = kube.sb.url + "/sandbox/peers"
+    code, body = http(url, "PATCH", {"cluster": "milan", "namespaces": ["alpha-rome"], "offloadingHealthy": False})
+    assert code == 200 and "alpha-rome" in body["milan"]
+    kube.sb.wait_idle(10)
+    fc = kube.custom.get_cluster_custom_object("core.liqo.io", "v1beta1", "foreignclusters", "milan")
+    assert {c["status"] for c in fc["status"]["modules"]["offloading"]["conditions"]} == {"NotReady"}
+    kube.create_nsoff("alpha", {"clusterSelector": selector([expr("liqo.io/provider", "In", "eks")])})
+    kube.sb.wait_idle(10)
+    obj = kube.get_nsoff("alpha")
+    assert obj["status"]["offloadingPhase"] == "AllFailed"
+    assert obj["status"]["remoteNamespacesConditions"]["milan"][1]["reason"] == "CreationLoopBackOff"
+    assert http(url, "PATCH", {"cluster": "milan", "offloadingHealthy": True})[0] == 200
+    kube.sb.wait_idle(10)
+    fc = kube.custom.get_cluster_custom_object("core.liqo.io", "v1beta1", "foreignclusters", "milan")
+    assert {c["status"] for c in fc["status"]["modules"]["offloading"]["conditions"]} == {"Ready"}
+    for bad in ({"cluster": "nowhere"}, {"cluster": "milan", "offloadingHealthy": "no"}, {"namespaces": ["x"]},
+                {"cluster": "milan", "surprise": 1}, {"cluster": "milan", "namespaces": "x"}):  # fmt: skip
+        code, body = http(url, "PATCH", bad)
+        assert code == 400 and body["error"], bad
+    assert http(url, "DELETE")[0] == 405

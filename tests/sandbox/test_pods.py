@@ -103,3 +103,27 @@ def test_a_pod_that_fits_no_node_stays_pending(kube: Clients) -> None:
     kube.sb.wait_idle(10)
     pod = kube.core.read_namespaced_pod("local-only", "alpha")
     assert pod.spec.node_name is None  # Remote imposes liqo.io/type In (virtual-node): no node satisfies both
+
+
+def test_a_pod_no_node_has_room_for_is_unschedulable_with_the_schedulers_message(kube: Clients) -> None:
+    kube.create_nsoff("alpha", {"podOffloadingStrategy": "Remote", "clusterSelector": EU_SOUTH})  # milan: 32 CPU
+    kube.sb.wait_idle(10)
+
+    def pod(name: str, cpu: str) -> dict[str, Any]:
+        return {"metadata": {"name": name}, "spec": {"containers": [
+            {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}]}}  # fmt: skip
+
+    kube.core.create_namespaced_pod("alpha", pod("first", "20"))
+    kube.sb.wait_idle(10)
+    assert kube.core.read_namespaced_pod("first", "alpha").spec.node_name == "milan"
+    kube.core.create_namespaced_pod("alpha", pod("second", "20000m"))  # 20 + 20 > 32: no room left
+    kube.sb.wait_idle(10)
+    second = kube.core.read_namespaced_pod("second", "alpha")
+    assert second.spec.node_name is None and second.status.phase == "Pending"
+    (scheduled,) = second.status.conditions
+    assert (scheduled.type, scheduled.status, scheduled.reason) == ("PodScheduled", "False", "Unschedulable")
+    assert scheduled.message.startswith("0/3 nodes are available: 1 Insufficient cpu, ")
+    assert "didn't match Pod's node affinity/selector" in scheduled.message  # rome-worker-1: Remote strategy
+    kube.core.create_namespaced_pod("alpha", pod("small", "8"))
+    kube.sb.wait_idle(10)
+    assert kube.core.read_namespaced_pod("small", "alpha").spec.node_name == "milan", "12 CPU are still free"
