@@ -561,15 +561,16 @@ def test_a_refresh_that_listed_before_an_apply_does_not_report_it_as_drift(
     refresh()  # past the first refresh, which only learns the state
     # Recorded only: the test transaction never commits, so nothing is enqueued.
     change = request_offload("shop", _spec(0), ALICE)
-    list_offloadings = kube.list_offloadings
+    list_pages = kube.list_pages
 
-    def list_then_apply() -> Any:
-        listed = list_offloadings()
-        # A worker applies the change after this refresh listed the offloadings, before it stores them.
-        assert apply_change(change.pk) == ChangeState.APPLIED
-        return listed
+    def list_then_apply(kind: str, page_size: int | None = None) -> Any:
+        pages = list(list_pages(kind, page_size))
+        if kind == "namespaceoffloadings":
+            # A worker applies the change after this refresh listed the offloadings, before it stores them.
+            assert apply_change(change.pk) == ChangeState.APPLIED
+        yield from pages
 
-    monkeypatch.setattr(kube, "list_offloadings", list_then_apply)
+    monkeypatch.setattr(kube, "list_pages", list_then_apply)
     report = refresh()
     monkeypatch.undo()
     assert report.ok and report.drift == 0, report
