@@ -51,6 +51,17 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def use_broker(app: Any, conf: dict[str, Any]) -> dict[str, Any]:
+    """Point this process's Celery app at another broker (``conf``: task_always_eager, broker_url) and
+    drop its connection and producer pools, which would otherwise keep publishing to the previous one
+    (retrying a Redis that is gone). Returns the settings it replaced."""
+    saved = {key: app.conf[key] for key in conf}
+    app.conf.update(conf)
+    app.close()
+    app.amqp._producer_pool = None
+    return saved
+
+
 def _wait(predicate: Callable[[], Any], timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
@@ -137,10 +148,7 @@ def measure(
         pipeline = _Pipeline(var_dir, kubeconfig)
         pipeline.env["DATABASE_URL"] = os.environ["DATABASE_URL"]
         pipeline.env["LIQO_DASH_VAR_DIR"] = str(var_dir)
-        saved = {"task_always_eager": app.conf.task_always_eager, "broker_url": app.conf.broker_url}
-        app.conf.task_always_eager = False
-        app.conf.broker_url = pipeline.redis_url
-        app.close()  # the producer pool still holds connections to the previous broker
+        saved = use_broker(app, {"task_always_eager": False, "broker_url": pipeline.redis_url})
         api = config.new_client_from_config(config_file=str(kubeconfig))
         core, custom = client.CoreV1Api(api), client.CustomObjectsApi(api)
         try:
@@ -155,8 +163,7 @@ def measure(
             sandbox.faults.clear()
             pipeline.stop()
             api.close()
-            app.conf.update(saved)
-            app.close()
+            use_broker(app, saved)
             kube.reset_client()
     return results
 

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.harness import ROOT
-from bench.recovery import _Pipeline, _wait
+from bench.recovery import _Pipeline, _wait, use_broker
 
 LATENCY_S = 0.05
 SPEC = {"namespaceMappingStrategy": "DefaultName", "podOffloadingStrategy": "LocalAndRemote"}
@@ -214,7 +214,7 @@ def measure(var_dir: Path, size: int, log: Callable[[str], None], max_inflight: 
     pipeline.env.update(
         {"DATABASE_URL": os.environ["DATABASE_URL"], "LIQO_DASH_VAR_DIR": str(var_dir), "KUBE_REQUEST_TIMEOUT": "10"}
     )
-    saved = {"task_always_eager": app.conf.task_always_eager, "broker_url": app.conf.broker_url}
+    saved: dict[str, Any] | None = None
     saved_dash = settings.LIQO_DASH
     try:
         settings.LIQO_DASH = {
@@ -236,9 +236,7 @@ def measure(var_dir: Path, size: int, log: Callable[[str], None], max_inflight: 
         api.close()
         if not refresh().ok:
             raise RuntimeError("the snapshot could not be refreshed from the throughput sandbox")
-        app.conf.task_always_eager = False
-        app.conf.broker_url = pipeline.redis_url
-        app.close()  # the producer pool still holds connections to the previous broker
+        saved = use_broker(app, {"task_always_eager": False, "broker_url": pipeline.redis_url})
         pipeline.start()
         sandbox.admin("faults", "PUT", {"latency": LATENCY_S, "max_inflight": max_inflight})
         log(f"throughput: kubectl apply of {size} NamespaceOffloadings ({LATENCY_S * 1000:.0f} ms latency)")
@@ -285,7 +283,7 @@ def measure(var_dir: Path, size: int, log: Callable[[str], None], max_inflight: 
     finally:
         pipeline.stop()
         sandbox.stop()
-        app.conf.update(saved)
-        app.close()
+        if saved is not None:
+            use_broker(app, saved)
         settings.LIQO_DASH = saved_dash
         kube.reset_client()
