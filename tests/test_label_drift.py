@@ -4,6 +4,7 @@ pods remotely); the dashboard's own labelling is not."""
 from __future__ import annotations
 
 import subprocess
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -77,6 +78,26 @@ def test_removing_the_label_liqo_keeps_is_drift_and_liqos_own_removal_is_not() -
     assert record_label_drift(old, stripped, offloaded)
     event = AuditEvent.objects.get()
     assert event.user_name == "kubectl-label" and "removed outside liqo-dash" in event.message
+
+
+def test_a_removal_while_one_of_our_changes_is_in_motion_is_liqos_upkeep() -> None:
+    """Edits racing through Local and back: the namespace can be seen without the label while the
+    offloading (read a moment later) already wants it again. Not drift while our change is recent."""
+    from django.utils import timezone
+
+    from offloading.changes.drift import record_label_drift
+    from offloading.choices import ChangeAction, ChangeState
+    from offloading.models import ChangeRequest, Namespace
+
+    old = Namespace.objects.create(name="shop", labels={SCHEDULING_LABEL: "true"})
+    stripped = {"metadata": {"name": "shop", "labels": {}}}
+    offloaded = {"metadata": {"name": "offloading"}, "spec": {"podOffloadingStrategy": "Remote"}}
+    change = ChangeRequest.objects.create(
+        namespace="shop", action=ChangeAction.UPDATE, state=ChangeState.APPLIED, requester_name="alice", source="web"
+    )
+    assert not record_label_drift(old, stripped, offloaded)
+    ChangeRequest.objects.filter(pk=change.pk).update(updated_at=timezone.now() - timedelta(minutes=5))
+    assert record_label_drift(old, stripped, offloaded)  # long after our change: someone removed it
 
 
 def test_the_watchers_namespace_events_record_label_drift_too(sandbox: Any) -> None:

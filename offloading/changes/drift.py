@@ -84,6 +84,16 @@ def record_drift(old: Namespace | None, obj: dict[str, Any] | None, now: Any) ->
     return True
 
 
+LABEL_SETTLE_SECONDS = 60  # how long after one of our changes a removed scheduling label is Liqo's upkeep
+
+
+def _change_in_motion(namespace: str) -> bool:
+    recent = timezone.now() - timedelta(seconds=LABEL_SETTLE_SECONDS)
+    return ChangeRequest.objects.filter(
+        Q(state__in=ChangeState.pending()) | Q(updated_at__gte=recent), namespace=namespace
+    ).exists()
+
+
 def record_label_drift(
     old: Namespace | None, namespace_obj: dict[str, Any], offloading: dict[str, Any] | None = None
 ) -> bool:
@@ -99,6 +109,11 @@ def record_label_drift(
         return False
     if after is None and not _liqo_wants_the_label(offloading):
         return False  # Liqo removes it itself when the offloading goes away or turns Local
+    if after is None and _change_in_motion(old.name):
+        # A removal says nothing of who removed it; while a change of ours to this namespace is in
+        # flight or just finished, Liqo's controller is following it (a strategy that went Local and
+        # back can be seen half-way: the namespace listed before the offloading moved again).
+        return False
     actor = _label_writer(namespace_obj, liqo.SCHEDULING_LABEL, removed=after is None)
     if actor in (settings.LIQO_DASH["FIELD_MANAGER"], liqo.CONTROLLER_MANAGER):
         return False  # ours, or Liqo's controller keeping the label in line with the pod strategy

@@ -17,7 +17,7 @@ from django.db import transaction
 from offloading.changes.drift import record_drift, record_label_drift
 from offloading.changes.rows import NOT_OFFLOADED, parse_time, replace_offloading_rows
 from offloading.liqo import constants as liqo
-from offloading.liqo.spec import local_cluster_id_from
+from offloading.liqo.spec import FIELD_POD, apply_defaults, local_cluster_id_from
 from offloading.models import Namespace, SnapshotState
 
 # Offloadings per LIST page: each carries two conditions per peer (about 300 bytes), so a page is kept
@@ -47,6 +47,9 @@ class NamespaceRefresh:
         self.settled: set[str] = set()  # namespaces whose offloading (or its absence) was handled
         # Labels before this refresh rewrote them, for label drift (decided once the offloading is known).
         self.previous_labels: dict[str, dict[str, str]] = {}
+        # Rows written after this refresh began (an apply of ours, or the watcher), as read before this
+        # refresh rewrote their labels: their offloading is left to the next refresh.
+        self.fresher: set[str] = set()
         self.offloadings = self.changed = self.drift = 0
         self.local_cluster_id = ""
 
@@ -59,6 +62,8 @@ class NamespaceRefresh:
             name = meta.get("name", "")
             self.items[name] = item
             old = existing.get(name)
+            if old is not None and old.refreshed_at is not None and old.refreshed_at > self.now:
+                self.fresher.add(name)
             row = Namespace(
                 name=name,
                 labels=meta.get("labels") or {},
@@ -120,7 +125,7 @@ class NamespaceRefresh:
         changed: dict[str, dict[str, Any] | None] = {}
         for old in _in_order(rows, observed):
             obj = observed[old.name]
-            if old.refreshed_at is not None and old.refreshed_at > self.now:
+            if old.name in self.fresher or (old.refreshed_at is not None and old.refreshed_at > self.now):
                 # Why: an apply of ours (or the watcher) wrote this namespace after our LISTs began, so the
                 # LIST may predate that write: comparing would record our own change as drift and put
                 # the old state back. The next refresh looks at it again.
@@ -132,11 +137,21 @@ class NamespaceRefresh:
                 self.drift += 1
             if old.name in self.previous_labels:
                 old.labels = self.previous_labels[old.name]  # as it was before this refresh
-            if not self.baseline and record_label_drift(old, self.items[old.name], obj):
+            # The namespace was listed before this page of offloadings: while the pod strategy moved in
+            # between, Liqo's own label upkeep is in motion and the pair proves nothing (the next refresh,
+            # or the watcher, judges the label on a consistent pair).
+            consistent = _pod_strategy(old.offloading_spec if old.offloaded else None) == _pod_strategy(
+                (obj or {}).get("spec") if obj else None
+            )
+            if not self.baseline and consistent and record_label_drift(old, self.items[old.name], obj):
                 self.drift += 1
         self.changed += len(changed)
         # The first refresh only learns the state: it has no transitions to report.
         replace_offloading_rows(changed, self.now, history=not self.baseline)
+
+
+def _pod_strategy(spec: dict[str, Any] | None) -> str | None:
+    return None if spec is None else apply_defaults(spec).get(FIELD_POD)
 
 
 def _in_order(rows: Iterable[Namespace], observed: dict[str, Any]) -> list[Namespace]:
