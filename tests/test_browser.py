@@ -59,6 +59,12 @@ def login(page: Any, live_server: Any) -> None:
     page.wait_for_url(f"{live_server.url}/namespaces/")
 
 
+def htmx_idle(page: Any) -> None:
+    """Wait until no htmx request is in flight (htmx marks the element that sent one with
+    ``htmx-request`` until its response is swapped in)."""
+    page.wait_for_function("() => !document.querySelector('.htmx-request')")
+
+
 def test_live_preview_follows_the_selector_and_submit_records_a_change(
     browser_page: Any,
     live_server: Any,

@@ -254,6 +254,23 @@ def test_a_bulk_offload_that_loses_nothing_needs_no_confirmation(admin_client: A
     assert admin_client.post(reverse("offloading:bulk"), form).status_code == 302
 
 
+def test_a_late_bulk_preview_keeps_a_typed_count_only_while_it_still_matches(admin_client: Any, fleet: Any) -> None:
+    Namespace.objects.filter(name="shop").update(labels={"env": "prod"})
+    form = {"action": "unoffload", "namespace_selector": "env=prod", "namespace_mapping_strategy": "DefaultName",
+            "pod_offloading_strategy": "LocalAndRemote"}  # fmt: skip
+
+    def box(typed: str) -> str:
+        body = admin_client.post(reverse("offloading:bulk_preview"), {**form, "confirm_count": typed}).content.decode()
+        tag = re.search(r'<input[^>]*name="confirm_count"[^>]*>', body)
+        assert tag, body
+        found = re.search(r'value="([^"]*)"', tag.group(0))
+        return found.group(1) if found else ""
+
+    assert box("1") == "1"  # the admin's confirmation survives a preview that lands after it
+    assert box("2") == ""  # a count that is not the number of namespaces does not
+    assert box("") == ""
+
+
 def test_bulk_rejects_an_empty_or_invalid_selector_on_the_field(admin_client: Any, fleet: Any) -> None:
     for selector in ("", "team in (pay"):
         response = admin_client.post(

@@ -82,6 +82,14 @@ def _plan_context(plan: Any) -> dict[str, Any]:
     }
 
 
+def _kept_count(form: BulkForm, plan: Any) -> str:
+    """What the admin typed in the confirmation box, when it still is the number of namespaces: a
+    preview that lands after the box was filled in (a late change event) must not wipe it, and a
+    count that no longer matches must not survive a preview that changed the number."""
+    typed = str(form.data.get("confirm_count") or "").strip()
+    return typed if typed == str(len(plan.changes)) else ""
+
+
 def _confirmed(form: BulkForm, plan: Any, impact: BulkImpact) -> bool:
     if not impact.needs_confirmation:
         return True
@@ -108,7 +116,7 @@ def bulk_preview(request: HttpRequest) -> HttpResponse:
     if form.is_valid():
         plan = _bulk_call(form, plan_bulk)
         if plan is not None:
-            context.update(_plan_context(plan))
+            context.update(_plan_context(plan), confirm_typed=_kept_count(form, plan))
     return render(request, "offloading/_bulk_preview.html", context)
 
 
