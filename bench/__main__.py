@@ -54,6 +54,10 @@ def main(argv: list[str] | None = None) -> int:
         help="skip the informer-style sync run (watcher process on the biggest fleet)",
     )  # fmt: skip
     parser.add_argument(
+        "--no-pods", dest="pods", action="store_false",
+        help="skip the pods run (2 pods in every namespace of the biggest fleet, followed by the watcher)",
+    )  # fmt: skip
+    parser.add_argument(
         "--no-throughput", dest="throughput", action="store_false",
         help="skip the bulk against kubectl apply run (and the worker's memory and the list against kubectl get)",
     )  # fmt: skip
@@ -95,6 +99,14 @@ def main(argv: list[str] | None = None) -> int:
             synced = sync.measure(
                 namespaces, clusters, var_dir, steady_s, samples, log, bulk=100 if args.quick else 1000
             )
+        followed: dict[str, object] = {}
+        if args.pods:
+            from bench import pods
+
+            namespaces, clusters = fleets[-1]
+            followed = pods.measure(
+                namespaces, clusters, 2, 20 if args.quick else 100, var_dir, log, steady_s=20.0 if args.quick else 60.0
+            )
         moved = None
         if args.throughput:
             from bench import throughput
@@ -133,6 +145,9 @@ def main(argv: list[str] | None = None) -> int:
         if synced:
             print()
             print("\n".join(sync.lines(synced)))
+        if followed:
+            print()
+            print("\n".join(pods.lines(followed)))
         if moved is not None:
             print()
             print("\n".join(moved.lines()))
@@ -143,6 +158,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.json:
             summary = report.summary(results, elapsed)
             summary.update(figures)
+            summary["pods"] = followed
             summary["recovery"] = (
                 [{**item.__dict__, "meets_goal": item.meets, "goal_s": recovery.GOAL_S} for item in recovered]
                 if recovered

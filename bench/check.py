@@ -18,10 +18,14 @@ SCALARS = (
     "api_list_vs_kubectl_ratio",
 )
 PER_PAGE = ("page_p50_ratio", "cold_page_ms")
+PODS = ("pods_steady_bytes_per_min", "pod_visible_p95_s", "foreign_pod_event_bytes", "pods_followed")
 
 
 def missing(figures: dict[str, object]) -> list[str]:
     found = [key for key in SCALARS if not isinstance(figures.get(key), int | float)]
+    followed = figures.get("pods")
+    if isinstance(followed, dict) and followed:  # the pods run is on unless --no-pods
+        found += [f"pods[{key}]" for key in PODS if not isinstance(followed.get(key), int | float)]
     for key in PER_PAGE:
         pages = figures.get(key)
         if not isinstance(pages, dict) or not pages:

@@ -68,6 +68,12 @@ class Fleet:
     kubeconfig: Path | None = None
     startup_s: float = 0.0
     _client: Any = None
+    pods: int = 0  # demo pods in every namespace (bench/pods.py)
+
+    @property
+    def service_kubeconfig(self) -> Path:
+        """A kubeconfig as the dashboard's own identity (the sandbox counts bytes per identity)."""
+        return self.var_dir / f"fleet-{self.namespaces}x{self.clusters}.service.kubeconfig"
 
     @property
     def label(self) -> str:
@@ -84,12 +90,15 @@ class Fleet:
 
         # The sandbox generates it (same seed); @F is the fraction of namespaces offloaded.
         scenario = f"generated:{self.namespaces}x{self.clusters}@{offloaded_fraction(self.namespaces)}"
+        if self.pods:
+            scenario += f"+{self.pods}"
         self.kubeconfig = self.var_dir / f"{name}.kubeconfig"
         out = self.var_dir / f"{name}.log"
         with open(out, "wb") as log:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "sandbox", "serve", "--port", "0", "--scenario", str(scenario),
-                 "--kubeconfig", str(self.kubeconfig), "--controller-delay", str(FROZEN)],
+                 "--kubeconfig", str(self.kubeconfig), "--service-kubeconfig", str(self.service_kubeconfig),
+                 "--controller-delay", str(FROZEN)],
                 cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
             )  # fmt: skip
         deadline = time.monotonic() + SANDBOX_START_TIMEOUT

@@ -57,10 +57,10 @@ def _wait(predicate: Any, timeout: float, what: str, interval: float = 0.01) -> 
 class Watcher:
     """``manage.py watch_cluster`` against the fleet, in its own process."""
 
-    def __init__(self, fleet: harness.Fleet, var_dir: Path) -> None:
+    def __init__(self, fleet: harness.Fleet, var_dir: Path, kubeconfig: Path | None = None) -> None:
         env = dict(
             os.environ,
-            KUBECONFIG=str(fleet.kubeconfig),
+            KUBECONFIG=str(kubeconfig or fleet.kubeconfig),
             KUBE_CONFIG_MODE="kubeconfig",
             LIQO_DASH_LEADER_ELECTION="false",
         )

@@ -37,10 +37,11 @@ def builtin_names() -> list[str]:
 def load(scenario: str | Path | dict[str, Any]) -> dict[str, Any]:
     if isinstance(scenario, dict):
         return clone(scenario)
-    generated = re.fullmatch(r"generated:(\d+)x(\d+)(?:@(0(?:\.\d+)?|1(?:\.0*)?))?", str(scenario))
-    if generated:  # a generated fleet without a YAML file to parse: generated:10000x200 (@0.6: 60 % offloaded)
+    generated = re.fullmatch(r"generated:(\d+)x(\d+)(?:@(0(?:\.\d+)?|1(?:\.0*)?))?(?:\+(\d+))?", str(scenario))
+    if generated:  # a generated fleet without a YAML file: generated:10000x200 (@0.6: 60 % offloaded; +2: 2 pods each)
         fraction = float(generated.group(3)) if generated.group(3) else 0.1
-        return generate(int(generated.group(1)), int(generated.group(2)), offloaded=fraction)
+        pods = int(generated.group(4) or 0)
+        return generate(int(generated.group(1)), int(generated.group(2)), offloaded=fraction, pods=pods)
     path = Path(scenario)
     if not path.exists() and (BUILTIN_DIR / f"{scenario}.yaml").exists():
         path = BUILTIN_DIR / f"{scenario}.yaml"
@@ -319,10 +320,11 @@ ENVS = ("prod", "staging", "dev", "test")
 
 
 def generate(
-    namespaces: int, clusters: int, *, offloaded: float = 0.1, seed: int = 42, local_id: str = "rome"
+    namespaces: int, clusters: int, *, offloaded: float = 0.1, pods: int = 0, seed: int = 42, local_id: str = "rome"
 ) -> dict[str, Any]:
     """A large fleet: `clusters` peers over a few regions and providers, `namespaces` namespaces of which a
-    fraction is offloaded with region / provider selectors (and a few with no selector)."""
+    fraction is offloaded with region / provider selectors (and a few with no selector); with `pods`, that
+    many small pods in every namespace, and local workers enough to run those that stay local."""
     rnd = random.Random(seed)
     peers = []
     for i in range(clusters):
@@ -340,10 +342,15 @@ def generate(
                 **({"storageClasses": ["standard"]} if i % 3 else {}),
             }
         )
+    # Workers for the pods: about 100 a node, as a cluster of that size would have.
+    workers = max(3, 1 + namespaces * pods // 100)
+    worker = {"capacity": {"cpu": "32", "memory": "128Gi", "pods": "110"}} if pods else {}
     items = []
     for i in range(namespaces):
         team, env = TEAMS[i % len(TEAMS)], ENVS[(i // len(TEAMS)) % len(ENVS)]
         ns: dict[str, Any] = {"name": f"{team}-{env}-{i:05d}", "labels": {"team": team, "env": env}}
+        if pods:
+            ns.update(pods=pods, app=team, requests={"cpu": "50m", "memory": "64Mi"})
         if rnd.random() < offloaded:
             roll = rnd.random()
             if roll < 0.6:
@@ -367,7 +374,7 @@ def generate(
         "description": f"Generated fleet: {namespaces} namespaces, {clusters} peers (seed {seed})",
         "localCluster": {"id": local_id, "labels": {c.CLUSTER_PROVIDER_LABEL: "kubeadm"}},
         "localNodes": [{"name": f"{local_id}-control-plane", "roles": ["control-plane"]}]
-        + [{"name": f"{local_id}-worker-{i}", "roles": ["worker"]} for i in range(1, 4)],
+        + [{"name": f"{local_id}-worker-{i}", "roles": ["worker"], **worker} for i in range(1, workers + 1)],
         "peers": peers,
         "namespaces": items,
     }

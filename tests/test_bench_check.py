@@ -27,3 +27,9 @@ def test_a_null_figure_or_page_fails_and_is_named(tmp_path: Path) -> None:
     path = tmp_path / "bench.json"
     path.write_text(json.dumps(figures))
     assert check.main([str(path)]) == 1
+
+
+def test_a_pods_run_with_a_null_figure_fails() -> None:
+    pods = dict.fromkeys(check.PODS, 3)
+    assert check.missing({**MEASURED, "pods": pods}) == []
+    assert check.missing({**MEASURED, "pods": {**pods, "pod_visible_p95_s": None}}) == ["pods[pod_visible_p95_s]"]

@@ -25,6 +25,9 @@ from sandbox.store import Obj, clone
 class PodController:
     def __init__(self, ctx: LiqoContext) -> None:
         self.ctx = ctx
+        # What the bound pods request per node, valid at one store revision: binding thousands of pods
+        # (a generated fleet with pods) would otherwise sum every pod again for every namespace.
+        self._used_at: tuple[int, dict[str, dict[str, Decimal]]] | None = None
 
     def reconcile(self, namespace: str) -> float | None:
         """Bind pending pods to the nodes they may run on (local, or virtual where the namespace is ready)."""
@@ -39,13 +42,14 @@ class PodController:
         nsoff = store.get(NAMESPACE_OFFLOADINGS, namespace, c.OFFLOADING_NAME)
         webhook_spec = self._webhook_spec(namespace, nsoff)
         nodes = self._nodes(_ready_clusters(nsoff))
-        used = self._used()
+        before, writes = store.revision, 0
+        used = self._used(before)
         for pod in pending:
             admitted = _as_admitted(pod, webhook_spec)
             why = {name: misfit(admitted, node, used.get(name)) for name, node in nodes.items()}
             candidates = [name for name, reason in why.items() if reason is None]
             if not candidates:
-                self._unschedulable(pod, [reason for reason in why.values() if reason])
+                writes += self._unschedulable(pod, [reason for reason in why.values() if reason])
                 continue
             node_name = candidates[_digest(pod) % len(candidates)]
             room = used.setdefault(node_name, dict.fromkeys(RESOURCES, Decimal(0)))
@@ -60,10 +64,15 @@ class PodController:
             fresh = clone(bound)
             fresh["status"] = running_pod_status(fresh, on_virtual)
             server.update(PODS, namespace, pod["metadata"]["name"], fresh, manager="kubelet", subresource="status")
+            writes += 2
+        # The sums followed this loop's own bindings: still exact if nobody else wrote meanwhile.
+        self._used_at = (store.revision, used) if store.revision == before + writes else None
         return None
 
-    def _used(self) -> dict[str, dict[str, Decimal]]:
-        """What the pods bound to each node request, by node name."""
+    def _used(self, revision: int) -> dict[str, dict[str, Decimal]]:
+        """What the pods bound to each node request, by node name (the store is at ``revision`` or later)."""
+        if self._used_at is not None and self._used_at[0] == revision:
+            return self._used_at[1]
         used: dict[str, dict[str, Decimal]] = {}
         for pod in self.ctx.store.items(PODS):
             node = (pod.get("spec") or {}).get("nodeName")
@@ -73,14 +82,14 @@ class PodController:
                     room[resource] += amount
         return used
 
-    def _unschedulable(self, pod: Obj, reasons: list[str]) -> None:
-        """Record why no node takes the pod, as kube-scheduler does (only when that changed)."""
+    def _unschedulable(self, pod: Obj, reasons: list[str]) -> int:
+        """Record why no node takes the pod, as kube-scheduler does (only when that changed); the writes made."""
         message = unschedulable_message(reasons)
         status = pod.get("status") or {}
         if any(
             cd.get("type") == "PodScheduled" and cd.get("message") == message for cd in status.get("conditions") or []
         ):
-            return
+            return 0
         body = clone(pod)
         body["status"] = {
             "phase": "Pending",
@@ -100,6 +109,7 @@ class PodController:
         self.ctx.server.update(
             PODS, meta["namespace"], meta["name"], body, manager="kube-scheduler", subresource="status"
         )
+        return 1
 
     def _webhook_spec(self, namespace: str, nsoff: Obj | None) -> dict[str, Any] | None:
         """The NamespaceOffloading spec Liqo's pod webhook applies, or None where it does not act

@@ -4,6 +4,7 @@ kube-scheduler's message for a pod no node can take ("0/5 nodes are available: 4
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from decimal import Decimal, InvalidOperation
@@ -24,7 +25,12 @@ _QUANTITY = re.compile(r"^([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)([a-zA-Z]*)$")
 
 def quantity(text: Any) -> Decimal:
     """A Kubernetes quantity ("250m", "64Mi", "2") as a number; 0 when missing or unreadable."""
-    found = _QUANTITY.match(str(text or "").strip())
+    return _quantity(str(text or "").strip())
+
+
+@functools.lru_cache(maxsize=4096)  # a fleet repeats a handful of quantities over thousands of pods and nodes
+def _quantity(text: str) -> Decimal:
+    found = _QUANTITY.match(text)
     if not found or found.group(2) not in _SUFFIXES:
         return Decimal(0)
     try:

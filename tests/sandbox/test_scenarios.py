@@ -145,3 +145,36 @@ def test_a_generated_fleet_refuses_a_fraction_above_one() -> None:
 
     with pytest.raises(FileNotFoundError):
         load("generated:100x5@1.5")
+
+
+def test_a_generated_fleet_with_pods_binds_every_pod_where_its_namespace_allows() -> None:
+    from offloading.liqo import constants as c
+    from sandbox.kinds import PODS
+
+    fleet = scenarios.load("generated:40x3@0.5+2")
+    assert [ns["pods"] for ns in fleet["namespaces"]] == [2] * 40
+    with Sandbox(scenario=fleet) as sb:
+        sb.wait_idle(10)
+        pods = sb.store.items(PODS)
+        assert len(pods) == 80
+        offloaded = {o["metadata"]["namespace"] for o in sb.store.items(NAMESPACE_OFFLOADINGS)}
+        pending = [p for p in pods if (p.get("status") or {}).get("phase") != "Running"]
+        # Only a pod that Liqo keeps off the local nodes (Remote) with no selected peer may wait, and says why.
+        assert {p["metadata"]["namespace"] for p in pending} <= offloaded
+        assert all("0/4 nodes are available" in p["status"]["conditions"][0]["message"] for p in pending)
+        assert len(pending) < 20
+        virtual = {
+            n["metadata"]["name"]
+            for n in sb.store.items(NODES)
+            if (n["metadata"].get("labels") or {}).get(c.VIRTUAL_NODE_TYPE_LABEL)
+        }
+        remote = [p for p in pods if p["spec"].get("nodeName") in virtual]
+        assert remote, "some pods of offloaded namespaces run on virtual nodes"
+        assert {p["metadata"]["namespace"] for p in remote} <= offloaded  # never a pod of another namespace
+        # The room each node reports is what its pods request, however the scheduler kept its sums.
+        per_node: dict[str, int] = {}
+        for p in pods:
+            if "nodeName" not in p["spec"]:
+                continue
+            per_node[p["spec"]["nodeName"]] = per_node.get(p["spec"]["nodeName"], 0) + 1
+        assert sum(per_node.values()) == 80 - len(pending) and max(per_node.values()) <= 110
