@@ -216,8 +216,7 @@ def _apply_peer(data: dict[str, Any], server: ApiServer, sim: LiqoSimulation) ->
     body["status"] = sim.foreign_cluster_status(peer)
     server.update(FOREIGN_CLUSTERS, "", cluster_id, body, manager=c.CONTROLLER_MANAGER, subresource="status")
     for entry in data.get("offloadsHere") or []:  # a consumer's namespaces: their twins here (tenants.py)
-        tenants.check_consumer(cluster_id, peer.role)
-        tenants.offload_here(server, sim.local_cluster_id, cluster_id, *tenants.entry_spec(entry))
+        tenants.offload_here(server, sim, cluster_id, *tenants.entry_spec(entry))
     if peer.role not in PROVIDER_ROLES:
         return
     count = int(data.get("virtualNodes", 1))

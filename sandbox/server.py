@@ -6,7 +6,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from sandbox import admin, persistence, scenarios, tenants
+from sandbox import admin, persistence, scenarios
 from sandbox.api import Api, SandboxHTTPServer
 from sandbox.apiserver import ApiServer
 from sandbox.faults import Faults
@@ -152,23 +152,6 @@ class Sandbox:
     def add_remote_namespace(self, cluster_id: str, name: str, annotations: dict[str, str] | None = None) -> None:
         """Create a namespace directly in a provider cluster (e.g. to provoke an EnforceSameName conflict)."""
         self.liqo.peers[cluster_id].add_namespace(name, annotations)
-
-    def offload_here(self, consumer_id: str, namespace: str, spec: dict[str, Any] | None = None) -> str:
-        """The consumer peer ``consumer_id`` offloads its ``namespace`` into this cluster: Liqo creates the
-        twin namespace here (sandbox/tenants.py); its name. ``spec``: the peer's mapping strategy fields."""
-        tenants.check_consumer(consumer_id, self._peer_role(consumer_id))
-        return tenants.offload_here(self.server, self.liqo.local_cluster_id, consumer_id, namespace, spec)
-
-    def withdraw_here(self, consumer_id: str, namespace: str, spec: dict[str, Any] | None = None) -> str:
-        """The consumer peer stops offloading its ``namespace`` here: the twin is deleted; its name."""
-        tenants.check_consumer(consumer_id, self._peer_role(consumer_id))
-        return tenants.withdraw_here(self.server, self.liqo.local_cluster_id, consumer_id, namespace, spec)
-
-    def _peer_role(self, cluster_id: str) -> str:
-        peer = self.liqo.peers.get(cluster_id)
-        if peer is None:
-            raise ValueError(f"no peer {cluster_id!r} (peers: {', '.join(sorted(self.liqo.peers))})")
-        return peer.role
 
     def get(self, plural_key: str, namespace: str, name: str) -> dict[str, Any] | None:
         """Read an object straight from the store, e.g. get("namespaceoffloadings.offloading.liqo.io", ns, "offloading")."""

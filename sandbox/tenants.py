@@ -9,7 +9,7 @@ offloading it, the twin is deleted (Terminating, then gone once emptied). A name
 manage is never deleted.
 
 Scenario files list them per peer (``offloadsHere``); tests call `offload_here` / `withdraw_here`
-(through `Sandbox.offload_here` / `Sandbox.withdraw_here`) on a running sandbox.
+with a running sandbox's ``server`` and ``liqo``.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from offloading.liqo.peers import CONSUMER_ROLES, tenant_namespace_name
 from offloading.liqo.spec import FIELD_MAPPING, FIELD_REMOTE_NAME, is_dns1123_label, remote_namespace_name
 from sandbox.apiserver import ApiServer
 from sandbox.kinds import NAMESPACES
+from sandbox.liqo import LiqoSimulation
 
 
 def twin_name(consumer_id: str, namespace: str, spec: dict[str, Any] | None = None) -> str:
@@ -34,7 +35,12 @@ def namespace_map_ref(consumer_id: str, local_cluster_id: str) -> str:
     return f"{tenant_namespace_name(consumer_id)}/{local_cluster_id}"
 
 
-def check_consumer(consumer_id: str, role: str) -> None:
+def check_consumer(liqo: LiqoSimulation, consumer_id: str) -> None:
+    """Refuse a peer that does not exist or does not consume this cluster."""
+    peer = liqo.peers.get(consumer_id)
+    if peer is None:
+        raise ValueError(f"no peer {consumer_id!r} (peers: {', '.join(sorted(liqo.peers))})")
+    role = peer.role
     if role not in CONSUMER_ROLES:
         raise ValueError(
             f"peer {consumer_id!r} has role {role!r}: only a peer that consumes this cluster "
@@ -55,9 +61,10 @@ def entry_spec(entry: Any) -> tuple[str, dict[str, Any]]:
 
 
 def offload_here(
-    server: ApiServer, local_cluster_id: str, consumer_id: str, namespace: str, spec: dict[str, Any] | None = None
+    server: ApiServer, liqo: LiqoSimulation, consumer_id: str, namespace: str, spec: dict[str, Any] | None = None
 ) -> str:
     """The peer offloads its ``namespace`` here: create the twin as Liqo does; its name."""
+    check_consumer(liqo, consumer_id)
     name = twin_name(consumer_id, namespace, spec)
     if not is_dns1123_label(name):  # Liqo fails to create it (CreationLoopBackOff on the peer's side)
         raise ValueError(f"the twin of {namespace!r} would be named {name!r}, which is not a valid namespace name")
@@ -69,7 +76,7 @@ def offload_here(
                 "name": name,
                 "labels": {c.REMOTE_CLUSTER_ID_LABEL: consumer_id},
                 "annotations": {
-                    c.MANAGED_BY_NAMESPACE_MAP_ANNOTATION: namespace_map_ref(consumer_id, local_cluster_id),
+                    c.MANAGED_BY_NAMESPACE_MAP_ANNOTATION: namespace_map_ref(consumer_id, liqo.local_cluster_id),
                     c.ORIGINAL_NAME_ANNOTATION: namespace,
                 },
             }
@@ -80,14 +87,15 @@ def offload_here(
 
 
 def withdraw_here(
-    server: ApiServer, local_cluster_id: str, consumer_id: str, namespace: str, spec: dict[str, Any] | None = None
+    server: ApiServer, liqo: LiqoSimulation, consumer_id: str, namespace: str, spec: dict[str, Any] | None = None
 ) -> str:
     """The peer stops offloading its ``namespace`` here: delete the twin (the namespace controller then
     empties and finalizes it); its name. Refused for a namespace the peer's map does not manage."""
+    check_consumer(liqo, consumer_id)
     name = twin_name(consumer_id, namespace, spec)
     current = server.store.get(NAMESPACES, "", name)
     annotations = ((current or {}).get("metadata") or {}).get("annotations") or {}
-    if annotations.get(c.MANAGED_BY_NAMESPACE_MAP_ANNOTATION) != namespace_map_ref(consumer_id, local_cluster_id):
+    if annotations.get(c.MANAGED_BY_NAMESPACE_MAP_ANNOTATION) != namespace_map_ref(consumer_id, liqo.local_cluster_id):
         raise ValueError(f"namespace {name!r} is not a twin of {consumer_id}'s {namespace!r}")
     server.delete(NAMESPACES, "", name)
     return name

@@ -6,7 +6,7 @@ import copy
 
 import pytest
 
-from sandbox import Sandbox, scenarios
+from sandbox import Sandbox, scenarios, tenants
 from sandbox.kinds import NAMESPACES
 
 REMOTE_ID = "liqo.io/remote-cluster-id"
@@ -38,12 +38,12 @@ def test_the_demo_consumers_have_their_twins_here_named_labelled_and_annotated_a
 
 def test_a_withdrawn_twin_terminates_then_goes_and_a_new_one_appears() -> None:
     with Sandbox(scenario="demo", controller_delay=2.0) as sb:
-        assert sb.withdraw_here("bologna", "reports") == "reports-bologna"
+        assert tenants.withdraw_here(sb.server, sb.liqo, "bologna", "reports") == "reports-bologna"
         terminating = sb.get("namespaces", "", "reports-bologna")
         assert terminating is not None and terminating["status"]["phase"] == "Terminating"
         sb.wait_idle(10)
         assert sb.get("namespaces", "", "reports-bologna") is None
-        assert sb.offload_here("turin", "builds", {"namespaceMappingStrategy": "SelectedName",
+        assert tenants.offload_here(sb.server, sb.liqo, "turin", "builds", {"namespaceMappingStrategy": "SelectedName",
                                                    "remoteNamespaceName": "turin-builds"}) == "turin-builds"  # fmt: skip
         assert twins(sb)["turin-builds"] == "turin"
 
@@ -51,13 +51,15 @@ def test_a_withdrawn_twin_terminates_then_goes_and_a_new_one_appears() -> None:
 def test_only_a_consumer_offloads_here_and_only_its_own_twins_are_withdrawn() -> None:
     with Sandbox(scenario="demo") as sb:
         with pytest.raises(ValueError, match="'milan' has role 'Provider'"):
-            sb.offload_here("milan", "orders")
+            tenants.offload_here(sb.server, sb.liqo, "milan", "orders")
         with pytest.raises(ValueError, match="no peer 'genoa'"):
-            sb.offload_here("genoa", "orders")
+            tenants.offload_here(sb.server, sb.liqo, "genoa", "orders")
         with pytest.raises(ValueError, match="not a twin of turin's 'etl'"):
-            sb.withdraw_here("turin", "etl", {"namespaceMappingStrategy": "EnforceSameName"})  # bologna's
+            tenants.withdraw_here(
+                sb.server, sb.liqo, "turin", "etl", {"namespaceMappingStrategy": "EnforceSameName"}
+            )  # bologna's
         with pytest.raises(ValueError, match="not a valid namespace name"):
-            sb.offload_here("turin", "x" * 60)  # x...x-turin is longer than 63 characters
+            tenants.offload_here(sb.server, sb.liqo, "turin", "x" * 60)  # x...x-turin is longer than 63 characters
         assert sb.get("namespaces", "", "etl") is not None
 
 
