@@ -140,3 +140,21 @@ def test_a_peer_that_only_provides_has_no_tenant_table(
     expect(page.locator("section", has=page.locator("h3", has_text="Namespaces hosted"))).to_contain_text(
         "web-frontend"
     )
+
+
+def test_the_peer_list_points_at_what_a_consumer_offloads_here(
+    browser_page: Any,  # noqa: F811
+    live_server: Any,
+    admin_user: Any,
+    watched_demo: Sandbox,
+) -> None:
+    page = browser_page
+    login(page, live_server)
+    page.goto(f"{live_server.url}/clusters/")
+    links = page.get_by_role("link", name="what it offloads here")
+    expect(links).to_have_count(2)  # bologna (Consumer) and turin (ConsumerAndProvider), not the providers
+    expect(page.locator("tr", has_text="milan").get_by_role("link", name="what it offloads here")).to_have_count(0)
+    page.locator("tr", has_text="bologna").get_by_role("link", name="what it offloads here").click()
+    page.wait_for_url(f"{live_server.url}/clusters/bologna/#tenant")
+    expect(page.locator("#tenant")).to_be_in_viewport()
+    expect(_twins(page).locator("td:nth-child(1)")).to_have_text(["etl", "reports-bologna"])
