@@ -68,6 +68,11 @@ class Cluster(models.Model):
     def is_provider(self) -> bool:
         return self.role in ("Provider", "ConsumerAndProvider")
 
+    @property
+    def is_consumer(self) -> bool:
+        """It consumes this cluster's resources: it may offload namespaces here (its page's tenant side)."""
+        return self.role in ("Consumer", "ConsumerAndProvider")
+
 
 class VirtualNode(models.Model):
     """A Liqo VirtualNode with the labels that cluster selectors are matched against."""

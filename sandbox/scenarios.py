@@ -17,6 +17,7 @@ import yaml
 from offloading.liqo import constants as c
 from offloading.liqo.peers import PROVIDER_ROLES, ROLE_PROVIDER, tenant_namespace_name
 from offloading.liqo.selectors.liqoctl import cluster_selector
+from sandbox import tenants
 from sandbox.apicommon import now_iso
 from sandbox.apiserver import ApiServer
 from sandbox.kinds import FOREIGN_CLUSTERS, NAMESPACE_OFFLOADINGS, NAMESPACES, NODES, PODS, VIRTUAL_NODES
@@ -215,6 +216,8 @@ def _apply_peer(data: dict[str, Any], server: ApiServer, sim: LiqoSimulation) ->
     body = clone(fc)
     body["status"] = sim.foreign_cluster_status(peer)
     server.update(FOREIGN_CLUSTERS, "", cluster_id, body, manager=c.CONTROLLER_MANAGER, subresource="status")
+    for entry in data.get("offloadsHere") or []:  # a consumer's namespaces: their twins here (tenants.py)
+        tenants.offload_here(server, sim, cluster_id, *tenants.entry_spec(entry))
     if peer.role not in PROVIDER_ROLES:
         return
     count = int(data.get("virtualNodes", 1))

@@ -5,12 +5,13 @@
     .venv/bin/python scripts/screenshots.py --fleet 10000x50 [OUT_DIR]     # 10,000 namespaces, 50 peers
 
 Pages, each at 1440 px and at 420 px wide (`<page>-<width>.png`): the overview, the cluster list, the
-busiest peer's page, the namespace list, the matrix, a namespace in trouble, the audit page; at 1440 px
-also the offload form with a live preview, changes and bulk. With --fleet the script starts the sandbox
-(`python -m sandbox serve --scenario demo` or `generated:NxK`), the watcher and gunicorn on a fresh
-database in a temporary directory, waits until the watcher has listed everything, and stops them all
-at the end; a generated fleet (all healthy) gets one peer with its offloading module down first, so
-the pages show an unhealthy peer and a namespace diagnosed on it. Default OUT_DIR: screenshots/<fleet> (gitignored).
+busiest peer's page, the first consumer peer's page (what it offloads here), the namespace list, the
+matrix, a namespace in trouble, the audit page; at 1440 px also the offload form with a live preview,
+changes and bulk. With --fleet the script starts the sandbox (`python -m sandbox serve --scenario demo`
+or `generated:NxK`), the watcher and gunicorn on a fresh database in a temporary directory, waits until
+the watcher has listed everything, and stops them all at the end; a generated fleet (all healthy) gets
+one peer with its offloading module down first, so the pages show an unhealthy peer and a namespace
+diagnosed on it. Default OUT_DIR: screenshots/<fleet> (gitignored).
 """
 
 from __future__ import annotations
@@ -74,6 +75,10 @@ def insight_pages(page: Any, base: str, out: Path, width: int) -> None:
     if peer:
         page.goto(f"{base}{peer}")
         _shot(page, out, "cluster-detail", width)
+    consumer = _first_link(page, base, "/clusters/", "main td a[href$='#tenant']")  # what a consumer offloads here
+    if consumer:
+        page.goto(f"{base}{consumer.split('#')[0]}")
+        _shot(page, out, "cluster-consumer", width)
     troubled = None
     # A namespace in trouble: a phase that is not Ready, else one on an unhealthy peer, else any.
     unhealthy = _first_link(page, base, "/", "a.badge.bad[href^='/clusters/']")

@@ -82,6 +82,6 @@ def test_the_cluster_page_shows_what_a_consumer_peer_offloads_here(admin_client:
     Namespace.objects.create(name="billing-naples", labels={"liqo.io/remote-cluster-id": "naples"})
     page = admin_client.get(url).content.decode()
     tenant = page[page.index('id="tenant"') :]
-    assert "<td>orders-milan</td><td>Active</td>" in tenant
+    assert '<td>orders-milan</td><td><span class="badge ok" title="">Active</span></td>' in tenant
     assert "billing-naples" not in tenant  # another peer's twin
     assert "<td>liqo-tenant-milan</td>" not in tenant and "<code>liqo-tenant-milan</code>" in tenant

@@ -34,6 +34,8 @@ TONES = {
     "Healthy": "ok",
     "Unhealthy": "bad",
     "Disabled": "muted",
+    # namespace phases (Terminating is above)
+    "Active": "ok",
 }
 
 

@@ -170,7 +170,7 @@ def tenant_side(cluster: Cluster) -> dict[str, object]:
         name__startswith=liqo.TENANT_NAMESPACE_PREFIX
     )
     return {
-        "consumer": "Consumer" in (cluster.role or ""),
+        "consumer": cluster.is_consumer,
         "tenant_namespace": Namespace.objects.filter(name=f"{liqo.TENANT_NAMESPACE_PREFIX}{cluster.cluster_id}")
         .only("name", "status_phase")
         .first(),
