@@ -175,3 +175,23 @@ def test_offload_in_the_browser_until_ready_with_the_real_pipeline(
     row = page.locator("tr", has=page.locator(f"a:text-is('{namespace.name}')"))
     assert "Ready" in row.inner_text()
     page.screenshot(path=str(SCREENSHOTS / "namespaces.png"), full_page=True)
+
+
+def test_htmx_idle_waits_for_a_preview_whose_delay_still_runs(
+    browser_page: Any,
+    live_server: Any,
+    admin_user: Any,
+    fleet: Any,  # noqa: F811
+) -> None:
+    Namespace.objects.filter(name="shop").update(labels={"env": "prod"})
+    page = browser_page
+    login(page, live_server)
+    page.goto(f"{live_server.url}/bulk/")
+    page.check("input[name=action][value=unoffload]")
+    htmx_idle(page)
+    assert "Type 1 to confirm" not in page.locator("#preview").inner_text()
+    page.fill("input[name=namespace_selector]", "env=prod")
+    # Right after typing, htmx has not even sent the preview (it waits 300 ms for more typing): idle must
+    # wait for that request and its answer, and then (no retrying read) the preview is the typed one's.
+    htmx_idle(page)
+    assert "Type 1 to confirm" in page.locator("#preview").inner_text()
