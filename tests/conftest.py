@@ -115,7 +115,7 @@ def redis_url(tmp_path: Path) -> Iterator[str]:
     )
     url = f"redis://127.0.0.1:{port}/0"
     try:
-        wait_until(lambda: _redis_ping(redis, url), 15, message="redis-server")
+        wait_until(lambda: _redis_ping(redis, url), 60, message="redis-server")
         yield url
     finally:
         proc.terminate()

@@ -197,7 +197,7 @@ def test_a_peer_going_down_is_told_once_and_its_recovery_once(sandbox: Any, rece
         refresh()
         return Cluster.objects.get(cluster_id="milan").offloading_status == "Unhealthy"
 
-    wait_until(milan_unhealthy, 20, message="milan to turn unhealthy in the snapshot")
+    wait_until(milan_unhealthy, 60, message="milan to turn unhealthy in the snapshot")
     alerts.check()
     alerts.check()
     assert [(b["key"], b["status"]) for b in receiver.bodies()] == [("peer:milan", "firing")]
@@ -208,7 +208,7 @@ def test_a_peer_going_down_is_told_once_and_its_recovery_once(sandbox: Any, rece
         refresh()
         return Cluster.objects.get(cluster_id="milan").offloading_status == "Healthy"
 
-    wait_until(milan_healthy, 20, message="milan to recover")
+    wait_until(milan_healthy, 60, message="milan to recover")
     alerts.check()
     alerts.check()
     assert [(b["key"], b["status"]) for b in receiver.bodies()] == [

@@ -22,6 +22,40 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 SCREENSHOTS = Path(os.environ.get("LIQO_DASH_SCREENSHOTS", Path(__file__).resolve().parent.parent / "screenshots"))
+# What a slow CI machine needs for an ``expect`` (Playwright's default is 5 s); one that holds returns at once.
+EXPECT_TIMEOUT_MS = 20_000
+
+# Added to every page before its own scripts: when the user last typed or changed a field, and when a
+# trigger with a delay (``input changed delay:300ms``) last fired, so that ``htmx_idle`` also knows about
+# a request htmx has not sent yet because its delay is still running.
+TRACK_INPUT = """(() => {
+  window.__liqoInputAt = -Infinity;
+  window.__liqoDelayedAt = -Infinity;
+  const mark = () => { window.__liqoInputAt = performance.now(); };
+  document.addEventListener("input", mark, true);
+  document.addEventListener("change", mark, true);
+  document.addEventListener("htmx:trigger", (event) => {
+    const spec = (event.target && event.target.getAttribute && event.target.getAttribute("hx-trigger")) || "";
+    if (spec.includes("delay:")) window.__liqoDelayedAt = performance.now();
+  }, true);
+})();"""
+
+# Idle: the page has loaded, no htmx request is in flight or queued (htmx marks the element that sent
+# one with ``htmx-request`` until its response is swapped in, and sends a queued one in the same task),
+# and no delayed trigger can still fire: either one fired after the last input (a later trigger of the
+# same element cancels a pending delay), or the longest delay on the page, plus a second, has passed.
+HTMX_IDLE = """() => {
+  if (document.readyState !== "complete" || document.querySelector(".htmx-request")) return false;
+  const inputAt = window.__liqoInputAt ?? -Infinity;
+  if ((window.__liqoDelayedAt ?? -Infinity) >= inputAt) return true;
+  let longest = 0;
+  for (const el of document.querySelectorAll("[hx-trigger]")) {
+    for (const m of el.getAttribute("hx-trigger").matchAll(/delay:([0-9.]+)(ms|s|m)?/g)) {
+      longest = Math.max(longest, Number(m[1]) * ({ ms: 1, s: 1000, m: 60000 }[m[2]] ?? 1));  // as htmx reads it
+    }
+  }
+  return longest === 0 || performance.now() - inputAt > longest + 1000;
+}"""
 
 
 @pytest.fixture
@@ -29,7 +63,7 @@ def browser_page() -> Iterator[Any]:
     # Playwright's sync API runs an event loop in this thread; the live server's database calls are
     # still synchronous, in their own thread.
     os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
     with sync_playwright() as pw:
         browser = pw.chromium.launch(
@@ -43,7 +77,9 @@ def browser_page() -> Iterator[Any]:
                 "--no-first-run",
             ],
         )
+        expect.set_options(timeout=EXPECT_TIMEOUT_MS)
         page = browser.new_page(viewport={"width": 1440, "height": 900})
+        page.add_init_script(TRACK_INPUT)
         try:
             yield page
         finally:
@@ -60,9 +96,9 @@ def login(page: Any, live_server: Any) -> None:
 
 
 def htmx_idle(page: Any) -> None:
-    """Wait until no htmx request is in flight (htmx marks the element that sent one with
-    ``htmx-request`` until its response is swapped in)."""
-    page.wait_for_function("() => !document.querySelector('.htmx-request')")
+    """Wait until htmx has nothing in flight, queued or about to be sent (see HTMX_IDLE): after it, what
+    the page shows is the answer to what was typed last, and no late response replaces an element."""
+    page.wait_for_function(HTMX_IDLE, polling=100)
 
 
 def test_live_preview_follows_the_selector_and_submit_records_a_change(
@@ -92,6 +128,8 @@ def test_live_preview_follows_the_selector_and_submit_records_a_change(
     page.fill("textarea[name=cluster_selector]", "topology.kubernetes.io/region in (eu-west)")
     page.select_option("select[name=pod_offloading_strategy]", "Remote")
     preview.get_by_text("1 of 2 clusters selected").wait_for()
+    # The select's change and the textarea's delayed input each send a preview: keep the last one.
+    htmx_idle(page)
     page.screenshot(path=str(SCREENSHOTS / "offload-form.png"), full_page=True)
 
     assert not ChangeRequest.objects.exists()
@@ -137,3 +175,23 @@ def test_offload_in_the_browser_until_ready_with_the_real_pipeline(
     row = page.locator("tr", has=page.locator(f"a:text-is('{namespace.name}')"))
     assert "Ready" in row.inner_text()
     page.screenshot(path=str(SCREENSHOTS / "namespaces.png"), full_page=True)
+
+
+def test_htmx_idle_waits_for_a_preview_whose_delay_still_runs(
+    browser_page: Any,
+    live_server: Any,
+    admin_user: Any,
+    fleet: Any,  # noqa: F811
+) -> None:
+    Namespace.objects.filter(name="shop").update(labels={"env": "prod"})
+    page = browser_page
+    login(page, live_server)
+    page.goto(f"{live_server.url}/bulk/")
+    page.check("input[name=action][value=unoffload]")
+    htmx_idle(page)
+    assert "Type 1 to confirm" not in page.locator("#preview").inner_text()
+    page.fill("input[name=namespace_selector]", "env=prod")
+    # Right after typing, htmx has not even sent the preview (it waits 300 ms for more typing): idle must
+    # wait for that request and its answer, and then (no retrying read) the preview is the typed one's.
+    htmx_idle(page)
+    assert "Type 1 to confirm" in page.locator("#preview").inner_text()

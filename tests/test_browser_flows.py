@@ -125,7 +125,7 @@ spec:
         informer.SYNCED["events"].apply([("ADDED", obj) for obj in items], timezone.now())
         return KubeEvent.objects.filter(namespace="broken", type="Warning").exists()
 
-    wait_until(synced, 10, message="Liqo's Warning event")
+    wait_until(synced, 60, message="Liqo's Warning event")  # the sandbox's controller raises it
     page = browser_page
     login(page, live_server)
     page.goto(f"{live_server.url}/namespaces/?q=broken")

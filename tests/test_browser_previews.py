@@ -19,7 +19,7 @@ from offloading.inventory_models import Pod
 from offloading.liqo.constants import GROUP, PLURAL, VERSION
 
 from .conftest import wait_until
-from .test_browser import SCREENSHOTS, browser_page, login  # noqa: F401 - the browser fixture
+from .test_browser import SCREENSHOTS, browser_page, htmx_idle, login  # noqa: F401 - the browser fixture
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -39,7 +39,7 @@ def _fleet(k8s: Any) -> None:
     spec = {"podOffloadingStrategy": "Remote", "namespaceMappingStrategy": "EnforceSameName", "clusterSelector": MILAN}
     body = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "NamespaceOffloading", "metadata": {"name": "offloading"}}
     k8s.custom.create_namespaced_custom_object(GROUP, VERSION, "alpha", PLURAL, {**body, "spec": spec})
-    wait_until(lambda: (k8s.core.read_namespace("alpha").metadata.labels or {}).get("liqo.io/scheduling-enabled"), 10)
+    wait_until(lambda: (k8s.core.read_namespace("alpha").metadata.labels or {}).get("liqo.io/scheduling-enabled"), 60)
     k8s.core.create_namespaced_config_map(
         "alpha", {"metadata": {"name": "local-flags", "annotations": {"liqo.io/skip-reflection": "true"}}}
     )
@@ -54,7 +54,7 @@ def _fleet(k8s: Any) -> None:
         _sync_pods()
         return Pod.objects.filter(namespace="alpha", phase="Running", cluster_id="milan").count() == 3
 
-    wait_until(running, 15, message="three pods running on milan")
+    wait_until(running, 60, message="three pods running on milan")
 
 
 def test_previews_show_the_pods_hit_and_the_room_and_the_page_its_reflection(
@@ -85,15 +85,20 @@ def test_previews_show_the_pods_hit_and_the_room_and_the_page_its_reflection(
     page.goto(f"{live_server.url}/namespaces/alpha/offload/")
     page.fill("#id_cluster_selector", "topology.kubernetes.io/region=europe-west8")
     expect(page.locator("#pod-impact")).to_contain_text("3 running pods on milan: 3 will be deleted there")
+    htmx_idle(page)
     page.screenshot(path=str(SCREENSHOTS / "insight-edit-preview.png"), full_page=True)
 
     page.goto(f"{live_server.url}/bulk/")
     page.check("input[name=action][value=unoffload]")
     page.fill("input[name=namespace_selector]", "team=payments")
     expect(page.locator("#bulk-impact")).to_contain_text("3 running pods on those clusters will be deleted there.")
+    htmx_idle(page)
     page.screenshot(path=str(SCREENSHOTS / "insight-bulk-preview.png"), full_page=True)
     page.check("input[name=action][value=offload]")
     page.fill("input[name=namespace_selector]", "env=prod")
+    # Clicking the radio left the selector box (a change: one more preview), the radio sent one, and the
+    # new selector one more after its delay: judge the preview of what was typed last.
+    htmx_idle(page)
     rooms = page.locator("#bulk-rooms")
     expect(rooms).to_contain_text("The spec selects 2 clusters 1 of them nearly full")
     expect(rooms.locator("tr", has_text="milan")).to_contain_text("nearly full: cpu 84%")

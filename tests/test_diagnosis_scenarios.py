@@ -122,7 +122,7 @@ def test_not_ready_for_too_long_names_each_clusters_reason(sandbox: Any, k8s: An
     assert "florence" not in finding.explanation, "florence has its remote namespace"
     _healthy(control)
     sandbox.faults.set(peer_down=[])  # the peer is back: Ready, nothing stuck any more
-    wait_until(lambda: _phase(sandbox, "beta") == "Ready", 10, message="beta Ready")
+    wait_until(lambda: _phase(sandbox, "beta") == "Ready", 60, message="beta Ready")
     sync_snapshot()
     assert "not-ready" not in _findings("beta")
 
@@ -167,7 +167,7 @@ def test_terminating_for_too_long_names_the_peer_that_holds_it(
     assert "reachable" in finding.action
     _healthy(control)
     sandbox.faults.set(peer_down=[])
-    wait_until(lambda: sandbox.get("namespaceoffloadings.offloading.liqo.io", "beta", "offloading") is None, 10)
+    wait_until(lambda: sandbox.get("namespaceoffloadings.offloading.liqo.io", "beta", "offloading") is None, 60)
     sync_snapshot()
     assert _findings("beta") == {}, "no longer offloaded: nothing to diagnose"
 
@@ -209,7 +209,7 @@ def test_a_stale_observed_generation_while_liqos_controller_is_down(sandbox: Any
             .get("observedGeneration")
             == 2
         ),
-        10,
+        60,
         message="the controller to catch up",
     )
     sync_snapshot()

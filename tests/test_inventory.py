@@ -39,7 +39,7 @@ def test_pods_of_offloaded_namespaces_are_kept_with_where_they_run(sandbox: Any,
         k8s.core.create_namespace({"metadata": {"name": name}})
     _offload(k8s, "remote-app", {"podOffloadingStrategy": "Remote"})
     wait_until(
-        lambda: (k8s.core.read_namespace("remote-app").metadata.labels or {}).get("liqo.io/scheduling-enabled"), 10
+        lambda: (k8s.core.read_namespace("remote-app").metadata.labels or {}).get("liqo.io/scheduling-enabled"), 60
     )
     pod = {
         "metadata": {"name": "web"},
@@ -50,7 +50,7 @@ def test_pods_of_offloaded_namespaces_are_kept_with_where_they_run(sandbox: Any,
     k8s.core.create_namespaced_pod("remote-app", pod)
     k8s.core.create_namespaced_pod("plain-app", pod)
     refresh()
-    wait_until(lambda: k8s.core.read_namespaced_pod("web", "remote-app").spec.node_name, 10, message="scheduled")
+    wait_until(lambda: k8s.core.read_namespaced_pod("web", "remote-app").spec.node_name, 60, message="scheduled")
     _sync("pods")
     kept = Pod.objects.get()
     assert (kept.namespace, kept.name) == ("remote-app", "web"), "only offloaded namespaces are followed"
@@ -62,7 +62,7 @@ def test_pods_of_offloaded_namespaces_are_kept_with_where_they_run(sandbox: Any,
     assert kept.phase == "Running" and "<td>0 / 1</td>" in listing
     # Deleted in the cluster: gone from the snapshot at the next relist.
     k8s.core.delete_namespaced_pod("web", "remote-app")
-    wait_until(lambda: not k8s.core.list_namespaced_pod("remote-app").items, 10)
+    wait_until(lambda: not k8s.core.list_namespaced_pod("remote-app").items, 60)
     _sync("pods")
     assert not Pod.objects.exists()
 
@@ -77,7 +77,7 @@ def test_liqos_warning_about_an_invalid_selector_shows_first(sandbox: Any, k8s: 
         _sync("events")
         return KubeEvent.objects.filter(namespace="broken", type="Warning").exists()
 
-    wait_until(warned, 10, message="Liqo's Warning event")
+    wait_until(warned, 60, message="Liqo's Warning event")
     event = KubeEvent.objects.get(namespace="broken", type="Warning")
     assert event.involved_kind == "NamespaceOffloading"
     page = admin_client.get("/namespaces/broken/").content.decode()

@@ -17,7 +17,7 @@ from offloading.choices import AuditAction, ChangeAction, ChangeState
 from offloading.models import AuditEvent, BulkRequest, ChangeRequest, Namespace
 
 from .conftest import ADMIN_PASSWORD
-from .test_browser import CHROMIUM, SCREENSHOTS
+from .test_browser import CHROMIUM, SCREENSHOTS, TRACK_INPUT, htmx_idle
 from .test_pages import fleet  # noqa: F401 - the same snapshot as the page tests
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -36,6 +36,7 @@ def context() -> Iterator[Any]:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
         # axe is injected as a script; the pages' CSP would (rightly) refuse it.
         ctx = browser.new_context(bypass_csp=True)
+        ctx.add_init_script(TRACK_INPUT)
         try:
             yield ctx
         finally:
@@ -112,12 +113,14 @@ def test_no_page_scrolls_sideways_and_axe_finds_nothing_serious(
     page.fill("input[name=username]", "admin")
     page.fill("input[name=password]", ADMIN_PASSWORD)
     page.click("main button[type=submit]")
-    page.wait_for_load_state("networkidle")
+    page.wait_for_url(f"{live_server.url}/namespaces/")
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     overflow: dict[str, int] = {}
     for name, path in PAGES:
         page.goto(live_server.url + path.format(**ids))
-        page.wait_for_load_state("networkidle")
+        # What the page loads by itself (a preview, the reflection section) is in; "networkidle" would
+        # never come on a slow machine where the 1 s polls of the change and bulk pages take half of it.
+        htmx_idle(page)
         extra = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
         if extra > 0:
             overflow[name] = extra

@@ -141,7 +141,7 @@ def test_the_second_watcher_takes_over_within_the_lease_when_the_leader_is_kille
     )
     wait_until(
         lambda: Namespace.objects.filter(name="after-takeover", offloaded=True).exists(),
-        20,
+        60,
         message="the new leader to write the offloading into the snapshot",
     )
     print(f"\nleader takeover after SIGKILL: {took:.1f} s (lease 5 s)")

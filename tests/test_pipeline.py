@@ -48,7 +48,7 @@ def _settle(namespace: str, phases: tuple[str, ...] = ("Ready", "NoClusterSelect
         ns = Namespace.objects.get(name=namespace)
         return ns if ns.offloading_phase in phases and not ns.status_is_stale else None
 
-    return wait_until(settled, 20, message=f"{namespace} to settle in {phases}")
+    return wait_until(settled, 60, message=f"{namespace} to settle in {phases}")
 
 
 def test_refresh_builds_the_snapshot_with_a_constant_number_of_list_calls(sandbox: Any) -> None:
@@ -343,7 +343,7 @@ def test_an_object_deleted_and_created_again_is_a_conflict_even_at_the_same_gene
     k8s.custom.delete_namespaced_custom_object(GROUP, VERSION, "reborn", PLURAL, "offloading")
     wait_until(
         lambda: not k8s.custom.list_namespaced_custom_object(GROUP, VERSION, "reborn", PLURAL)["items"],
-        20,
+        60,
         message="gone",
     )
     k8s.custom.create_namespaced_custom_object(
@@ -463,7 +463,7 @@ def test_a_recreated_offloading_with_a_copied_change_id_is_drift(sandbox: Any, k
     annotations = ours["metadata"]["annotations"]
     assert annotations[kube.CHANGE_ID_ANNOTATION] == str(change.pk)
     k8s.custom.delete_namespaced_custom_object(GROUP, VERSION, "copied", PLURAL, "offloading")
-    wait_until(lambda: kube.get_offloading("copied") is None, 10, message="the offloading is gone")
+    wait_until(lambda: kube.get_offloading("copied") is None, 60, message="the offloading is gone")
     refresh()
     k8s.custom.create_namespaced_custom_object(
         GROUP,

@@ -106,7 +106,7 @@ class RedisServer:
              "--save", "", "--appendonly", "no"],
             cwd=self.workdir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
-        wait_until(self.ping, 15, interval=0.05, message="redis-server to answer")
+        wait_until(self.ping, 60, interval=0.05, message="redis-server to answer")
         # Ours answered, not a server another process started on the port while ours was down.
         assert self.proc.poll() is None, f"redis-server could not bind port {self.port}"
 
@@ -303,7 +303,7 @@ def test_a_worker_killed_mid_run_loses_no_change_and_applies_none_twice(reliable
     reliable.kill("worker", signal.SIGKILL)
     at_kill = _states(ids)
     # Celery's prefork children die with their parent (PR_SET_PDEATHSIG); none may keep writing.
-    wait_until(lambda: not any(_alive(pid) for pid in pids), 10, message="the killed worker's children to die")
+    wait_until(lambda: not any(_alive(pid) for pid in pids), 60, message="the killed worker's children to die")
     assert at_kill[ChangeState.APPLIED] < len(ids), "the kill came too late: nothing was in flight"
     assert at_kill[ChangeState.APPLYING] >= 1, f"the kill should land in the middle of an apply: {at_kill}"
 

@@ -107,16 +107,16 @@ def test_a_cold_sync_lists_each_kind_once_and_marks_the_snapshot_fresh(fleet: Sa
     assert [w.lists for w in synced.watchers] == [1] * len(kube.WATCHED_KINDS)
     assert Namespace.objects.filter(offloaded=True).exists()
     assert Cluster.objects.exists() and VirtualNode.objects.exists()
-    state = wait_until(lambda: SnapshotState.objects.filter(last_success_at__isnull=False).first(), 15)
+    state = wait_until(lambda: SnapshotState.objects.filter(last_success_at__isnull=False).first(), 60)
     assert state.last_error == ""
 
 
 def test_live_changes_reach_the_snapshot_without_listing_again(fleet: Sandbox, synced: Informer) -> None:
     _offload(fleet, "live")
-    wait_until(lambda: Namespace.objects.filter(name="live", offloaded=True).exists(), 20)
-    wait_until(lambda: _converged(fleet) == "", 20, message="the status the controller wrote")
+    wait_until(lambda: Namespace.objects.filter(name="live", offloaded=True).exists(), 60)
+    wait_until(lambda: _converged(fleet) == "", 60, message="the status the controller wrote")
     fleet.faults.set(peer_down=["milan"])
-    wait_until(lambda: Cluster.objects.get(cluster_id="milan").offloading_status != "Healthy", 20, message="peer")
+    wait_until(lambda: Cluster.objects.get(cluster_id="milan").offloading_status != "Healthy", 60, message="peer")
     fleet.faults.set(peer_down=[])
     fleet.server.delete(NAMESPACES, "", "live")
     wait_until(lambda: _converged(fleet) == "", 30, message="convergence after the changes")
@@ -126,7 +126,7 @@ def test_live_changes_reach_the_snapshot_without_listing_again(fleet: Sandbox, s
 def test_dropped_connections_resume_from_the_last_version(fleet: Sandbox, synced: Informer) -> None:
     fleet.faults.set(outage=True)  # every open watch ends and new requests are dropped
     try:
-        wait_until(lambda: not all(w.healthy for w in synced.watchers), 20, message="the watches to fail")
+        wait_until(lambda: not all(w.healthy for w in synced.watchers), 60, message="the watches to fail")
         _offload(fleet, "during-outage")  # written behind the API's back while nobody can watch
     finally:
         fleet.faults.clear()
@@ -138,7 +138,7 @@ def test_dropped_connections_resume_from_the_last_version(fleet: Sandbox, synced
 def test_an_expired_version_relists_and_converges(fleet: Sandbox, synced: Informer) -> None:
     fleet.faults.set(outage=True)  # the open watches end; nobody reconnects until it is over
     try:
-        wait_until(lambda: not all(w.healthy for w in synced.watchers), 20, message="the watches to fail")
+        wait_until(lambda: not all(w.healthy for w in synced.watchers), 60, message="the watches to fail")
         _offload(fleet, "after-compaction")
         fleet.server.delete(NAMESPACES, "", "default")
         fleet.compact()  # history before now is gone: watching from the old versions answers 410 Gone
@@ -169,7 +169,7 @@ def test_a_restarted_api_server_is_followed_again(tmp_path: Path, settings: Any)
 def test_no_full_refresh_runs_while_the_watcher_keeps_the_snapshot(fleet: Sandbox, synced: Informer) -> None:
     from django.core.cache import cache
 
-    wait_until(lambda: cache.get("liqo-dash:informer-alive"), 15, message="the writer's heartbeat")
+    wait_until(lambda: cache.get("liqo-dash:informer-alive"), 60, message="the writer's heartbeat")
     trigger_refresh()  # what an applied change asks for (Celery runs eagerly in the tests)
     assert SnapshotState.get().last_list_calls == 0
     synced.close()

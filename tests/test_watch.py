@@ -26,7 +26,7 @@ def watcher(sandbox: Any) -> Iterator[KindWatcher]:
     stop = threading.Event()
     thread = KindWatcher("namespaceoffloadings", stop, timeout_seconds=5)
     thread.start()
-    wait_until(lambda: thread.resource_version, 10, message="the watch to start")
+    wait_until(lambda: thread.resource_version, 60, message="the watch to start")
     yield thread
     stop.set()
     thread.join(15)
@@ -47,7 +47,7 @@ def test_an_offloading_created_elsewhere_reaches_the_snapshot_through_the_watch(
     )  # fmt: skip
     ready = wait_until(
         lambda: Namespace.objects.filter(name="watched", offloading_phase="Ready").first(),
-        20,
+        60,
         message="Ready via watch",
     )
     assert ready.offloading_spec["podOffloadingStrategy"] == "Remote"
@@ -57,7 +57,7 @@ def test_an_offloading_created_elsewhere_reaches_the_snapshot_through_the_watch(
     )
 
     k8s.custom.delete_namespaced_custom_object(GROUP, VERSION, "watched", PLURAL, "offloading")
-    wait_until(lambda: not Namespace.objects.get(name="watched").offloaded, 20, message="the deletion via watch")
+    wait_until(lambda: not Namespace.objects.get(name="watched").offloaded, 60, message="the deletion via watch")
     assert AuditEvent.objects.filter(namespace="watched", action=AuditAction.DRIFT_DELETED).count() == 1
     assert watcher.events >= 2
 
@@ -74,7 +74,7 @@ def test_the_watch_survives_an_outage_and_resumes(
         # The watcher noticed: its attempt to watch again failed, and it is backing off.
         wait_until(
             lambda: any(r.name == "offloading.watch" and "failed" in r.getMessage() for r in caplog.records),
-            20,
+            60,
             message="the watch to fail during the outage",
         )
     finally:

@@ -202,14 +202,15 @@ def test_deleting_runs_the_terminating_flow_and_removes_the_finalizer(kube: Clie
 
 
 def test_terminating_is_visible_with_a_slow_controller(tmp_path: Any) -> None:
-    with Sandbox(scenario="minimal", controller_delay=0.3) as sb:
+    # A delay that keeps Terminating on screen for seconds: a read on a slow, busy machine still sees it.
+    with Sandbox(scenario="minimal", controller_delay=1.0) as sb:
         kube = Clients(sb, sb.write_kubeconfig(tmp_path / "kc"))
         kube.create_nsoff("alpha")
-        sb.wait_idle(10)
+        sb.wait_idle(60)
         assert kube.get_nsoff("alpha")["status"]["offloadingPhase"] == "Ready"
         kube.custom.delete_namespaced_custom_object(GROUP, VERSION, "alpha", NSOFF, "offloading")
         phases, mapping_phases = set(), set()
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             try:
                 obj = kube.get_nsoff("alpha")
@@ -228,10 +229,11 @@ def test_terminating_is_visible_with_a_slow_controller(tmp_path: Any) -> None:
 
 
 def test_deleting_the_namespace_honours_the_finalizer(tmp_path: Any) -> None:
-    with Sandbox(scenario="minimal", controller_delay=0.3) as sb:
+    # Slow enough that the offloading stays held by the finalizer for seconds, long enough to be seen.
+    with Sandbox(scenario="minimal", controller_delay=1.0) as sb:
         kube = Clients(sb, sb.write_kubeconfig(tmp_path / "kc"))
         kube.create_nsoff("beta")
-        sb.wait_idle(10)
+        sb.wait_idle(60)
         kube.core.delete_namespace("beta")
         namespace = kube.core.read_namespace("beta")
         assert namespace.status.phase == "Terminating" and namespace.metadata.deletion_timestamp
@@ -244,10 +246,10 @@ def test_deleting_the_namespace_honours_the_finalizer(tmp_path: Any) -> None:
             return (phase, obj) if obj["metadata"].get("deletionTimestamp") else None
 
         # The namespace controller deletes the content; Liqo's finalizer holds the offloading.
-        phase, held = wait_until(deleted_content, 10, interval=0.02, message="the namespace controller")
+        phase, held = wait_until(deleted_content, 60, interval=0.02, message="the namespace controller")
         assert held["metadata"]["finalizers"] == ["namespaceoffloading-controller.liqo.io/finalizer"]
         assert phase == "Terminating"
-        sb.wait_idle(15)
+        sb.wait_idle(60)
         with pytest.raises(ApiException) as exc:
             kube.core.read_namespace("beta")
         assert exc.value.status == 404
@@ -256,14 +258,14 @@ def test_deleting_the_namespace_honours_the_finalizer(tmp_path: Any) -> None:
 
 
 def test_controller_delay_makes_convergence_asynchronous(tmp_path: Any) -> None:
-    with Sandbox(scenario="minimal", controller_delay=2.0) as sb:
+    with Sandbox(scenario="minimal", controller_delay=3.0) as sb:
         kube = Clients(sb, sb.write_kubeconfig(tmp_path / "kc"))
         created = kube.create_nsoff("alpha")
         assert "status" not in created
-        # "Nothing happens for a while" is the behaviour under test: well within the 2 s delay, a later
-        # read still has no status.
+        # "Nothing happens for a while" is the behaviour under test: well within the 3 s delay (ample on a
+        # slow machine too), a later read still has no status.
         time.sleep(0.2)
         assert "status" not in kube.get_nsoff("alpha")
-        sb.wait_idle(10)
+        sb.wait_idle(60)
         assert kube.get_nsoff("alpha")["status"]["offloadingPhase"] == "Ready"
         kube.api_client.close()

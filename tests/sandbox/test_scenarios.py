@@ -98,7 +98,7 @@ def test_stop_ends_every_thread_and_open_connection(tmp_path: Path) -> None:
         stream = threading.Thread(target=watch_namespaces)
         stream.start()
         # The watch is open once it has delivered the current namespaces.
-        wait_until(lambda: watched, 10, interval=0.02, message="the watch to start")
+        wait_until(lambda: watched, 60, interval=0.02, message="the watch to start")
 
         hanging = threading.Event()
         decide = sb.faults.decide
@@ -119,14 +119,16 @@ def test_stop_ends_every_thread_and_open_connection(tmp_path: Path) -> None:
         hung = threading.Thread(target=hang, daemon=True)
         hung.start()
         # The server is holding the request (its handler waits for the stop or the 60 s).
-        wait_until(hanging.is_set, 10, interval=0.02, message="the request to hang in the server")
+        wait_until(hanging.is_set, 60, interval=0.02, message="the request to hang in the server")
     started = time.monotonic()
-    stream.join(10)
-    hung.join(10)
-    assert time.monotonic() - started < 5
+    stream.join(20)
+    hung.join(20)
+    # The stop ended both: the hanging request would otherwise last until its client's 30 s timeout and
+    # the watch until its 60 s (a bound well below those, not a speed: a slow machine takes its time).
+    assert time.monotonic() - started < 25
     assert not stream.is_alive() and not hung.is_alive()
     api_client.close()
-    wait_until(lambda: not set(threading.enumerate()) - before, 5, interval=0.02, message="every thread to end")
+    wait_until(lambda: not set(threading.enumerate()) - before, 60, interval=0.02, message="every thread to end")
 
 
 @pytest.mark.parametrize(
