@@ -10,7 +10,7 @@ from offloading.changes.requests import validate
 from offloading.filtersets import validate_label_selector
 from offloading.liqo.limits import selector_count_problems
 from offloading.liqo.selectors.format import format_term
-from offloading.liqo.selectors.liqoctl import cluster_selector, cluster_selector_notes
+from offloading.liqo.selectors.liqoctl import cluster_selector_with_notes
 from offloading.liqo.selectors.requirements import SelectorError, UnformattableTermError
 
 from .liqo import constants as liqo
@@ -107,11 +107,10 @@ class SpecForm(forms.Form):
                 self.add_error("cluster_selector", over)
                 return None
             try:
-                selector = cluster_selector(lines)
+                selector, self.selector_notes = cluster_selector_with_notes(lines)
             except SelectorError as exc:
                 self.add_error("cluster_selector", str(exc))
                 return None
-            self.selector_notes = cluster_selector_notes(lines)
         spec: dict[str, Any] = {
             "namespaceMappingStrategy": data.get("namespace_mapping_strategy"),
             "podOffloadingStrategy": data.get("pod_offloading_strategy"),

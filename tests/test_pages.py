@@ -124,6 +124,20 @@ def test_preview_explains_which_clusters_match_and_why_not(admin_client: Any, fl
     assert "kind: NamespaceOffloading" in body
 
 
+def test_a_very_large_selector_is_printed_once_in_the_preview(admin_client: Any, fleet: Any) -> None:
+    url = reverse("offloading:namespace_offload_preview", args=["payments"])
+    form = {"namespace_mapping_strategy": "DefaultName", "pod_offloading_strategy": "Remote"}
+    # 11 terms of 50 expressions: 550, above the 500 the preview prints three times.
+    lines = [",".join(f"!absent-{t}-{e}" for e in range(50)) for t in range(11)]
+    body = admin_client.post(url, {**form, "cluster_selector": "\n".join(lines)}).content.decode()
+    assert "The selector has 550 expressions" in body
+    assert body.count("absent-10-49") == 1  # the manifest only
+    assert "kind: NamespaceOffloading" in body and "ClusterSelector (NodeSelector)" not in body
+    small = admin_client.post(url, {**form, "cluster_selector": lines[0]}).content.decode()
+    assert "ClusterSelector (NodeSelector)" in small and "selector-not-repeated" not in small
+    assert small.count("absent-0-49") >= 3  # the manifest, the selector and the pod's node affinity (and more)
+
+
 def test_preview_reports_selector_errors_inline_with_status_200(admin_client: Any, fleet: Any) -> None:
     response = admin_client.post(
         reverse("offloading:namespace_offload_preview", args=["payments"]),

@@ -22,7 +22,6 @@ from django.db.models import Count
 
 from offloading.inventory_models import Pod
 from offloading.liqo import constants as liqo
-from offloading.liqo.spec import apply_defaults
 
 LOCAL = ""  # the cluster id of pods on local nodes
 
@@ -63,7 +62,7 @@ class PodImpact:
 
 
 def _strategy(spec: dict[str, Any] | None) -> str:
-    return str(apply_defaults(spec or {}).get("podOffloadingStrategy") or liqo.DEFAULT_POD_STRATEGY)
+    return str((spec or {}).get("podOffloadingStrategy") or liqo.DEFAULT_POD_STRATEGY)
 
 
 def stricter(before: str, after: str) -> str:

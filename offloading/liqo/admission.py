@@ -18,7 +18,7 @@ from offloading.liqo.spec import (
     SOURCE_DASHBOARD,
     SOURCE_WEBHOOK,
     Problem,
-    apply_defaults,
+    defaults_view,
     dns1123_problems,
     is_system_namespace,
     remote_namespace_name,
@@ -34,13 +34,13 @@ def webhook_admission(
     """
     if name != c.OFFLOADING_NAME:
         return [c.WEBHOOK_NAME_MESSAGE], []
-    new = apply_defaults(spec)
+    new = defaults_view(spec)
     if operation == "CREATE":
         if new[FIELD_MAPPING] == c.SELECTED_NAME and not new.get(FIELD_REMOTE_NAME):
             return [c.WEBHOOK_SELECTED_NAME_EMPTY_MESSAGE], []
         return [], []
     if operation == "UPDATE":
-        old = apply_defaults(old_spec or {})
+        old = defaults_view(old_spec or {})
         if old[FIELD_MAPPING] != new[FIELD_MAPPING]:
             return [c.WEBHOOK_MAPPING_IMMUTABLE_MESSAGE], []
         if (old.get(FIELD_REMOTE_NAME) or "") != (new.get(FIELD_REMOTE_NAME) or ""):
@@ -94,7 +94,7 @@ def validate_spec(
     errors.extend(Problem(_WEBHOOK_FIELD.get(m, FIELD_NAMESPACE), m, SOURCE_WEBHOOK) for m in denials)
     warnings.extend(Problem(_WEBHOOK_FIELD.get(m, FIELD_POD), m, SOURCE_WEBHOOK) for m in webhook_warnings)
 
-    d = apply_defaults(spec)
+    d = defaults_view(spec)
     strategy = d[FIELD_MAPPING]
     if is_system_namespace(namespace):
         errors.append(

@@ -96,7 +96,7 @@ def _plain_allowed(s: str) -> bool:
         return False
     if ": " in s or " #" in s or s.endswith(":"):
         return False
-    return all(ch.isprintable() and ch not in "\t\n\r" for ch in s)
+    return s.isprintable()  # tabs and line breaks are not printable
 
 
 def _double_quoted(s: str) -> str:
@@ -135,7 +135,7 @@ def yaml_scalar(value: Any) -> str:
     s = str(value)
     if s == "" or _resolves_to_non_string(s) or _BASE60.match(s):
         return _double_quoted(s)
-    if any(ch in "\n\r\t" or not ch.isprintable() for ch in s):
+    if not s.isprintable():  # also true of "\n", "\r" and "\t"
         return _double_quoted(s)
     if not _plain_allowed(s):
         return "'" + s.replace("'", "''") + "'"

@@ -6,7 +6,7 @@ from typing import Any
 
 from offloading.liqo import constants as c
 from offloading.liqo.goformat import go_json, go_yaml
-from offloading.liqo.spec import FIELD_MAPPING, FIELD_POD, FIELD_REMOTE_NAME, FIELD_SELECTOR, apply_defaults
+from offloading.liqo.spec import FIELD_MAPPING, FIELD_POD, FIELD_REMOTE_NAME, FIELD_SELECTOR, defaults_view
 
 # liqoctl offload namespace --output yaml|json.
 
@@ -29,7 +29,7 @@ def _go_term(term: dict[str, Any]) -> dict[str, Any]:
 
 def manifest(namespace: str, spec: dict[str, Any]) -> dict[str, Any]:
     """The NamespaceOffloading object liqoctl builds, as a dict in Go struct field order."""
-    d = apply_defaults(spec)
+    d = defaults_view(spec)
     go_spec: dict[str, Any] = {FIELD_MAPPING: d[FIELD_MAPPING]}
     if d.get(FIELD_REMOTE_NAME):
         go_spec[FIELD_REMOTE_NAME] = d[FIELD_REMOTE_NAME]

@@ -12,7 +12,7 @@ from offloading.liqo.spec import (
     FIELD_SELECTOR,
     SOURCE_SCHEMA,
     Problem,
-    apply_defaults,
+    defaults_view,
 )
 
 
@@ -75,7 +75,7 @@ def schema_errors(spec: dict[str, Any]) -> list[Problem]:
                 SOURCE_SCHEMA,
             )
         ]
-    d = apply_defaults(spec)
+    d = defaults_view(spec)
     out: list[Problem] = []
     enums = ((FIELD_MAPPING, c.MAPPING_STRATEGIES), (FIELD_POD, ("Local", "Remote", "LocalAndRemote")))
     for name, allowed in enums:

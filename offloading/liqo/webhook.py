@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from offloading.liqo import constants as c
+from offloading.liqo.spec import json_copy
 
 __all__ = [
     "fill_pod_node_selector",
@@ -37,7 +37,7 @@ def imposed_node_selector(spec: dict[str, Any]) -> dict[str, Any] | None:
     LocalAndRemote: no terms -> None; otherwise a `liqo.io/type NotIn (virtual-node)` term is appended.
     """
     strategy = spec.get("podOffloadingStrategy") or c.DEFAULT_POD_STRATEGY
-    selector = copy.deepcopy(spec.get("clusterSelector") or {})
+    selector = json_copy(spec.get("clusterSelector") or {})
     terms: list[dict[str, Any]] = list(selector.get("nodeSelectorTerms") or [])
     if strategy == c.REMOTE:
         if not terms:
@@ -64,9 +64,7 @@ def merge_node_selectors(pod_selector: dict[str, Any], imposed: dict[str, Any]) 
     terms: list[dict[str, Any]] = []
     for a in pod_selector.get("nodeSelectorTerms") or []:
         for b in imposed.get("nodeSelectorTerms") or []:
-            exprs = copy.deepcopy(list(a.get("matchExpressions") or [])) + copy.deepcopy(
-                list(b.get("matchExpressions") or [])
-            )
+            exprs = json_copy(list(a.get("matchExpressions") or [])) + json_copy(list(b.get("matchExpressions") or []))
             terms.append({"matchExpressions": exprs} if exprs else {})
     return {"nodeSelectorTerms": terms}
 
@@ -80,7 +78,7 @@ def mutate_pod(
     toleration is appended (never de-duplicated) and the imposed selector is set or merged into the
     pod's required node affinity. Inputs are not modified. Raises MutationError for an unknown strategy.
     """
-    out = copy.deepcopy(pod)
+    out = json_copy(pod)
     strategy = spec.get("podOffloadingStrategy") or c.DEFAULT_POD_STRATEGY
     if strategy == c.LOCAL:
         return out
@@ -102,8 +100,8 @@ def fill_pod_node_selector(imposed: dict[str, Any], pod: dict[str, Any]) -> dict
     No affinity / no nodeAffinity / no or empty required terms -> the imposed selector is used as is
     (podAffinity, podAntiAffinity and preferred terms are kept); otherwise merge_node_selectors.
     """
-    out = copy.deepcopy(pod)
-    imposed = copy.deepcopy(imposed)
+    out = json_copy(pod)
+    imposed = json_copy(imposed)
     pod_spec = out.setdefault("spec", {})
     affinity = pod_spec.get("affinity")
     if affinity is None:

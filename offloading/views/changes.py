@@ -92,6 +92,14 @@ def offload_preview(request: HttpRequest, name: str) -> HttpResponse:
     return render(request, "offloading/_preview.html", {"form": form, "namespace": namespace, **preview_context(form)})
 
 
+# Above this many expressions the preview prints the selector once (in the manifest), not three times.
+REPEATED_YAML_EXPRESSIONS = 500
+
+
+def _expressions(selector: dict[str, Any]) -> int:
+    return sum(len(term.get("matchExpressions") or []) for term in selector.get("nodeSelectorTerms") or [])
+
+
 def preview_context(form: OffloadForm) -> dict[str, Any]:
     context: dict[str, Any] = {"form": form, "spec": form.spec}
     if form.spec is None:
@@ -102,6 +110,8 @@ def preview_context(form: OffloadForm) -> dict[str, Any]:
         row["cluster"] = clusters.get(row["cluster_id"])
         row["room"] = preview.rooms.get(row["cluster_id"])
     pod = preview.pod_after
+    selector = form.spec.get("clusterSelector") or {"nodeSelectorTerms": []}
+    size = _expressions(selector)
     context.update(
         {
             "cluster_rows": preview.clusters,
@@ -111,13 +121,17 @@ def preview_context(form: OffloadForm) -> dict[str, Any]:
             "losses": preview.losses,
             "pod_impact": preview.pod_impact,
             "nearly_full": preview.nearly_full,
-            "node_selector_yaml": dump_yaml(form.spec.get("clusterSelector") or {"nodeSelectorTerms": []}),
+            # The manifest holds the whole selector; a very large one is not printed twice more.
+            "selector_size": size,
+            "node_selector_yaml": dump_yaml(selector) if size <= REPEATED_YAML_EXPRESSIONS else "",
             "manifest": preview.manifest,
             "remote_name": preview.remote_namespace_name,
             "local_cluster_id": preview.local_cluster_id,
             "pod_preview": {
                 "changed": preview.pod_changed,
-                "yaml": dump_yaml({k: pod["spec"][k] for k in ("affinity", "tolerations") if k in pod["spec"]}),
+                "yaml": dump_yaml({k: pod["spec"][k] for k in ("affinity", "tolerations") if k in pod["spec"]})
+                if size <= REPEATED_YAML_EXPRESSIONS
+                else "",
             },
             "warnings": form.warnings,
             "selector_notes": form.selector_notes,

@@ -18,7 +18,15 @@ from offloading.liqo.schema import schema_errors
 from offloading.liqo.selectors.liqoctl import cluster_selector
 from offloading.liqo.selectors.match import cluster_matches
 from offloading.liqo.selectors.requirements import SelectorError
-from offloading.liqo.spec import Problem, apply_defaults, local_cluster_id_from, normalize_spec, remote_namespace_name
+from offloading.liqo.spec import (
+    Problem,
+    apply_defaults,
+    json_copy,
+    local_cluster_id_from,
+    mapping_strategy,
+    normalize_spec,
+    remote_namespace_name,
+)
 from offloading.liqo.status import (
     cluster_status_table,
     compute_status,
@@ -646,3 +654,23 @@ def test_webhook_messages_name_their_field_also_when_the_api_server_wraps_them()
     assert field_of_message(c.WEBHOOK_SELECTED_NAME_EMPTY_MESSAGE) == "remoteNamespaceName"
     assert field_of_message(c.WEBHOOK_REMOTE_NAME_IMMUTABLE_MESSAGE) == "remoteNamespaceName"
     assert field_of_message("quota exceeded") == "namespace"
+
+
+def test_json_copy_is_a_deep_copy_of_json_data() -> None:
+    data: dict[str, Any] = {"a": [{"b": ["x", 1, None, True]}, 2.5], "c": {"d": {}}, "e": "s"}
+    copied = json_copy(data)
+    assert copied == data and copied is not data
+    assert copied["a"] is not data["a"] and copied["a"][0] is not data["a"][0]
+    assert copied["a"][0]["b"] is not data["a"][0]["b"] and copied["c"]["d"] is not data["c"]["d"]
+    copied["a"][0]["b"].append("y")
+    copied["c"]["d"]["k"] = "v"
+    assert data == {"a": [{"b": ["x", 1, None, True]}, 2.5], "c": {"d": {}}, "e": "s"}
+    assert json_copy([]) == [] and json_copy("t") == "t" and json_copy(None) is None
+
+
+def test_mapping_strategy_defaults_like_the_api_server() -> None:
+    assert mapping_strategy({}) == "DefaultName"
+    assert mapping_strategy(None) == "DefaultName"
+    assert mapping_strategy({"namespaceMappingStrategy": None}) == "DefaultName"
+    assert mapping_strategy({"namespaceMappingStrategy": "EnforceSameName"}) == "EnforceSameName"
+    assert mapping_strategy({"namespaceMappingStrategy": ""}) == ""  # only a missing or null value is defaulted

@@ -61,10 +61,16 @@ def cluster_selector(texts: list[str]) -> dict[str, Any]:
     which liqoctl rejects (see cluster_selector_notes). Raises SelectorError on invalid text, with
     the index of the offending text in `.path`.
     """
+    return cluster_selector_with_notes(texts)[0]
+
+
+def cluster_selector_with_notes(texts: list[str]) -> tuple[dict[str, Any], list[str]]:
+    """``cluster_selector(texts)`` and ``cluster_selector_notes(texts)`` from one parse of each text."""
     terms: list[dict[str, Any]] = []
+    notes: list[str] = []
     for i, text in enumerate(texts):
         try:
-            term, _ = _liqoctl_term(text)
+            term, said = _liqoctl_term(text)
         except SelectorError as err:
             raise SelectorError(
                 f"selector #{i + 1} {text!r}: {err.message}",
@@ -74,7 +80,8 @@ def cluster_selector(texts: list[str]) -> dict[str, Any]:
                 path=f"nodeSelectorTerms[{i}]",
             ) from err
         terms.append(term)
-    return {"nodeSelectorTerms": terms}
+        notes.extend(said)
+    return {"nodeSelectorTerms": terms}, notes
 
 
 def cluster_selector_notes(texts: list[str]) -> list[str]:
