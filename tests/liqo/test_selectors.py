@@ -417,3 +417,16 @@ def test_nul_byte_ends_the_lexer_like_go() -> None:
     assert canonical("a \x00b") == "a"
     with pytest.raises(SelectorError):
         parse_requirements("a\x00b c")
+
+
+def test_the_selector_and_its_notes_come_from_one_parse() -> None:
+    from offloading.liqo.selectors.liqoctl import cluster_selector_with_notes
+
+    texts = ["region!=eu,tier>2", "a=1,a=2", "zone in (x)"]
+    selector, notes = cluster_selector_with_notes(texts)
+    assert selector == cluster_selector(texts)
+    assert notes == cluster_selector_notes(texts) and len(notes) == 3
+    assert cluster_selector_with_notes([]) == ({"nodeSelectorTerms": []}, [])
+    with pytest.raises(SelectorError) as err:
+        cluster_selector_with_notes(["ok=1", "bad in (x"])
+    assert err.value.path == "nodeSelectorTerms[1]"
