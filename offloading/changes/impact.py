@@ -101,7 +101,7 @@ def bulk_impact(changes: list[ChangeRequest]) -> BulkImpact:
         "namespace__name", "cluster_id"
     ):
         now.setdefault(namespace, set()).add(cluster_id)
-    virtual_nodes = [(vn.cluster_id, vn.name, vn.labels) for vn in VirtualNode.objects.order_by("namespace", "name")]
+    virtual_nodes = list(VirtualNode.objects.order_by("namespace", "name").values_list("cluster_id", "name", "labels"))
     selections: dict[str, set[str]] = {}
     rows = []
     for change in changes:

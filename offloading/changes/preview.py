@@ -67,7 +67,7 @@ def preview(namespace: Namespace, spec: dict[str, Any], pod: dict[str, Any] | No
     and lost compared with now (with the running pods that hits), the room on the selected clusters,
     the remote name, the manifest liqoctl would print, and how Liqo's webhook would mutate ``pod`` (a
     sample pod by default). A constant number of queries whatever the number of clusters."""
-    virtual_nodes = [(vn.cluster_id, vn.name, vn.labels) for vn in VirtualNode.objects.order_by("namespace", "name")]
+    virtual_nodes = list(VirtualNode.objects.order_by("namespace", "name").values_list("cluster_id", "name", "labels"))
     selection = liqo_peers.select_clusters(spec.get("clusterSelector"), virtual_nodes)
     known = set(Cluster.objects.values_list("cluster_id", flat=True))
     rows = []

@@ -105,7 +105,7 @@ def preview_context(form: OffloadForm) -> dict[str, Any]:
     if form.spec is None:
         return context
     preview = compute_preview(form.namespace, form.spec)
-    clusters = {c.cluster_id: c for c in Cluster.objects.all()}
+    clusters = {c.cluster_id: c for c in Cluster.objects.only("cluster_id", "offloading_status")}
     for row in preview.clusters:
         row["cluster"] = clusters.get(row["cluster_id"])
         row["room"] = preview.rooms.get(row["cluster_id"])
