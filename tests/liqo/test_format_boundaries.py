@@ -88,3 +88,31 @@ def test_describe_expr() -> None:
     assert describe_expr({"key": "a", "operator": "Exists", "values": ["x"]}) == "a Exists (x)"
     assert describe_expr({"key": "a", "operator": "In", "values": "x"}) == "a In (x)"
     assert describe_expr({"key": "a", "operator": "In", "values": [1, "b"]}) == "a In (1,b)"
+
+
+def test_describe_expr_cuts_a_long_list_of_values_only_when_asked() -> None:
+    from offloading.liqo.selectors.format import describe_expr
+
+    ten = {"key": "region", "operator": "In", "values": [f"r{i}" for i in range(10)]}
+    eleven = {**ten, "values": [f"r{i}" for i in range(11)]}
+    assert describe_expr(ten, 10) == "region In (r0,r1,r2,r3,r4,r5,r6,r7,r8,r9)"
+    assert describe_expr(eleven, 10) == "region In (r0,r1,r2,r3,r4,r5,r6,r7,r8,r9,… 1 more)"
+    assert describe_expr(eleven) == "region In (r0,r1,r2,r3,r4,r5,r6,r7,r8,r9,r10)"
+    assert describe_expr({**ten, "values": ["a", "b", "c"]}, 2) == "region In (a,b,… 1 more)"
+    assert describe_expr({"key": "gpu", "operator": "Exists"}, 1) == "gpu Exists"
+    assert describe_expr({"key": "gpu", "operator": "In", "values": "x"}, 1) == "gpu In (x)"
+
+
+def test_a_reason_quotes_ten_values_and_the_clusters_own() -> None:
+    from offloading.liqo.selectors.match import REASON_VALUES, explain
+
+    assert REASON_VALUES == 10
+    values = [f"zone-{i:03d}" for i in range(100)]
+    selector = {"nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "In", "values": values}]}]}
+    why = explain(selector, {"zone": "elsewhere"})
+    failed = why["terms"][0]["failed"]
+    assert failed == "zone In (" + ",".join(values[:10]) + ",… 90 more) but the cluster has zone=elsewhere"
+    not_in = {"nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "NotIn", "values": values}]}]}
+    assert explain(not_in, {"zone": "zone-050"})["terms"][0]["failed"].endswith(
+        ",… 90 more) but the cluster has zone=zone-050"
+    )

@@ -80,14 +80,20 @@ def _as_set_form(text: str) -> str:
     return f"{key} in ({value})"
 
 
-def describe_expr(expr: dict[str, Any]) -> str:
-    """Human form of a NodeSelectorRequirement, e.g. `region In (eu,us)`."""
+def describe_expr(expr: dict[str, Any], max_values: int | None = None) -> str:
+    """Human form of a NodeSelectorRequirement, e.g. `region In (eu,us)`; with ``max_values``, a longer
+    list of values is cut after that many (`region In (a,b,… 98 more)`), as a reason repeated for every
+    excluded cluster must stay short."""
     key = expr.get("key")
     op = expr.get("operator")
     values = expr.get("values") or []
     if op in (c.OP_EXISTS, c.OP_DOES_NOT_EXIST) and not values:
         return f"{key} {op}"
-    shown = ",".join(str(v) for v in values) if isinstance(values, list) else str(values)
+    if not isinstance(values, list):
+        return f"{key} {op} ({values})"
+    shown = ",".join(str(v) for v in values[:max_values])
+    if max_values is not None and len(values) > max_values:
+        shown += f",… {len(values) - max_values} more"
     return f"{key} {op} ({shown})"
 
 

@@ -135,10 +135,14 @@ def _first_failure(pt: _ParsedTerm, labels: dict[str, str], fields: dict[str, st
     return None
 
 
+# The values a reason quotes: the cluster's own value is what tells why, not a list of a hundred.
+REASON_VALUES = 10
+
+
 def _why_not(expr: dict[str, Any], labels: dict[str, str]) -> str:
     key = expr["key"]
     op = expr["operator"]
-    desc = describe_expr(expr)
+    desc = describe_expr(expr, REASON_VALUES)
     has = key in labels
     have = f"{key}={labels[key]}" if has else ""
     if op == c.OP_IN:
