@@ -179,7 +179,7 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 LOGIN_URL = "login"
-LOGIN_REDIRECT_URL = "offloading:namespace_list"
+LOGIN_REDIRECT_URL = "offloading:home"  # the overview: failures and stuck items first
 LOGOUT_REDIRECT_URL = "login"
 
 LANGUAGE_CODE = "en-us"

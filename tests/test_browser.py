@@ -92,7 +92,8 @@ def login(page: Any, live_server: Any) -> None:
     page.fill("input[name=username]", "admin")
     page.fill("input[name=password]", ADMIN_PASSWORD)
     page.click("main button[type=submit]")
-    page.wait_for_url(f"{live_server.url}/namespaces/")
+    page.wait_for_url(f"{live_server.url}/")  # signing in lands on the overview
+    page.goto(f"{live_server.url}/namespaces/")
 
 
 def htmx_idle(page: Any) -> None:

@@ -39,7 +39,8 @@ def test_an_operator_sees_only_what_they_may_do(
     page.fill("input[name=username]", "otto")
     page.fill("input[name=password]", "otto-password-123")
     page.click("main button[type=submit]")
-    page.wait_for_url(f"{live_server.url}/namespaces/")
+    page.wait_for_url(f"{live_server.url}/")  # signing in lands on the overview
+    page.goto(f"{live_server.url}/namespaces/")
 
     # The list: the namespace in scope has its control, the other is read only.
     rows = page.locator("table tbody tr")
@@ -89,7 +90,8 @@ def test_a_viewer_has_no_bulk_and_no_controls(
     page.fill("input[name=username]", "vera")
     page.fill("input[name=password]", "vera-password-123")
     page.click("main button[type=submit]")
-    page.wait_for_url(f"{live_server.url}/namespaces/")
+    page.wait_for_url(f"{live_server.url}/")  # signing in lands on the overview
+    page.goto(f"{live_server.url}/namespaces/")
     assert page.locator("header nav").get_by_role("link", name="Bulk").count() == 0
     assert page.locator("table tbody").get_by_role("link", name="Offload").count() == 0
     page.goto(f"{live_server.url}/namespaces/payments/")

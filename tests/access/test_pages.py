@@ -99,3 +99,14 @@ def test_repeated_failed_logins_lock_the_account_out(make_user: Any, client: Any
     make_user("other", "viewer")
     response = client.post("/accounts/login/", {"username": "other", "password": "other-password-123"})
     assert response.status_code == 302
+
+
+def test_signing_in_lands_on_the_overview_or_where_the_user_was_going(make_user: Any, client: Any) -> None:
+    make_user("vera", "viewer")
+    response = client.post("/accounts/login/", {"username": "vera", "password": "vera-password-123"})
+    assert response.status_code == 302 and response["Location"] == "/"
+    client.logout()
+    response = client.post(
+        "/accounts/login/?next=/clusters/", {"username": "vera", "password": "vera-password-123", "next": "/clusters/"}
+    )
+    assert response.status_code == 302 and response["Location"] == "/clusters/"
