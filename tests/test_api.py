@@ -143,6 +143,34 @@ def test_bulk_dry_run_and_create(api: APIClient, fleet: Any) -> None:  # noqa: F
     assert bad.status_code == 400
 
 
+def test_bulk_dry_run_says_what_the_changes_do_to_pods_and_room(api: APIClient, fleet: Any) -> None:  # noqa: F811
+    from offloading.inventory_models import Pod
+
+    Namespace.objects.filter(name="shop").update(labels={"env": "prod"})
+    for name, cluster in (("web-1", "milan"), ("web-2", "milan"), ("web-3", "")):
+        Pod.objects.create(namespace="shop", name=name, node_name=cluster or "rome-worker-1", cluster_id=cluster,
+                           phase="Running", cpu_millis=500)  # fmt: skip
+    body = {
+        "action": "offload", "namespaceSelector": "env=prod", "dryRun": True,
+        "spec": {"podOffloadingStrategy": "Remote", "namespaceMappingStrategy": "EnforceSameName",
+                 "clusterSelector": {"nodeSelectorTerms": [{"matchExpressions": [
+            {"key": "topology.kubernetes.io/region", "operator": "In", "values": ["eu-south"]}]}]}},
+    }  # fmt: skip
+    dry = api.post("/api/v1/bulk/", body, format="json")
+    assert dry.status_code == 200, dry.content
+    answer = dry.json()
+    assert answer["namespaces"] == ["shop"]
+    impact = answer["impact"]
+    assert impact["remoteNamespacesDeleted"] == 1 and impact["runningPodsOnLostClusters"] == 2
+    assert impact["podsOffStrategy"] == 1  # the local pod, under the stricter Remote strategy
+    [row] = impact["perNamespace"]
+    assert row["namespace"] == "shop" and row["losses"] == ["milan"] and row["gains"] == ["naples"]
+    assert row["podImpact"]["lostClusters"] == {"milan": 2} and row["podImpact"]["offStrategyWhere"] == "local"
+    assert [room["clusterId"] for room in answer["capacity"]] == ["naples"] and answer["nearlyFull"] == []
+    assert answer["capacity"][0]["allocatable"]["cpu"] == 8
+    assert not ChangeRequest.objects.exists()
+
+
 def test_clusters_and_audit_are_readable(api: APIClient, fleet: Any) -> None:  # noqa: F811
     clusters = api.get("/api/v1/clusters/").json()["results"]
     milan = next(c for c in clusters if c["cluster_id"] == "milan")

@@ -222,6 +222,27 @@ class PreviewSerializer(serializers.Serializer):
         return fields
 
 
+class BulkNamespaceImpactSerializer(serializers.Serializer):
+    namespace = serializers.CharField()
+    action = serializers.CharField(help_text="`offload`, `update` or `unoffload`.")
+    gains = serializers.ListField(child=serializers.CharField(), help_text="Clusters that gain the twin namespace.")
+    losses = serializers.ListField(
+        child=serializers.CharField(), help_text="Clusters that lose it: Liqo deletes the remote namespace there."
+    )
+    podImpact = PodImpactSerializer()  # noqa: N815
+
+
+class BulkImpactSerializer(serializers.Serializer):
+    remoteNamespacesDeleted = serializers.IntegerField(help_text="Remote namespaces Liqo would delete.")  # noqa: N815
+    runningPodsOnLostClusters = serializers.IntegerField(  # noqa: N815
+        help_text="Running pods on the clusters that lose a namespace (deleted there)."
+    )
+    podsOffStrategy = serializers.IntegerField(  # noqa: N815
+        help_text="Running pods that no longer satisfy a stricter pod strategy."
+    )
+    perNamespace = BulkNamespaceImpactSerializer(many=True)  # noqa: N815
+
+
 class BulkPlanSerializer(serializers.Serializer):
     """The answer to a bulk request with ``dryRun``: nothing is recorded."""
 
@@ -229,6 +250,11 @@ class BulkPlanSerializer(serializers.Serializer):
     skipped = serializers.ListField(
         child=serializers.DictField(child=serializers.CharField()),
         help_text="Namespaces left out: `{namespace, reason}`.",
+    )
+    impact = BulkImpactSerializer(help_text="What the changes would do, as the bulk page's preview says it.")
+    capacity = RoomSerializer(many=True, help_text="The room on every cluster the new spec selects.")
+    nearlyFull = serializers.ListField(  # noqa: N815
+        child=serializers.CharField(), help_text="Those of them nearly full (80 % or more requested)."
     )
 
 

@@ -14,7 +14,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from offloading.changes.bulk import plan_bulk, request_bulk
+from offloading.changes.capacity import rooms
 from offloading.changes.errors import ChangeRejected
+from offloading.changes.impact import bulk_impact
 from offloading.changes.preview import preview
 from offloading.changes.requests import reapply, request_offload, request_unoffload, validate
 
@@ -256,7 +258,10 @@ class BulkRequestViewSet(SnapshotHeadersMixin, mixins.CreateModelMixin, viewsets
                     expected_generations=expected,
                     ask_api_server=True,
                 )
-                return Response({"namespaces": plan.namespaces, "skipped": plan.skipped}, status=status.HTTP_200_OK)
+                return Response(
+                    {"namespaces": plan.namespaces, "skipped": plan.skipped, **_bulk_impact(plan.changes)},
+                    status=status.HTTP_200_OK,
+                )
             bulk = request_bulk(
                 data["action"],
                 data["namespaceSelector"],
@@ -268,3 +273,29 @@ class BulkRequestViewSet(SnapshotHeadersMixin, mixins.CreateModelMixin, viewsets
         except ChangeRejected as exc:
             return refusal_response(exc, kind="bulkrequests")
         return Response(BulkRequestSerializer(bulk).data, status=status.HTTP_201_CREATED)
+
+
+def _bulk_impact(changes: list[Any]) -> dict[str, Any]:
+    """A bulk dry run's impact: remote namespaces deleted, running pods hit, and the room on the clusters
+    the new spec selects (what the bulk page shows before the typed confirmation)."""
+    impact = bulk_impact(changes)
+    room = rooms(impact.targets) if impact.targets else {}
+    return {
+        "impact": {
+            "remoteNamespacesDeleted": impact.remote_deleted,
+            "runningPodsOnLostClusters": impact.pods_on_lost_clusters,
+            "podsOffStrategy": impact.pods_off_strategy,
+            "perNamespace": [
+                {
+                    "namespace": row.namespace,
+                    "action": row.action,
+                    "gains": row.gains,
+                    "losses": row.losses,
+                    "podImpact": row.pods.as_api(),
+                }
+                for row in impact.rows
+            ],
+        },
+        "capacity": [r.as_api() for r in room.values()],
+        "nearlyFull": [r.cluster_id for r in room.values() if r.nearly_full],
+    }
