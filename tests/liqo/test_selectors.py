@@ -430,3 +430,25 @@ def test_the_selector_and_its_notes_come_from_one_parse() -> None:
     with pytest.raises(SelectorError) as err:
         cluster_selector_with_notes(["ok=1", "bad in (x"])
     assert err.value.path == "nodeSelectorTerms[1]"
+
+
+@pytest.mark.parametrize(
+    ("data", "tokens"),
+    [
+        # A NUL byte ends an identifier and is dropped; at the start of a token it ends the selector.
+        (b"a\x00b=c", [("identifier", "a", 0), ("identifier", "b", 2), ("=", "=", 3), ("identifier", "c", 4)]),
+        (b"a=b\x00,c", [("identifier", "a", 0), ("=", "=", 1), ("identifier", "b", 2), (",", ",", 4), ("identifier", "c", 5)]),
+        (b"\x00a", []),
+        (b"a\tb\r\nc d", [("identifier", "a", 0), ("identifier", "b", 2), ("identifier", "c", 5), ("identifier", "d", 7)]),
+        (b"k!=v,x>1,y<2", [("identifier", "k", 0), ("!=", "!=", 1), ("identifier", "v", 3), (",", ",", 4),
+                           ("identifier", "x", 5), (">", ">", 6), ("identifier", "1", 7), (",", ",", 8),
+                           ("identifier", "y", 9), ("<", "<", 10), ("identifier", "2", 11)]),
+        (b"x in (a)", [("identifier", "x", 0), ("in", "in", 2), ("(", "(", 5), ("identifier", "a", 6), (")", ")", 7)]),
+    ],
+)  # fmt: skip
+def test_the_lexer_splits_identifiers_where_apimachinery_does(data: bytes, tokens: list[tuple[str, str, int]]) -> None:
+    from offloading.liqo.selectors.parse import _lex
+
+    lexed = _lex(data)
+    assert [(t.kind, t.lit, t.pos) for t in lexed[:-1]] == tokens
+    assert lexed[-1].kind == "end of string"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,6 +53,8 @@ _STRING_TO_TOKEN = {
 }
 _SPECIAL = frozenset(b"=!(),><")
 _WHITESPACE = frozenset(b" \t\r\n")
+# An identifier's bytes: up to a special byte, whitespace, or a NUL byte (which ends it and is dropped).
+_IDENTIFIER = re.compile(rb"[^=!(),><\x20\t\r\n\x00]*")
 _BINARY_OPERATORS = "in, notin, =, ==, !=, gt, lt"
 
 
@@ -131,16 +134,12 @@ def _lex(data: bytes) -> list[_Tok]:
             else:
                 toks.append(_Tok(last[0], last[1], start))
         else:
-            buf = bytearray()
-            while True:
-                b = read()
-                if b == 0:
-                    break
-                if b in _SPECIAL or b in _WHITESPACE:
-                    pos -= 1
-                    break
-                buf.append(b)
-            s = _decode(bytes(buf))
+            found = _IDENTIFIER.match(data, pos)
+            assert found is not None  # the pattern matches the empty string
+            pos = found.end()
+            if pos < n and data[pos] == 0:
+                pos += 1
+            s = _decode(found.group())
             toks.append(_Tok(_STRING_TO_TOKEN.get(s, _T_IDENT), s, start))
 
 
