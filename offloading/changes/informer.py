@@ -20,6 +20,7 @@ from typing import Any
 
 from django.db.models import Q
 
+from offloading import kube
 from offloading.changes.drift import record_drift, record_label_drift
 from offloading.changes.nsrefresh import offloading_page_size
 from offloading.changes.rows import parse_time, replace_offloading_rows
@@ -59,8 +60,10 @@ class KindSync:
     after: tuple[str, ...] = ()  # kinds whose first relist must be written before this kind lists
 
     def page_size(self) -> int:
-        """Items per relist page (one page is held at a time)."""
-        return 50
+        """Items per relist page (one page is held at a time): the API server's usual 500 for kinds of a
+        few kB an object (namespaces, pods, events, nodes, peers); offloadings, which carry two conditions
+        per peer, override it."""
+        return kube.LIST_PAGE_SIZE
 
     def key(self, obj: dict[str, Any]) -> str:
         meta = _meta(obj)
