@@ -117,7 +117,7 @@ def capture(base: str, user: str, password: str, out: Path) -> list[Path]:
         page.fill("input[name=username]", user)
         page.fill("input[name=password]", password)
         page.click("main button[type=submit]")
-        page.wait_for_url(f"{base}/namespaces/")
+        page.wait_for_url(f"{base}/")  # signing in lands on the overview
         for width in WIDTHS:
             insight_pages(page, base, out, width)
         flow_pages(page, base, out)
