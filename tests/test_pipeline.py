@@ -482,3 +482,33 @@ def test_a_recreated_offloading_with_a_copied_change_id_is_drift(sandbox: Any, k
     drift = AuditEvent.objects.filter(namespace="copied", action=AuditAction.DRIFT_CREATED).get()
     assert drift.user_name == "sneaky" and drift.source == Source.EXTERNAL
     assert "unknown unless the cluster's audit log says more" in drift.message
+
+
+@pytest.mark.django_db
+def test_an_eager_requeue_loop_stops_and_leaves_the_change_queued(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Eager Celery (the tests) runs a requeued change inside the apply that requeued it: while another
+    apply holds the namespace's lock that nested until RecursionError (CI saw it, through logging, as an
+    unraisable exception). It now stops EAGER_NESTING_LIMIT deep and the change waits for the sweeper."""
+    from django.core.cache import cache
+
+    from offloading.changes import apply as apply_module
+    from offloading.changes import queue
+
+    change = ChangeRequest.objects.create(namespace="held", action="offload", desired_spec=_spec(), requester_name="a")
+    cache.add(apply_module._lock_key("held"), "another-worker", timeout=60)
+    runs: list[int] = []
+    real = apply_module.apply_change
+
+    def counted(change_id: int) -> str:
+        runs.append(change_id)
+        return real(change_id)
+
+    monkeypatch.setattr(apply_module, "apply_change", counted)
+    try:
+        queue.enqueue_apply(change.pk)
+    finally:
+        cache.delete(apply_module._lock_key("held"))
+    assert runs == [change.pk] * queue.EAGER_NESTING_LIMIT
+    change.refresh_from_db()
+    assert change.state == ChangeState.QUEUED and "another worker is writing this namespace" in change.message
+    assert change.attempts == 0  # waiting for a lock spends no attempt
