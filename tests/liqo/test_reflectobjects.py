@@ -8,6 +8,10 @@ import pytest
 
 from offloading.liqo.reflection import ReflectionError
 from offloading.liqo.reflectobjects import (
+    KIND_NOTES,
+    ObjectVerdict,
+    Reference,
+    ReferenceWarning,
     ReflectionConfig,
     parse_policies,
     plural,
@@ -137,3 +141,175 @@ def test_kind_plurals() -> None:
         "ingresses",
         "networkpolicies",
     ]
+
+
+NO_SUPPORT = ReflectionConfig(apiserver_support=False)
+TOKEN = "kubernetes.io/service-account-token"
+
+
+def test_verdicts_before_the_policy_is_read() -> None:
+    off = ReflectionConfig(disabled=frozenset({"secret"}))
+    assert verdict("secret", _obj("s"), off) == ObjectVerdict(
+        "secret", "s", False, "the secret reflector is disabled (0 workers)"
+    )
+    assert verdict("configmap", _obj("c"), off).reflected  # only the disabled kind
+    assert verdict("secret", _obj("t", type=TOKEN), NO_SUPPORT) == ObjectVerdict(
+        "secret", "t", False, "a service-account token secret, and API server support is disabled"
+    )
+    assert verdict("serviceaccount", _obj("d"), NO_SUPPORT) == ObjectVerdict(
+        "serviceaccount", "d", False, "API server support is disabled: no token reaches the peers"
+    )
+    assert verdict("configmap", _obj("t", type=TOKEN), NO_SUPPORT).reflected  # only secrets carry tokens
+
+
+def test_verdicts_from_the_policy() -> None:
+    config = ReflectionConfig()
+    assert verdict("configmap", _obj("app"), config) == ObjectVerdict(
+        "configmap", "app", True, "DenyList policy and the configmap has no liqo.io/skip-reflection"
+    )
+    assert verdict("configmap", {"metadata": {}}, config).name == ""
+    assert verdict("configmap", {}, config).name == ""
+    assert verdict("pod", _obj("p"), config) == ObjectVerdict(
+        "pod", "p", True, "pods follow Liqo's own reflection logic; the policy does not apply"
+    )
+    assert verdict("networkpolicy", _obj("n"), config) == ObjectVerdict(
+        "networkpolicy", "n", False, "Liqo does not reflect networkpolicy resources"
+    )
+    message = 'reflection type "Maybe" is not valid for resource service. Ammitted values: "DenyList", "AllowList"'
+    assert verdict("service", _obj("w"), ReflectionConfig({"service": "Maybe"})) == ObjectVerdict(
+        "service", "w", False, message, message
+    )
+    both = 'object "shop/web-x" can\'t have both the allow and deny annotations set'
+    annotated = {**SKIP, "liqo.io/allow-reflection": "true"}
+    assert verdict("endpointslice", _obj("web-x", annotated), config) == ObjectVerdict(
+        "endpointslice", "web-x", False, both, both
+    )
+    # The name reaches Liqo's rule with its namespace: kube-root-ca.crt is kept under an AllowList.
+    allow = ReflectionConfig({"configmap": "AllowList"})
+    assert verdict("configmap", _obj("kube-root-ca.crt"), allow) == ObjectVerdict(
+        "configmap", "kube-root-ca.crt", True, "kube-root-ca.crt is always reflected unless explicitly annotated"
+    )
+    # A kind that is not customizable is judged with the default policy, whatever is configured.
+    assert verdict("endpointslice", _obj("e"), ReflectionConfig({"service": "AllowList"})).reflected
+
+
+def test_the_policy_of_each_kind() -> None:
+    config = ReflectionConfig({"secret": "AllowList", "pod": "AllowList"})
+    assert [config.policy(k) for k in ("pod", "serviceaccount", "persistentvolumeclaim")] == ["CustomLiqo"] * 3
+    assert config.policy("secret") == "AllowList" and config.policy("configmap") == "DenyList"
+
+
+def test_policies_parse_with_their_errors() -> None:
+    assert parse_policies("Secret = AllowList,,") == {"secret": "AllowList"}
+    kinds = "service, ingress, configmap, secret, event"
+    for bad in ("secret", "pod=AllowList"):
+        with pytest.raises(ReflectionError) as err:
+            parse_policies(bad)
+        assert str(err.value) == f"{bad!r}: expected <kind>=<policy>, the kind one of {kinds}"
+    with pytest.raises(ReflectionError) as err:
+        parse_policies("secret=Maybe")
+    assert (
+        str(err.value)
+        == 'reflection type "Maybe" is not valid for resource secret. Ammitted values: "DenyList", "AllowList"'
+    )
+
+
+def test_a_policy_is_split_at_the_first_equals_sign() -> None:
+    with pytest.raises(ReflectionError) as err:
+        parse_policies("secret=AllowList=x")
+    assert 'reflection type "AllowList=x"' in str(err.value)
+
+
+def test_every_reference_of_a_pod_in_order() -> None:
+    assert pod_references(POD) == [
+        Reference("web", "configmap", "app-config", "volume conf"),
+        Reference("web", "secret", "db", "volume creds", True),
+        Reference("web", "configmap", "kube-root-ca.crt", "volume api"),
+        Reference("web", "secret", "init-env", "envFrom"),
+        Reference("web", "configmap", "flags", "envFrom"),
+        Reference("web", "secret", "db", "env DB_URL"),
+        Reference("web", "configmap", "flags", "env MODE"),
+        Reference("web", "secret", "registry", "imagePullSecrets"),
+        Reference("web", "serviceaccount", "robot", "serviceAccountName"),
+    ]
+
+
+def test_optional_references_and_nameless_ones() -> None:
+    pod: dict[str, Any] = {
+        "metadata": {"name": "opt"},
+        "spec": {
+            "serviceAccount": "legacy",
+            "imagePullSecrets": [{}],
+            "volumes": [
+                {"name": "v", "configMap": {"name": "cm", "optional": True}},
+                {"name": "p", "projected": {"sources": [{"secret": {"name": "ps", "optional": True}}, {"configMap": {}}]}},
+                {"name": "nameless", "secret": {}},
+            ],
+            "containers": [{
+                "name": "c",
+                "envFrom": [{"configMapRef": {"name": "ef", "optional": True}}, {"secretRef": {"name": "es"}}],
+                "env": [{"name": "K", "valueFrom": {"configMapKeyRef": {"name": "kr", "optional": True}}}],
+            }],
+        },
+    }  # fmt: skip
+    assert pod_references(pod) == [
+        Reference("opt", "configmap", "cm", "volume v", True),
+        Reference("opt", "secret", "ps", "volume p", True),
+        Reference("opt", "configmap", "ef", "envFrom", True),
+        Reference("opt", "secret", "es", "envFrom"),
+        Reference("opt", "configmap", "kr", "env K", True),
+        Reference("opt", "serviceaccount", "legacy", "serviceAccountName"),
+    ]
+    assert pod_references({}) == [Reference("", "serviceaccount", "default", "serviceAccountName")]
+
+
+def test_warnings_whole() -> None:
+    config = ReflectionConfig()
+    skipped = verdict("configmap", _obj("app-config", SKIP), config)
+    verdicts = {
+        ("configmap", "app-config"): skipped,
+        ("configmap", "flags"): verdict("configmap", _obj("flags"), config),
+        ("configmap", "kube-root-ca.crt"): verdict("configmap", _obj("kube-root-ca.crt"), config),
+        ("secret", "registry"): verdict("secret", _obj("registry"), config),
+        ("secret", "init-env"): verdict("secret", _obj("init-env"), config),
+    }
+    warnings = reference_warnings([POD], verdicts, {"configmap", "secret", "serviceaccount"})
+    assert warnings == [
+        ReferenceWarning(Reference("web", "configmap", "app-config", "volume conf"), "not reflected", skipped.reason),
+        # The optional volume came first; the required env use of the same secret replaces it.
+        ReferenceWarning(Reference("web", "secret", "db", "env DB_URL"), "missing", "no secret db in the namespace"),
+    ]
+    # Only optional uses of a missing object, or a missing service account: no warning.
+    optional_only: dict[str, Any] = {
+        "metadata": {"name": "o"},
+        "spec": {"volumes": [{"name": "v", "secret": {"secretName": "gone", "optional": True}}]},
+    }
+    assert reference_warnings([optional_only], {}, {"secret", "serviceaccount"}) == []
+    # A required use first and an optional one after: the required one stays.
+    twice: dict[str, Any] = {
+        "metadata": {"name": "t"},
+        "spec": {"volumes": [
+            {"name": "a", "secret": {"secretName": "gone"}}, {"name": "b", "secret": {"secretName": "gone", "optional": True}},
+        ]},
+    }  # fmt: skip
+    assert reference_warnings([twice], {}, {"secret"}) == [
+        ReferenceWarning(Reference("t", "secret", "gone", "volume a"), "missing", "no secret gone in the namespace")
+    ]
+    assert reference_warnings([twice], {}, {"configmap"}) == []  # secrets could not be read: nothing said
+
+
+def test_plurals_and_the_notes_the_page_prints() -> None:
+    assert [plural(k) for k in ("class", "policy", "pod", "endpointslice")] == [
+        "classes", "policies", "pods", "endpointslices",
+    ]  # fmt: skip
+    assert KIND_NOTES == {
+        "pod": "offloaded verbatim through a ShadowPod, without local scheduling constraints and host namespaces",
+        "service": "verbatim, with ClusterIP, LoadBalancerIP and NodePort left to the remote cluster",
+        "endpointslice": "every local endpoint, remapped by the network fabric (policy inherited from the Service)",
+        "ingress": "verbatim, without the IngressClassName",
+        "configmap": "verbatim; kube-root-ca.crt always, whatever the policy, unless explicitly annotated",
+        "secret": "verbatim; service-account token secrets only with API server support",
+        "serviceaccount": "their tokens, so offloaded pods can reach the local API server",
+        "persistentvolumeclaim": "only claims of the Liqo storage class, bound for a pod on a virtual node",
+        "event": "remote to local only, for pods, services, endpointslices, ingresses, configmaps, secrets and PVCs",
+    }
