@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import harness
-from bench.sync import Watcher, _p95, _stats, _wait
+from bench.sync import Watcher, _p95, _stats, _wait, figure_lines
 
 GOALS = {"pods_steady_bytes_per_min": 1_000_000, "pod_visible_p95_s": 1.0}
 
@@ -117,16 +117,11 @@ def measure(
 
 def lines(figures: dict[str, Any]) -> list[str]:
     out = [f"Pods of offloaded namespaces ({figures['pods_fleet']}; one cluster-wide watch, filtered on arrival):"]
-    for key, goal in GOALS.items():
-        value = figures.get(key)
-        verdict = "not measured" if value is None else ("meets" if value <= goal else "MISSES")
-        out.append(f"  {key:<26} {value!s:>12}   goal <= {goal:g}: {verdict}")
-    for key in (
+    out += figure_lines(figures, GOALS, (
         "pods_in_cluster", "pods_expected", "pods_followed", "foreign_pods_kept", "pods_sandbox_start_s",
         "pods_cold_sync_s", "pods_cold_sync_bytes", "foreign_pod_event_bytes", "pod_visible_p50_s",
         "pods_watcher_peak_rss_mb",
-    ):  # fmt: skip
-        out.append(f"  {key:<26} {figures.get(key)!s:>12}")
+    ), 26)  # fmt: skip
     if figures.get("pods_followed") != figures.get("pods_expected") or figures.get("foreign_pods_kept"):
         out.append("  MISMATCH: the pods followed are not exactly those of offloaded namespaces")
     return out

@@ -198,16 +198,19 @@ def measure(
     return figures
 
 
-def lines(figures: dict[str, Any]) -> list[str]:
-    out = [f"Informer-style sync ({figures['fleet']}, watcher process, sandbox per-client byte counter):"]
-    for key, goal in GOALS.items():
+def figure_lines(figures: dict[str, Any], goals: dict[str, float], others: tuple[str, ...], width: int) -> list[str]:
+    """Each goal's figure with "meets" or "MISSES", then the other figures, one per line."""
+    out = []
+    for key, goal in goals.items():
         value = figures.get(key)
         verdict = "not measured" if value is None else ("meets" if value <= goal else "MISSES")
-        out.append(f"  {key:<24} {value!s:>12}   goal <= {goal:g}: {verdict}")
-    for key in (
+        out.append(f"  {key:<{width}} {value!s:>12}   goal <= {goal:g}: {verdict}")
+    return out + [f"  {key:<{width}} {figures[key]!s:>12}" for key in others if key in figures]
+
+
+def lines(figures: dict[str, Any]) -> list[str]:
+    out = [f"Informer-style sync ({figures['fleet']}, watcher process, sandbox per-client byte counter):"]
+    return out + figure_lines(figures, GOALS, (
         "cold_sync_s", "cold_sync_bytes", "status_latency_p50_s", "status_latency_quiet_p95_s",
         "status_latency_bulk_p95_s", "status_latency_bulk_max_s", "bulk_created",
-    ):  # fmt: skip
-        if key in figures:
-            out.append(f"  {key:<24} {figures[key]!s:>12}")
-    return out
+    ), 24)  # fmt: skip

@@ -55,6 +55,11 @@ def test_the_section_lists_policies_exclusions_and_references_left_behind(
     assert "uses secret <code>tls</code>" in body and "<strong>missing</strong>" in body
     assert "uses secret <code>db</code>" not in body, "db is reflected"
     assert "CustomLiqo" in body and "deployments" in body and "not read" in body
+    from django.utils.html import escape
+
+    from offloading.reflectioninfo import KIND_NOTES
+
+    assert [kind for kind, note in KIND_NOTES.items() if escape(note) not in body] == [], "every kind's note"
     assert "c2VjcmV0" not in body and "eA==" not in body, "no secret data"
     alone = admin_client.get("/namespaces/shop/reflection/").content.decode()
     assert "<html" in alone and "1 of 2 reflected" in alone, "without htmx: a page of its own"

@@ -13,7 +13,6 @@ from typing import Any
 from offloading.liqo import reflection as r
 
 __all__ = [
-    "KIND_NOTES",
     "ObjectVerdict",
     "Reference",
     "ReflectionConfig",
@@ -27,20 +26,6 @@ __all__ = [
 
 SA_TOKEN_TYPE = "kubernetes.io/service-account-token"
 DEFAULT_SERVICE_ACCOUNT = "default"
-
-# How Liqo reflects each kind into the remote (twin) namespaces, in words (seed: Liqo's reflection page).
-KIND_NOTES: dict[str, str] = {
-    "pod": "offloaded verbatim through a ShadowPod, without local scheduling constraints and host namespaces",
-    "service": "verbatim, with ClusterIP, LoadBalancerIP and NodePort left to the remote cluster",
-    "endpointslice": "every local endpoint, remapped by the network fabric (policy inherited from the Service)",
-    "ingress": "verbatim, without the IngressClassName",
-    "configmap": "verbatim; kube-root-ca.crt always, whatever the policy, unless explicitly annotated",
-    "secret": "verbatim; service-account token secrets only with API server support",
-    "serviceaccount": "their tokens, so offloaded pods can reach the local API server",
-    "persistentvolumeclaim": "only claims of the Liqo storage class, bound for a pod on a virtual node",
-    "event": "remote to local only, for pods, services, endpointslices, ingresses, configmaps, secrets and PVCs",
-}
-
 
 @dataclass(frozen=True)
 class ReflectionConfig:

@@ -8,7 +8,6 @@ import pytest
 
 from offloading.liqo.reflection import ReflectionError
 from offloading.liqo.reflectobjects import (
-    KIND_NOTES,
     ObjectVerdict,
     Reference,
     ReferenceWarning,
@@ -298,18 +297,7 @@ def test_warnings_whole() -> None:
     assert reference_warnings([twice], {}, {"configmap"}) == []  # secrets could not be read: nothing said
 
 
-def test_plurals_and_the_notes_the_page_prints() -> None:
+def test_plurals() -> None:
     assert [plural(k) for k in ("class", "policy", "pod", "endpointslice")] == [
         "classes", "policies", "pods", "endpointslices",
     ]  # fmt: skip
-    assert KIND_NOTES == {
-        "pod": "offloaded verbatim through a ShadowPod, without local scheduling constraints and host namespaces",
-        "service": "verbatim, with ClusterIP, LoadBalancerIP and NodePort left to the remote cluster",
-        "endpointslice": "every local endpoint, remapped by the network fabric (policy inherited from the Service)",
-        "ingress": "verbatim, without the IngressClassName",
-        "configmap": "verbatim; kube-root-ca.crt always, whatever the policy, unless explicitly annotated",
-        "secret": "verbatim; service-account token secrets only with API server support",
-        "serviceaccount": "their tokens, so offloaded pods can reach the local API server",
-        "persistentvolumeclaim": "only claims of the Liqo storage class, bound for a pod on a virtual node",
-        "event": "remote to local only, for pods, services, endpointslices, ingresses, configmaps, secrets and PVCs",
-    }
