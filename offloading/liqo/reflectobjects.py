@@ -27,6 +27,7 @@ __all__ = [
 SA_TOKEN_TYPE = "kubernetes.io/service-account-token"
 DEFAULT_SERVICE_ACCOUNT = "default"
 
+
 @dataclass(frozen=True)
 class ReflectionConfig:
     """The virtual kubelets' settings: the policy per customizable kind (Helm
