@@ -410,7 +410,7 @@ def test_the_cluster_list_pages_its_clusters(admin_client: Any, fleet: Any, monk
     every = sorted(Cluster.objects.values_list("cluster_id", flat=True))
     first = admin_client.get(reverse("offloading:cluster_list"))
     second = admin_client.get(reverse("offloading:cluster_list") + "?page=2")
-    shown = [row["cluster"].cluster_id for row in first.context["rows"] + second.context["rows"]]
+    shown = [row.cluster_id for row in first.context["rows"] + second.context["rows"]]
     assert shown == every[:2] and f"Page 1 of {len(every)}" in first.content.decode()
 
 
@@ -534,9 +534,9 @@ def test_drift_shows_what_changed_and_who_with_accept_and_reapply(admin_client: 
 
 
 def test_list_rows_show_a_few_cluster_chips_and_how_many_more(admin_client: Any, fleet: Any, monkeypatch: Any) -> None:
-    from offloading.views import fleet as fleet_views
+    from offloading.views import rows as row_views
 
-    monkeypatch.setattr(fleet_views, "CHIPS_PER_ROW", 1)
+    monkeypatch.setattr(row_views, "CHIPS_PER_ROW", 1)
     ClusterOffloading.objects.filter(namespace__name="shop").update(selected=True)
     selected = sorted(
         ClusterOffloading.objects.filter(namespace__name="shop", selected=True).values_list("cluster_id", flat=True)

@@ -34,8 +34,8 @@ from offloading.views.common import (
     inventory_context,
     page_refusal,
     reject_into,
-    status_context,
 )
+from offloading.views.rows import status_context
 
 
 def _offload_context(form: OffloadForm) -> dict[str, Any]:

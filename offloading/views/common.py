@@ -45,11 +45,6 @@ def form_status(form: Any) -> int:
     return 403 if getattr(form, "refusal", None) is Refusal.FORBIDDEN else 200
 
 
-def status_context(namespace: Namespace) -> dict[str, Any]:
-    rows = list(namespace.cluster_states.all()) if namespace.offloaded else []
-    return {"namespace": namespace, "cluster_rows": rows}
-
-
 class HtmxHttpRequest(HttpRequest):
     """A request as django-htmx's middleware leaves it (for type checking)."""
 

@@ -6,16 +6,16 @@ from html import escape
 
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.db.models import Count
+from django.db.models import Count, TextField
+from django.db.models.functions import Cast
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
-from django.urls import reverse
-from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseStopPolling
 
+from access import policy
 from offloading.choices import ChangeState
 from offloading.diagnosis import diagnose
 from offloading.filtersets import NamespaceFilterSet
@@ -32,10 +32,16 @@ from offloading.views.common import (
     HtmxHttpRequest,
     annotate_inventory,
     inventory_context,
-    split_labels,
-    status_context,
 )
 from offloading.views.drift import open_drift
+from offloading.views.rows import (
+    ClusterRow,
+    VirtualNodeCell,
+    namespace_row,
+    rendered,
+    selected_clusters,
+    status_context,
+)
 
 CLUSTERS_PER_PAGE = 50
 MATRIX_COLUMNS = 20  # what fits across 1440 px
@@ -44,9 +50,13 @@ MATRIX_COLUMNS = 20  # what fits across 1440 px
 @login_required
 @require_GET
 def cluster_list(request: HttpRequest) -> HttpResponse:
-    """The peers, 50 a page: only the page's clusters are read with their virtual nodes and counts."""
-    page = Paginator(Cluster.objects.order_by("cluster_id"), CLUSTERS_PER_PAGE).get_page(request.GET.get("page"))
-    ids = [c.cluster_id for c in page]
+    """The peers, 50 a page: only the page's clusters are read with their virtual nodes and counts,
+    JSON columns as text (a row is rendered again only when its values changed: views.rows)."""
+    clusters = Cluster.objects.order_by("cluster_id").values_list(
+        "cluster_id", "role", "networking_status", "authentication_status", "offloading_status", _text("modules")
+    )
+    page = Paginator(clusters, CLUSTERS_PER_PAGE).get_page(request.GET.get("page"))
+    ids = [c[0] for c in page]
     hosted = dict(
         ClusterOffloading.objects.filter(selected=True, cluster_id__in=ids)
         .order_by()
@@ -54,64 +64,24 @@ def cluster_list(request: HttpRequest) -> HttpResponse:
         .annotate(n=Count("id"))
         .values_list("cluster_id", "n")
     )
-    nodes: dict[str, list[VirtualNode]] = {}
-    for vn in VirtualNode.objects.filter(cluster_id__in=ids):
-        nodes.setdefault(vn.cluster_id, []).append(vn)
+    nodes: dict[str, list[VirtualNodeCell]] = {}
+    for cluster_id, *cell in VirtualNode.objects.filter(cluster_id__in=ids).values_list(
+        "cluster_id", "name", "has_node", "healthy", _text("labels"), _text("capacity")
+    ):
+        nodes.setdefault(cluster_id, []).append(VirtualNodeCell(*cell))
     rows = [
-        {
-            "cluster": c,
-            "virtual_nodes": nodes.get(c.cluster_id, []),
-            "nodes_html": virtual_nodes_cell(nodes.get(c.cluster_id, [])),
-            "capacity_html": capacity_cell(nodes.get(c.cluster_id, [])),
-            "hosted": hosted.get(c.cluster_id, 0),
-        }
-        for c in page
+        ClusterRow(
+            cluster_id, role, net, auth, offload, modules, tuple(nodes.get(cluster_id, ())), hosted.get(cluster_id, 0)
+        )
+        for cluster_id, role, net, auth, offload, modules in page
     ]
-    return render(request, "offloading/cluster_list.html", {"rows": rows, "page": page})
+    context = {"rows": rows, "page": page, "body": rendered("offloading/_cluster_row.html", rows)}
+    return render(request, "offloading/cluster_list.html", context)
 
 
-def _chips(labels: list[tuple[str, str]]) -> str:
-    # html.escape (quotes too) rather than format_html_join: a page holds thousands of labels.
-    return mark_safe("".join(f'<span class="chip small">{escape(k)}={escape(v)}</span>' for k, v in labels))  # noqa: S308
-
-
-def virtual_nodes_cell(nodes: list[VirtualNode]) -> str:
-    """A cluster row's virtual nodes with their labels (the distinctive ones shown, the standard ones
-    folded), as HTML built here: a row carries dozens of labels, too many for the template engine at
-    50 rows a page."""
-    if not nodes:
-        return format_html('<span class="muted">{}</span>', "none")
-    parts = []
-    for vn in nodes:
-        distinctive, standard = split_labels(vn.labels)
-        flags = format_html(' <span class="badge bad">{}</span>', "unhealthy") if not vn.healthy else ""
-        if not vn.has_node:
-            flags += format_html(' <small class="muted">{}</small>', "(no Node: labels from the VirtualNode)")
-        folded = (
-            format_html(
-                '<details class="inline-details"><summary class="muted small">{} standard labels</summary>{}</details>',
-                len(standard),
-                _chips(standard),
-            )
-            if standard
-            else ""
-        )
-        parts.append(
-            format_html(
-                '<div class="vn"><strong>{}</strong>{}<div>{}</div>{}</div>',
-                vn.name,
-                flags,
-                _chips(distinctive),
-                folded,
-            )
-        )
-    return mark_safe("".join(parts))  # noqa: S308 - every part is built by format_html
-
-
-def capacity_cell(nodes: list[VirtualNode]) -> str:
-    return format_html_join(
-        "", '<div class="small">{}: {}</div>', ((k, v) for vn in nodes for k, v in (vn.capacity or {}).items())
-    )
+def _text(field: str) -> Cast:
+    """A JSON column as its text: a row's key, decoded only when the row has to be rendered."""
+    return Cast(field, output_field=TextField())
 
 
 @login_required
@@ -124,21 +94,27 @@ def namespace_list(request: HtmxHttpRequest) -> HttpResponse:
     page = Paginator(queryset.defer("offloading_status"), 50).get_page(request.GET.get("page"))
     page.object_list = list(page.object_list)  # evaluated once, so the counts set below stay on the rows
     annotate_inventory(page.object_list)
-    selected: dict[int, list[tuple[str, str]]] = {}
-    for namespace_id, cluster_id, state in (
-        ClusterOffloading.objects.filter(selected=True, namespace_id__in=[ns.pk for ns in page.object_list])
-        .order_by("namespace_id", "cluster_id")
-        .values_list("namespace_id", "cluster_id", "state")
-    ):
-        selected.setdefault(namespace_id, []).append((cluster_id, state))
-    detail = reverse("offloading:namespace_detail", args=["-"])  # namespace names never contain "/"
-    for ns in page.object_list:
-        ns.cluster_chips = cluster_chips(ns, selected.get(ns.pk, []), detail[:-2] + f"{ns.name}/")
+    selected = selected_clusters([ns.pk for ns in page.object_list])
+    user = request.user
+    rows = [
+        namespace_row(ns, *selected.get(ns.pk, ((), 0)), policy.can_change(user, ns.name, ns.labels or {}, _action(ns)))
+        for ns in page.object_list
+    ]
     query = request.GET.copy()
     query.pop("page", None)
-    context = {"filterset": filterset, "page": page, "query": query.urlencode(), "phase_counts": _phase_counts()}
+    context = {
+        "filterset": filterset,
+        "page": page,
+        "query": query.urlencode(),
+        "phase_counts": _phase_counts(),
+        "body": rendered("offloading/_namespace_row.html", rows),
+    }
     template = "offloading/_namespace_table.html" if request.htmx else "offloading/namespace_list.html"
     return render(request, template, context)
+
+
+def _action(ns: Namespace) -> str:
+    return "edit" if ns.offloaded else "offload"
 
 
 def _phase_counts() -> dict[str, int]:
@@ -174,24 +150,6 @@ def fleet_matrix(request: HttpRequest) -> HttpResponse:
         "cluster_count": columns.count,
     }
     return render(request, "offloading/fleet_matrix.html", context)
-
-
-CHIPS_PER_ROW = 6
-
-
-def cluster_chips(namespace: Namespace, states: list[tuple[str, str]], detail_url: str) -> str:
-    """The selected clusters (id, state) of a list row as HTML: the first few as coloured chips, then
-    how many more (linking to the namespace page, which lists them all)."""
-    if not namespace.offloaded:
-        return ""
-    chips = "".join(
-        f'<span class="chip {tone(state)}" title="{escape(state)}">{escape(cluster_id)}</span>'
-        for cluster_id, state in states[:CHIPS_PER_ROW]
-    )
-    more = len(states) - CHIPS_PER_ROW
-    if more > 0:
-        chips += f' <a class="small" href="{escape(detail_url)}#ns-status">+{more} more</a>'
-    return mark_safe(chips)  # noqa: S308 - every value above is escaped
 
 
 _MARKS = {"NamespaceCreated": "✓", "CreationLoopBackOff": "✗", "Terminating": "…"}

@@ -1,0 +1,227 @@
+"""Table rows rendered once for what they show.
+
+The live pages (namespace list, cluster list, a namespace's status) are polled every couple of seconds
+by every open tab. While nothing moved the poll is an empty 304 (views.live), but while anything moves
+(a bulk applying, a peer flapping) every poll renders the page again, and at 200 peers a page holds
+dozens of rows full of chips and labels, most of them unchanged: rendering them is most of its cost. A row here is a ``NamedTuple`` of the values it shows
+(strings, numbers, booleans and tuples of them; JSON columns as their text) and its HTML comes from
+a row template that sees nothing but that tuple. So the HTML is a pure function of the tuple, and it
+is kept per process in a bounded LRU keyed by it: a row whose values changed is a new key, and a
+cached row can never show stale truth; nothing needs invalidating.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from html import escape
+from typing import Any, NamedTuple
+
+from django.template.loader import get_template
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString, mark_safe
+
+from offloading.templatetags.offloading_extras import tone
+from offloading.views.common import split_labels
+
+# Rows kept per process (each 1-3 kB): every row of 40 pages of 50, a few MB at most.
+ROWS_KEPT = 2048
+# The selected clusters shown on a namespace list row; the rest are counted ("+47 more").
+CHIPS_PER_ROW = 6
+
+
+@lru_cache(maxsize=ROWS_KEPT)
+def render_row(template_name: str, row: tuple[Any, ...]) -> SafeString:
+    """The HTML of ``row`` by ``template_name``, which sees ``row`` alone."""
+    return SafeString(get_template(template_name).render({"row": row}).strip())
+
+
+def rendered(template_name: str, rows: list[Any]) -> SafeString:
+    """Every row of a table body, each rendered once for its values."""
+    return SafeString("\n".join(render_row(template_name, row) for row in rows))
+
+
+# --------------------------------------------------------------------------------------------------
+# Peered clusters (cluster list)
+
+
+class VirtualNodeCell(NamedTuple):
+    name: str
+    has_node: bool
+    healthy: bool
+    labels: str  # JSON text
+    capacity: str  # JSON text
+
+
+class ClusterRow(NamedTuple):
+    cluster_id: str
+    role: str
+    networking_status: str
+    authentication_status: str
+    offloading_status: str
+    modules: str  # JSON text
+    virtual_nodes: tuple[VirtualNodeCell, ...]
+    hosted: int  # offloaded namespaces that select it
+
+    @property
+    def is_consumer(self) -> bool:
+        return self.role in ("Consumer", "ConsumerAndProvider")
+
+    @property
+    def alerts(self) -> list[str]:
+        modules = _json(self.modules) or {}
+        return list(((modules.get("offloading") or {}).get("alerts")) or [])
+
+    @property
+    def nodes_html(self) -> SafeString:
+        return virtual_nodes_cell(self.virtual_nodes)
+
+    @property
+    def capacity_html(self) -> SafeString:
+        capacities = ((_json(vn.capacity) or {}).items() for vn in self.virtual_nodes)
+        return format_html_join("", '<div class="small">{}: {}</div>', (kv for items in capacities for kv in items))
+
+
+def _json(text: str | None) -> Any:
+    return json.loads(text) if text else None
+
+
+def _chips(labels: list[tuple[str, str]]) -> str:
+    # html.escape (quotes too) rather than format_html_join: a page holds thousands of labels.
+    return "".join(f'<span class="chip small">{escape(k)}={escape(v)}</span>' for k, v in labels)
+
+
+def virtual_nodes_cell(nodes: tuple[VirtualNodeCell, ...]) -> SafeString:
+    """A cluster row's virtual nodes with their labels (the distinctive ones shown, the standard ones
+    folded), as HTML built here: a row carries dozens of labels, too many for the template engine."""
+    if not nodes:
+        return format_html('<span class="muted">{}</span>', "none")
+    parts = []
+    for vn in nodes:
+        distinctive, standard = split_labels(_json(vn.labels) or {})
+        flags = format_html(' <span class="badge bad">{}</span>', "unhealthy") if not vn.healthy else ""
+        if not vn.has_node:
+            flags += format_html(' <small class="muted">{}</small>', "(no Node: labels from the VirtualNode)")
+        folded = (
+            format_html(
+                '<details class="inline-details"><summary class="muted small">{} standard labels</summary>{}</details>',
+                len(standard),
+                mark_safe(_chips(standard)),  # noqa: S308 - escaped by _chips
+            )
+            if standard
+            else ""
+        )
+        parts.append(
+            format_html(
+                '<div class="vn"><strong>{}</strong>{}<div>{}</div>{}</div>',
+                vn.name,
+                flags,
+                mark_safe(_chips(distinctive)),  # noqa: S308 - escaped by _chips
+                folded,
+            )
+        )
+    return mark_safe("".join(parts))  # noqa: S308 - every part is built by format_html
+
+
+# --------------------------------------------------------------------------------------------------
+# Namespaces (namespace list)
+
+
+class NamespaceRow(NamedTuple):
+    name: str
+    offloaded: bool
+    deleting: bool
+    phase: str
+    warnings: int
+    reconciling: bool  # Liqo has not reconciled the latest spec yet
+    chips: tuple[tuple[str, str], ...]  # the first selected clusters (id, state)
+    more_clusters: int  # selected clusters beyond those
+    mapping: str
+    pod_strategy: str
+    pods_local: int
+    pods_remote: int
+    remote_name: str
+    is_system: bool
+    allowed: bool  # the signed-in user may offload or edit it
+    refusal: str  # why not
+
+    @property
+    def chips_html(self) -> SafeString:
+        chips = "".join(
+            f'<span class="chip {tone(state)}" title="{escape(state)}">{escape(cluster_id)}</span>'
+            for cluster_id, state in self.chips
+        )
+        return mark_safe(chips)  # noqa: S308 - every value above is escaped
+
+
+def selected_clusters(namespace_ids: list[int]) -> dict[int, tuple[tuple[tuple[str, str], ...], int]]:
+    """For each namespace, its first CHIPS_PER_ROW selected clusters (id, state) and how many it
+    selects (at 200 peers a namespace selects dozens; the row shows a few)."""
+    from offloading.models import ClusterOffloading
+
+    every: dict[int, list[tuple[str, str]]] = {}
+    for namespace_id, cluster_id, state in (
+        ClusterOffloading.objects.filter(selected=True, namespace_id__in=namespace_ids)
+        .order_by("namespace_id", "cluster_id")
+        .values_list("namespace_id", "cluster_id", "state")
+    ):
+        every.setdefault(namespace_id, []).append((cluster_id, state))
+    return {namespace_id: (tuple(states[:CHIPS_PER_ROW]), len(states)) for namespace_id, states in every.items()}
+
+
+def namespace_row(ns: Any, chips: tuple[tuple[str, str], ...], selected: int, decision: Any) -> NamespaceRow:
+    """A list row of namespace ``ns`` (with ``pods_local``, ``pods_remote`` and ``warnings`` set by
+    annotate_inventory), its first selected clusters (id, state), how many it selects, and the
+    user's access ``decision``."""
+    spec = (ns.offloading_spec or {}) if ns.offloaded else {}
+    chips = chips if ns.offloaded else ()
+    return NamespaceRow(
+        name=ns.name,
+        offloaded=ns.offloaded,
+        deleting=ns.offloading_deleting,
+        phase=ns.offloading_phase,
+        warnings=ns.warnings,
+        reconciling=ns.status_is_stale,
+        chips=chips,
+        more_clusters=max(0, selected - len(chips)) if ns.offloaded else 0,
+        mapping=str(spec.get("namespaceMappingStrategy") or ""),
+        pod_strategy=str(spec.get("podOffloadingStrategy") or ""),
+        pods_local=ns.pods_local,
+        pods_remote=ns.pods_remote,
+        remote_name=ns.remote_namespace_name,
+        is_system=ns.is_system,
+        allowed=bool(decision),
+        refusal=str(getattr(decision, "reason", "") or ""),
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# A namespace's per-cluster status (namespace page, change page, polled fragment)
+
+
+class StatusRow(NamedTuple):
+    cluster_id: str
+    selected: bool
+    state: str
+    since: str  # as shown ("3 minutes ago")
+    message: str
+
+
+def status_context(namespace: Any) -> dict[str, Any]:
+    """``namespace`` and its per-cluster status rows (``status_rows``, rendered)."""
+    from django.contrib.humanize.templatetags.humanize import naturaltime
+
+    rows = []
+    if namespace.offloaded:
+        shown: dict[Any, str] = {}  # a fleet's clusters often share one time: said once
+        for cluster_id, selected, state, since, message in namespace.cluster_states.order_by("cluster_id").values_list(
+            "cluster_id", "selected", "state", "since", "message"
+        ):
+            if since is not None and since not in shown:
+                shown[since] = str(naturaltime(since))
+            rows.append(StatusRow(cluster_id, selected, state, shown.get(since, ""), message))
+    return {
+        "namespace": namespace,
+        "status_rows": rendered("offloading/_status_row.html", rows),
+        "has_status": bool(rows),
+    }
