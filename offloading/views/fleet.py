@@ -36,6 +36,7 @@ from offloading.views.common import (
 from offloading.views.drift import open_drift
 from offloading.views.rows import (
     ClusterRow,
+    ListedNamespace,
     VirtualNodeCell,
     namespace_row,
     rendered,
@@ -91,8 +92,8 @@ def namespace_list(request: HtmxHttpRequest) -> HttpResponse:
     filterset = NamespaceFilterSet(request.GET, queryset=Namespace.objects.all())
     # An invalid filter shows its error and no rows (rather than silently ignoring the filter).
     queryset = filterset.qs if filterset.is_valid() else Namespace.objects.none()
-    page = Paginator(queryset.defer("offloading_status"), 50).get_page(request.GET.get("page"))
-    page.object_list = list(page.object_list)  # evaluated once, so the counts set below stay on the rows
+    page = Paginator(ListedNamespace.values(queryset), 50).get_page(request.GET.get("page"))
+    page.object_list = [ListedNamespace(*values) for values in page.object_list]
     annotate_inventory(page.object_list)
     selected = selected_clusters([ns.pk for ns in page.object_list])
     user = request.user
@@ -106,14 +107,14 @@ def namespace_list(request: HtmxHttpRequest) -> HttpResponse:
         "filterset": filterset,
         "page": page,
         "query": query.urlencode(),
-        "phase_counts": _phase_counts(),
+        "phase_counts": {} if request.htmx else _phase_counts(),  # the table alone does not show them
         "body": rendered("offloading/_namespace_row.html", rows),
     }
     template = "offloading/_namespace_table.html" if request.htmx else "offloading/namespace_list.html"
     return render(request, template, context)
 
 
-def _action(ns: Namespace) -> str:
+def _action(ns: ListedNamespace) -> str:
     return "edit" if ns.offloaded else "offload"
 
 

@@ -13,14 +13,16 @@ cached row can never show stale truth; nothing needs invalidating.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from functools import lru_cache
 from html import escape
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 from django.template.loader import get_template
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
+from offloading.liqo.spec import is_system_namespace
 from offloading.templatetags.offloading_extras import tone
 from offloading.views.common import split_labels
 
@@ -169,11 +171,61 @@ def selected_clusters(namespace_ids: list[int]) -> dict[int, tuple[tuple[tuple[s
     return {namespace_id: (tuple(states[:CHIPS_PER_ROW]), len(states)) for namespace_id, states in every.items()}
 
 
+@dataclass(slots=True)
+class ListedNamespace:
+    """What a list row needs of a namespace, read as plain values (a page of model instances, with
+    their JSON columns decoded, costs more than the rest of the row); labels decoded only if asked."""
+
+    pk: int
+    name: str
+    labels_text: str | None
+    offloaded: bool
+    offloading_deleting: bool
+    offloading_phase: str
+    offloading_generation: int
+    offloading_observed_generation: int
+    remote_namespace_name: str
+    mapping: str | None
+    pod_strategy: str | None
+    pods_local: int = 0
+    pods_remote: int = 0
+    warnings: int = 0
+
+    FIELDS: ClassVar[tuple[str, ...]] = (
+        "pk", "name", "labels_text", "offloaded", "offloading_deleting", "offloading_phase",
+        "offloading_generation", "offloading_observed_generation", "remote_namespace_name", "mapping", "pod_strategy",
+    )  # fmt: skip
+
+    @classmethod
+    def values(cls, queryset: Any) -> Any:
+        """``queryset`` of Namespace as the values of FIELDS, in that order."""
+        from django.db.models import TextField
+        from django.db.models.fields.json import KeyTextTransform
+        from django.db.models.functions import Cast
+
+        return queryset.annotate(
+            labels_text=Cast("labels", output_field=TextField()),
+            mapping=KeyTextTransform("namespaceMappingStrategy", "offloading_spec"),
+            pod_strategy=KeyTextTransform("podOffloadingStrategy", "offloading_spec"),
+        ).values_list(*cls.FIELDS)
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return json.loads(self.labels_text) if self.labels_text else {}
+
+    @property
+    def is_system(self) -> bool:
+        return is_system_namespace(self.name)
+
+    @property
+    def status_is_stale(self) -> bool:
+        return self.offloaded and self.offloading_observed_generation != self.offloading_generation
+
+
 def namespace_row(ns: Any, chips: tuple[tuple[str, str], ...], selected: int, decision: Any) -> NamespaceRow:
-    """A list row of namespace ``ns`` (with ``pods_local``, ``pods_remote`` and ``warnings`` set by
-    annotate_inventory), its first selected clusters (id, state), how many it selects, and the
-    user's access ``decision``."""
-    spec = (ns.offloading_spec or {}) if ns.offloaded else {}
+    """A list row of namespace ``ns`` (a ListedNamespace, with ``pods_local``, ``pods_remote`` and
+    ``warnings`` set by annotate_inventory), its first selected clusters (id, state), how many it
+    selects, and the user's access ``decision``."""
     chips = chips if ns.offloaded else ()
     return NamespaceRow(
         name=ns.name,
@@ -184,8 +236,8 @@ def namespace_row(ns: Any, chips: tuple[tuple[str, str], ...], selected: int, de
         reconciling=ns.status_is_stale,
         chips=chips,
         more_clusters=max(0, selected - len(chips)) if ns.offloaded else 0,
-        mapping=str(spec.get("namespaceMappingStrategy") or ""),
-        pod_strategy=str(spec.get("podOffloadingStrategy") or ""),
+        mapping=(ns.mapping or "") if ns.offloaded else "",
+        pod_strategy=(ns.pod_strategy or "") if ns.offloaded else "",
         pods_local=ns.pods_local,
         pods_remote=ns.pods_remote,
         remote_name=ns.remote_namespace_name,
