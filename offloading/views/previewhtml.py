@@ -74,10 +74,10 @@ def _room_html(requested: Quota, allocatable: Quota) -> str:
         figures.append(f"<span>{label} <strong>{shown(room.requested[key])}</strong>{of}</span>")
     html = '<span class="room">' + "\n".join(figures) + "</span>"
     full = room.full
-    if full:
+    if full:  # numbers and the names in RESOURCES only: nothing to escape
         title = f"The running pods request at least {room.threshold}% of this peer's allocatable {', '.join(full)}"
         shares = ", ".join(f"{key} {percent[key]}%" for key in full)
-        html += f'\n<span class="badge warn" title="{escape(title)}">nearly full: {escape(shares)}</span>'
+        html += f'\n<span class="badge warn" title="{title}">nearly full: {shares}</span>'
     return html
 
 
