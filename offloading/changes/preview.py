@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
+from types import MappingProxyType
 from typing import Any
+
+from django.db.models import TextField
+from django.db.models.functions import Cast
 
 from offloading import kube
 from offloading.changes.capacity import Room, rooms
@@ -23,6 +30,8 @@ from offloading.models import (
 
 log = logging.getLogger(__name__)
 
+
+HEALTHY = "Healthy"  # a peer's offloading module when it needs no word in the preview
 
 SAMPLE_POD: dict[str, Any] = {
     "apiVersion": "v1",
@@ -62,16 +71,37 @@ class Preview:
         return [cluster_id for cluster_id, room in self.rooms.items() if room.nearly_full]
 
 
+@lru_cache(maxsize=4096)
+def labels_of(labels_json: str | None) -> Mapping[str, str]:
+    """A virtual node's labels from the JSON text of its ``labels`` column, cached by that text: the live
+    preview reads the same labels on every keystroke. Read-only (shared between requests); unreadable
+    JSON reads as no labels."""
+    try:
+        labels = json.loads(labels_json) if labels_json else {}
+    except ValueError:
+        labels = {}
+    return MappingProxyType(labels if isinstance(labels, dict) else {})
+
+
 def preview(namespace: Namespace, spec: dict[str, Any], pod: dict[str, Any] | None = None) -> Preview:
     """Which clusters ``spec`` selects for ``namespace`` and why the others are excluded, what is gained
     and lost compared with now (with the running pods that hits), the room on the selected clusters,
     the remote name, the manifest liqoctl would print, and how Liqo's webhook would mutate ``pod`` (a
-    sample pod by default). A constant number of queries whatever the number of clusters."""
-    virtual_nodes = list(VirtualNode.objects.order_by("namespace", "name").values_list("cluster_id", "name", "labels"))
+    sample pod by default). A constant number of queries whatever the number of clusters. Each row of
+    ``clusters`` also holds ``module_status``: the peer's offloading module status when it is known and
+    not Healthy, else ""."""
+    nodes = list(
+        VirtualNode.objects.order_by("namespace", "name").values_list(
+            "cluster_id", "name", Cast("labels", TextField()), Cast("capacity", TextField())
+        )
+    )
+    # The matching only reads the labels: the read-only cached mapping stands in for a dict.
+    virtual_nodes: list[tuple[str, str, Any]] = [(cid, name, labels_of(labels)) for cid, name, labels, _ in nodes]
     selection = liqo_peers.select_clusters(spec.get("clusterSelector"), virtual_nodes)
-    known = set(Cluster.objects.values_list("cluster_id", flat=True))
+    # Every peer the snapshot knows (those without a virtual node are not in ``selection``), unsorted.
+    modules = dict(Cluster.objects.order_by().values_list("cluster_id", "offloading_status"))
     rows = []
-    for cluster_id in sorted(set(selection) | known):
+    for cluster_id in sorted(selection.keys() | modules.keys()):
         entry = selection.get(cluster_id)
         if entry is None:
             entry = {"selected": False, "explanations": [], "disagree": False, "error": None, "reached": False}
@@ -80,14 +110,23 @@ def preview(namespace: Namespace, spec: dict[str, Any], pod: dict[str, Any] | No
             note = "not evaluated: Liqo stopped at an earlier cluster whose selector evaluation failed"
         else:
             note = ""
-        rows.append({"cluster_id": cluster_id, "note": note, **entry})
+        # The entry is this call's own (select_clusters builds it): completed in place.
+        entry["cluster_id"], entry["note"] = cluster_id, note
+        status = modules.get(cluster_id, HEALTHY)
+        entry["module_status"] = "" if status == HEALTHY else status
+        rows.append(entry)
     selected = [r["cluster_id"] for r in rows if r["selected"]]
+    chosen = set(selected)
+    capacities: dict[str, list[str | None]] = {}
+    for cluster_id, _name, _labels, capacity in nodes:
+        if cluster_id in chosen:
+            capacities.setdefault(cluster_id, []).append(capacity)
     before = set()
     if namespace.offloaded:
         before = set(namespace.cluster_states.filter(selected=True).values_list("cluster_id", flat=True))
     local_id = local_cluster_id()
     sample = pod or SAMPLE_POD
-    losses = sorted(before - set(selected)) if namespace.offloaded else []
+    losses = sorted(before - chosen) if namespace.offloaded else []
     impact = PodImpact(followed=False)
     if namespace.offloaded:
         running = running_pods([namespace.name]).get(namespace.name, {})
@@ -96,7 +135,7 @@ def preview(namespace: Namespace, spec: dict[str, Any], pod: dict[str, Any] | No
         clusters=rows,
         selected=selected,
         target_count=len(selection),
-        gains=sorted(set(selected) - before) if namespace.offloaded else [],
+        gains=sorted(chosen - before) if namespace.offloaded else [],
         losses=losses,
         remote_namespace_name=remote_namespace_name(namespace.name, local_id or "<local-cluster-id>", spec),
         local_cluster_id=local_id,
@@ -104,7 +143,7 @@ def preview(namespace: Namespace, spec: dict[str, Any], pod: dict[str, Any] | No
         pod_before=sample,
         pod_after=liqo_webhook.mutate_pod(spec, sample),
         pod_impact=impact,
-        rooms=rooms(selected) if selected else {},
+        rooms=rooms(selected, capacities) if selected else {},
     )
 
 

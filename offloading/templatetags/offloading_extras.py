@@ -61,6 +61,14 @@ def as_yaml(value: Any) -> str:
 
 
 @register.filter
+def room_line(room: Any) -> str:
+    """A peer's room (``capacity.Room``): requested of allocatable per resource, and "nearly full"."""
+    from offloading.views.previewhtml import room_html
+
+    return room_html(room)
+
+
+@register.filter
 def get_item(mapping: dict[str, Any], key: str) -> Any:
     return (mapping or {}).get(key)
 

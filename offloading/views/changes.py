@@ -23,7 +23,6 @@ from offloading.context import current_actor
 from offloading.forms import MAPPING_HELP, POD_HELP, OffloadForm, UnoffloadForm
 from offloading.models import (
     ChangeRequest,
-    Cluster,
     Namespace,
 )
 from offloading.views.common import (
@@ -35,6 +34,7 @@ from offloading.views.common import (
     page_refusal,
     reject_into,
 )
+from offloading.views.previewhtml import cluster_table
 from offloading.views.rows import status_context
 
 
@@ -86,7 +86,8 @@ def offload(request: HtmxHttpRequest, name: str) -> HttpResponse:
 def offload_preview(request: HttpRequest, name: str) -> HttpResponse:
     """Live preview while typing: matched clusters and why, the manifest, the remote name, the pod
     mutation, and validation errors. Always 200: errors are part of the preview."""
-    namespace = get_object_or_404(Namespace, name=name)
+    # Not the observed status: per cluster, it grows with the peers, and the preview never shows it.
+    namespace = get_object_or_404(Namespace.objects.defer("offloading_status"), name=name)
     form = OffloadForm(request.POST, namespace=namespace)
     form.is_valid()
     return render(request, "offloading/_preview.html", {"form": form, "namespace": namespace, **preview_context(form)})
@@ -105,20 +106,20 @@ def preview_context(form: OffloadForm) -> dict[str, Any]:
     if form.spec is None:
         return context
     preview = compute_preview(form.namespace, form.spec)
-    clusters = {c.cluster_id: c for c in Cluster.objects.only("cluster_id", "offloading_status")}
-    for row in preview.clusters:
-        row["cluster"] = clusters.get(row["cluster_id"])
-        row["room"] = preview.rooms.get(row["cluster_id"])
     pod = preview.pod_after
     selector = form.spec.get("clusterSelector") or {"nodeSelectorTerms": []}
     size = _expressions(selector)
     context.update(
         {
-            "cluster_rows": preview.clusters,
+            # Built in Python: the selected clusters a row each, the excluded ones grouped by reason.
+            "cluster_table": cluster_table(preview.clusters, preview.rooms),
             "selected_count": len(preview.selected),
             "target_count": preview.target_count,
             "gains": preview.gains,
             "losses": preview.losses,
+            # One string each (escaped once by the template), not a filter over up to 200 ids.
+            "gains_text": ", ".join(preview.gains),
+            "losses_text": ", ".join(preview.losses),
             "pod_impact": preview.pod_impact,
             "nearly_full": preview.nearly_full,
             # The manifest holds the whole selector; a very large one is not printed twice more.
