@@ -201,17 +201,19 @@ def prepare_terms(cluster_selector: dict[str, Any] | None) -> PreparedTerms:
     return [(_parse_term(term, i), term_text(term)) for i, term in enumerate(_terms_of(cluster_selector))]
 
 
-def explanation_reads(prepared: PreparedTerms) -> tuple[list[str], bool]:
-    """The label keys ``explain`` of ``prepared`` reads (sorted), and whether it reads the node's name."""
-    keys = {e["key"] for pt, _ in prepared for e in pt.exprs if isinstance(e.get("key"), str)}
-    return sorted(keys), any(pt.fields for pt, _ in prepared)
+def explanation_reads(prepared: PreparedTerms) -> tuple[frozenset[str], bool]:
+    """The label keys ``explain`` of ``prepared`` reads, and whether it reads the node's name."""
+    keys = frozenset(e["key"] for pt, _ in prepared for e in pt.exprs if isinstance(e.get("key"), str))
+    return keys, any(pt.fields for pt, _ in prepared)
 
 
-def explanation_key(reads: tuple[list[str], bool], labels: dict[str, str], vn_name: str) -> Hashable:
+def explanation_key(reads: tuple[frozenset[str], bool], labels: dict[str, str], vn_name: str) -> Hashable:
     """What ``explain`` reads of a virtual node (``reads``: ``explanation_reads``): the labels its
-    expressions name, and the name when a term matches fields. Nodes with one key get one explanation."""
+    expressions name (sorted by key), and the name when a term matches fields. Nodes with one key get one
+    explanation. Walks the node's labels, not the selector's keys: a selector at the limits names
+    thousands of keys, a node has a dozen labels."""
     keys, uses_fields = reads
-    return tuple((k, labels[k]) for k in keys if k in labels), vn_name if uses_fields else None
+    return tuple(sorted((k, v) for k, v in labels.items() if k in keys)), vn_name if uses_fields else None
 
 
 def explain(
