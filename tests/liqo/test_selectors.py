@@ -443,12 +443,13 @@ def test_the_selector_and_its_notes_come_from_one_parse() -> None:
         (b"k!=v,x>1,y<2", [("identifier", "k", 0), ("!=", "!=", 1), ("identifier", "v", 3), (",", ",", 4),
                            ("identifier", "x", 5), (">", ">", 6), ("identifier", "1", 7), (",", ",", 8),
                            ("identifier", "y", 9), ("<", "<", 10), ("identifier", "2", 11)]),
-        (b"x in (a)", [("identifier", "x", 0), ("in", "in", 2), ("(", "(", 5), ("identifier", "a", 6), (")", ")", 7)]),
+        # "in" and "notin" are keywords only where an operator is expected: the parser decides (lex() names them).
+        (b"x in (a)", [("identifier", "x", 0), ("identifier", "in", 2), ("(", "(", 5), ("identifier", "a", 6), (")", ")", 7)]),
     ],
 )  # fmt: skip
 def test_the_lexer_splits_identifiers_where_apimachinery_does(data: bytes, tokens: list[tuple[str, str, int]]) -> None:
     from offloading.liqo.selectors.parse import _lex
 
     lexed = _lex(data)
-    assert [(t.kind, t.lit, t.pos) for t in lexed[:-1]] == tokens
-    assert lexed[-1].kind == "end of string"
+    assert lexed[:-1] == tokens
+    assert lexed[-1][0] == "end of string"
