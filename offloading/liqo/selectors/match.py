@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from offloading.liqo import constants as c
-from offloading.liqo.selectors.format import describe_expr, term_text
+from offloading.liqo.selectors.format import describe_expr, term_text, valid_term_text
 from offloading.liqo.selectors.labels import parse_go_int64
 from offloading.liqo.selectors.requirements import (
     NODE_OP_TO_SEL,
@@ -198,7 +198,12 @@ PreparedTerms = list[tuple[_ParsedTerm, str]]
 def prepare_terms(cluster_selector: dict[str, Any] | None) -> PreparedTerms:
     """Each term of ``cluster_selector`` parsed and written as text, once: ``explain`` of many clusters
     against one selector then only matches."""
-    return [(_parse_term(term, i), term_text(term)) for i, term in enumerate(_terms_of(cluster_selector))]
+    prepared: PreparedTerms = []
+    for i, term in enumerate(_terms_of(cluster_selector)):
+        pt = _parse_term(term, i)
+        # A term _parse_term found valid is written without validating its expressions a second time.
+        prepared.append((pt, valid_term_text(pt.exprs) if not pt.errors and not pt.fields else term_text(term)))
+    return prepared
 
 
 def explanation_reads(prepared: PreparedTerms) -> tuple[frozenset[str], bool]:
