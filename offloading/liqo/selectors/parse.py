@@ -21,33 +21,33 @@ from offloading.liqo.selectors.requirements import (
     quote,
 )
 
-_T_ERROR = "error"
-_T_EOS = "end of string"
-_T_CLOSE = ")"
-_T_COMMA = ","
-_T_NOT = "!"
-_T_DEQ = "=="
-_T_EQ = "="
-_T_GT = ">"
-_T_IDENT = "identifier"
-_T_IN = "in"
-_T_LT = "<"
-_T_NEQ = "!="
-_T_NOTIN = "notin"
-_T_OPEN = "("
+# Token kinds, named as apimachinery names them (labels.Token).
+_T_EOS = "EndOfStringToken"
+_T_CLOSE = "ClosedParToken"
+_T_COMMA = "CommaToken"
+_T_NOT = "DoesNotExistToken"
+_T_DEQ = "DoubleEqualsToken"
+_T_EQ = "EqualsToken"
+_T_GT = "GreaterThanToken"
+_T_IDENT = "IdentifierToken"
+_T_IN = "InToken"
+_T_LT = "LessThanToken"
+_T_NEQ = "NotEqualsToken"
+_T_NOTIN = "NotInToken"
+_T_OPEN = "OpenParToken"
 
-# The symbols the Lexer knows; "in" and "notin" are keywords only where an operator is expected
-# (apimachinery's Parser turns them back into identifiers everywhere else).
+# The symbols the Lexer knows, with their text; "in" and "notin" are keywords only where an operator
+# is expected (apimachinery's Parser turns them back into identifiers everywhere else).
 _SYMBOLS = {
-    b")": _T_CLOSE,
-    b",": _T_COMMA,
-    b"!": _T_NOT,
-    b"==": _T_DEQ,
-    b"=": _T_EQ,
-    b">": _T_GT,
-    b"<": _T_LT,
-    b"!=": _T_NEQ,
-    b"(": _T_OPEN,
+    b")": (_T_CLOSE, ")"),
+    b",": (_T_COMMA, ","),
+    b"!": (_T_NOT, "!"),
+    b"==": (_T_DEQ, "=="),
+    b"=": (_T_EQ, "="),
+    b">": (_T_GT, ">"),
+    b"<": (_T_LT, "<"),
+    b"!=": (_T_NEQ, "!="),
+    b"(": (_T_OPEN, "("),
 }
 _KEYWORDS = {"in": _T_IN, "notin": _T_NOTIN}
 # One token of apimachinery's Lexer, after any whitespace: (1) the end of the string, or a NUL byte
@@ -88,7 +88,8 @@ def _lex(data: bytes) -> list[_Tok]:
     for found in _TOKEN.finditer(data):
         symbol, identifier = found.group(2, 3)
         if symbol is not None:
-            toks.append((_SYMBOLS[symbol], symbol.decode("ascii"), found.start(2)))
+            kind, text = _SYMBOLS[symbol]
+            toks.append((kind, text, found.start(2)))
         elif identifier is not None:
             toks.append((_T_IDENT, _decode(identifier), found.start(3)))
         else:
@@ -114,9 +115,10 @@ class _Parser:
         return t
 
     def _operator(self) -> _Tok:
-        """The next token, where an operator is expected: "in" and "notin" are keywords there."""
+        """The next token, where an operator is expected: "in" and "notin" are keywords there (only an
+        identifier can be spelt so)."""
         kind, lit, pos = self._take()
-        return (_KEYWORDS.get(lit, kind) if kind == _T_IDENT else kind), lit, pos
+        return _KEYWORDS.get(lit, kind), lit, pos
 
     def _err(self, detail: str, tok: _Tok, *, requirement: bool = False) -> SelectorError:
         kind, lit, pos = tok
@@ -146,9 +148,8 @@ class _Parser:
     def _requirement(self) -> Requirement:
         t = self._take()
         start = t[2]
-        op: str | None = None
-        if t[0] == _T_NOT:
-            op = SEL_DOES_NOT_EXIST
+        negated = t[0] == _T_NOT
+        if negated:
             t = self._take()
         if t[0] != _T_IDENT:
             raise self._err(f"found '{t[1]}', expected: identifier", t, requirement=True)
@@ -156,10 +157,10 @@ class _Parser:
         key_errs = label_key_errors(key)
         if key_errs:
             raise self._err(f"invalid label key {quote(key)}: {'; '.join(key_errs)}", t, requirement=True)
-        if self._look()[0] in (_T_EOS, _T_COMMA) and op != SEL_DOES_NOT_EXIST:
-            op = SEL_EXISTS
-        if op in (SEL_EXISTS, SEL_DOES_NOT_EXIST):
-            return Requirement(key, op, (), start)
+        if negated:
+            return Requirement(key, SEL_DOES_NOT_EXIST, (), start)
+        if self._look()[0] in (_T_EOS, _T_COMMA):
+            return Requirement(key, SEL_EXISTS, (), start)
         ot = self._operator()
         op = _TOKEN_TO_OPERATOR.get(ot[0])
         if op is None:
@@ -194,17 +195,14 @@ class _Parser:
             raise self._err(f"found '{t[1]}' expected: '('", t, requirement=True)
         t = self._look()
         if t[0] in (_T_IDENT, _T_COMMA):
-            s = self._identifiers()
-            t2 = self._take()
-            if t2[0] != _T_CLOSE:  # pragma: no cover - _identifiers only returns before ')'
-                raise self._err(f"found '{t[1]}', expected: ')'", t2, requirement=True)
-            return s
+            return self._identifiers()
         if t[0] == _T_CLOSE:
             self._take()
             return {""}
         raise self._err(f"found '{t[1]}', expected: ',', ')' or identifier", t, requirement=True)
 
     def _identifiers(self) -> set[str]:
+        """The values up to and including the closing ')'."""
         s: set[str] = set()
         toks = self.toks  # the loop of a 100-value list: tokens read in place, not through _take/_look
         i = self.i
@@ -216,8 +214,8 @@ class _Parser:
                 t2 = toks[i]
                 if t2[0] == _T_COMMA:
                     continue
-                self.i = i
                 if t2[0] == _T_CLOSE:
+                    self.i = i + 1
                     return s
                 raise self._err(f"found '{t2[1]}', expected: ',' or ')'", t2, requirement=True)
             if t[0] == _T_COMMA:
@@ -226,7 +224,7 @@ class _Parser:
                 t2 = toks[i]
                 if t2[0] == _T_CLOSE:
                     s.add("")
-                    self.i = i
+                    self.i = i + 1
                     return s
                 if t2[0] == _T_COMMA:
                     s.add("")
@@ -243,28 +241,9 @@ class _Parser:
         raise self._err(f"found '{t[1]}', expected: identifier", t, requirement=True)
 
 
-_GO_TOKEN_NAMES = {
-    _T_ERROR: "ErrorToken",
-    _T_EOS: "EndOfStringToken",
-    _T_CLOSE: "ClosedParToken",
-    _T_COMMA: "CommaToken",
-    _T_NOT: "DoesNotExistToken",
-    _T_DEQ: "DoubleEqualsToken",
-    _T_EQ: "EqualsToken",
-    _T_GT: "GreaterThanToken",
-    _T_IDENT: "IdentifierToken",
-    _T_IN: "InToken",
-    _T_LT: "LessThanToken",
-    _T_NEQ: "NotEqualsToken",
-    _T_NOTIN: "NotInToken",
-    _T_OPEN: "OpenParToken",
-}
-
-
 def lex(text: str) -> list[tuple[str, str]]:
     """The (token name, literal) pairs apimachinery's lexer yields, ending with EndOfStringToken."""
-    toks = _lex(text.encode("utf-8", "surrogatepass"))
-    return [(_GO_TOKEN_NAMES[_KEYWORDS.get(lit, kind) if kind == _T_IDENT else kind], lit) for kind, lit, _ in toks]
+    return [(_KEYWORDS.get(lit, kind), lit) for kind, lit, _ in _lex(text.encode("utf-8", "surrogatepass"))]
 
 
 def parse_operator(token: str) -> str:
