@@ -25,7 +25,6 @@ def warm() -> float:
     try:
         from django.conf import settings
         from django.core.cache import caches
-        from django.core.handlers.base import BaseHandler
         from django.db import connection
         from django.template import Engine, TemplateDoesNotExist, TemplateSyntaxError
         from django.template.loader import get_template
@@ -35,8 +34,11 @@ def warm() -> float:
 
         get_resolver().reverse_dict  # noqa: B018 - imports every view module and fills the reverse table
         _compile_url_patterns(get_resolver().url_patterns)
-        # The middleware chain: a WSGIHandler builds it when created, a test Client at its first request.
-        BaseHandler().load_middleware()
+        # The middleware classes: a WSGIHandler imports them when created (so this costs it nothing), a
+        # handler created later (a test Client) at its first request. Not instantiated here: WhiteNoise's
+        # scans the static files, which the WSGIHandler has just done.
+        for dotted in settings.MIDDLEWARE:
+            import_string(dotted)
         import_string(settings.MESSAGE_STORAGE)  # the messages middleware imports it at the first request
         formats.get_format_modules()  # the locale's formats, imported by the first page that formats a value
         Engine.get_default().template_context_processors  # noqa: B018 - imports them (cached)
