@@ -1,9 +1,10 @@
 """Make a new web process's first request as fast as its later ones (called by ``liqo_dash.wsgi``).
 
 Django loads lazily: the URL conf, the views and their imports, every template (compiled once by the
-cached loader) and the database connection are set up by the first request that needs them, which
-costs that request several hundred milliseconds. Done here at start, before the process takes
-requests."""
+cached loader), the middleware classes, the template context processors, the regular expressions of
+the URL patterns, the cache backend and the database connection are set up by the first request that
+needs them, which costs that request several hundred milliseconds. Done here at start, before the
+process takes requests."""
 
 from __future__ import annotations
 
@@ -16,18 +17,33 @@ log = logging.getLogger(__name__)
 
 
 def warm() -> float:
-    """Import the URL conf and its views, compile every project template, open the database
-    connection; returns the seconds spent. Failures are logged, never raised: a process that could
-    not warm up still serves (lazily)."""
+    """Import the URL conf and its views, compile every project template and URL pattern, import the
+    middleware, the context processors and the cache backend, open the database connection; returns
+    the seconds spent. Failures are logged, never raised: a process that could not warm up still
+    serves (lazily)."""
     started = time.perf_counter()
     try:
         from django.conf import settings
+        from django.core.cache import caches
         from django.db import connection
-        from django.template import TemplateDoesNotExist, TemplateSyntaxError
+        from django.template import Engine, TemplateDoesNotExist, TemplateSyntaxError
         from django.template.loader import get_template
         from django.urls import get_resolver
+        from django.utils import formats
+        from django.utils.module_loading import import_string
 
         get_resolver().reverse_dict  # noqa: B018 - imports every view module and fills the reverse table
+        _compile_url_patterns(get_resolver().url_patterns)
+        # The middleware classes: a WSGIHandler imports them when created (so this costs it nothing), a
+        # handler created later (a test Client) at its first request. Not instantiated here: WhiteNoise's
+        # scans the static files, which the WSGIHandler has just done.
+        for dotted in settings.MIDDLEWARE:
+            import_string(dotted)
+        import_string(settings.MESSAGE_STORAGE)  # the messages middleware imports it at the first request
+        formats.get_format_modules()  # the locale's formats, imported by the first page that formats a value
+        Engine.get_default().template_context_processors  # noqa: B018 - imports them (cached)
+        for alias in settings.CACHES:  # the backend class, imported and created; no connection yet
+            caches[alias]  # noqa: B018
         engine: dict[str, Any] = settings.TEMPLATES[0]
         directories: list[str] = list(engine["DIRS"])
         for directory in directories:
@@ -41,3 +57,12 @@ def warm() -> float:
     except Exception:  # noqa: BLE001 - warming is an optimisation; never stop the process for it
         log.exception("warm-up failed; the first requests will load lazily")
     return time.perf_counter() - started
+
+
+def _compile_url_patterns(patterns: list[Any]) -> None:
+    """Compile the regular expression of every URL pattern (Django compiles each on the first request
+    that tries it)."""
+    for pattern in patterns:
+        pattern.pattern.regex  # noqa: B018 - compiled and cached on first access
+        if hasattr(pattern, "url_patterns"):
+            _compile_url_patterns(pattern.url_patterns)

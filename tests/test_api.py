@@ -230,3 +230,35 @@ def test_listing_bulk_requests_costs_the_same_queries_for_one_or_many(
     with django_assert_max_num_queries(4):
         results = api.get("/api/v1/bulk/").json()["results"]
     assert len(results) == 4 and all(r["progress"]["queued"] == 1 and r["progress"]["total"] == 1 for r in results)
+
+
+def test_selector_lines_are_checked_as_drf_checks_text(api: APIClient, fleet: Any) -> None:  # noqa: F811
+    from rest_framework import serializers
+
+    from offloading.api.serializers import SelectorLineField
+
+    drf = serializers.ListField(child=serializers.CharField(allow_blank=True))
+    ours = serializers.ListField(child=SelectorLineField(allow_blank=True))
+    cases = [
+        ["region=eu", " tier ", ""],
+        ["a" * 3000 + "\ud800" + "\udfff"],  # the first surrogate is named
+        ["x", "k=\udc80v", "\udbff"],
+        ["nul\x00byte"],
+        ["x" * 100_000],
+        [5, None],
+    ]
+    for case in cases:
+        try:
+            expected: Any = drf.run_validation(case)
+        except serializers.ValidationError as exc:
+            expected = exc.detail
+        try:
+            got: Any = ours.run_validation(case)
+        except serializers.ValidationError as exc:
+            got = exc.detail
+        assert got == expected, case
+    body = '{"selectors": ["ok", "a=\\ud83d"]}'  # JSON escapes: a client cannot send a lone surrogate as UTF-8
+    response = api.post("/api/v1/namespaces/payments/preview/", body, content_type="application/json")
+    assert response.status_code == 200 and response.json()["errors"] == {
+        "selectors": {"1": ["Surrogate characters are not allowed: U+D83D."]}
+    }

@@ -45,6 +45,36 @@ def test_the_wsgi_entry_point_warms_up_unless_told_not_to() -> None:
     assert counts[0] >= 20 and counts[1] == 0
 
 
+def test_warm_loads_what_a_first_request_would_load_lazily() -> None:
+    # A new process (this one has loaded everything already): after django.setup() and warm(), the
+    # middleware, the message storage, the context processors, the locale's formats and the cache
+    # backend are imported, and no URL pattern is left to compile.
+    script = (
+        "import sys, django\n"
+        "django.setup()\n"
+        "from django.conf import settings\n"
+        "from django.urls import get_resolver\n"
+        "from liqo_dash.warmup import warm\n"
+        "names = [p.rsplit('.', 1)[0] for p in [*settings.MIDDLEWARE, settings.MESSAGE_STORAGE,\n"
+        "    *settings.TEMPLATES[0]['OPTIONS']['context_processors'], settings.CACHES['default']['BACKEND']]]\n"
+        "names.append('django.conf.locale.en.formats')\n"
+        "def lazy(patterns):\n"
+        "    for p in patterns:\n"
+        "        yield 'regex' not in p.pattern.__dict__\n"
+        "        yield from lazy(getattr(p, 'url_patterns', []))\n"
+        "print(sum(n not in sys.modules for n in names), sum(lazy(get_resolver().url_patterns)))\n"
+        "warm()\n"
+        "print(sorted(n for n in names if n not in sys.modules), sum(lazy(get_resolver().url_patterns)))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, check=True, env=_env()
+    )
+    before, after = done.stdout.strip().splitlines()[-2:]
+    not_loaded, lazy_patterns = (int(n) for n in before.split())
+    assert not_loaded >= 5 and lazy_patterns >= 10  # what the first request would have paid for
+    assert after == "[] 0"
+
+
 def _env() -> dict[str, str]:
     import os
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+from rest_framework.exceptions import ValidationError
+from rest_framework.validators import ProhibitSurrogateCharactersValidator
 
 from offloading.filtersets import validate_label_selector
 from offloading.liqo.limits import selector_count_problems
@@ -130,6 +133,30 @@ class AuditEventSerializer(serializers.ModelSerializer):
                   "after", "outcome", "message", "prev_hash", "hash", "key_id"]  # fmt: skip
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+class _NoSurrogates(ProhibitSurrogateCharactersValidator):
+    """DRF's check that a text has no surrogate code point, the same error for the same first one,
+    found by a regular expression rather than a Python loop over every character (50 selector lines
+    at the limits are 100,000 characters)."""
+
+    def __call__(self, value: Any) -> None:
+        found = _SURROGATE.search(str(value))
+        if found is not None:
+            raise ValidationError(self.message.format(code_point=ord(found.group())), code=self.code)
+
+
+class SelectorLineField(serializers.CharField):
+    """One liqoctl ``--selector`` line: a CharField, with ``_NoSurrogates`` for DRF's surrogate check."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.validators = [
+            _NoSurrogates() if type(v) is ProhibitSurrogateCharactersValidator else v for v in self.validators
+        ]
+
+
 class SpecSerializer(serializers.Serializer):
     """A NamespaceOffloading spec, with the cluster selector given either as a NodeSelector
     (``clusterSelector``) or as liqoctl selector strings (``selectors``, ORed). Omitted fields take the
@@ -139,7 +166,7 @@ class SpecSerializer(serializers.Serializer):
     remoteNamespaceName = serializers.CharField(required=False, allow_blank=True, max_length=253)  # noqa: N815
     podOffloadingStrategy = serializers.ChoiceField(choices=liqo.POD_STRATEGIES, required=False)  # noqa: N815
     clusterSelector = serializers.JSONField(required=False)  # noqa: N815
-    selectors = serializers.ListField(child=serializers.CharField(allow_blank=True), required=False)
+    selectors = serializers.ListField(child=SelectorLineField(allow_blank=True), required=False)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if "clusterSelector" in attrs and "selectors" in attrs:

@@ -9,8 +9,10 @@ from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
+from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
 from offloading.changes.bulk import plan_bulk, request_bulk
@@ -33,6 +35,7 @@ from ..models import (
 )
 from .docs import BulkPlanSerializer, PreviewSerializer
 from .errors import check_query_parameters, if_match_generation
+from .renderers import PreviewJSONRenderer
 from .serializers import (
     BulkCreateSerializer,
     BulkRequestSerializer,
@@ -43,6 +46,9 @@ from .serializers import (
     SnapshotSerializer,
 )
 from .status import refusal_response
+
+# The preview's answer is large at the selector limits: JSON through PreviewJSONRenderer (the same bytes).
+PREVIEW_RENDERERS = [PreviewJSONRenderer if r is JSONRenderer else r for r in api_settings.DEFAULT_RENDERER_CLASSES]
 
 
 class SnapshotHeadersMixin:
@@ -156,7 +162,7 @@ class NamespaceViewSet(SnapshotHeadersMixin, viewsets.ReadOnlyModelViewSet):
         return Response(ChangeRequestSerializer(change).data, status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(request=OffloadSerializer, responses=PreviewSerializer)
-    @action(detail=True, methods=["post"])
+    @action(detail=True, methods=["post"], renderer_classes=PREVIEW_RENDERERS)
     def preview(self, request: Request, name: str) -> Response:
         """What the spec would do, computed from the snapshot; invalid input is part of the answer."""
         namespace = get_object_or_404(Namespace, name=name)
@@ -175,6 +181,7 @@ class NamespaceViewSet(SnapshotHeadersMixin, viewsets.ReadOnlyModelViewSet):
         except (AttributeError, TypeError, KeyError, ValueError) as exc:
             # The sample pod is free-form input: a shape mutate_pod cannot read is the caller's error.
             return Response({"valid": False, "errors": {"pod": [f"not a pod Liqo's webhook could mutate: {exc}"]}})
+        shown: dict[int, list[dict[str, Any]]] = {}  # id of a shared explanation -> its terms, shown once
         clusters = [
             {
                 "clusterId": row["cluster_id"],
@@ -182,7 +189,7 @@ class NamespaceViewSet(SnapshotHeadersMixin, viewsets.ReadOnlyModelViewSet):
                 "note": row["note"],
                 "error": row["error"],
                 "virtualNodesDisagree": row["disagree"],
-                "explanations": [_explanation(vn, why) for vn, why in row["explanations"]],
+                "explanations": [_explanation(vn, why, shown) for vn, why in row["explanations"]],
             }
             for row in result.clusters
         ]
@@ -208,10 +215,15 @@ class NamespaceViewSet(SnapshotHeadersMixin, viewsets.ReadOnlyModelViewSet):
         )
 
 
-def _explanation(vn: str, why: dict[str, Any]) -> dict[str, Any]:
+def _explanation(vn: str, why: dict[str, Any], shown: dict[int, list[dict[str, Any]]]) -> dict[str, Any]:
     """One virtual node's verdict; its terms by index into the preview's ``terms`` (their text is the
-    same for every virtual node, so it is written once)."""
-    return {"virtualNode": vn, **why, "terms": [{k: v for k, v in t.items() if k != "text"} for t in why["terms"]]}
+    same for every virtual node, so it is written once). Nodes alike for the selector share ``why``
+    (``select_clusters``): they share one list of terms too, built once (``shown``, by ``id(why)``), which
+    ``PreviewJSONRenderer`` also writes once."""
+    terms = shown.get(id(why))
+    if terms is None:
+        terms = shown[id(why)] = [{k: v for k, v in t.items() if k != "text"} for t in why["terms"]]
+    return {"virtualNode": vn, **why, "terms": terms}
 
 
 class ChangeRequestViewSet(SnapshotHeadersMixin, viewsets.ReadOnlyModelViewSet):

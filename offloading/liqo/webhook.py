@@ -91,7 +91,7 @@ def mutate_pod(
     imposed = imposed_node_selector(spec)
     if imposed is None:
         return out
-    return fill_pod_node_selector(imposed, out)
+    return _fill(imposed, out)  # both are already copies: a selector at the limits is 2,500 expressions
 
 
 def fill_pod_node_selector(imposed: dict[str, Any], pod: dict[str, Any]) -> dict[str, Any]:
@@ -100,8 +100,11 @@ def fill_pod_node_selector(imposed: dict[str, Any], pod: dict[str, Any]) -> dict
     No affinity / no nodeAffinity / no or empty required terms -> the imposed selector is used as is
     (podAffinity, podAntiAffinity and preferred terms are kept); otherwise merge_node_selectors.
     """
-    out = json_copy(pod)
-    imposed = json_copy(imposed)
+    return _fill(json_copy(imposed), json_copy(pod))
+
+
+def _fill(imposed: dict[str, Any], out: dict[str, Any]) -> dict[str, Any]:
+    """``fill_pod_node_selector`` on copies it may keep and change: ``out`` is filled in place."""
     pod_spec = out.setdefault("spec", {})
     affinity = pod_spec.get("affinity")
     if affinity is None:

@@ -223,3 +223,9 @@ def test_go_yaml_top_level_sequence_and_scalar() -> None:
 def test_the_last_four_digit_escape_is_u_ffff() -> None:
     # U+FFFF is not printable and still fits the \uXXXX form (go-yaml: <= 0xFFFF uses \u).
     assert yaml_scalar("\uffff") == '"\\uFFFF"'
+
+
+def test_go_yaml_tells_equal_scalars_of_different_types_apart() -> None:
+    # 1 == True and 0 == False in Python: each is still written as its own type.
+    doc = {"a": 1, "b": True, "c": "1", "d": 0, "e": False, "f": "true", "g": [True, 1, "1"]}
+    assert go_yaml(doc) == 'a: 1\nb: true\nc: "1"\nd: 0\ne: false\nf: "true"\ng:\n- true\n- 1\n- "1"\n'

@@ -129,3 +129,26 @@ def test_parse_operator_errors() -> None:
         parse_operator("like")
     assert err.value.message == f"found 'like', expected: {OPS}"
     assert (err.value.text, err.value.position, err.value.token) == ("like", 0, "like")
+
+
+def test_two_value_problems_are_joined() -> None:
+    value = "a" * 63 + "-"  # 64 bytes, and it does not end with an alphanumeric character
+    with pytest.raises(SelectorError) as err:
+        parse_requirements(f"x={value}")
+    assert f'invalid label value "{value}" for key "x": must be no more than 63 bytes; a valid label must be' in (
+        err.value.message
+    )
+
+
+def test_lone_surrogates_are_text_the_value_check_rejects() -> None:
+    # A JSON body can carry "\ud800": it is lexed (as apimachinery lexes its WTF-8 bytes), then refused
+    # as a label value, never an encoding error.
+    assert lex("a\ud800=x\udfff") == [
+        ("IdentifierToken", "a\ud800"),
+        ("EqualsToken", "="),
+        ("IdentifierToken", "x\udfff"),
+        ("EndOfStringToken", ""),
+    ]
+    with pytest.raises(SelectorError) as err:
+        parse_requirements("k=\ud800")
+    assert (err.value.token, err.value.position) == ("\ud800", 0)

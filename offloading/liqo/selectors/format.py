@@ -13,7 +13,6 @@ from offloading.liqo.selectors.requirements import (
     SEL_IN,
     SEL_LT,
     UnformattableTermError,
-    byte_key,
     requirement_errors,
 )
 
@@ -34,11 +33,16 @@ def format_requirement(expr: dict[str, Any]) -> str:
     if errs:
         raise UnformattableTermError("; ".join(errs))
     assert isinstance(key, str)
+    return _requirement_text(key, sel, values)
+
+
+def _requirement_text(key: str, sel: str, values: list[str]) -> str:
+    """A valid requirement (apimachinery operator ``sel``) as selector text."""
     if sel == SEL_EXISTS:
         return key
     if sel == SEL_DOES_NOT_EXIST:
         return "!" + key
-    distinct = sorted(set(values), key=byte_key)
+    distinct = sorted(set(values))  # by code point: the order of their UTF-8 bytes, as apimachinery sorts
     if sel == SEL_GT:
         return f"{key}>{values[0]}"
     if sel == SEL_LT:
@@ -65,7 +69,18 @@ def format_term(term: dict[str, Any]) -> str:
     exprs = term.get("matchExpressions") or []
     if not isinstance(exprs, list):
         raise UnformattableTermError("matchExpressions must be a list")
-    parts = [format_requirement(e) for e in exprs]
+    return _joined([format_requirement(e) for e in exprs])
+
+
+def valid_term_text(expressions: list[dict[str, Any]]) -> str:
+    """``format_term`` of a term known to be valid and without matchFields (``match.prepare_terms`` has
+    just validated it), given its matchExpressions: the same text, without validating them again."""
+    return _joined(
+        [_requirement_text(e["key"], NODE_OP_TO_SEL[e["operator"]], e.get("values") or []) for e in expressions]
+    )
+
+
+def _joined(parts: list[str]) -> str:
     # liqoctl keeps one value per key written with "=", so repeated keys use the "in (...)" form.
     eq_keys = [p.split("=", 1)[0] for p in parts if _is_equality(p)]
     return ",".join(_as_set_form(p) if _is_equality(p) and eq_keys.count(p.split("=", 1)[0]) > 1 else p for p in parts)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from offloading.liqo import constants as c
-from offloading.liqo.selectors.format import describe_expr, term_text
+from offloading.liqo.selectors.format import describe_expr, term_text, valid_term_text
 from offloading.liqo.selectors.labels import parse_go_int64
 from offloading.liqo.selectors.requirements import (
     NODE_OP_TO_SEL,
@@ -198,20 +198,27 @@ PreparedTerms = list[tuple[_ParsedTerm, str]]
 def prepare_terms(cluster_selector: dict[str, Any] | None) -> PreparedTerms:
     """Each term of ``cluster_selector`` parsed and written as text, once: ``explain`` of many clusters
     against one selector then only matches."""
-    return [(_parse_term(term, i), term_text(term)) for i, term in enumerate(_terms_of(cluster_selector))]
+    prepared: PreparedTerms = []
+    for i, term in enumerate(_terms_of(cluster_selector)):
+        pt = _parse_term(term, i)
+        # A term _parse_term found valid is written without validating its expressions a second time.
+        prepared.append((pt, valid_term_text(pt.exprs) if not pt.errors and not pt.fields else term_text(term)))
+    return prepared
 
 
-def explanation_reads(prepared: PreparedTerms) -> tuple[list[str], bool]:
-    """The label keys ``explain`` of ``prepared`` reads (sorted), and whether it reads the node's name."""
-    keys = {e["key"] for pt, _ in prepared for e in pt.exprs if isinstance(e.get("key"), str)}
-    return sorted(keys), any(pt.fields for pt, _ in prepared)
+def explanation_reads(prepared: PreparedTerms) -> tuple[frozenset[str], bool]:
+    """The label keys ``explain`` of ``prepared`` reads, and whether it reads the node's name."""
+    keys = frozenset(e["key"] for pt, _ in prepared for e in pt.exprs if isinstance(e.get("key"), str))
+    return keys, any(pt.fields for pt, _ in prepared)
 
 
-def explanation_key(reads: tuple[list[str], bool], labels: dict[str, str], vn_name: str) -> Hashable:
+def explanation_key(reads: tuple[frozenset[str], bool], labels: dict[str, str], vn_name: str) -> Hashable:
     """What ``explain`` reads of a virtual node (``reads``: ``explanation_reads``): the labels its
-    expressions name, and the name when a term matches fields. Nodes with one key get one explanation."""
+    expressions name (sorted by key), and the name when a term matches fields. Nodes with one key get one
+    explanation. Walks the node's labels, not the selector's keys: a selector at the limits names
+    thousands of keys, a node has a dozen labels."""
     keys, uses_fields = reads
-    return tuple((k, labels[k]) for k in keys if k in labels), vn_name if uses_fields else None
+    return tuple(sorted((k, v) for k, v in labels.items() if k in keys)), vn_name if uses_fields else None
 
 
 def explain(

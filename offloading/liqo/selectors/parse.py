@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from offloading.liqo.selectors.labels import label_key_errors, label_value_errors, parse_go_int64
@@ -19,42 +18,44 @@ from offloading.liqo.selectors.requirements import (
     SEL_NOT_IN,
     Requirement,
     SelectorError,
-    byte_key,
     quote,
 )
 
-_T_ERROR = "error"
-_T_EOS = "end of string"
-_T_CLOSE = ")"
-_T_COMMA = ","
-_T_NOT = "!"
-_T_DEQ = "=="
-_T_EQ = "="
-_T_GT = ">"
-_T_IDENT = "identifier"
-_T_IN = "in"
-_T_LT = "<"
-_T_NEQ = "!="
-_T_NOTIN = "notin"
-_T_OPEN = "("
+# Token kinds, named as apimachinery names them (labels.Token).
+_T_EOS = "EndOfStringToken"
+_T_CLOSE = "ClosedParToken"
+_T_COMMA = "CommaToken"
+_T_NOT = "DoesNotExistToken"
+_T_DEQ = "DoubleEqualsToken"
+_T_EQ = "EqualsToken"
+_T_GT = "GreaterThanToken"
+_T_IDENT = "IdentifierToken"
+_T_IN = "InToken"
+_T_LT = "LessThanToken"
+_T_NEQ = "NotEqualsToken"
+_T_NOTIN = "NotInToken"
+_T_OPEN = "OpenParToken"
 
-_STRING_TO_TOKEN = {
-    ")": _T_CLOSE,
-    ",": _T_COMMA,
-    "!": _T_NOT,
-    "==": _T_DEQ,
-    "=": _T_EQ,
-    ">": _T_GT,
-    "in": _T_IN,
-    "<": _T_LT,
-    "!=": _T_NEQ,
-    "notin": _T_NOTIN,
-    "(": _T_OPEN,
+# The symbols the Lexer knows, with their text; "in" and "notin" are keywords only where an operator
+# is expected (apimachinery's Parser turns them back into identifiers everywhere else).
+_SYMBOLS = {
+    b")": (_T_CLOSE, ")"),
+    b",": (_T_COMMA, ","),
+    b"!": (_T_NOT, "!"),
+    b"==": (_T_DEQ, "=="),
+    b"=": (_T_EQ, "="),
+    b">": (_T_GT, ">"),
+    b"<": (_T_LT, "<"),
+    b"!=": (_T_NEQ, "!="),
+    b"(": (_T_OPEN, "("),
 }
-_SPECIAL = frozenset(b"=!(),><")
-_WHITESPACE = frozenset(b" \t\r\n")
-# An identifier's bytes: up to a special byte, whitespace, or a NUL byte (which ends it and is dropped).
-_IDENTIFIER = re.compile(rb"[^=!(),><\x20\t\r\n\x00]*")
+_KEYWORDS = {"in": _T_IN, "notin": _T_NOTIN}
+# One token of apimachinery's Lexer, after any whitespace: (1) the end of the string, or a NUL byte
+# (its read() returns 0 for both); (2) a special symbol, "==" or "!=" when they are there (the longest
+# symbol it knows), else one byte; (3) an identifier, every byte up to a special one, whitespace or NUL.
+# A NUL byte right after a symbol or an identifier is swallowed: the Lexer reads it as the end of the
+# token and does not put it back.
+_TOKEN = re.compile(rb"[ \t\r\n]*(?:(\x00|\Z)|(==|!=|[=!(),><])\x00?|([^=!(),><\x20\t\r\n\x00]+)\x00?)")
 _BINARY_OPERATORS = "in, notin, =, ==, !=, gt, lt"
 
 
@@ -68,79 +69,33 @@ _TOKEN_TO_OPERATOR = {
     _T_NEQ: SEL_NOT_EQUALS,
 }
 
-
-@dataclass
-class _Tok:
-    kind: str
-    lit: str
-    pos: int
+# A token: (kind, literal, byte position). Plain tuples: a selector at the limits has 17,500 of them.
+_Tok = tuple[str, str, int]
 
 
 def _decode(b: bytes) -> str:
-    return b.decode("utf-8", "surrogatepass") if _is_utf8(b) else b.decode("utf-8", "replace")
-
-
-def _is_utf8(b: bytes) -> bool:
+    """An identifier's text: its UTF-8 (lone surrogates kept), or with U+FFFD where it is not UTF-8."""
     try:
-        b.decode("utf-8", "surrogatepass")
+        return b.decode("utf-8", "surrogatepass")
     except UnicodeDecodeError:
-        return False
-    return True
+        return b.decode("utf-8", "replace")
 
 
 def _lex(data: bytes) -> list[_Tok]:
-    """Tokenize like apimachinery's Lexer, stopping at the first end-of-string token."""
-    pos = 0
-    n = len(data)
+    """Tokenize like apimachinery's Lexer, stopping at the first end-of-string token; "in" and "notin"
+    come out as identifiers (see ``_Parser._operator``)."""
     toks: list[_Tok] = []
-
-    def read() -> int:
-        nonlocal pos
-        if pos < n:
-            b = data[pos]
-            pos += 1
-            return b
-        return 0
-
-    while True:
-        ch = read()
-        while ch in _WHITESPACE:
-            ch = read()
-        if ch == 0:
-            toks.append(_Tok(_T_EOS, "", pos))
-            return toks
-        pos -= 1
-        start = pos
-        if ch in _SPECIAL:
-            buf = bytearray()
-            last: tuple[str, str] | None = None
-            while True:
-                b = read()
-                if b == 0:
-                    break
-                if b in _SPECIAL:
-                    buf.append(b)
-                    s = buf.decode("ascii")
-                    if s in _STRING_TO_TOKEN:
-                        last = (_STRING_TO_TOKEN[s], s)
-                    elif last is not None:
-                        pos -= 1
-                        break
-                else:
-                    pos -= 1
-                    break
-            if last is None:  # pragma: no cover - every single special byte is a token
-                toks.append(_Tok(_T_ERROR, f"error expected: keyword found '{buf.decode('ascii')}'", start))
-            else:
-                toks.append(_Tok(last[0], last[1], start))
+    for found in _TOKEN.finditer(data):
+        symbol, identifier = found.group(2, 3)
+        if symbol is not None:
+            kind, text = _SYMBOLS[symbol]
+            toks.append((kind, text, found.start(2)))
+        elif identifier is not None:
+            toks.append((_T_IDENT, _decode(identifier), found.start(3)))
         else:
-            found = _IDENTIFIER.match(data, pos)
-            assert found is not None  # the pattern matches the empty string
-            pos = found.end()
-            if pos < n and data[pos] == 0:
-                pos += 1
-            s = _decode(found.group())
-            toks.append(_Tok(_STRING_TO_TOKEN.get(s, _T_IDENT), s, start))
+            toks.append((_T_EOS, "", found.end()))
+            break
+    return toks
 
 
 class _Parser:
@@ -151,69 +106,69 @@ class _Parser:
         self.toks = _lex(text.encode("utf-8", "surrogatepass"))
         self.i = 0
 
-    def _look(self, values_ctx: bool = True) -> _Tok:
-        t = self.toks[self.i]
-        if values_ctx and t.kind in (_T_IN, _T_NOTIN):
-            return _Tok(_T_IDENT, t.lit, t.pos)
-        return t
+    def _look(self) -> _Tok:
+        return self.toks[self.i]
 
-    def _take(self, values_ctx: bool = True) -> _Tok:
-        t = self._look(values_ctx)
+    def _take(self) -> _Tok:
+        t = self.toks[self.i]
         self.i += 1
         return t
 
+    def _operator(self) -> _Tok:
+        """The next token, where an operator is expected: "in" and "notin" are keywords there (only an
+        identifier can be spelt so)."""
+        kind, lit, pos = self._take()
+        return _KEYWORDS.get(lit, kind), lit, pos
+
     def _err(self, detail: str, tok: _Tok, *, requirement: bool = False) -> SelectorError:
-        where = f"at position {tok.pos}" if tok.kind != _T_EOS else "at the end of the selector"
+        kind, lit, pos = tok
+        where = f"at position {pos}" if kind != _T_EOS else "at the end of the selector"
         prefix = "unable to parse requirement: " if requirement else ""
-        return SelectorError(
-            f"{prefix}{detail} ({where})",
-            text=self.text,
-            position=tok.pos,
-            token=tok.lit,
-        )
+        return SelectorError(f"{prefix}{detail} ({where})", text=self.text, position=pos, token=lit)
 
     def parse(self) -> list[Requirement]:
         reqs: list[Requirement] = []
         while True:
             t = self._look()
-            if t.kind in (_T_IDENT, _T_NOT):
+            if t[0] in (_T_IDENT, _T_NOT):
                 reqs.append(self._requirement())
                 t2 = self._take()
-                if t2.kind == _T_EOS:
+                if t2[0] == _T_EOS:
                     return reqs
-                if t2.kind == _T_COMMA:
+                if t2[0] == _T_COMMA:
                     t3 = self._look()
-                    if t3.kind not in (_T_IDENT, _T_NOT):
-                        raise self._err(f"found '{t3.lit}', expected: identifier after ','", t3)
+                    if t3[0] not in (_T_IDENT, _T_NOT):
+                        raise self._err(f"found '{t3[1]}', expected: identifier after ','", t3)
                     continue
-                raise self._err(f"found '{t2.lit}', expected: ',' or 'end of string'", t2)
-            if t.kind == _T_EOS:
+                raise self._err(f"found '{t2[1]}', expected: ',' or 'end of string'", t2)
+            if t[0] == _T_EOS:
                 return reqs
-            raise self._err(f"found '{t.lit}', expected: !, identifier, or 'end of string'", t)
+            raise self._err(f"found '{t[1]}', expected: !, identifier, or 'end of string'", t)
 
     def _requirement(self) -> Requirement:
         t = self._take()
-        start = t.pos
-        op: str | None = None
-        if t.kind == _T_NOT:
-            op = SEL_DOES_NOT_EXIST
+        start = t[2]
+        negated = t[0] == _T_NOT
+        if negated:
             t = self._take()
-        if t.kind != _T_IDENT:
-            raise self._err(f"found '{t.lit}', expected: identifier", t, requirement=True)
-        key = t.lit
+        if t[0] != _T_IDENT:
+            raise self._err(f"found '{t[1]}', expected: identifier", t, requirement=True)
+        key = t[1]
         key_errs = label_key_errors(key)
         if key_errs:
             raise self._err(f"invalid label key {quote(key)}: {'; '.join(key_errs)}", t, requirement=True)
-        if self._look().kind in (_T_EOS, _T_COMMA) and op != SEL_DOES_NOT_EXIST:
-            op = SEL_EXISTS
-        if op in (SEL_EXISTS, SEL_DOES_NOT_EXIST):
-            return Requirement(key, op, (), start)
-        ot = self._take(values_ctx=False)
-        op = _TOKEN_TO_OPERATOR.get(ot.kind)
+        if negated:
+            return Requirement(key, SEL_DOES_NOT_EXIST, (), start)
+        if self._look()[0] in (_T_EOS, _T_COMMA):
+            return Requirement(key, SEL_EXISTS, (), start)
+        ot = self._operator()
+        op = _TOKEN_TO_OPERATOR.get(ot[0])
         if op is None:
-            raise self._err(f"found '{ot.lit}', expected: {_BINARY_OPERATORS}", ot, requirement=True)
+            raise self._err(f"found '{ot[1]}', expected: {_BINARY_OPERATORS}", ot, requirement=True)
         values = self._values() if op in (SEL_IN, SEL_NOT_IN) else self._exact_value()
-        ordered = tuple(sorted(values, key=byte_key))
+        # Sorted as apimachinery sorts them, by bytes: the UTF-8 of two strings (lone surrogates too)
+        # compares as their code points do, so Python's order is that order.
+        ordered = tuple(sorted(values))
         for v in ordered:
             msgs = label_value_errors(v)
             if msgs:
@@ -236,84 +191,68 @@ class _Parser:
 
     def _values(self) -> set[str]:
         t = self._take()
-        if t.kind != _T_OPEN:
-            raise self._err(f"found '{t.lit}' expected: '('", t, requirement=True)
+        if t[0] != _T_OPEN:
+            raise self._err(f"found '{t[1]}' expected: '('", t, requirement=True)
         t = self._look()
-        if t.kind in (_T_IDENT, _T_COMMA):
-            s = self._identifiers()
-            t2 = self._take()
-            if t2.kind != _T_CLOSE:  # pragma: no cover - _identifiers only returns before ')'
-                raise self._err(f"found '{t.lit}', expected: ')'", t2, requirement=True)
-            return s
-        if t.kind == _T_CLOSE:
+        if t[0] in (_T_IDENT, _T_COMMA):
+            return self._identifiers()
+        if t[0] == _T_CLOSE:
             self._take()
             return {""}
-        raise self._err(f"found '{t.lit}', expected: ',', ')' or identifier", t, requirement=True)
+        raise self._err(f"found '{t[1]}', expected: ',', ')' or identifier", t, requirement=True)
 
     def _identifiers(self) -> set[str]:
+        """The values up to and including the closing ')'."""
         s: set[str] = set()
+        toks = self.toks  # the loop of a 100-value list: tokens read in place, not through _take/_look
+        i = self.i
         while True:
-            t = self._take()
-            if t.kind == _T_IDENT:
-                s.add(t.lit)
-                t2 = self._look()
-                if t2.kind == _T_COMMA:
+            t = toks[i]
+            i += 1
+            if t[0] == _T_IDENT:
+                s.add(t[1])
+                t2 = toks[i]
+                if t2[0] == _T_COMMA:
                     continue
-                if t2.kind == _T_CLOSE:
+                if t2[0] == _T_CLOSE:
+                    self.i = i + 1
                     return s
-                raise self._err(f"found '{t2.lit}', expected: ',' or ')'", t2, requirement=True)
-            if t.kind == _T_COMMA:
+                raise self._err(f"found '{t2[1]}', expected: ',' or ')'", t2, requirement=True)
+            if t[0] == _T_COMMA:
                 if not s:
                     s.add("")
-                t2 = self._look()
-                if t2.kind == _T_CLOSE:
+                t2 = toks[i]
+                if t2[0] == _T_CLOSE:
                     s.add("")
+                    self.i = i + 1
                     return s
-                if t2.kind == _T_COMMA:
+                if t2[0] == _T_COMMA:
                     s.add("")
                 continue
-            raise self._err(f"found '{t.lit}', expected: ',', or identifier", t, requirement=True)
+            raise self._err(f"found '{t[1]}', expected: ',', or identifier", t, requirement=True)
 
     def _exact_value(self) -> set[str]:
         t = self._look()
-        if t.kind in (_T_EOS, _T_COMMA):
+        if t[0] in (_T_EOS, _T_COMMA):
             return {""}
         t = self._take()
-        if t.kind == _T_IDENT:
-            return {t.lit}
-        raise self._err(f"found '{t.lit}', expected: identifier", t, requirement=True)
-
-
-_GO_TOKEN_NAMES = {
-    _T_ERROR: "ErrorToken",
-    _T_EOS: "EndOfStringToken",
-    _T_CLOSE: "ClosedParToken",
-    _T_COMMA: "CommaToken",
-    _T_NOT: "DoesNotExistToken",
-    _T_DEQ: "DoubleEqualsToken",
-    _T_EQ: "EqualsToken",
-    _T_GT: "GreaterThanToken",
-    _T_IDENT: "IdentifierToken",
-    _T_IN: "InToken",
-    _T_LT: "LessThanToken",
-    _T_NEQ: "NotEqualsToken",
-    _T_NOTIN: "NotInToken",
-    _T_OPEN: "OpenParToken",
-}
+        if t[0] == _T_IDENT:
+            return {t[1]}
+        raise self._err(f"found '{t[1]}', expected: identifier", t, requirement=True)
 
 
 def lex(text: str) -> list[tuple[str, str]]:
     """The (token name, literal) pairs apimachinery's lexer yields, ending with EndOfStringToken."""
-    return [(_GO_TOKEN_NAMES[t.kind], t.lit) for t in _lex(text.encode("utf-8", "surrogatepass"))]
+    return [(_KEYWORDS.get(lit, kind), lit) for kind, lit, _ in _lex(text.encode("utf-8", "surrogatepass"))]
 
 
 def parse_operator(token: str) -> str:
     """The apimachinery operator for an operator token (in, notin, =, ==, !=, >, <), else SelectorError."""
     parser = _Parser(token)
-    t = parser._take(values_ctx=False)
-    op = _TOKEN_TO_OPERATOR.get(t.kind)
+    kind, lit, pos = parser._operator()
+    op = _TOKEN_TO_OPERATOR.get(kind)
     if op is None:
-        raise SelectorError(f"found '{t.lit}', expected: {_BINARY_OPERATORS}", text=token, position=t.pos, token=t.lit)
+        raise SelectorError(f"found '{lit}', expected: {_BINARY_OPERATORS}", text=token, position=pos, token=lit)
     return op
 
 
@@ -322,7 +261,7 @@ def parse_requirements(text: str) -> list[Requirement]:
     if not isinstance(text, str):
         raise SelectorError(f"a selector must be a string, not {type(text).__name__}")
     reqs = _Parser(text).parse()
-    return sorted(reqs, key=lambda r: byte_key(r.key))
+    return sorted(reqs, key=lambda r: r.key)  # by bytes, as apimachinery: see _requirement
 
 
 def parse_label_selector(text: str) -> list[dict[str, Any]]:
