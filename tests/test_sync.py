@@ -15,7 +15,7 @@ from offloading import kube
 from offloading.changes import informer
 from offloading.changes.snapshot import informer_alive, trigger_refresh
 from offloading.liqo import constants as liqo
-from offloading.management.commands.watch_cluster import KindWatcher, SnapshotWriter
+from offloading.management.commands.watch_cluster import KindWatcher, SnapshotWriter, all_synced
 from offloading.models import Cluster, Namespace, SnapshotState, VirtualNode
 from sandbox import Sandbox
 from sandbox.kinds import FOREIGN_CLUSTERS, NAMESPACE_OFFLOADINGS, NAMESPACES, VIRTUAL_NODES
@@ -31,7 +31,7 @@ class Informer:
         informer.reset()
         self.stop = threading.Event()
         self.watchers: list[KindWatcher] = []
-        self.writer = SnapshotWriter(self.stop, healthy=lambda: all(w.healthy for w in self.watchers))
+        self.writer = SnapshotWriter(self.stop, healthy=lambda: all_synced(self.writer, self.watchers))
         self.watchers += [KindWatcher(kind, self.stop, 5, self.writer) for kind in kube.WATCHED_KINDS]
         self.writer.start()
         for watcher in self.watchers:
@@ -184,3 +184,23 @@ def test_offloading_pages_shrink_as_the_peers_grow() -> None:
     assert offloading_page_size(5) == offloading_page_size(200) == 50
     assert offloading_page_size(1000) == 10
     assert offloading_page_size(100_000) == 5
+
+
+def test_the_snapshot_is_fresh_only_once_every_first_list_is_written() -> None:
+    """A watcher is healthy as soon as its last page is queued; the snapshot waits for the writer to
+    commit every kind's list (the bench once counted 1,952 of 1,988 pods at the moment it turned fresh)."""
+    informer.reset()
+    stop = threading.Event()
+    writer = SnapshotWriter(stop)
+    watchers = [KindWatcher(kind, stop, 5, writer) for kind in kube.WATCHED_KINDS]
+    assert not all_synced(writer, [])
+    for watcher in watchers:
+        watcher.healthy = True
+    assert not all_synced(writer, watchers)  # every list queued, none written
+    for watcher in watchers[:-1]:
+        writer.listed[watcher.kind].set()
+    assert not all_synced(writer, watchers)  # one kind's pages still wait for the writer
+    writer.listed[watchers[-1].kind].set()
+    assert all_synced(writer, watchers)
+    watchers[0].healthy = False  # a watch that failed since
+    assert not all_synced(writer, watchers)

@@ -162,6 +162,12 @@ class SnapshotWriter(threading.Thread):
         close_old_connections()
 
 
+def all_synced(writer: SnapshotWriter, watchers: list[KindWatcher]) -> bool:
+    """Every kind is watched and its first list is written, not only queued: a cold sync's last pages
+    may still wait for the writer, and the snapshot must not be called fresh before they are rows."""
+    return bool(watchers) and all(w.healthy and writer.listed[w.kind].is_set() for w in watchers)
+
+
 class KindWatcher(threading.Thread):
     """One kind, forever (until ``stop`` is set): LIST (streamed, page by page), then WATCH."""
 
@@ -292,7 +298,7 @@ class Command(BaseCommand):
         stop = threading.Event()
         informer.reset()  # a new term as leader starts from a fresh list of every kind
         watchers: list[KindWatcher] = []
-        writer = SnapshotWriter(stop, healthy=lambda: bool(watchers) and all(w.healthy for w in watchers))
+        writer = SnapshotWriter(stop, healthy=lambda: all_synced(writer, watchers))
         watchers += [KindWatcher(kind, stop, timeout_seconds, writer) for kind in kube.WATCHED_KINDS]
         writer.start()
         for watcher in watchers:
