@@ -36,7 +36,12 @@ def main(argv: list[str] | None = None) -> int:
         "--fleet", action="append", type=_fleet, metavar="NSxCLUSTERS",
         help="a fleet to measure (repeatable); default: " + ", ".join(f"{n}x{c}" for n, c in FLEETS),
     )  # fmt: skip
-    parser.add_argument("--repeat", type=int, default=5, help="timed runs per page (median shown); default 5")
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=15,
+        help="rounds of timed runs of every page on every fleet (median shown); default 15",
+    )
     parser.add_argument(
         "--no-mass-change", dest="mass_change", action="store_false",
         help="skip the refresh after every Ready offloading changed status (the slowest step)",
@@ -88,10 +93,12 @@ def main(argv: list[str] | None = None) -> int:
             log(f"fleet {namespaces} namespaces / {clusters} clusters")
             results.append(
                 measures.measure_fleet(
-                    namespaces, clusters, var_dir, repeat=max(1, args.repeat), mass_change=args.mass_change, log=log,
+                    namespaces, clusters, var_dir, mass_change=args.mass_change, log=log,
                     cold=args.cold and index == len(fleets) - 1,
                 )
             )  # fmt: skip
+        measures.measure_side_by_side(results, max(1, args.repeat))
+        log(f"pages and previews measured side by side, {max(1, args.repeat)} rounds")
         harness.reset_database()
         synced: dict[str, object] = {}
         if args.sync:

@@ -40,6 +40,36 @@ def setup_django(var_dir: Path) -> None:
     call_command("migrate", verbosity=0)
 
 
+_MAIN_DATABASE: list[str] = []  # the benchmark's own SQLite file, while use_database points elsewhere
+
+
+def keep_database(path: Path) -> str:
+    """Copy the current SQLite database to ``path`` (SQLite's online backup: the same pages in the same
+    order, not a compacted copy) and return the path, for ``use_database``."""
+    import sqlite3
+
+    from django.db import connection
+
+    connection.close()
+    source, copy = sqlite3.connect(connection.settings_dict["NAME"]), sqlite3.connect(path)
+    try:
+        source.backup(copy)
+    finally:
+        source.close()
+        copy.close()
+    return str(path)
+
+
+def use_database(path: str | None) -> None:
+    """Point Django's default database at the SQLite file ``path`` (None: back at the benchmark's own)."""
+    from django.db import connection
+
+    connection.close()
+    if not _MAIN_DATABASE:
+        _MAIN_DATABASE.append(connection.settings_dict["NAME"])
+    connection.settings_dict["NAME"] = path or _MAIN_DATABASE[0]
+
+
 def reset_database() -> None:
     """Empty every table (the next refresh is a cold one, as on a fresh install)."""
     from django.core.management import call_command

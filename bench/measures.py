@@ -94,6 +94,7 @@ class FleetResult:
     status_rows: int = 0  # ClusterOffloading rows: one per (offloaded namespace, peered cluster)
     selected_rows: int = 0  # of which the cluster is selected
     worker_refresh: dict[str, Any] | None = None  # the worker's cold refresh in its own process (bench.worker_rss)
+    database: str = ""  # a copy of the fleet's snapshot (SQLite file), for measure_side_by_side
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -176,18 +177,27 @@ def target_namespace() -> Any:
     )
 
 
-def measure_pages(repeat: int) -> tuple[list[PageRun], str]:
-    """Queries and median render time of the main pages, as a logged-in administrator sees them."""
+def admin_client() -> Any:
+    """A test client logged in as the benchmark's administrator of the current database (made if needed)."""
     from django.contrib.auth import get_user_model
-    from django.db.models import Count
     from django.test import Client
+
+    user = get_user_model().objects.filter(username="bench").first() or get_user_model().objects.create_superuser(
+        "bench", "bench@example.com", "bench-password"
+    )
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def plan_pages() -> tuple[list[PageRun], str]:
+    """The main pages of the current fleet, as a logged-in administrator sees them, not measured yet
+    (``measure_side_by_side`` does), and the namespace they show."""
+    from django.db.models import Count
     from django.urls import reverse
 
     from offloading.models import ClusterOffloading, Namespace
 
-    user = get_user_model().objects.create_superuser("bench", "bench@example.com", "bench-password")
-    client = Client()
-    client.force_login(user)
     namespace = target_namespace()
     if namespace is None:
         raise RuntimeError("no offloaded namespace selects two clusters or more: nothing to render")
@@ -228,62 +238,77 @@ def measure_pages(repeat: int) -> tuple[list[PageRun], str]:
         ("API preview POST, selector at the limits", "POST",
          reverse("api:namespace-preview", args=[namespace.name]), limits_json, True),
     ]  # fmt: skip
-    runs = []
-    for name, method, url, data, per_cluster in pages:
-
-        def request(method: str = method, url: str = url, data: Any = data) -> Any:
-            if isinstance(data, str):  # a JSON body, for the API
-                return client.post(url, data, content_type="application/json")
-            return client.post(url, data) if method == "POST" else client.get(url)
-
-        response = request()  # warm-up: templates compiled, caches filled
-        if response.status_code not in (200, 286):
-            raise RuntimeError(f"{method} {url} answered {response.status_code}, not a page to measure")
-        with harness.queries() as sql:
-            response = request()
-        timing, response = harness.timed(request, repeat)
-        runs.append(
-            PageRun(
-                name=name,
-                url=url,
-                method=method,
-                status=response.status_code,
-                queries=sql.count,
-                seconds=timing.median,
-                runs=timing.runs,
-                size=len(response.content),
-                per_cluster=per_cluster,
-                data=data,
-            )
-        )
-    return runs, namespace.name
+    return [
+        PageRun(name=name, url=url, method=method, status=0, queries=0, seconds=0.0, per_cluster=per_cluster, data=data)
+        for name, method, url, data, per_cluster in pages
+    ], namespace.name
 
 
-# --------------------------------------------------------------------------------------------------
-# Preview
+def _request(client: Any, page: PageRun) -> Any:
+    if isinstance(page.data, str):  # a JSON body, for the API
+        return client.post(page.url, page.data, content_type="application/json")
+    return client.post(page.url, page.data) if page.method == "POST" else client.get(page.url)
 
 
-def measure_preview(namespace_name: str, repeat: int) -> PreviewRun:
-    """``preview`` alone (no form, no template) for an edit of ``namespace_name``."""
+@dataclass
+class _Staged:
+    """One fleet during the side-by-side rounds: its database, client and the preview's arguments."""
+
+    result: FleetResult
+    client: Any
+    namespace: Any
+    spec: dict[str, Any]
+
+
+def measure_side_by_side(results: list[FleetResult], repeat: int) -> None:
+    """Each fleet's pages and ``preview`` timed side by side: ``repeat`` rounds, each of which requests
+    every page once on every fleet (their snapshots kept by ``measure_fleet``, the database switched
+    between fleets; the order of the fleets alternates from one round to the next). Measured one fleet
+    after the other, a ratio compared moments minutes apart, and the machine's other load between them
+    moved it by up to 2x; side by side, both fleets see the same moments. Fills each result's pages
+    (queries, status, size, the runs and their median) and preview."""
     from offloading.models import Cluster, Namespace
 
-    namespace = Namespace.objects.get(name=namespace_name)
-    spec = {
-        "namespaceMappingStrategy": (namespace.offloading_spec or {}).get("namespaceMappingStrategy", "DefaultName"),
-        "podOffloadingStrategy": "LocalAndRemote",
-        "clusterSelector": cluster_selector([PREVIEW_SELECTOR]),
-    }
-    preview(namespace, spec)  # warm-up
-    with harness.queries() as sql:
-        result = preview(namespace, spec)
-    timing, result = harness.timed(lambda: preview(namespace, spec), repeat)
-    return PreviewRun(
-        clusters=Cluster.objects.count(),
-        selected=len(result.selected),
-        queries=sql.count,
-        seconds=timing.median,
-        runs=timing.runs,
-    )
+    staged = []
+    for result in results:
+        harness.use_database(result.database)
+        client = admin_client()
+        for page in result.pages:
+            response = _request(client, page)  # warm-up: templates compiled, caches filled
+            if response.status_code not in (200, 286):
+                raise RuntimeError(f"{page.method} {page.url} answered {response.status_code}, not a page to measure")
+            with harness.queries() as sql:
+                response = _request(client, page)
+            page.queries, page.status, page.size = sql.count, response.status_code, len(response.content)
+        namespace = Namespace.objects.get(name=result.target_namespace)
+        spec = {
+            "namespaceMappingStrategy": (namespace.offloading_spec or {}).get(
+                "namespaceMappingStrategy", "DefaultName"
+            ),
+            "podOffloadingStrategy": "LocalAndRemote",
+            "clusterSelector": cluster_selector([PREVIEW_SELECTOR]),
+        }
+        with harness.queries() as sql:
+            found = preview(namespace, spec)
+        result.preview = PreviewRun(
+            clusters=Cluster.objects.count(), selected=len(found.selected), queries=sql.count, seconds=0.0
+        )
+        staged.append(_Staged(result, client, namespace, spec))
+    for round_ in range(repeat):
+        for fleet in staged if round_ % 2 == 0 else staged[::-1]:
+            harness.use_database(fleet.result.database)
+            for page in fleet.result.pages:
+                timing, _ = harness.timed(lambda page=page, client=fleet.client: _request(client, page), 1)
+                page.runs += timing.runs
+            assert fleet.result.preview is not None
+            timing, _ = harness.timed(lambda fleet=fleet: preview(fleet.namespace, fleet.spec), 1)
+            fleet.result.preview.runs += timing.runs
+    for fleet in staged:
+        for page in fleet.result.pages:
+            page.seconds = statistics.median(page.runs)
+        assert fleet.result.preview is not None
+        fleet.result.preview.seconds = statistics.median(fleet.result.preview.runs)
+    harness.use_database(None)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -299,7 +324,7 @@ def measure_cold(pages: list[PageRun]) -> None:
 
 
 def measure_fleet(
-    namespaces: int, clusters: int, var_dir: Any, *, repeat: int, mass_change: bool, log: Any, cold: bool = False
+    namespaces: int, clusters: int, var_dir: Any, *, mass_change: bool, log: Any, cold: bool = False
 ) -> FleetResult:
     with harness.Fleet(namespaces, clusters, var_dir) as fleet:
         log(f"  {fleet.label}: sandbox up in {fleet.startup_s:.1f} s")
@@ -322,10 +347,11 @@ def measure_fleet(
     result.status_rows = ClusterOffloading.objects.count()
     result.selected_rows = ClusterOffloading.objects.filter(selected=True).count()
     # Pages and previews read the snapshot only: the sandbox is not needed any more.
-    result.pages, result.target_namespace = measure_pages(repeat)
-    log(f"    {len(result.pages)} pages measured")
+    result.pages, result.target_namespace = plan_pages()
+    admin_client()  # the administrator the cold renders log in as
     if cold:
         measure_cold(result.pages)
         log("    cold renders measured (a new process per page)")
-    result.preview = measure_preview(result.target_namespace, max(repeat, 5))
+    # The snapshot kept for measure_side_by_side, which times the pages of every fleet together.
+    result.database = harness.keep_database(var_dir / f"fleet-{namespaces}x{clusters}.sqlite3")
     return result
