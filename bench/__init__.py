@@ -15,8 +15,11 @@ API server (``sandbox.Sandbox``) loaded with ``sandbox.scenarios.generate(...)``
 FLEETS: tuple[tuple[int, int], ...] = ((100, 5), (1_000, 20), (10_000, 200))
 
 
-# The fraction of namespaces offloaded in a generated fleet: 10 %, except in the smallest fleets, where
-# it is raised so that the measured pages show full pages (50 rows) there too; otherwise a page ratio
-# would measure how many rows are shown (2 against 50), not what the fleet's size costs.
-def offloaded_fraction(namespaces: int) -> float:
-    return 0.6 if namespaces <= 100 else 0.1
+# How a generated fleet offloads (the sandbox's generated:NxC@F~E): a fraction F of its namespaces, with
+# region / provider selectors, except a share E of those with no selector (every peer). 10 % with
+# selectors, except in the smallest fleets: there 60 % are offloaded and 90 % of those on every peer, so
+# that the measured pages show full pages (50 rows: the list, a ?cluster= filter, the matrix) there too;
+# otherwise a page ratio would measure how many rows are shown (7 against 50), not what the fleet's size
+# costs.
+def offloading_mix(namespaces: int) -> str:
+    return "@0.6~0.9" if namespaces <= 100 else "@0.1"

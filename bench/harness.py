@@ -116,10 +116,10 @@ class Fleet:
 
         started = time.perf_counter()
         name = f"fleet-{self.namespaces}x{self.clusters}"
-        from bench import offloaded_fraction
+        from bench import offloading_mix
 
         # The sandbox generates it (same seed); @F is the fraction of namespaces offloaded.
-        scenario = f"generated:{self.namespaces}x{self.clusters}@{offloaded_fraction(self.namespaces)}"
+        scenario = f"generated:{self.namespaces}x{self.clusters}{offloading_mix(self.namespaces)}"
         if self.pods:
             scenario += f"+{self.pods}"
         self.kubeconfig = self.var_dir / f"{name}.kubeconfig"

@@ -241,6 +241,7 @@ def goals(results: list[FleetResult], synced: dict[str, Any], moved: dict[str, A
     first, last = (results[0], results[-1]) if results else (None, None)
     ratios: dict[str, float | None] = {}
     cold: dict[str, float | None] = {}
+    function_ratio = None
     if first is not None and last is not None and len(results) > 1:
         small = {p.name: p for p in first.pages}
         for page in last.pages:
@@ -248,7 +249,7 @@ def goals(results: list[FleetResult], synced: dict[str, Any], moved: dict[str, A
             ratios[page.name] = round(page.seconds / base.seconds, 2) if base and base.seconds else None
             cold[page.name] = page.cold_ms
         if first.preview and last.preview and first.preview.seconds:
-            ratios["services.preview"] = round(last.preview.seconds / first.preview.seconds, 2)
+            function_ratio = round(last.preview.seconds / first.preview.seconds, 2)
     moved = moved or {}
     worker = [
         v for v in (moved.get("worker_peak_rss_mb"), (last.worker_refresh or {}).get("peak_mb") if last else None) if v
@@ -259,6 +260,8 @@ def goals(results: list[FleetResult], synced: dict[str, Any], moved: dict[str, A
         "bulk_vs_kubectl_ratio": moved.get("bulk_vs_kubectl_ratio"),
         "page_p50_ratio": ratios,
         "page_ratio_fleets": f"{_short(last)} vs {_short(first)}" if first and last else None,
+        # The preview function alone (services.preview), not a page: shown beside the goals, not one of them.
+        "preview_function_p50_ratio": function_ratio,
         "cold_page_ms": cold,
         "worker_peak_rss_mb": max(worker) if worker else None,
         "worker_cold_refresh": last.worker_refresh if last else None,
@@ -291,6 +294,12 @@ def goal_lines(figures: dict[str, Any]) -> list[str]:
         lines.append(
             f"  page_p50_ratio {name[:40]:<40} {shown:>8}  goal <= x{PAGE_RATIO_GOAL} "
             f"{_verdict(ratio, PAGE_RATIO_GOAL)} ({fleets})"
+        )
+    function_ratio = figures.get("preview_function_p50_ratio")
+    if function_ratio is not None:
+        lines.append(
+            f"  {'(not a goal) services.preview, the function alone':<55} {f'x{function_ratio:.2f}':>8}  ({fleets}; "
+            "it evaluates every peer: the preview page above is the goal)"
         )
     for name, ms in (figures.get("cold_page_ms") or {}).items():
         shown = "-" if ms is None else f"{ms:,.1f} ms"

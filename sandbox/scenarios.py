@@ -38,11 +38,16 @@ def builtin_names() -> list[str]:
 def load(scenario: str | Path | dict[str, Any]) -> dict[str, Any]:
     if isinstance(scenario, dict):
         return clone(scenario)
-    generated = re.fullmatch(r"generated:(\d+)x(\d+)(?:@(0(?:\.\d+)?|1(?:\.0*)?))?(?:\+(\d+))?", str(scenario))
-    if generated:  # a generated fleet without a YAML file: generated:10000x200 (@0.6: 60 % offloaded; +2: 2 pods each)
+    share = r"(0(?:\.\d+)?|1(?:\.0*)?)"
+    generated = re.fullmatch(rf"generated:(\d+)x(\d+)(?:@{share})?(?:~{share})?(?:\+(\d+))?", str(scenario))
+    if generated:  # a generated fleet without a YAML file: generated:10000x200 (@0.6: 60 % offloaded; ~0.9: 90 %
+        # of those on every peer; +2: 2 pods each)
         fraction = float(generated.group(3)) if generated.group(3) else 0.1
-        pods = int(generated.group(4) or 0)
-        return generate(int(generated.group(1)), int(generated.group(2)), offloaded=fraction, pods=pods)
+        everywhere = float(generated.group(4)) if generated.group(4) else 0.0
+        pods = int(generated.group(5) or 0)
+        return generate(
+            int(generated.group(1)), int(generated.group(2)), offloaded=fraction, everywhere=everywhere, pods=pods
+        )
     path = Path(scenario)
     if not path.exists() and (BUILTIN_DIR / f"{scenario}.yaml").exists():
         path = BUILTIN_DIR / f"{scenario}.yaml"
@@ -323,12 +328,22 @@ ENVS = ("prod", "staging", "dev", "test")
 
 
 def generate(
-    namespaces: int, clusters: int, *, offloaded: float = 0.1, pods: int = 0, seed: int = 42, local_id: str = "rome"
+    namespaces: int,
+    clusters: int,
+    *,
+    offloaded: float = 0.1,
+    everywhere: float = 0.0,
+    pods: int = 0,
+    seed: int = 42,
+    local_id: str = "rome",
 ) -> dict[str, Any]:
     """A large fleet: `clusters` peers over a few regions and providers, `namespaces` namespaces of which a
-    fraction is offloaded with region / provider selectors (and a few with no selector); with `pods`, that
-    many small pods in every namespace, and local workers enough to run those that stay local."""
+    fraction is offloaded with region / provider selectors, and `everywhere` of those with no selector
+    (every peer); with `pods`, that many small pods in every namespace, and local workers enough to run
+    those that stay local."""
     rnd = random.Random(seed)
+    # Its own draws: a fleet without offloadings everywhere is the same as before this option.
+    wide = random.Random(f"{seed}-everywhere")
     peers = []
     for i in range(clusters):
         region = REGIONS[i % len(REGIONS)]
@@ -372,6 +387,8 @@ def generate(
                     "selector": [f"{c.CLUSTER_PROVIDER_LABEL}={rnd.choice(PROVIDERS)}"],
                     "namespaceMappingStrategy": "EnforceSameName",
                 }
+            if everywhere and wide.random() < everywhere:  # after the draws above, which keep their order
+                ns["offloading"] = {"selector": []}
         items.append(ns)
     return {
         "description": f"Generated fleet: {namespaces} namespaces, {clusters} peers (seed {seed})",

@@ -142,6 +142,21 @@ def test_a_generated_fleet_takes_the_offloaded_fraction_after_an_at_sign(name: s
     assert sum(1 for ns in fleet["namespaces"] if ns.get("offloading")) == offloaded
 
 
+def test_a_generated_fleet_offloads_a_share_on_every_peer_after_a_tilde() -> None:
+    from sandbox.scenarios import load
+
+    plain, wide = load("generated:100x5@0.6"), load("generated:100x5@0.6~0.9")
+    # The same namespaces offloaded; about 90 % of them with no selector, the others as without ~.
+    assert [bool(ns.get("offloading")) for ns in wide["namespaces"]] == [
+        bool(ns.get("offloading")) for ns in plain["namespaces"]
+    ]
+    everywhere = [ns for ns in wide["namespaces"] if ns.get("offloading") == {"selector": []}]
+    assert 45 <= len(everywhere) <= 56
+    others = [(a, b) for a, b in zip(plain["namespaces"], wide["namespaces"], strict=True) if b not in everywhere]
+    assert others and all(a == b for a, b in others)
+    assert load("generated:100x5@0.6~0") == plain
+
+
 def test_a_generated_fleet_refuses_a_fraction_above_one() -> None:
     from sandbox.scenarios import load
 
