@@ -42,6 +42,12 @@ def can_change(user: Any, namespace_name: str, namespace_labels: Mapping[str, st
     return Decision(False, scopes.out_of_scope_reason(user_scopes, namespace_name))
 
 
+def default_action(namespace: Any) -> str:
+    """What changing ``namespace`` means when nothing says otherwise: edit its offloading if it is
+    offloaded, else offload it."""
+    return "edit" if getattr(namespace, "offloaded", False) else "offload"
+
+
 def partition(
     user: Any, namespaces: Iterable[tuple[str, Mapping[str, str] | None]], action: str
 ) -> tuple[list[str], list[tuple[str, str]]]:

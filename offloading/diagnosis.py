@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from offloading.inventory_models import Pod
 from offloading.liqo import constants as liqo
+from offloading.liqo.peers import MODULE_HEALTHY
 from offloading.models import Cluster, Namespace, StatusTransition
 
 _INSUFFICIENT = re.compile(r"Insufficient [\w./-]+")
@@ -129,7 +130,7 @@ def _unhealthy_peers(namespace: Namespace) -> Finding | None:
     bad = [
         c.cluster_id
         for c in Cluster.objects.filter(cluster_id__in=selected)
-        if c.offloading_status not in ("Healthy", "")
+        if c.offloading_status not in (MODULE_HEALTHY, "")
     ]
     if not bad:
         return None

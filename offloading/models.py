@@ -95,6 +95,12 @@ class VirtualNode(models.Model):
         return f"{self.namespace}/{self.name}"
 
 
+def generation_lags(namespace: Any) -> bool:
+    """Liqo has not yet reconciled the latest spec of ``namespace`` (a Namespace, or a row read as its
+    values): it is offloaded and its observedGeneration lags its generation."""
+    return bool(namespace.offloaded) and namespace.offloading_observed_generation != namespace.offloading_generation
+
+
 class Namespace(models.Model):
     """A namespace of the local cluster and its NamespaceOffloading (if any), as last seen."""
 
@@ -135,8 +141,7 @@ class Namespace(models.Model):
 
     @property
     def status_is_stale(self) -> bool:
-        """Liqo has not yet reconciled the latest spec (observedGeneration lags generation)."""
-        return self.offloaded and self.offloading_observed_generation != self.offloading_generation
+        return generation_lags(self)
 
 
 class ClusterOffloading(models.Model):

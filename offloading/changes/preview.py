@@ -31,8 +31,6 @@ from offloading.models import (
 log = logging.getLogger(__name__)
 
 
-HEALTHY = "Healthy"  # a peer's offloading module when it needs no word in the preview
-
 SAMPLE_POD: dict[str, Any] = {
     "apiVersion": "v1",
     "kind": "Pod",
@@ -112,8 +110,9 @@ def preview(namespace: Namespace, spec: dict[str, Any], pod: dict[str, Any] | No
             note = ""
         # The entry is this call's own (select_clusters builds it): completed in place.
         entry["cluster_id"], entry["note"] = cluster_id, note
-        status = modules.get(cluster_id, HEALTHY)
-        entry["module_status"] = "" if status == HEALTHY else status
+        # A Healthy module needs no word in the preview.
+        status = modules.get(cluster_id, liqo_peers.MODULE_HEALTHY)
+        entry["module_status"] = "" if status == liqo_peers.MODULE_HEALTHY else status
         rows.append(entry)
     selected = [r["cluster_id"] for r in rows if r["selected"]]
     chosen = set(selected)

@@ -22,6 +22,8 @@ ROLE_PROVIDER = "Provider"
 ROLE_CONSUMER = "Consumer"
 ROLE_CONSUMER_AND_PROVIDER = "ConsumerAndProvider"
 PROVIDER_ROLES = (ROLE_PROVIDER, ROLE_CONSUMER_AND_PROVIDER)
+# A ForeignCluster module's status as module_status reports it.
+MODULE_HEALTHY, MODULE_UNHEALTHY, MODULE_DISABLED = "Healthy", "Unhealthy", "Disabled"
 CONSUMER_ROLES = (ROLE_CONSUMER, ROLE_CONSUMER_AND_PROVIDER)
 
 
@@ -29,11 +31,11 @@ def module_status(module: dict[str, Any] | None) -> tuple[str, list[str]]:
     """``Disabled`` / ``Unhealthy`` / ``Healthy`` for a ForeignCluster module, and its alerts (the
     messages of the conditions that are neither Established nor Ready; only when Unhealthy)."""
     if not module or not module.get("enabled"):
-        return "Disabled", []
+        return MODULE_DISABLED, []
     bad = [c for c in module.get("conditions") or [] if c.get("status") not in HEALTHY_CONDITION_STATUSES]
     if bad:
-        return "Unhealthy", [c.get("message") or c.get("type", "") for c in bad]
-    return "Healthy", []
+        return MODULE_UNHEALTHY, [c.get("message") or c.get("type", "") for c in bad]
+    return MODULE_HEALTHY, []
 
 
 def virtual_node_healthy(virtual_node: dict[str, Any]) -> bool:

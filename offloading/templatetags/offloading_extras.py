@@ -104,9 +104,9 @@ def may_change(context: Any, namespace: Any, action: str = "") -> Any:
 
     request = context.get("request")
     user = getattr(request, "user", None)
-    if not action:
-        action = "edit" if getattr(namespace, "offloaded", False) else "offload"
-    return policy.can_change(user, namespace.name, getattr(namespace, "labels", None) or {}, action)
+    return policy.can_change(
+        user, namespace.name, getattr(namespace, "labels", None) or {}, action or policy.default_action(namespace)
+    )
 
 
 @register.filter

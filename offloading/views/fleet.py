@@ -98,7 +98,9 @@ def namespace_list(request: HtmxHttpRequest) -> HttpResponse:
     selected = selected_clusters([ns.pk for ns in page.object_list])
     user = request.user
     rows = [
-        namespace_row(ns, *selected.get(ns.pk, ((), 0)), policy.can_change(user, ns.name, ns.labels or {}, _action(ns)))
+        namespace_row(
+            ns, *selected.get(ns.pk, ((), 0)), policy.can_change(user, ns.name, ns.labels, policy.default_action(ns))
+        )
         for ns in page.object_list
     ]
     query = request.GET.copy()
@@ -112,10 +114,6 @@ def namespace_list(request: HtmxHttpRequest) -> HttpResponse:
     }
     template = "offloading/_namespace_table.html" if request.htmx else "offloading/namespace_list.html"
     return render(request, template, context)
-
-
-def _action(ns: ListedNamespace) -> str:
-    return "edit" if ns.offloaded else "offload"
 
 
 def _phase_counts() -> dict[str, int]:

@@ -18,6 +18,7 @@ from offloading.changes.capacity import rooms
 from offloading.choices import ChangeState
 from offloading.inventory_models import KubeEvent, Pod
 from offloading.liqo import constants as liqo
+from offloading.liqo.peers import MODULE_UNHEALTHY
 from offloading.models import ChangeRequest, Cluster, ClusterOffloading, Namespace, SnapshotState, VirtualNode
 from offloading.views.common import annotate_inventory, split_labels
 
@@ -46,7 +47,7 @@ class PeerNode:
 def unhealthy(cluster: Cluster) -> bool:
     """A peer whose offloading module or network is down (a consumer-only peer, whose offloading module
     is Disabled, is not unhealthy: it offers nothing to offload to)."""
-    return "Unhealthy" in (cluster.offloading_status, cluster.networking_status)
+    return MODULE_UNHEALTHY in (cluster.offloading_status, cluster.networking_status)
 
 
 def ring(count: int) -> tuple[float, float, float]:

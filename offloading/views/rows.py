@@ -239,7 +239,9 @@ class ListedNamespace:
 
     @property
     def status_is_stale(self) -> bool:
-        return self.offloaded and self.offloading_observed_generation != self.offloading_generation
+        from offloading.models import generation_lags
+
+        return generation_lags(self)
 
 
 def namespace_row(ns: Any, chips: tuple[tuple[str, str], ...], selected: int, decision: Any) -> NamespaceRow:

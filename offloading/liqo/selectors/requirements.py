@@ -94,15 +94,11 @@ class Requirement:
             return self.key
         if op == SEL_DOES_NOT_EXIST:
             return "!" + self.key
-        joined = ",".join(sorted(self.values, key=byte_key))
+        joined = ",".join(sorted(self.values))  # code point order is UTF-8 byte order, as Go sorts
         if op in (SEL_IN, SEL_NOT_IN):
             return f"{self.key} {op} ({joined})"
         sym = {SEL_GT: ">", SEL_LT: "<"}.get(op, op)
         return f"{self.key}{sym}{joined}"
-
-
-def byte_key(s: str) -> bytes:
-    return s.encode("utf-8", "surrogatepass")
 
 
 def requirement_matches(key: str, op: str, values: tuple[str, ...] | list[str], labels: dict[str, str]) -> bool:
