@@ -17,7 +17,9 @@ from liqo_dash import env
 # Impersonate-Group = the group of the user's role), so the cluster's RBAC has the last word. Off: the
 # dashboard pushes as its own identity and only the dashboard's roles and scopes protect the cluster.
 KUBE_IMPERSONATE = env.boolean("KUBE_IMPERSONATE", True)
-KUBE_IMPERSONATE_USER_PREFIX = env.string("KUBE_IMPERSONATE_USER_PREFIX", "")
+# Dashboard users live in their own name space on the cluster: "alice" is impersonated as
+# "liqo-dash:alice", never as a cluster user (or a "system:" identity) of the same name.
+KUBE_IMPERSONATE_USER_PREFIX = env.string("KUBE_IMPERSONATE_USER_PREFIX", "liqo-dash:")
 KUBE_IMPERSONATE_GROUPS = env.string(
     "KUBE_IMPERSONATE_GROUPS", "viewer=liqo-dash:viewers,operator=liqo-dash:operators,admin=liqo-dash:admins"
 )

@@ -65,11 +65,20 @@ DEFAULT_POLICY: dict[str, Any] = {
             "resources": ["namespaces"],
             "verbs": ["get", "list", "watch", "patch", "update"],
         },
+        # Any user name (the dashboard prefixes them), but only the three groups its roles map to: never
+        # a "system:" group, as in deploy/components/impersonation/rbac.yaml.
         {
             "subjects": [{"kind": "Group", "name": "liqo-dash:service"}],
             "apiGroups": [""],
-            "resources": ["users", "groups"],
+            "resources": ["users"],
             "verbs": ["impersonate"],
+        },
+        {
+            "subjects": [{"kind": "Group", "name": "liqo-dash:service"}],
+            "apiGroups": [""],
+            "resources": ["groups"],
+            "verbs": ["impersonate"],
+            "resourceNames": ["liqo-dash:viewers", "liqo-dash:operators", "liqo-dash:admins"],
         },
         {
             "subjects": [{"kind": "Group", "name": "liqo-dash:service"}],

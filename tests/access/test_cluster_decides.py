@@ -39,7 +39,7 @@ def test_a_change_the_cluster_denies_is_refused_up_front_with_its_reason(olga: A
     assert response.status_code == 403
     status = response.json()
     assert status["kind"] == "Status" and status["reason"] == "Forbidden"
-    assert status["message"].startswith('The cluster does not allow "olga" to create namespaceoffloadings in "gamma"')
+    assert status["message"].startswith('The cluster does not allow "liqo-dash:olga" to create namespaceoffloadings in "gamma"')
     assert not ChangeRequest.objects.exists()
     refused = AuditEvent.objects.get(action=AuditAction.REFUSED)
     assert refused.user_name == "olga" and refused.namespace == "gamma" and "does not allow" in refused.message
@@ -50,7 +50,7 @@ def test_labelling_the_namespace_is_asked_for_only_when_the_change_labels_it(olg
     """delta: the offloading may be written, the namespace may not be labelled."""
     labelled = olga.put("/api/v1/namespaces/delta/offloading/", {"labelNamespace": True}, format="json")
     assert labelled.status_code == 403
-    assert labelled.json()["message"].startswith('The cluster does not allow "olga" to patch namespaces:')
+    assert labelled.json()["message"].startswith('The cluster does not allow "liqo-dash:olga" to patch namespaces:')
     assert not ChangeRequest.objects.exists()
 
     plain = olga.put("/api/v1/namespaces/delta/offloading/", {}, format="json")
@@ -83,6 +83,6 @@ def test_the_worker_pushes_as_the_user_who_asked(olga: APIClient) -> None:
     assert apply_change(denied.pk) == ChangeState.FAILED
 
     denied.refresh_from_db()
-    assert 'User "olga" cannot create resource "namespaceoffloadings"' in denied.message
+    assert 'User "liqo-dash:olga" cannot create resource "namespaceoffloadings"' in denied.message
     assert kube.get_offloading("gamma") is None
     assert kube.get_offloading("alpha") is not None

@@ -69,16 +69,16 @@ def test_pushes_reach_the_cluster_as_the_user_who_asked(rbac_sandbox: Any, make_
     with pytest.raises(KubeError) as refused:
         kube.create_offloading("gamma", offloading_body("gamma"), identity=olga)
     assert refused.value.kind == "forbidden"
-    assert 'User "olga" cannot create resource "namespaceoffloadings"' in refused.value.message
-    with pytest.raises(KubeError, match='User "olga" cannot patch resource "namespaces"'):
+    assert 'User "liqo-dash:olga" cannot create resource "namespaceoffloadings"' in refused.value.message
+    with pytest.raises(KubeError, match='User "liqo-dash:olga" cannot patch resource "namespaces"'):
         kube.label_namespace("gamma", {"example.com/touched": "yes"}, identity=olga)
-    with pytest.raises(KubeError, match='User "olga" cannot create'):
+    with pytest.raises(KubeError, match='User "liqo-dash:olga" cannot create'):
         kube.create_offloading("gamma", offloading_body("gamma"), dry_run=True, identity=olga)
     assert kube.get_offloading("gamma") is None
     # The same push without an identity is the dashboard's own (liqo-dash), which may.
     kube.create_offloading("gamma", offloading_body("gamma"))
     assert kube.get_offloading("gamma") is not None
-    with pytest.raises(KubeError, match='User "olga" cannot delete'):
+    with pytest.raises(KubeError, match='User "liqo-dash:olga" cannot delete'):
         kube.delete_offloading("gamma", identity=olga)
 
 
@@ -115,12 +115,12 @@ def test_the_cluster_refuses_up_front_what_the_dashboard_would_allow(
     assert can_change(olga, "gamma", {}, "offload").allowed  # the dashboard alone would allow it
     decision = review_change("olga", "offload", "gamma")
     assert not decision.allowed
-    assert decision.reason.startswith('the cluster does not allow "olga" to create namespaceoffloadings in "gamma"')
+    assert decision.reason.startswith('the cluster does not allow "liqo-dash:olga" to create namespaceoffloadings in "gamma"')
     assert review_change("olga", "offload", "alpha").allowed
     assert review_change("olga", "unoffload", "beta").allowed
     # In delta the offloading may be written but the namespace not labelled: refused, naming the patch.
     decision = review_change("olga", "offload", "delta")
-    assert decision.reason.startswith('the cluster does not allow "olga" to patch namespaces:')
+    assert decision.reason.startswith('the cluster does not allow "liqo-dash:olga" to patch namespaces:')
 
 
 def test_the_review_names_the_exact_verbs_and_the_first_denial_wins() -> None:

@@ -455,6 +455,12 @@ def test_rbac_tokens_impersonation_and_access_reviews(kube: Clients) -> None:
     assert code == 201
     code, _, _ = raw(kube, "GET", "/api/v1/namespaces", token="viewer-token", headers={"Impersonate-User": "admin"})
     assert code == 403  # viewers may not impersonate
+    # The dashboard's own identity impersonates only the groups its roles map to, never a system: group.
+    for group in ("system:masters", "liqo-dash:service", "cluster-admins"):
+        headers = {"Impersonate-User": "liqo-dash:mallory", "Impersonate-Group": group}
+        code, status, _ = raw(kube, "GET", "/api/v1/namespaces", token="liqo-dash-token", headers=headers)
+        assert code == 403, group
+        assert f'groups "{group}" is forbidden' in status["message"]
     review = {
         "apiVersion": "authorization.k8s.io/v1",
         "kind": "SelfSubjectAccessReview",
