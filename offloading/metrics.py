@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 
 import redis
 from django.conf import settings
-from django.db.models import Count
+from django.db.models import Count, DurationField, ExpressionWrapper, F, Sum
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
@@ -94,26 +94,45 @@ class StateCollector(Collector):
 
 
 DURATION_SAMPLE = 1000
+DURATION_QUANTILES = (0.5, 0.95, 1.0)
 
 
 def _change_durations() -> Iterator[Metric]:
-    """Seconds from request to outcome of the last DURATION_SAMPLE finished changes, by outcome."""
+    """A summary by outcome: the quantiles (0.5, 0.95 and 1.0, the longest) of the seconds from request to
+    outcome over the last DURATION_SAMPLE finished changes (a sliding window, as a client-side summary
+    keeps), and the count and sum over every finished change (cumulative, as a summary's must be)."""
     from .models import ChangeRequest
 
-    rows = ChangeRequest.objects.filter(finished_at__isnull=False).order_by("-finished_at")[:DURATION_SAMPLE]
+    finished = ChangeRequest.objects.filter(finished_at__isnull=False)
+    rows = finished.order_by("-finished_at")[:DURATION_SAMPLE]
     by_state: dict[str, list[float]] = {}
-    for state, created, finished in rows.values_list("state", "created_at", "finished_at"):
-        if finished is not None:
-            by_state.setdefault(state, []).append(max(0.0, (finished - created).total_seconds()))
-    family = GaugeMetricFamily(
-        "liqo_dash_change_duration_seconds",
-        f"Seconds from request to outcome over the last {DURATION_SAMPLE} finished changes.",
-        labels=["state", "quantile"],
+    for state, created, finished_at in rows.values_list("state", "created_at", "finished_at"):
+        if finished_at is not None:
+            by_state.setdefault(state, []).append(max(0.0, (finished_at - created).total_seconds()))
+    elapsed = ExpressionWrapper(F("finished_at") - F("created_at"), output_field=DurationField())
+    totals = {
+        state: (count, total)
+        for state, count, total in finished.values("state")
+        .annotate(count=Count("id"), total=Sum(elapsed))
+        .values_list("state", "count", "total")
+        .order_by()
+    }
+    name = "liqo_dash_change_duration_seconds"
+    family = Metric(
+        name,
+        f"Seconds from request to outcome: quantiles over the last {DURATION_SAMPLE} finished changes, "
+        "count and sum over all.",
+        "summary",
     )
-    for state, values in sorted(by_state.items()):
-        values.sort()
-        for quantile in (0.5, 0.95, 1.0):
-            family.add_metric([state, str(quantile)], values[min(len(values) - 1, int(quantile * len(values)))])
+    for state in sorted(set(by_state) | set(totals)):
+        values = sorted(by_state.get(state, []))
+        if values:
+            for quantile in DURATION_QUANTILES:
+                value = values[min(len(values) - 1, int(quantile * len(values)))]
+                family.add_sample(name, {"state": state, "quantile": str(quantile)}, value)
+        count, total = totals.get(state, (0, None))
+        family.add_sample(f"{name}_count", {"state": state}, float(count))
+        family.add_sample(f"{name}_sum", {"state": state}, max(0.0, total.total_seconds()) if total else 0.0)
     yield family
 
 

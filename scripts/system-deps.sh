@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Debian packages the test suite needs: Chromium (driven by Playwright), kubectl (a second real
 # client of the sandbox), a PostgreSQL server (the database tests run on it too) and Node.js with npm
-# (axe-core for the accessibility tests, installed with `npm ci` from package-lock.json).
+# (axe-core for the accessibility tests, installed with `npm ci` from package-lock.json) and
+# promtool (from prometheus: `promtool check metrics` lints /metrics).
 # Installs only what is missing; needs root (or sudo) for apt-get.
 set -euo pipefail
 missing=()
@@ -11,6 +12,7 @@ fc-list 2>/dev/null | grep -qi dejavu || missing+=(fonts-dejavu-core)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
 command -v node >/dev/null 2>&1 || missing+=(nodejs)
 command -v npm >/dev/null 2>&1 || missing+=(npm)
+command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi
