@@ -70,6 +70,20 @@ class ContextFilter(logging.Filter):
         return True
 
 
+class DisallowedHostFilter(logging.Filter):
+    """A ``Host`` header outside ALLOWED_HOSTS is a client's mistake or a scanner, not an error of the
+    server: Django logs it at ERROR with a traceback (``django.security.DisallowedHost``); this makes it
+    one WARNING line that names the host (the 400 answer is unchanged)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.levelno = logging.WARNING
+        record.levelname = logging.getLevelName(logging.WARNING)
+        record.exc_info = None
+        record.exc_text = None
+        record.stack_info = None
+        return True
+
+
 class TextFormatter(logging.Formatter):
     """``time level logger message [request_id=... user=... change_id=... namespace=...]``."""
 

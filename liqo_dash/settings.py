@@ -355,7 +355,10 @@ if LOG_FORMAT not in ("text", "json"):
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"context": {"()": "liqo_dash.logs.ContextFilter"}},
+    "filters": {
+        "context": {"()": "liqo_dash.logs.ContextFilter"},
+        "disallowed_host": {"()": "liqo_dash.logs.DisallowedHostFilter"},
+    },
     "formatters": {
         "text": {"()": "liqo_dash.logs.TextFormatter"},
         "json": {"()": "liqo_dash.logs.JsonFormatter"},
@@ -364,7 +367,12 @@ LOGGING = {
         "console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "filters": ["context"]},
     },
     "root": {"handlers": ["console"], "level": env.string("LOG_LEVEL", "INFO")},
-    "loggers": {"kubernetes": {"level": "WARNING"}, "urllib3": {"level": "WARNING"}},
+    "loggers": {
+        "kubernetes": {"level": "WARNING"},
+        "urllib3": {"level": "WARNING"},
+        # A bad Host header: one WARNING line naming the host, no traceback (liqo_dash/logs.py).
+        "django.security.DisallowedHost": {"filters": ["disallowed_host"]},
+    },
 }
 
 # Readiness (/readyz): the database and the broker must answer; by default the API server must have
