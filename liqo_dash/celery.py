@@ -27,6 +27,7 @@ app.conf.update(
     broker_heartbeat=None,  # not supported by the Redis transport; keep-alives and health checks instead
     broker_pool_limit=10,
     worker_cancel_long_running_tasks_on_connection_loss=True,
+    beat_scheduler="liqo_dash.heartbeat:BeatScheduler",  # the default scheduler, touching beat's liveness heartbeat
     broker_transport_options={
         **(app.conf.broker_transport_options or {}),
         "socket_keepalive": True,

@@ -23,6 +23,7 @@ from django.core.management.base import BaseCommand
 from django.db import close_old_connections, transaction
 from django.utils import timezone
 
+from liqo_dash import heartbeat
 from offloading import kube
 from offloading.changes import apihealth, informer
 from offloading.changes import inventory as _inventory  # noqa: F401 - registers pods and events
@@ -287,6 +288,7 @@ class Command(BaseCommand):
                     running = None
                 if running is not None and not any(w.is_alive() for w in running[1]):
                     return
+                heartbeat.touch("watcher")  # every renewal, leading or standing by: the liveness probe reads it
                 time.sleep(renew_every if elector is not None else 1.0)
         except KeyboardInterrupt:
             pass
