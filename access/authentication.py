@@ -2,7 +2,10 @@
 
 ``Token <key>`` is accepted too: an ApiToken, or a key of DRF's authtoken app for the clients that
 already use one. Missing or bad credentials answer ``401`` with ``WWW-Authenticate: Bearer
-realm="liqo-dash"`` (this class is the first authenticator, so DRF takes the header from it).
+realm="liqo-dash"`` (this class is the first authenticator, so DRF takes the header from it); so
+does any other scheme (Basic, Digest, ...), counted by the anonymous throttle like no credentials.
+Failed attempts are braked by access.throttles.TokenFailureThrottle, whose module says how a valid
+token keeps working from an address where someone else guesses.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from access.throttles import AnonymousThrottle, TokenFailureThrottle
 
 REALM = "liqo-dash"
 LAST_USED_EVERY = timedelta(minutes=1)
+UNSUPPORTED_SCHEME = "unsupported authorization scheme: send 'Authorization: Bearer <token>'"
 
 
 class ApiTokenAuthentication(BaseAuthentication):
@@ -32,20 +36,31 @@ class ApiTokenAuthentication(BaseAuthentication):
             return None
         keyword = header[0].decode("latin-1").lower()
         if keyword not in self.keywords:
-            return None  # another scheme (e.g. Basic): not ours
-        if len(header) != 2:
-            raise exceptions.AuthenticationFailed("invalid Authorization header: expected '<scheme> <token>'")
-        try:
-            text = header[1].decode("ascii")
-        except UnicodeDecodeError:
-            raise exceptions.AuthenticationFailed("invalid token") from None
-        failures = TokenFailureThrottle()
+            # Another scheme (Basic, Digest, garbage): no credentials of ours, so counted as anonymous,
+            # and refused clearly rather than left to look like a request without any header.
+            if self._session_user(request):
+                return None  # e.g. a Basic header a proxy in front adds: the session decides
+            self._throttle_anonymous(request)
+            raise exceptions.AuthenticationFailed(UNSUPPORTED_SCHEME)
+        text: str | None = None
+        problem = "invalid Authorization header: expected '<scheme> <token>'"
+        if len(header) == 2:
+            try:
+                text, problem = header[1].decode("ascii"), ""
+            except UnicodeDecodeError:
+                problem = "invalid token"
+        parts = tokens.split(text) if text is not None else None
+        # The row, if the prefix names an existing token: its failures have their own bucket.
+        row = ApiToken.objects.select_related("user").filter(prefix=parts[0]).first() if parts else None
+        failures = TokenFailureThrottle(row.prefix if row is not None else "")
         if failures.blocked(request):
             raise exceptions.Throttled(failures.wait(), "too many failed token attempts")
         try:
-            if keyword == "token" and tokens.split(text) is None:
+            if text is None:
+                raise exceptions.AuthenticationFailed(problem)
+            if keyword == "token" and parts is None:
                 return TokenAuthentication().authenticate_credentials(text)
-            return self._api_token(text)
+            return self._api_token(row, text)
         except exceptions.AuthenticationFailed:
             failures.record(request)
             raise
@@ -54,9 +69,7 @@ class ApiTokenAuthentication(BaseAuthentication):
         return f'Bearer realm="{REALM}"'
 
     @staticmethod
-    def _api_token(text: str) -> tuple[Any, ApiToken]:
-        parts = tokens.split(text)
-        row = ApiToken.objects.select_related("user").filter(prefix=parts[0]).first() if parts else None
+    def _api_token(row: ApiToken | None, text: str) -> tuple[Any, ApiToken]:
         if row is None or not row.matches(text):
             raise exceptions.AuthenticationFailed("invalid token")
         if row.revoked is not None:
@@ -72,9 +85,13 @@ class ApiTokenAuthentication(BaseAuthentication):
         return row.user, row
 
     @staticmethod
-    def _throttle_anonymous(request: Any) -> None:
+    def _session_user(request: Any) -> bool:
         django_user = getattr(request._request, "user", None)
-        if django_user is not None and django_user.is_authenticated:
+        return django_user is not None and bool(django_user.is_authenticated)
+
+    @classmethod
+    def _throttle_anonymous(cls, request: Any) -> None:
+        if cls._session_user(request):
             return  # a session: SessionAuthentication takes it from here
         throttle = AnonymousThrottle()
         if not throttle.allow_request(request, None):

@@ -34,6 +34,12 @@ API_TOKEN_PEPPER = env.string("API_TOKEN_PEPPER", "")
 API_THROTTLE_ANON = env.string("API_THROTTLE_ANON", "60/minute")
 API_THROTTLE_TOKEN = env.string("API_THROTTLE_TOKEN", "1200/minute")
 API_THROTTLE_TOKEN_FAILURES = env.string("API_THROTTLE_TOKEN_FAILURES", "10/minute")
+# How many reverse proxies in front of the app append to X-Forwarded-For (1 behind the Ingress): the
+# client is that entry from the right. 0: the header is ignored and the client is REMOTE_ADDR. Read by
+# access.clientip, the one place that names the client address (throttles, login lockout, logs).
+TRUSTED_PROXIES = env.integer("TRUSTED_PROXIES", 0)
+if TRUSTED_PROXIES < 0:
+    raise env.ConfigError(f"TRUSTED_PROXIES must be 0 or more, not {TRUSTED_PROXIES}")
 
 # --- Login lockout (django-axes) ------------------------------------------------------------------
 AXES_ENABLED = env.boolean("AXES_ENABLED", True)
@@ -42,6 +48,8 @@ AXES_COOLOFF_TIME = timedelta(minutes=env.integer("AXES_COOLOFF_MINUTES", 15))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "access/locked_out.html"
+# The same client address as the API throttles (X-Forwarded-For only as far as TRUSTED_PROXIES says).
+AXES_CLIENT_IP_CALLABLE = "access.clientip.client_address"
 
 # --- Password reset: offered only when email is configured -----------------------------------------
 EMAIL_HOST = env.string("EMAIL_HOST", "")
@@ -82,12 +90,14 @@ __all__ = [
     "API_THROTTLE_ANON",
     "API_THROTTLE_TOKEN",
     "API_THROTTLE_TOKEN_FAILURES",
+    "TRUSTED_PROXIES",
     "AXES_ENABLED",
     "AXES_FAILURE_LIMIT",
     "AXES_COOLOFF_TIME",
     "AXES_LOCKOUT_PARAMETERS",
     "AXES_RESET_ON_SUCCESS",
     "AXES_LOCKOUT_TEMPLATE",
+    "AXES_CLIENT_IP_CALLABLE",
     "EMAIL_HOST",
     "EMAIL_PORT",
     "EMAIL_HOST_USER",
@@ -149,6 +159,8 @@ def rest_framework(existing: dict[str, Any]) -> dict[str, Any]:
     ]
     result["DEFAULT_PERMISSION_CLASSES"] = ["access.permissions.HasRoleForMethod"]
     result["DEFAULT_THROTTLE_CLASSES"] = ["access.throttles.TokenRateThrottle"]
+    # Our throttles ask access.clientip; this keeps any stock DRF throttle from trusting the header too.
+    result["NUM_PROXIES"] = TRUSTED_PROXIES
     result["DEFAULT_THROTTLE_RATES"] = {
         "anon": API_THROTTLE_ANON,
         "token": API_THROTTLE_TOKEN,

@@ -124,10 +124,27 @@ def test_failed_token_attempts_are_throttled_per_address(make_user: Any, monkeyp
     for _ in range(3):
         assert bearer("ldt_000000000000_guess").get(URL).status_code == 401
     assert_429(bearer("ldt_000000000000_guess").get(URL))
-    # While blocked, even a right guess is not checked from this address.
+    assert_429(bearer("nonsense").get(URL))  # any token that names no existing one: the same bucket
+    # Someone else's guesses do not lock out a valid token at the same address (a shared NAT).
+    assert bearer(good).get(URL).status_code == 200
+    assert bearer("ldt_000000000000_guess").get(URL, REMOTE_ADDR="10.0.0.9").status_code == 401
+
+
+def test_guessing_one_tokens_secret_is_throttled_without_telling_right_from_wrong(
+    make_user: Any, monkeypatch: Any
+) -> None:
+    monkeypatch.setattr(TokenFailureThrottle, "THROTTLE_RATES", {"token_failures": "3/minute"})
+    row, good = ApiToken.issue(make_user("vera", "viewer"), "ci")
+    _other_row, other = ApiToken.issue(make_user("olga", "viewer"), "ci")
+    wrong = f"ldt_{row.prefix}_wrong-secret"
+    for _ in range(3):
+        assert_401(bearer(wrong).get(URL), "invalid token")
+    # Blocked for this token at this address: right and wrong answer alike.
+    assert_429(bearer(wrong).get(URL))
     assert_429(bearer(good).get(URL))
-    other_address = bearer(good).get(URL, REMOTE_ADDR="10.0.0.9")
-    assert other_address.status_code == 200
+    # Other tokens at this address, and this token at other addresses, are not affected.
+    assert bearer(other).get(URL).status_code == 200
+    assert bearer(good).get(URL, REMOTE_ADDR="10.0.0.9").status_code == 200
 
 
 def test_anonymous_requests_are_throttled(monkeypatch: Any) -> None:
