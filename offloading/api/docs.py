@@ -191,6 +191,12 @@ class RoomSerializer(serializers.Serializer):
     full = serializers.ListField(child=serializers.ChoiceField(choices=["cpu", "memory", "pods"]))
 
 
+class RemoteNameCollisionSerializer(serializers.Serializer):
+    namespace = serializers.CharField(help_text="The other local namespace.")
+    clusters = serializers.ListField(child=serializers.CharField(), help_text="The peers both would use.")
+    message = serializers.CharField()
+
+
 class PreviewSerializer(serializers.Serializer):
     """A preview: ``valid`` false with ``errors`` keyed by field, or the full picture."""
 
@@ -207,6 +213,12 @@ class PreviewSerializer(serializers.Serializer):
     gains = serializers.ListField(child=serializers.CharField(), required=False)
     losses = serializers.ListField(child=serializers.CharField(), required=False)
     remoteNamespaceName = serializers.CharField(required=False)  # noqa: N815
+    remoteNameCollisions = RemoteNameCollisionSerializer(  # noqa: N815
+        many=True,
+        required=False,
+        help_text="Other namespaces that already map to the same remote namespace on a selected peer: a "
+        "submit is refused (409) while there is one.",
+    )
     manifest = serializers.CharField(required=False, help_text="What `liqoctl offload namespace --output yaml` prints.")
     pod = serializers.DictField(required=False, allow_null=True, help_text="The sample pod after Liqo's webhook.")
     podImpact = PodImpactSerializer(required=False)  # noqa: N815

@@ -206,6 +206,10 @@ class NamespaceViewSet(SnapshotHeadersMixin, viewsets.ReadOnlyModelViewSet):
                 "gains": result.gains,
                 "losses": result.losses,
                 "remoteNamespaceName": result.remote_namespace_name,
+                "remoteNameCollisions": [
+                    {"namespace": c.other, "clusters": list(c.clusters), "message": c.message()}
+                    for c in result.collisions
+                ],
                 "manifest": result.manifest,
                 "pod": result.pod_after,
                 "podImpact": result.pod_impact.as_api(),

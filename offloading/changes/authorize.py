@@ -31,6 +31,7 @@ from offloading.changes.errors import ChangeRejected, Refusal
 from offloading.choices import ChangeAction
 from offloading.context import Actor
 from offloading.kubeerrors import KubeError
+from offloading.liqo.constants import SELECTED_NAME
 from offloading.models import ChangeRequest, Namespace
 
 log = logging.getLogger(__name__)
@@ -68,6 +69,26 @@ def permit(actor: Actor, namespace: Namespace, action: str) -> None:
     decision = policy.can_change(user_of(actor), namespace.name, namespace.labels or {}, action)
     if not decision.allowed:
         raise refuse(actor, namespace.name, action, decision.reason)
+
+
+def permit_remote_name(actor: Actor, namespace: Namespace, spec: dict[str, Any]) -> None:
+    """Scopes cover where a namespace goes: with ``SelectedName`` the remote namespace on every peer is a
+    name the requester chooses, so it must be in their scopes too (the same globs, and label selectors
+    read on the local namespace of that name, if any). ``EnforceSameName`` and ``DefaultName`` derive it
+    from the local name, which gate 1 already checked. An offloading keeps its remote name (Liqo's
+    webhook locks it), so an edit is not asked again."""
+    if actor.user_id is None or namespace.offloaded:
+        return
+    if spec.get("namespaceMappingStrategy") != SELECTED_NAME:
+        return
+    remote = str(spec.get("remoteNamespaceName") or "")
+    if not remote or remote == namespace.name:
+        return
+    labels = Namespace.objects.filter(name=remote).values_list("labels", flat=True).first() or {}
+    decision = policy.can_change(user_of(actor), remote, labels, "offload")
+    if not decision.allowed:
+        reason = f'the remote namespace name "{remote}" is not in your scopes: {decision.reason}'
+        raise refuse(actor, namespace.name, "offload", reason, field="remoteNamespaceName")
 
 
 def cluster_action(change: ChangeRequest) -> str:

@@ -9,6 +9,7 @@ Computed from the snapshot only: the selection of the one spec a bulk change app
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,6 +17,7 @@ from offloading.changes.podimpact import PodImpact, pod_impact, running_pods
 from offloading.choices import ChangeAction
 from offloading.liqo import peers as liqo_peers
 from offloading.liqo.selectors.format import format_term
+from offloading.liqo.selectors.requirements import UnformattableTermError
 from offloading.liqo.spec import apply_defaults
 from offloading.models import ChangeRequest, ClusterOffloading, VirtualNode
 
@@ -72,9 +74,19 @@ class BulkImpact:
         return any(row.action == ChangeAction.UNOFFLOAD for row in self.rows) or bool(self.losing)
 
 
+def _term_text(term: Any) -> str:
+    """One term in liqoctl syntax or, when liqoctl cannot print it (a value with spaces, ``Gt``,
+    ``matchFields``: the API server accepts them from kubectl or GitOps tools), its JSON form, saying so."""
+    try:
+        return format_term(term)
+    except UnformattableTermError:
+        text = json.dumps(term, sort_keys=True, separators=(", ", ": "), ensure_ascii=False)
+        return f"{text} (liqoctl cannot print this term)"
+
+
 def _selector_text(spec: dict[str, Any]) -> str:
     terms = ((spec.get("clusterSelector") or {}).get("nodeSelectorTerms")) or []
-    return " OR ".join(format_term(term) for term in terms) or "(every cluster)"
+    return " OR ".join(_term_text(term) for term in terms) or "(every cluster)"
 
 
 def _field_changes(before: dict[str, Any] | None, after: dict[str, Any] | None) -> list[tuple[str, str, str]]:

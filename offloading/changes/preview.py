@@ -15,6 +15,7 @@ from django.db.models.functions import Cast
 
 from offloading import kube
 from offloading.changes.capacity import Room, rooms
+from offloading.changes.collisions import Collision, collisions
 from offloading.changes.podimpact import PodImpact, pod_impact, running_pods
 from offloading.changes.snapshot import local_cluster_id
 from offloading.liqo import constants as liqo
@@ -58,6 +59,8 @@ class Preview:
     # selected clusters (capacity.Room, by cluster id).
     pod_impact: PodImpact = field(default_factory=lambda: PodImpact(followed=False))
     rooms: dict[str, Room] = field(default_factory=dict)
+    # Other namespaces already mapping to the same remote name on a selected peer (a new offloading).
+    collisions: list[Collision] = field(default_factory=list)
 
     @property
     def pod_changed(self) -> bool:
@@ -143,6 +146,7 @@ def preview(namespace: Namespace, spec: dict[str, Any], pod: dict[str, Any] | No
         pod_after=liqo_webhook.mutate_pod(spec, sample),
         pod_impact=impact,
         rooms=rooms(selected, capacities) if selected else {},
+        collisions=[] if namespace.offloaded or not selected else collisions(namespace.name, spec, local_id, selected),
     )
 
 

@@ -32,6 +32,7 @@ from django.db import transaction
 
 from offloading.changes import authorize
 from offloading.changes.audit import record_requested
+from offloading.changes.collisions import collisions
 from offloading.changes.errors import ChangeRejected, Refusal
 from offloading.changes.merge import merged, three_way
 from offloading.changes.preview import dry_run
@@ -42,6 +43,7 @@ from offloading.context import Actor
 from offloading.kubeidentity import acting_as
 from offloading.liqo.admission import field_of_message as field_of_webhook_message
 from offloading.liqo.admission import validate_spec
+from offloading.liqo.constants import SELECTED_NAME
 from offloading.liqo.spec import normalize_spec
 from offloading.models import (
     BulkRequest,
@@ -105,6 +107,8 @@ def offload_change(
     if checked.errors:
         raise ChangeRejected(checked.errors)
     action = ChangeAction.UPDATE if namespace.offloaded else ChangeAction.OFFLOAD
+    authorize.permit_remote_name(actor, namespace, checked.spec)
+    refuse_collisions(namespace, checked.spec, local_id)
     base_generation = expected_generation
     if base_generation is None and namespace.offloaded:
         base_generation = namespace.offloading_generation
@@ -124,6 +128,19 @@ def offload_change(
         warnings=[m for msgs in checked.warnings.values() for m in msgs],
         bulk=bulk,
     )
+
+
+def refuse_collisions(namespace: Namespace, spec: dict[str, Any], local_id: str | None = None) -> None:
+    """Refuse a spec whose remote namespace another local namespace already uses on a peer both would
+    use (``offloading.changes.collisions``). An existing offloading keeps its remote name (Liqo's
+    webhook locks it), so only a new one is checked."""
+    if namespace.offloaded:
+        return
+    found = collisions(namespace.name, spec, local_id if local_id is not None else local_cluster_id())
+    if found:
+        selected_name = spec.get("namespaceMappingStrategy") == SELECTED_NAME
+        field = "remoteNamespaceName" if selected_name else "namespaceMappingStrategy"
+        raise ChangeRejected({field: [found[0].message()[:1].upper() + found[0].message()[1:]]}, Refusal.CONFLICT)
 
 
 def check_precondition(namespace: Namespace, expected: int | None) -> None:

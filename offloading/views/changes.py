@@ -127,6 +127,7 @@ def preview_context(form: OffloadForm) -> dict[str, Any]:
             "node_selector_yaml": dump_yaml(selector) if size <= REPEATED_YAML_EXPRESSIONS else "",
             "manifest": preview.manifest,
             "remote_name": preview.remote_namespace_name,
+            "collisions": [c.message() for c in preview.collisions],
             "local_cluster_id": preview.local_cluster_id,
             "pod_preview": {
                 "changed": preview.pod_changed,
