@@ -83,7 +83,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         response.data = status_data(code, message or "invalid request", causes)
     else:
         detail = getattr(exc, "detail", None)
-        response.data = status_data(code, str(detail) if detail is not None else REASONS.get(code, "error"))
+        message = str(detail) if detail is not None else REASONS.get(code, "error")
+        response.data = status_data(code, message, getattr(exc, "causes", None))
     return response
 
 
