@@ -8,7 +8,7 @@ from typing import Any
 from django.core.cache import cache
 from django.utils import timezone
 
-from offloading.changes.audittrail import verify
+from offloading.changes.audittrail import Verdict, verify
 from offloading.choices import AuditAction, ChangeState
 from offloading.context import Actor
 from offloading.models import AuditEvent, ChangeRequest
@@ -55,12 +55,26 @@ def verify_and_remember() -> int | None:
     {"ok", "first_bad", "first_bad_seq", "problem", "count", "checked_at"}. Returns the id of the first
     bad event (or -1 when what is wrong is not one row, e.g. deleted newest events), or None."""
     verdict = verify()
-    first_bad = None if verdict.ok else (verdict.first_bad_id if verdict.first_bad_id is not None else -1)
+    remember(verdict)
+    if not verdict.ok:
+        log.error("audit trail verification failed: %s", verdict.problem)
+    return first_bad(verdict)
+
+
+def first_bad(verdict: Verdict) -> int | None:
+    """The id of the first bad event, -1 when what is wrong is not one row, None when intact."""
+    if verdict.ok:
+        return None
+    return verdict.first_bad_id if verdict.first_bad_id is not None else -1
+
+
+def remember(verdict: Verdict) -> None:
+    """Keep a verdict in the shared cache (Redis), where /metrics and the pages read it."""
     cache.set(
         _VERIFIED,
         {
             "ok": verdict.ok,
-            "first_bad": first_bad,
+            "first_bad": first_bad(verdict),
             "first_bad_seq": verdict.first_bad_seq,
             "problem": verdict.problem,
             "count": verdict.count,
@@ -68,9 +82,6 @@ def verify_and_remember() -> int | None:
         },
         timeout=None,
     )
-    if not verdict.ok:
-        log.error("audit trail verification failed: %s", verdict.problem)
-    return first_bad
 
 
 def last_verification() -> dict[str, Any] | None:
