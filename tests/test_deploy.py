@@ -187,6 +187,7 @@ def production_with_ingress(tmp_path: Path, component: str = "ingress") -> tuple
             {
                 "apiVersion": "kustomize.config.k8s.io/v1beta1",
                 "kind": "Kustomization",
+                "namespace": "liqo-dash",
                 "resources": [os.path.relpath(DEPLOY / "overlays/production", overlay)],
                 "components": [os.path.relpath(DEPLOY / "components" / component, overlay)],
             }
@@ -213,18 +214,125 @@ def test_overlay_renders_and_matches_the_kubernetes_schemas(overlay: str) -> Non
         kubernetes_validate.validate(doc, KUBERNETES_VERSION, strict=True)
 
 
+def code_default(name: str, module: str = "access/conf.py") -> str:
+    """The default of ``env.string(NAME, default)`` in the settings source."""
+    for node in ast.walk(ast.parse((ROOT / module).read_text())):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "string"
+            and len(node.args) == 2
+            and isinstance(node.args[0], ast.Constant)
+            and node.args[0].value == name
+        ):
+            default = ast.literal_eval(node.args[1])
+            assert isinstance(default, str)
+            return default
+    raise AssertionError(f"{name} has no env.string default in {module}")
+
+
+def impersonated_groups(docs: tuple[dict[str, Any], ...]) -> set[str]:
+    """The groups the dashboard impersonates with these manifests: KUBE_IMPERSONATE_GROUPS from the
+    rendered ConfigMap, or the code default."""
+    from access.roles import parse_role_map
+
+    config = by_kind(docs, "ConfigMap")["liqo-dash-config"]["data"]
+    text = config.get("KUBE_IMPERSONATE_GROUPS", code_default("KUBE_IMPERSONATE_GROUPS"))
+    return set(parse_role_map(text).values())
+
+
+def impersonation_problems(docs: tuple[dict[str, Any], ...]) -> list[str]:
+    """What an attacker holding the pods' token could abuse in the impersonate rules of every role."""
+    groups = impersonated_groups(docs)
+    problems = []
+    for doc in docs:
+        if doc["kind"] not in ("ClusterRole", "Role"):
+            continue
+        for rule in doc.get("rules", []):
+            if not {"impersonate", "*"} & set(rule["verbs"]):
+                continue
+            where = f"{doc['kind']} {doc['metadata']['name']}"
+            resources = set(rule.get("resources", []))
+            if "*" in resources or "*" in rule.get("apiGroups", []):
+                problems.append(f"{where}: wildcard impersonation")
+            if resources - {"users", "groups"}:
+                problems.append(f"{where}: impersonates {sorted(resources - {'users', 'groups'})}")
+            if "groups" in resources:
+                names = rule.get("resourceNames")
+                if not names:
+                    problems.append(f"{where}: groups without resourceNames (Impersonate-Group: system:masters)")
+                    continue
+                if any(name.startswith("system:") for name in names):
+                    problems.append(f"{where}: a system: group among {names}")
+                if set(names) != groups:
+                    problems.append(
+                        f"{where}: groups {sorted(names)} but KUBE_IMPERSONATE_GROUPS maps {sorted(groups)}"
+                    )
+    return problems
+
+
 @needs_kubectl
-def test_impersonation_is_granted_only_by_its_component(tmp_path: Path) -> None:
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_impersonation_is_limited_to_the_dashboard_groups(overlay: str) -> None:
     import kubernetes_validate
 
-    docs = render(str(DEPLOY / "overlays/production"))  # the overlays include the component
+    docs = render(str(DEPLOY / "overlays" / overlay))  # both overlays include the component
     role = by_kind(docs, "ClusterRole")["liqo-dash-impersonate"]
     kubernetes_validate.validate(role, KUBERNETES_VERSION, strict=True)
-    assert role["rules"] == [{"apiGroups": [""], "resources": ["users", "groups"], "verbs": ["impersonate"]}]
+    assert impersonation_problems(docs) == []
+    groups = impersonated_groups(docs)
+    assert groups == {"liqo-dash:viewers", "liqo-dash:operators", "liqo-dash:admins"}
+    assert {name for rule in role["rules"] for name in rule.get("resourceNames", [])} == groups
+    # Users: any name (RBAC has no prefix match); the dashboard sends only its own prefix.
+    config = by_kind(docs, "ConfigMap")["liqo-dash-config"]["data"]
+    assert config["KUBE_IMPERSONATE_USER_PREFIX"] == "liqo-dash:"
+    assert config["KUBE_IMPERSONATE"] == "true"
     binding = by_kind(docs, "ClusterRoleBinding")["liqo-dash-impersonate"]
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "liqo-dash", "namespace": "liqo-dash"}]
-    base_rules = by_kind(render(str(DEPLOY / "overlays/production")), "ClusterRole")["liqo-dash"]["rules"]
+    base_rules = by_kind(docs, "ClusterRole")["liqo-dash"]["rules"]
     assert not any("impersonate" in rule["verbs"] for rule in base_rules)  # only in its own role
+
+
+def test_the_impersonation_check_catches_what_made_the_token_cluster_admin() -> None:
+    config = {"kind": "ConfigMap", "metadata": {"name": "liqo-dash-config"}, "data": {}}
+
+    def role(*rules: dict[str, Any]) -> tuple[dict[str, Any], ...]:
+        return (config, {"kind": "ClusterRole", "metadata": {"name": "r"}, "rules": list(rules)})
+
+    dashboard = sorted(impersonated_groups((config,)))  # the code default
+    assert dashboard == ["liqo-dash:admins", "liqo-dash:operators", "liqo-dash:viewers"]
+    users = {"apiGroups": [""], "resources": ["users"], "verbs": ["impersonate"]}
+    assert impersonation_problems(role(users, {**users, "resources": ["groups"], "resourceNames": dashboard})) == []
+    before = {"apiGroups": [""], "resources": ["users", "groups"], "verbs": ["impersonate"]}
+    assert "without resourceNames" in impersonation_problems(role(before))[0]
+    masters = {**users, "resources": ["groups"], "resourceNames": [*dashboard, "system:masters"]}
+    assert any("system: group" in p for p in impersonation_problems(role(masters)))
+    other = {**users, "resources": ["groups"], "resourceNames": ["liqo-dash:viewers"]}
+    assert any("KUBE_IMPERSONATE_GROUPS maps" in p for p in impersonation_problems(role(other)))
+    wildcard = {"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}
+    assert impersonation_problems(role(wildcard))
+    accounts = {**users, "resources": ["serviceaccounts"]}
+    assert impersonation_problems(role(accounts))
+    # A ConfigMap that maps other groups moves the expected resourceNames with it.
+    custom = {**config, "data": {"KUBE_IMPERSONATE_GROUPS": "viewer=ops:view"}}
+    assert impersonation_problems((custom, role(other)[1])) and impersonated_groups((custom,)) == {"ops:view"}
+
+
+def selects(selector: dict[str, Any], labels: dict[str, str]) -> bool:
+    """Label selector semantics for matchLabels and matchExpressions (In, NotIn, Exists, DoesNotExist)."""
+    if selector.get("matchLabels", {}).items() - labels.items():
+        return False
+    for expression in selector.get("matchExpressions", []):
+        key, operator, values = expression["key"], expression["operator"], expression.get("values", [])
+        ok = {
+            "In": key in labels and labels[key] in values,
+            "NotIn": labels.get(key) not in values,
+            "Exists": key in labels,
+            "DoesNotExist": key not in labels,
+        }[operator]
+        if not ok:
+            return False
+    return True
 
 
 @needs_kubectl
@@ -234,8 +342,57 @@ def test_ingress_component_renders_and_validates(tmp_path: Path) -> None:
     docs = production_with_ingress(tmp_path)
     ingress = by_kind(docs, "Ingress")["liqo-dash"]
     kubernetes_validate.validate(ingress, KUBERNETES_VERSION, strict=True)
-    assert ingress["spec"]["rules"][0]["http"]["paths"][0]["backend"]["service"]["name"] == "liqo-dash"
     assert "Ingress" not in {doc["kind"] for doc in render(str(DEPLOY / "overlays/production"))}
+    services = by_kind(docs, "Service")
+    pods = [doc["spec"]["template"]["metadata"]["labels"] for doc in docs if doc["kind"] == "Deployment"]
+    routes = {}
+    for rule in ingress["spec"]["rules"]:
+        for path in rule["http"]["paths"]:
+            service = services[path["backend"]["service"]["name"]]
+            kubernetes_validate.validate(service, KUBERNETES_VERSION, strict=True)
+            selector = service["spec"].get("selector")
+            routes[path["path"]] = bool(selector) and any(selector.items() <= labels.items() for labels in pods)
+    # The dashboard, yes; the probes and the scrape, no (a Service with no pods: the controller's 503).
+    assert routes == {"/": True, "/metrics": False, "/readyz": False}
+    assert "Endpoints" not in {doc["kind"] for doc in docs} and "EndpointSlice" not in {doc["kind"] for doc in docs}
+
+
+@needs_kubectl
+def test_production_requires_the_metrics_token_from_the_secret() -> None:
+    web = by_kind(render(str(DEPLOY / "overlays/production")), "Deployment")["liqo-dash-web"]
+    env = web["spec"]["template"]["spec"]["containers"][0]["env"]
+    token = [var for var in env if var["name"] == "METRICS_TOKEN"]
+    # A required key: the web pods do not start without it, so /metrics never answers without a token.
+    assert token == [
+        {"name": "METRICS_TOKEN", "valueFrom": {"secretKeyRef": {"name": "liqo-dash", "key": "METRICS_TOKEN"}}}
+    ]
+    assert "METRICS_TOKEN" in (DEPLOY / "overlays/production/kustomization.yaml").read_text()  # the Secret recipe
+
+
+@needs_kubectl
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_network_policies_let_in_only_the_ingress_controller(overlay: str) -> None:
+    docs = render(str(DEPLOY / "overlays" / overlay))
+    policies = by_kind(docs, "NetworkPolicy")
+    for name, policy in policies.items():
+        assert policy["metadata"]["namespace"] == "liqo-dash", name
+    app_pods = {"web", "worker", "beat", "watcher"}
+    for doc in docs:
+        if doc["kind"] not in ("Deployment", "StatefulSet"):
+            continue
+        labels = doc["spec"]["template"]["metadata"]["labels"]
+        component = labels["app.kubernetes.io/component"]
+        applying = [p for p in policies.values() if selects(p["spec"]["podSelector"], labels)]
+        assert any("Ingress" in p["spec"]["policyTypes"] for p in applying), f"{component}: no ingress policy"
+        sources = [source for p in applying for rule in p["spec"].get("ingress", []) for source in rule["from"]]
+        if component == "web":
+            assert sources == [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "ingress-nginx"}}}]
+            ports = [port for p in applying for rule in p["spec"].get("ingress", []) for port in rule["ports"]]
+            assert ports == [{"protocol": "TCP", "port": "http"}]
+        elif component in app_pods:
+            assert sources == [], f"{component}: nothing connects to it"
+        else:  # the trial's Redis and PostgreSQL: the liqo-dash pods only
+            assert sources == [{"podSelector": {"matchLabels": {"app.kubernetes.io/name": "liqo-dash"}}}], component
 
 
 def test_schema_validation_can_fail() -> None:
@@ -276,11 +433,20 @@ def pod_specs(docs: tuple[dict[str, Any], ...]) -> dict[str, dict[str, Any]]:
     }
 
 
+# Pods that call the Kubernetes API (and so mount the service account token); beat only talks to Redis.
+API_CALLERS = {"liqo-dash-web", "liqo-dash-worker", "liqo-dash-watcher"}
+
+
 @needs_kubectl
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_every_container_is_locked_down(overlay: str) -> None:
-    for name, spec in pod_specs(render(str(DEPLOY / "overlays" / overlay))).items():
+    docs = render(str(DEPLOY / "overlays" / overlay))
+    assert by_kind(docs, "ServiceAccount")["liqo-dash"]["automountServiceAccountToken"] is False
+    for name, spec in pod_specs(docs).items():
         assert spec["securityContext"]["runAsNonRoot"] is True, name
+        assert spec["securityContext"]["runAsUser"] >= 10000, name
+        assert spec["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}, name
+        assert spec["automountServiceAccountToken"] is (name in API_CALLERS), name
         for container in spec.get("initContainers", []) + spec["containers"]:
             where = f"{name}/{container['name']}"
             context = container["securityContext"]
@@ -288,14 +454,60 @@ def test_every_container_is_locked_down(overlay: str) -> None:
             assert context["readOnlyRootFilesystem"] is True, where
             assert context["capabilities"]["drop"] == ["ALL"], where
             assert "add" not in context["capabilities"], where
+            assert container["imagePullPolicy"] == "Always", where
             resources = container["resources"]
             assert resources["requests"]["cpu"] and resources["requests"]["memory"], where
-            assert resources["limits"]["memory"], where
+            assert resources["limits"]["cpu"] and resources["limits"]["memory"], where
         if name.startswith("liqo-dash-") and spec.get("serviceAccountName") == "liqo-dash":
             volumes = {volume["name"]: volume for volume in spec["volumes"]}
             for container in spec.get("initContainers", []) + spec["containers"]:
                 mounts = {mount["mountPath"]: mount["name"] for mount in container["volumeMounts"]}
                 assert "emptyDir" in volumes[mounts["/tmp"]], f"{name}: /tmp must be a writable emptyDir"
+
+
+def _seconds(probe: dict[str, Any]) -> int:
+    """How long a dead process can go unnoticed: the first check plus every allowed failure."""
+    return int(probe.get("initialDelaySeconds", 0) + probe["periodSeconds"] * probe.get("failureThreshold", 3))
+
+
+@needs_kubectl
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_background_processes_have_liveness_probes(overlay: str) -> None:
+    docs = render(str(DEPLOY / "overlays" / overlay))
+    config = by_kind(docs, "ConfigMap")["liqo-dash-config"]["data"]
+    assert config["LIQO_DASH_HEARTBEAT_DIR"].startswith("/tmp/")  # the writable emptyDir
+    deployments = by_kind(docs, "Deployment")
+    for name, spec in pod_specs(docs).items():
+        for container in spec["containers"]:
+            assert "livenessProbe" in container, f"{name}/{container['name']}"
+    # The worker pings its own node (celery@<pod hostname>, the default name its command keeps).
+    worker = deployments["liqo-dash-worker"]["spec"]["template"]["spec"]["containers"][0]
+    assert "-n" not in worker["command"] and "--hostname" not in worker["command"]
+    probe = worker["livenessProbe"]
+    shell, flag, script = probe["exec"]["command"]
+    assert (shell, flag) == ("sh", "-c")
+    ping = shlex.split(script)
+    assert ping[:6] == ["exec", "celery", "-A", "liqo_dash", "inspect", "ping"]
+    assert ping[ping.index("--destination") + 1] == "celery@$HOSTNAME"
+    timeout = float(ping[ping.index("--timeout") + 1])
+    assert probe["timeoutSeconds"] > timeout + 10  # the ping starts a Python process, then waits
+    assert probe["periodSeconds"] >= 60  # not too often: each run loads Django and Celery
+    # beat and the watcher: their heartbeat files (liqo_dash/heartbeat.py), touched by the code.
+    touched = {
+        "beat": (ROOT / "liqo_dash/heartbeat.py").read_text(),
+        "watcher": (ROOT / "offloading/management/commands/watch_cluster.py").read_text(),
+    }
+    for process, source in touched.items():
+        assert f'touch("{process}")' in source, process
+        container = deployments[f"liqo-dash-{process}"]["spec"]["template"]["spec"]["containers"][0]
+        for kind in ("livenessProbe", "readinessProbe"):
+            command = container[kind]["exec"]["command"]
+            assert command[:5] == ["python", "-m", "liqo_dash.heartbeat", "check", process], (process, kind)
+            max_age = float(command[5])
+            # Far above the loop's interval (beat: at most 30 s, the watcher: about 2 s)...
+            assert max_age >= (60 if process == "beat" else 20), (process, kind)
+        # ...and a stuck loop is restarted within a few minutes.
+        assert _seconds(container["livenessProbe"]) + float(container["livenessProbe"]["exec"]["command"][5]) <= 300
 
 
 @needs_kubectl
