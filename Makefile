@@ -14,6 +14,15 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt
 	$(PY) -m pip install --quiet -r requirements-dev.txt
 	touch $@
 
+# checkov (tests/test_deploy.py scans the rendered manifests) in its own venv: its pins conflict with ours.
+# The venv ignores itself in git (its .gitignore holds '*').
+.venv-checkov/.installed: requirements-checkov.txt
+	test -x .venv-checkov/bin/python || $(PYTHON) -m venv .venv-checkov
+	echo '*' > .venv-checkov/.gitignore
+	.venv-checkov/bin/python -m pip install --quiet --upgrade pip
+	.venv-checkov/bin/python -m pip install --quiet -r requirements-checkov.txt
+	touch $@
+
 run: $(VENV)/.installed
 	$(PY) manage.py run_demo
 
@@ -24,7 +33,7 @@ node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund
 	touch $@
 
-test: $(VENV)/.installed system-deps node_modules/.installed
+test: $(VENV)/.installed .venv-checkov/.installed system-deps node_modules/.installed
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(PY) -m mypy

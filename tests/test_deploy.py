@@ -678,3 +678,78 @@ def test_cluster_role_grants_exactly_what_kube_py_uses() -> None:
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "liqo-dash", "namespace": "liqo-dash"}]
     for spec in pod_specs(docs).values():
         assert spec["serviceAccountName"] == "liqo-dash"
+
+
+# --- checkov ----------------------------------------------------------------------------------------
+
+CHECKOV = ROOT / ".venv-checkov" / "bin" / "checkov"
+# The checks skipped in the manifests, each with its reason in a checkov.io/skipN annotation.
+ALLOWED_SKIPS = {
+    "CKV_K8S_43",  # image digest: the overlay's images entry sets the image (and the trial's official tags)
+    "CKV_K8S_35",  # secrets as files: the app reads its settings from the environment
+    "CKV_K8S_38",  # service account token: web, worker and watcher call the Kubernetes API
+    "CKV_K8S_9",  # readiness probe: no Service sends the worker traffic
+    "CKV2_K8S_3",  # impersonate: the feature, limited to the three liqo-dash groups
+}
+
+
+def checkov(manifest: Path) -> dict[str, Any]:
+    if not CHECKOV.exists():
+        pytest.fail(
+            f"checkov is not installed in {CHECKOV.parent.parent.name}: run `make .venv-checkov/.installed` "
+            "(requirements-checkov.txt, its own venv)"
+        )
+    result = subprocess.run(
+        [str(CHECKOV), "-f", str(manifest), "--framework", "kubernetes", "--compact", "--skip-download", "-o", "json"],
+        cwd=manifest.parent,
+        env={**os.environ, "HOME": str(manifest.parent)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.stdout.strip(), result.stderr
+    report = json.loads(result.stdout)
+    report = report[0] if isinstance(report, list) else report
+    assert report["check_type"] == "kubernetes", report
+    assert result.returncode == (1 if report["summary"]["failed"] else 0), result.stderr
+    return report
+
+
+@needs_kubectl
+@pytest.mark.parametrize("target", [*OVERLAYS, "production+ingress"])
+def test_checkov_finds_nothing_in_the_rendered_manifests(target: str, tmp_path: Path) -> None:
+    if target == "production+ingress":
+        docs = production_with_ingress(tmp_path)
+    else:
+        docs = render(str(DEPLOY / "overlays" / target))
+    manifest = tmp_path / f"{target}.yaml"
+    manifest.write_text(yaml.safe_dump_all(docs, sort_keys=False))
+    report = checkov(manifest)
+    failed = [f"{c['check_id']} {c['resource']}: {c['check_name']}" for c in report["results"]["failed_checks"]]
+    assert failed == [], "\n".join(failed)
+    assert report["summary"]["passed"] > 300  # it did scan every resource
+    for check in report["results"]["skipped_checks"]:
+        assert check["check_id"] in ALLOWED_SKIPS, check["check_id"]
+        assert check["check_result"].get("suppress_comment", "").strip(), f"{check['check_id']}: a reason"
+
+
+def test_checkov_fails_a_manifest_that_is_not_locked_down(tmp_path: Path) -> None:
+    manifest = tmp_path / "bad.yaml"
+    manifest.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "metadata": {"name": "bad", "namespace": "liqo-dash"},
+                "spec": {
+                    "selector": {"matchLabels": {"app": "bad"}},
+                    "template": {
+                        "metadata": {"labels": {"app": "bad"}},
+                        "spec": {"containers": [{"name": "bad", "image": "bad:1"}]},
+                    },
+                },
+            }
+        )
+    )
+    failed = {c["check_id"] for c in checkov(manifest)["results"]["failed_checks"]}
+    assert {"CKV_K8S_11", "CKV_K8S_8", "CKV_K8S_20", "CKV_K8S_22", "CKV_K8S_28"} <= failed
