@@ -70,11 +70,23 @@ OIDC_OP_JWKS_ENDPOINT = env.string("OIDC_OP_JWKS_ENDPOINT", "")
 OIDC_RP_SIGN_ALGO = env.string("OIDC_RP_SIGN_ALGO", "RS256")
 OIDC_RP_SCOPES = env.string("OIDC_RP_SCOPES", "openid email profile")
 OIDC_VERIFY_SSL = env.boolean("OIDC_VERIFY_SSL", True)
+# The provider's issuer (the discovery document's "issuer"): SSO users are keyed by it and the ID token's
+# "sub", and the ID token's "iss" must equal it. Unset, "iss" must be on the same origin (scheme, host,
+# port) as OIDC_OP_AUTHORIZATION_ENDPOINT and users are keyed by that "iss"; setting it later to the same
+# value keeps every SSO user. Set it whenever one host serves several issuers (Keycloak realms ...).
+OIDC_OP_ISSUER = env.string("OIDC_OP_ISSUER", "")
+# PKCE (S256) on every authorization request.
+OIDC_USE_PKCE = env.boolean("OIDC_USE_PKCE", True)
+# Seconds an SSO sign-in holds before the next page load checks it again with the provider (prompt=none:
+# silent while the provider's session lasts; a user disabled there is signed out here).
+OIDC_RENEW_ID_TOKEN_EXPIRY_SECONDS = env.integer("OIDC_RENEW_ID_TOKEN_EXPIRY_SECONDS", 15 * 60)
+# Seconds to wait for the provider's token, userinfo and JWKS endpoints.
+OIDC_TIMEOUT = 10
 # The claim that lists the user's groups, and which of those groups give which role
 # ("admin=dash-admins,operator=dash-operators,viewer=dash-viewers"). Claim groups that name an existing
 # Django group also make the user a member of it, so that group's scopes apply.
 OIDC_GROUPS_CLAIM = env.string("OIDC_GROUPS_CLAIM", "groups")
-OIDC_ROLE_GROUPS = env.string("OIDC_ROLE_GROUPS", "")
+OIDC_ROLE_GROUPS = env.string("OIDC_ROLE_GROUPS", "admin=dash-admins,operator=dash-operators,viewer=dash-viewers")
 OIDC_ENABLED = bool(OIDC_RP_CLIENT_ID and OIDC_OP_AUTHORIZATION_ENDPOINT and OIDC_OP_TOKEN_ENDPOINT)
 LOGIN_REDIRECT_URL_FAILURE = "/accounts/login/"
 # mozilla-django-oidc reverses this name; its URLs live in the access namespace.
@@ -114,6 +126,10 @@ __all__ = [
     "OIDC_RP_SIGN_ALGO",
     "OIDC_RP_SCOPES",
     "OIDC_VERIFY_SSL",
+    "OIDC_OP_ISSUER",
+    "OIDC_USE_PKCE",
+    "OIDC_RENEW_ID_TOKEN_EXPIRY_SECONDS",
+    "OIDC_TIMEOUT",
     "OIDC_GROUPS_CLAIM",
     "OIDC_ROLE_GROUPS",
     "OIDC_ENABLED",
@@ -137,7 +153,8 @@ def middleware(existing: list[str]) -> list[str]:
     after = result.index("django.contrib.auth.middleware.AuthenticationMiddleware") + 1
     result[after:after] = ["access.middleware.AccessMiddleware"]
     if OIDC_ENABLED:
-        result.insert(after, "mozilla_django_oidc.middleware.SessionRefresh")
+        # Re-checks SSO sessions with the provider (OIDC_RENEW_ID_TOKEN_EXPIRY_SECONDS).
+        result.insert(after, "access.oidc.OidcSessionRefresh")
     result.append("axes.middleware.AxesMiddleware")
     return result
 

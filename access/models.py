@@ -121,3 +121,23 @@ class ApiToken(models.Model):
         if self.revoked is None:
             self.revoked = timezone.now()
             self.save(update_fields=["revoked"])
+
+
+class OidcIdentity(models.Model):
+    """The single sign-on identity a dashboard user was created for: the provider's issuer and the
+    account's ``sub``, the only claims an OpenID provider promises are stable and unique. A user signs
+    in with SSO through this row alone, never by a matching username or email address."""
+
+    issuer = models.CharField(max_length=255)
+    subject = models.CharField(max_length=255)
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="oidc_identity")
+    created = models.DateTimeField(auto_now_add=True)
+    last_login = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["issuer", "subject"], name="access_oidc_identity_unique")]
+        verbose_name = "single sign-on identity"
+        verbose_name_plural = "single sign-on identities"
+
+    def __str__(self) -> str:
+        return f"{self.subject} at {self.issuer} -> {self.user}"
