@@ -29,10 +29,14 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 log = logging.getLogger(__name__)
 
 
+def directory() -> Path:
+    return Path(os.environ.get(ENV) or DEFAULT_DIR)
+
+
 def path(name: str) -> Path:
     if not _NAME.fullmatch(name):
         raise ValueError(f"not a heartbeat name: {name!r}")
-    return Path(os.environ.get(ENV) or DEFAULT_DIR) / f"liqo-dash-{name}.heartbeat"
+    return directory() / f"liqo-dash-{name}.heartbeat"
 
 
 def touch(name: str) -> None:
@@ -43,7 +47,7 @@ def touch(name: str) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.touch()
     except OSError:
-        log.warning("heartbeat %s: cannot write %s", name, os.environ.get(ENV) or DEFAULT_DIR, exc_info=True)
+        log.warning("heartbeat %s: cannot write in %s", name, directory(), exc_info=True)
 
 
 def age(name: str) -> float | None:
