@@ -35,6 +35,16 @@ schema = schemathesis.openapi.from_dict(SCHEMA, config=CONFIG)
 FUZZ = settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 
 
+@pytest.fixture(autouse=True)
+def _no_failure_brake(monkeypatch: Any) -> None:
+    """Schemathesis probes every answered operation with invalid credentials and expects 401: the brake
+    on failed token attempts (429 after 10 a minute, tests/access/test_client_address.py) would answer."""
+    from access.throttles import AnonymousThrottle, TokenFailureThrottle
+
+    monkeypatch.setattr(TokenFailureThrottle, "THROTTLE_RATES", {"token_failures": "100000/minute"})
+    monkeypatch.setattr(AnonymousThrottle, "THROTTLE_RATES", {"anon": "100000/minute"})
+
+
 @pytest.fixture
 def bearer(admin_user: Any) -> dict[str, str]:
     _row, text = ApiToken.issue(admin_user, "schemathesis")
