@@ -27,6 +27,7 @@ import requests
 from django.conf import settings as django_settings
 from django.contrib.auth.hashers import PBKDF2PasswordHasher, make_password
 from django.contrib.auth.models import Group
+from django.db import connections
 
 from access import roles
 from access.models import ApiToken, OidcIdentity, Scope
@@ -209,6 +210,8 @@ def browser() -> Iterator[Any]:
                 yield chromium
             finally:
                 chromium.close()
+                # The test's ORM calls ran beside Playwright's loop, on a connection of that context.
+                connections.close_all()
     finally:
         os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
 
