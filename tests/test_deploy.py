@@ -358,6 +358,15 @@ def test_ingress_component_renders_and_validates(tmp_path: Path) -> None:
 
 
 @needs_kubectl
+@pytest.mark.parametrize(("overlay", "proxies"), [("production", "1"), ("trial", "0")])
+def test_the_client_address_trusts_exactly_the_proxies_in_front(overlay: str, proxies: str) -> None:
+    """Behind the Ingress one proxy appends to X-Forwarded-For; the trial is reached by port-forward,
+    where the header is only what a client wrote."""
+    config = by_kind(render(str(DEPLOY / "overlays" / overlay)), "ConfigMap")["liqo-dash-config"]
+    assert config["data"]["TRUSTED_PROXIES"] == proxies
+    assert 'env.integer("TRUSTED_PROXIES", 0)' in (ROOT / "access/conf.py").read_text()  # none by default
+
+
 def test_production_requires_the_metrics_token_from_the_secret() -> None:
     web = by_kind(render(str(DEPLOY / "overlays/production")), "Deployment")["liqo-dash-web"]
     env = web["spec"]["template"]["spec"]["containers"][0]["env"]
