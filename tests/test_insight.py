@@ -62,7 +62,7 @@ def test_the_cluster_page_shows_capacity_hosted_namespaces_and_pods(admin_client
     )  # fmt: skip
     page = admin_client.get(reverse("offloading:cluster_detail", args=["milan"])).content.decode()
     assert "CPU <strong>2</strong> of 8 (25%)" in page
-    assert "<strong>8.0\xa0GB</strong> of 32.0\xa0GB (25%)" in page
+    assert "<strong>8Gi</strong> of 32Gi (25%)" in page
     assert "nearly full" not in page
     assert 'href="/namespaces/shop/"' in page and "web-1" in page
     assert admin_client.get(reverse("offloading:cluster_detail", args=["nowhere"])).status_code == 404

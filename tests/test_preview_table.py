@@ -144,7 +144,7 @@ def test_labels_and_quotas_are_read_only_and_follow_their_content(fleet: Any) ->
 
 # The room line as the template drew it before it was built in Python (templates/offloading/_room.html).
 ROOM_TEMPLATE = """{% load offloading_extras %}{% if room.known %}<span class="room"><span>CPU <strong>{{ room.requested.cpu|floatformat:"-2" }}</strong>{% if room.allocatable.cpu %} of {{ room.allocatable.cpu|floatformat:"-2" }} ({{ room.percent.cpu }}%){% else %} <span class="muted">(none declared)</span>{% endif %}</span>
-<span>memory <strong>{{ room.requested.memory|filesizeformat }}</strong>{% if room.allocatable.memory %} of {{ room.allocatable.memory|filesizeformat }} ({{ room.percent.memory }}%){% else %} <span class="muted">(none declared)</span>{% endif %}</span>
+<span>memory <strong>{{ room.requested.memory|binary_bytes }}</strong>{% if room.allocatable.memory %} of {{ room.allocatable.memory|binary_bytes }} ({{ room.percent.memory }}%){% else %} <span class="muted">(none declared)</span>{% endif %}</span>
 <span>pods <strong>{{ room.requested.pods|floatformat:0 }}</strong>{% if room.allocatable.pods %} of {{ room.allocatable.pods|floatformat:0 }} ({{ room.percent.pods }}%){% else %} <span class="muted">(none declared)</span>{% endif %}</span></span>
 {% if room.nearly_full %}<span class="badge warn" title="The running pods request at least {{ room.threshold }}% of this peer's allocatable {{ room.full|join:', ' }}">nearly full: {% for key in room.full %}{{ key }} {{ room.percent|get_item:key }}%{% if not forloop.last %}, {% endif %}{% endfor %}</span>{% endif %}
 {% else %}<span class="muted">no capacity declared (no virtual node with a resource quota)</span>{% endif %}"""

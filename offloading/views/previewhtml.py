@@ -18,10 +18,11 @@ from functools import lru_cache
 from html import escape
 from typing import Any
 
-from django.template.defaultfilters import filesizeformat, floatformat
+from django.template.defaultfilters import floatformat
 from django.utils.safestring import SafeString, mark_safe
 
 from offloading.changes.capacity import RESOURCES, Quota, Room
+from offloading.templatetags.offloading_extras import binary_bytes
 
 # Excluded clusters sharing a reason: up to this many are listed in the row, more are folded.
 SHOWN_IDS = 3
@@ -36,7 +37,7 @@ def _cores(value: float) -> str:
 
 
 def _bytes(value: float) -> str:
-    return escape(str(filesizeformat(value)))
+    return escape(binary_bytes(value))
 
 
 def _whole(value: float) -> str:
