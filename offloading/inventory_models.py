@@ -29,11 +29,25 @@ class Pod(models.Model):
         return f"{self.namespace}/{self.name} on {self.node_name or '(unscheduled)'}"
 
 
+def event_subject_namespace(involved: dict[str, object], recorded_in: str) -> str:
+    """The namespace an Event is about, whatever namespace it is recorded in: client-go records the
+    Events about a Namespace (a cluster-scoped object) in ``default``, with ``involvedObject.kind:
+    Namespace`` and the namespace's name in ``involvedObject.name``; an Event about a namespaced object
+    (a NamespaceOffloading) is about ``involvedObject.namespace``."""
+    kind, name, namespace = (str(involved.get(key) or "") for key in ("kind", "name", "namespace"))
+    if kind == "Namespace":
+        return name
+    return namespace or recorded_in
+
+
 class KubeEvent(models.Model):
-    """A Kubernetes Event about a NamespaceOffloading or a Namespace (Liqo's warnings among them)."""
+    """A Kubernetes Event about a NamespaceOffloading or a Namespace (Liqo's warnings among them), filed
+    under the namespace it is about (``namespace``, see ``event_subject_namespace``), not the one it is
+    recorded in (``recorded_in``)."""
 
     uid = models.CharField(max_length=64, unique=True)
-    namespace = models.CharField(max_length=63, db_index=True)
+    namespace = models.CharField(max_length=63, db_index=True)  # the namespace the event is about
+    recorded_in = models.CharField(max_length=63, blank=True)  # the Event object's own namespace
     involved_kind = models.CharField(max_length=64)
     involved_name = models.CharField(max_length=253)
     type = models.CharField(max_length=16)

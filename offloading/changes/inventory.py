@@ -4,7 +4,8 @@
   node they run on and the peer that node belongs to (a virtual node's name is its VirtualNode's), their
   phase, the reason a pending pod gives, and their CPU and memory requests.
 * Events: only those about a NamespaceOffloading or a Namespace (Liqo's warnings, e.g. an invalid
-  cluster selector), newest first on the pages.
+  cluster selector), newest first on the pages, filed under the namespace they are about wherever they
+  are recorded (client-go records a Namespace's Events in ``default``).
 
 The watcher lists pods and events after namespaces and offloadings (and pods after virtual nodes) are
 written (``after``), so the offloaded namespaces and the peers' nodes are known when the first pods
@@ -18,7 +19,7 @@ from typing import Any
 from offloading import kube
 from offloading.changes import informer
 from offloading.changes.rows import parse_time
-from offloading.inventory_models import KubeEvent, Pod
+from offloading.inventory_models import KubeEvent, Pod, event_subject_namespace
 from offloading.models import Namespace, VirtualNode
 
 Event = tuple[str, dict[str, Any]]
@@ -126,11 +127,13 @@ class EventSync(informer.KindSync):
                 gone.append(uid)
                 continue
             meta = _meta(obj)
-            namespace = involved.get("namespace") or meta.get("namespace") or involved.get("name") or ""
+            recorded_in = str(meta.get("namespace") or "")
+            namespace = event_subject_namespace(involved, recorded_in)
             rows.append(
                 KubeEvent(
                     uid=uid,
                     namespace=namespace[:63],
+                    recorded_in=recorded_in[:63],
                     involved_kind=involved.get("kind", ""),
                     involved_name=involved.get("name", "")[:253],
                     type=(obj.get("type") or "Normal")[:16],
@@ -147,7 +150,7 @@ class EventSync(informer.KindSync):
             rows,
             update_conflicts=True,
             unique_fields=["uid"],
-            update_fields=["type", "reason", "message", "count", "first_time", "last_time"],
+            update_fields=["namespace", "recorded_in", "type", "reason", "message", "count", "first_time", "last_time"],
             batch_size=500,
         )
         if gone:
