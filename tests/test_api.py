@@ -47,7 +47,7 @@ def test_namespaces_are_listed_with_filters_and_freshness_headers(api: APIClient
     detail = api.get("/api/v1/namespaces/shop/")
     assert detail["ETag"] == '"3"'
     body = detail.json()
-    assert body["phase"] == "Ready" and body["clusters"][0]["cluster_id"] == "milan"
+    assert body["phase"] == "Ready" and body["clusters"][0]["clusterId"] == "milan"
 
 
 def test_put_offloading_queues_a_change_and_answers_202(api: APIClient, fleet: Any) -> None:  # noqa: F811
@@ -173,10 +173,10 @@ def test_bulk_dry_run_says_what_the_changes_do_to_pods_and_room(api: APIClient, 
 
 def test_clusters_and_audit_are_readable(api: APIClient, fleet: Any) -> None:  # noqa: F811
     clusters = api.get("/api/v1/clusters/").json()["results"]
-    milan = next(c for c in clusters if c["cluster_id"] == "milan")
+    milan = next(c for c in clusters if c["clusterId"] == "milan")
     assert (
-        milan["hosted_namespaces"] == 1
-        and milan["virtual_nodes"][0]["labels"]["topology.kubernetes.io/region"] == "eu-west"
+        milan["hostedNamespaces"] == 1
+        and milan["virtualNodes"][0]["labels"]["topology.kubernetes.io/region"] == "eu-west"
     )
     api.put("/api/v1/namespaces/payments/offloading/", {}, format="json")
     events = api.get("/api/v1/audit/", {"namespace": "payments"}).json()["results"]

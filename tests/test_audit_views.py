@@ -54,7 +54,7 @@ def test_the_api_lists_with_the_same_filters(admin_user: Any) -> None:
     api = APIClient()
     api.force_authenticate(admin_user)
     body = api.get("/api/v1/audit/?namespace=shop&source=external").json()
-    assert [e["user_name"] for e in body["results"]] == ["argocd"]
+    assert [e["userName"] for e in body["results"]] == ["argocd"]
     assert body["results"][0]["seq"] == 2
 
 
@@ -67,7 +67,7 @@ def test_the_csv_export_streams_and_neutralises_formulas(admin_user: Any) -> Non
     assert response["Content-Type"].startswith("text/csv")
     rows = list(csv.reader(io.StringIO(b"".join(response.streaming_content).decode())))
     header, data = rows[0], rows[1:]
-    users = [row[header.index("user_name")] for row in data]
+    users = [row[header.index("userName")] for row in data]
     assert users == ["'" + t if t[0] in "=+-@\t\r" else t for t in HOSTILE]
     assert all(not cell.startswith(("=", "+", "-", "@", "\t", "\r")) for row in data for cell in row)
 

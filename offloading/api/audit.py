@@ -28,8 +28,8 @@ from offloading.models import AuditEvent
 
 from .serializers import AuditEventSerializer
 
-COLUMNS = ("seq", "time", "user_name", "source", "action", "namespace", "change", "outcome", "message",
-           "before", "after", "request_id", "hash")  # fmt: skip
+COLUMNS = ("seq", "time", "userName", "source", "action", "namespace", "change", "outcome", "message",
+           "before", "after", "requestId", "hash")  # fmt: skip
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
@@ -52,7 +52,7 @@ def _row(event: AuditEvent) -> dict[str, Any]:
     return {
         "seq": event.seq,
         "time": event.time.isoformat(),
-        "user_name": event.user_name,
+        "userName": event.user_name,
         "source": event.source,
         "action": event.action,
         "namespace": event.namespace,
@@ -61,7 +61,7 @@ def _row(event: AuditEvent) -> dict[str, Any]:
         "message": event.message,
         "before": event.before,
         "after": event.after,
-        "request_id": event.request_id,
+        "requestId": event.request_id,
         "hash": event.hash,
     }
 

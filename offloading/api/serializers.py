@@ -28,7 +28,53 @@ from ..models import (
 )
 
 
-class SnapshotSerializer(serializers.ModelSerializer):
+def camel(name: str) -> str:
+    """``remote_namespace_name`` -> ``remoteNamespaceName`` (Kubernetes' convention for field names)."""
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+class CamelCaseFields:
+    """Fields declared in snake_case (the models' names) are named in camelCase in the API: the field
+    reads the model attribute of the snake_case name (``source``), a method field calls ``get_<snake>``.
+    Nested serializers do the same for their own fields; JSON fields (labels, specs, capacity ...) are
+    data and keep their keys."""
+
+    def get_fields(self) -> dict[str, Any]:
+        fields = super().get_fields()  # type: ignore[misc]
+        renamed: dict[str, Any] = {}
+        for name, field in fields.items():
+            new = camel(name)
+            if new != name:
+                if isinstance(field, serializers.SerializerMethodField):
+                    field.method_name = field.method_name or f"get_{name}"
+                elif field.source is None:
+                    field.source = name
+            renamed[new] = field
+        return renamed
+
+
+class SnakeCaseAliases:
+    """Request bodies also accept the snake_case spelling of a camelCase field (``dry_run`` for
+    ``dryRun``), until the next release: clients that followed the answers' old snake_case names keep
+    working. Both spellings of one field in one body is a 400 on the old one."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, dict):
+            fields = self.fields  # type: ignore[attr-defined]
+            renamed = dict(data)
+            for key in data:
+                new = camel(key) if isinstance(key, str) else key
+                if new == key or new not in fields:
+                    continue
+                if new in data:
+                    raise ValidationError({key: [f"given twice: as {new} and as its old name {key}"]})
+                renamed[new] = renamed.pop(key)
+            data = renamed
+        return super().to_internal_value(data)  # type: ignore[misc]
+
+
+class SnapshotSerializer(CamelCaseFields, serializers.ModelSerializer):
     stale = serializers.SerializerMethodField()
 
     class Meta:
@@ -40,13 +86,13 @@ class SnapshotSerializer(serializers.ModelSerializer):
         return obj.is_stale()
 
 
-class VirtualNodeSerializer(serializers.ModelSerializer):
+class VirtualNodeSerializer(CamelCaseFields, serializers.ModelSerializer):
     class Meta:
         model = VirtualNode
         fields = ["namespace", "name", "labels", "has_node", "capacity", "healthy", "conditions"]
 
 
-class ClusterSerializer(serializers.ModelSerializer):
+class ClusterSerializer(CamelCaseFields, serializers.ModelSerializer):
     virtual_nodes = serializers.SerializerMethodField()
     hosted_namespaces = serializers.SerializerMethodField()
 
@@ -68,13 +114,13 @@ class ClusterSerializer(serializers.ModelSerializer):
         return ClusterOffloading.objects.filter(cluster_id=obj.cluster_id, selected=True).count()
 
 
-class ClusterStateSerializer(serializers.ModelSerializer):
+class ClusterStateSerializer(CamelCaseFields, serializers.ModelSerializer):
     class Meta:
         model = ClusterOffloading
         fields = ["cluster_id", "selected", "state", "message", "since"]
 
 
-class NamespaceSerializer(serializers.ModelSerializer):
+class NamespaceSerializer(CamelCaseFields, serializers.ModelSerializer):
     phase = serializers.CharField(source="offloading_phase")
     spec = serializers.JSONField(source="offloading_spec")
     generation = serializers.IntegerField(source="offloading_generation")
@@ -90,13 +136,13 @@ class NamespaceSerializer(serializers.ModelSerializer):
                   "observed_generation", "status_stale", "deleting", "last_written_by", "clusters", "refreshed_at"]  # fmt: skip
 
 
-class WaitingSerializer(serializers.Serializer):
+class WaitingSerializer(CamelCaseFields, serializers.Serializer):
     reason = serializers.CharField(help_text="Why the change waits: `api_unreachable`.")
     since = serializers.DateTimeField()
     message = serializers.CharField()
 
 
-class ChangeRequestSerializer(serializers.ModelSerializer):
+class ChangeRequestSerializer(CamelCaseFields, serializers.ModelSerializer):
     waiting = serializers.SerializerMethodField()
 
     class Meta:
@@ -114,7 +160,7 @@ class ChangeRequestSerializer(serializers.ModelSerializer):
         return {"reason": obj.waiting_reason, "since": obj.waiting_since, "message": obj.message}
 
 
-class BulkRequestSerializer(serializers.ModelSerializer):
+class BulkRequestSerializer(CamelCaseFields, serializers.ModelSerializer):
     progress = serializers.SerializerMethodField()
 
     class Meta:
@@ -126,7 +172,7 @@ class BulkRequestSerializer(serializers.ModelSerializer):
         return obj.progress()
 
 
-class AuditEventSerializer(serializers.ModelSerializer):
+class AuditEventSerializer(CamelCaseFields, serializers.ModelSerializer):
     class Meta:
         model = AuditEvent
         fields = ["id", "seq", "time", "user_name", "source", "request_id", "action", "namespace", "change", "before",
@@ -157,7 +203,7 @@ class SelectorLineField(serializers.CharField):
         ]
 
 
-class SpecSerializer(serializers.Serializer):
+class SpecSerializer(SnakeCaseAliases, serializers.Serializer):
     """A NamespaceOffloading spec, with the cluster selector given either as a NodeSelector
     (``clusterSelector``) or as liqoctl selector strings (``selectors``, ORed). Omitted fields take the
     CRD defaults (or, when editing, the current values)."""
@@ -208,7 +254,7 @@ class OffloadSerializer(SpecSerializer):
         return attrs
 
 
-class BulkCreateSerializer(serializers.Serializer):
+class BulkCreateSerializer(SnakeCaseAliases, serializers.Serializer):
     action = serializers.ChoiceField(choices=["offload", "unoffload"])
     namespaceSelector = serializers.CharField(  # noqa: N815
         max_length=16384,

@@ -44,6 +44,7 @@ from .serializers import (
     NamespaceSerializer,
     OffloadSerializer,
     SnapshotSerializer,
+    camel,
 )
 from .status import refusal_response
 
@@ -227,7 +228,7 @@ def _explanation(vn: str, why: dict[str, Any], shown: dict[int, list[dict[str, A
     terms = shown.get(id(why))
     if terms is None:
         terms = shown[id(why)] = [{k: v for k, v in t.items() if k != "text"} for t in why["terms"]]
-    return {"virtualNode": vn, **why, "terms": terms}
+    return {"virtualNode": vn, **{camel(k): v for k, v in why.items()}, "terms": terms}
 
 
 class ChangeRequestViewSet(SnapshotHeadersMixin, viewsets.ReadOnlyModelViewSet):
