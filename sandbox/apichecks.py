@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sandbox import errors
+from sandbox import errors, strict
 from sandbox.apicommon import DNS_LABEL, DNS_SUBDOMAIN, LABEL_MSG, SUBDOMAIN_MSG, Admission, Defaulter, Validator
 from sandbox.errors import ApiError
 from sandbox.kinds import NAMESPACES, Kind
@@ -82,12 +82,23 @@ class CheckedServer:
             )
         obj["apiVersion"], obj["kind"] = kind.api_version, kind.kind
 
+    def _decode(self, kind: Kind, obj: Obj, field_validation: str, duplicates: list[str] | None) -> list[str]:
+        """Strict decoding and structural pruning (sandbox.strict): the warnings, or 400 under Strict."""
+        unknown = strict.prune(kind, obj)
+        return strict.strict_problems(kind, field_validation, unknown, duplicates or [])
+
+    def _default(self, kind: Kind, obj: Obj) -> None:
+        strict.apply_defaults(kind, obj)
+        if kind.key in self.defaulters:
+            self.defaulters[kind.key](obj)
+
     def _validate(self, kind: Kind, obj: Obj, old: Obj | None) -> None:
+        causes = strict.metadata_causes(obj) + strict.schema_causes(kind, obj, old)
         validator = self.validators.get(kind.key)
         if validator:
-            causes = validator(obj, old)
-            if causes:
-                raise errors.invalid(kind, obj["metadata"]["name"], causes)
+            causes += validator(obj, old)
+        if causes:
+            raise errors.invalid(kind, obj["metadata"].get("name", ""), causes)
 
     def _admit(self, kind: Kind, op: str, obj: Obj, old: Obj | None) -> list[str]:
         warnings: list[str] = []

@@ -6,7 +6,7 @@ from typing import Any
 
 import yaml
 
-from sandbox import errors
+from sandbox import errors, strict
 from sandbox.apicommon import PATCH_APPLY, PATCH_APPLY_CBOR, PATCH_JSON, PATCH_MERGE, PATCH_STRATEGIC, Result, now_iso
 from sandbox.apiwrites import WritingServer
 from sandbox.errors import ApiError
@@ -32,10 +32,20 @@ class PatchingServer(WritingServer):
         subresource: str = "",
         force: bool = False,
         dry_run: bool = False,
+        field_validation: str = strict.IGNORE,
+        duplicates: list[str] | None = None,
     ) -> Result:
         if patch_type in (PATCH_APPLY, PATCH_APPLY_CBOR):
             return self.apply(
-                kind, namespace, name, body, manager=manager, subresource=subresource, force=force, dry_run=dry_run
+                kind,
+                namespace,
+                name,
+                body,
+                manager=manager,
+                subresource=subresource,
+                force=force,
+                dry_run=dry_run,
+                field_validation=field_validation,
             )
         if patch_type == PATCH_STRATEGIC and kind.custom:
             raise ApiError(
@@ -83,7 +93,10 @@ class PatchingServer(WritingServer):
                     ],
                 )
             self._type_meta(kind, patched)
-            return self._write(kind, current, patched, manager=manager, subresource=subresource, dry_run=dry_run)
+            decoded = self._decode(kind, patched, field_validation, duplicates)
+            result = self._write(kind, current, patched, manager=manager, subresource=subresource, dry_run=dry_run)
+            result.warnings[:0] = decoded
+            return result
 
     def apply(
         self,
@@ -96,6 +109,7 @@ class PatchingServer(WritingServer):
         subresource: str = "",
         force: bool = False,
         dry_run: bool = False,
+        field_validation: str = strict.IGNORE,
     ) -> Result:
         if not manager:
             raise errors.bad_request("PATCH requests must have fieldManager specified for apply patches")
@@ -111,6 +125,9 @@ class PatchingServer(WritingServer):
         meta = applied.get("metadata") or {}
         if not applied.get("apiVersion") or not applied.get("kind"):
             raise errors.bad_request("invalid object type: apiVersion and kind must be set")
+        applied = clone(applied)
+        decoded = self._decode(kind, applied, field_validation, None)
+        meta = applied.get("metadata") or {}
         if meta.get("name") and meta["name"] != name:
             raise errors.bad_request(
                 f"the name of the object ({meta['name']}) does not match the name on the URL ({name})"
@@ -126,14 +143,16 @@ class PatchingServer(WritingServer):
                 if kind.namespaced:
                     merged["metadata"]["namespace"] = namespace
                 managed = merged["metadata"].pop("managedFields")
-                return self.create(kind, namespace, merged, manager=manager, dry_run=dry_run, managed=managed)
+                result = self.create(kind, namespace, merged, manager=manager, dry_run=dry_run, managed=managed)
+                result.warnings[:0] = decoded
+                return result
             self._type_meta(kind, dict(applied))
             merged = server_side_apply(current, applied, kind, manager, force, now_iso(), subresource=subresource)
             rv = meta.get("resourceVersion")
             if rv and rv != current["metadata"]["resourceVersion"]:
                 raise errors.conflict(kind, name)
             merged["apiVersion"], merged["kind"] = kind.api_version, kind.kind
-            return self._write(
+            result = self._write(
                 kind,
                 current,
                 merged,
@@ -143,3 +162,5 @@ class PatchingServer(WritingServer):
                 operation="Apply",
                 managed_done=True,
             )
+            result.warnings[:0] = decoded
+            return result

@@ -7,7 +7,7 @@ import string
 import uuid
 from typing import Any
 
-from sandbox import errors
+from sandbox import errors, strict
 from sandbox.apichecks import CheckedServer
 from sandbox.apicommon import SERVER_META, Result, comparable, now_iso, spec_part
 from sandbox.fields import record_update
@@ -29,6 +29,8 @@ class CreatingServer(CheckedServer):
         dry_run: bool = False,
         operation: str = "Update",
         managed: list[Any] | None = None,
+        field_validation: str = strict.IGNORE,
+        duplicates: list[str] | None = None,
     ) -> Result:
         if not isinstance(body, dict):
             raise errors.bad_request("the body of the request is not a JSON object")
@@ -37,6 +39,7 @@ class CreatingServer(CheckedServer):
         meta = obj.setdefault("metadata", {})
         if not isinstance(meta, dict):
             raise errors.bad_request("metadata must be an object")
+        decoded = self._decode(kind, obj, field_validation, duplicates)
         if kind.namespaced:
             body_ns = meta.get("namespace")
             if body_ns and namespace and body_ns != namespace:
@@ -78,10 +81,9 @@ class CreatingServer(CheckedServer):
             obj["status"] = {"phase": "Active"}
         with self.store.lock:
             self._check_namespace(kind, namespace, name)
-            if kind.key in self.defaulters:
-                self.defaulters[kind.key](obj)
+            self._default(kind, obj)
             self._validate(kind, obj, None)
-            warnings = self._admit(kind, "CREATE", obj, None)
+            warnings = decoded + self._admit(kind, "CREATE", obj, None)
             if managed is not None:
                 meta["managedFields"] = managed
             elif manager:
@@ -107,12 +109,17 @@ class WritingServer(CreatingServer):
         manager: str,
         subresource: str = "",
         dry_run: bool = False,
+        field_validation: str = strict.IGNORE,
+        duplicates: list[str] | None = None,
     ) -> Result:
         if not isinstance(body, dict):
             raise errors.bad_request("the body of the request is not a JSON object")
         new = clone(body)
         self._type_meta(kind, new)
         meta = new.setdefault("metadata", {})
+        if not isinstance(meta, dict):
+            raise errors.bad_request("metadata must be an object")
+        decoded = self._decode(kind, new, field_validation, duplicates)
         if meta.get("name") and meta["name"] != name:
             raise errors.bad_request(
                 f"the name of the object ({meta['name']}) does not match the name on the URL ({name})"
@@ -138,7 +145,9 @@ class WritingServer(CreatingServer):
                 )
             if rv and rv != current["metadata"]["resourceVersion"]:
                 raise errors.conflict(kind, name)
-            return self._write(kind, current, new, manager=manager, subresource=subresource, dry_run=dry_run)
+            result = self._write(kind, current, new, manager=manager, subresource=subresource, dry_run=dry_run)
+            result.warnings[:0] = decoded
+            return result
 
     def _write(
         self,
@@ -212,13 +221,15 @@ class WritingServer(CreatingServer):
                         }
                     ],
                 )
-        if subresource != "status" and kind.key in self.defaulters:
-            self.defaulters[kind.key](new)
+        if subresource != "status":
+            self._default(kind, new)
+        elif strict.has_schema(kind):
+            strict.apply_defaults(kind, new)
         if kind.generation and spec_part(new) != spec_part(current):
             meta["generation"] = int(old_meta.get("generation") or 1) + 1
         warnings: list[str] = []
+        self._validate(kind, new, current)
         if subresource != "status":
-            self._validate(kind, new, current)
             warnings = self._admit(kind, "UPDATE", new, current)
         if comparable(new) == comparable(current):
             return Result(current, warnings)

@@ -21,6 +21,7 @@ from sandbox.kinds import (
 )
 from sandbox.protobuf import CONTENT_TYPE as PROTOBUF
 from sandbox.store import Obj
+from sandbox.strict import loads_tracking_duplicates
 
 
 class RequestIO(BaseHTTPRequestHandler):
@@ -91,10 +92,12 @@ class RequestIO(BaseHTTPRequestHandler):
         content_type = (self.headers.get("Content-Type") or "application/json").split(";")[0].strip()
         if content_type == PROTOBUF:
             raise errors.unsupported_media_type(content_type)
+        self.body_duplicates: list[str] = []
         try:
             if content_type in ("application/yaml", "application/apply-patch+yaml"):
                 return yaml.safe_load(raw)
-            return json.loads(raw)
+            doc, self.body_duplicates = loads_tracking_duplicates(raw)
+            return doc
         except (ValueError, yaml.YAMLError) as exc:
             raise errors.bad_request(f"the body of the request could not be decoded: {exc}") from None
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sandbox import errors
+from sandbox import errors, strict
 from sandbox.api.context import is_true
 from sandbox.api.listwatch import Watches
 from sandbox.api.reviews import AccessReviews
@@ -51,6 +51,7 @@ class Verbs(Watches, AccessReviews):
             raise errors.bad_request(f'Invalid dryRun value: "{query["dryRun"]}": supported values: "All"')
         manager = query.get("fieldManager") or (self.headers.get("User-Agent") or "unknown").split("/")[0]
         server = self.api.server
+        validation = strict.field_validation(query) if verb in ("create", "update", "patch") else strict.IGNORE
         if verb == "get":
             obj = self.api.store.must_get(kind, namespace, name)
             self._send_object(kind, obj, 200)
@@ -60,17 +61,34 @@ class Verbs(Watches, AccessReviews):
             self._watch(kind, namespace, query)
         elif verb == "create":
             body = self._json_body(self._body())
-            result = server.create(kind, namespace, body, manager=manager, dry_run=dry_run)
+            result = server.create(
+                kind,
+                namespace,
+                body,
+                manager=manager,
+                dry_run=dry_run,
+                field_validation=validation,
+                duplicates=self.body_duplicates,
+            )
             self._send_object(kind, result.obj, 201, result.warnings)
         elif verb == "update":
             body = self._json_body(self._body())
             result = server.update(
-                kind, namespace, name, body, manager=manager, subresource=subresource, dry_run=dry_run
+                kind,
+                namespace,
+                name,
+                body,
+                manager=manager,
+                subresource=subresource,
+                dry_run=dry_run,
+                field_validation=validation,
+                duplicates=self.body_duplicates,
             )
             self._send_object(kind, result.obj, 200, result.warnings)
         elif verb == "patch":
             content_type = (self.headers.get("Content-Type") or "").split(";")[0].strip()
             raw = self._body()
+            self.body_duplicates = []
             if content_type in (PATCH_APPLY, PATCH_APPLY_CBOR):
                 patch_body: Any = raw
                 if content_type == PATCH_APPLY_CBOR:
@@ -88,6 +106,8 @@ class Verbs(Watches, AccessReviews):
                 subresource=subresource,
                 force=force,
                 dry_run=dry_run,
+                field_validation=validation,
+                duplicates=self.body_duplicates,
             )
             self._send_object(kind, result.obj, 201 if result.created else 200, result.warnings)
         elif verb == "delete":
