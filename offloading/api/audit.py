@@ -27,6 +27,7 @@ from offloading.auditfilters import AuditFilterSet
 from offloading.models import AuditEvent
 
 from .serializers import AuditEventSerializer
+from .views import NamedNotFoundMixin
 
 COLUMNS = ("seq", "time", "userName", "source", "action", "namespace", "change", "outcome", "message",
            "before", "after", "requestId", "hash")  # fmt: skip
@@ -100,7 +101,8 @@ class CSVRenderer(BaseRenderer):
         return b"" if data is None else json.dumps(data).encode()
 
 
-class AuditEventViewSet(viewsets.ReadOnlyModelViewSet):
+class AuditEventViewSet(NamedNotFoundMixin, viewsets.ReadOnlyModelViewSet):
+    not_found_kind = "auditevents"
     queryset = AuditEvent.objects.order_by("-seq")
     serializer_class = AuditEventSerializer
     filter_backends = [DjangoFilterBackend]

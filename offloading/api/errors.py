@@ -84,7 +84,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     else:
         detail = getattr(exc, "detail", None)
         message = str(detail) if detail is not None else REASONS.get(code, "error")
-        response.data = status_data(code, message, getattr(exc, "causes", None))
+        named = {"name": getattr(exc, "name", ""), "kind": getattr(exc, "kind", "")}
+        response.data = status_data(code, message, getattr(exc, "causes", None), **named)
     return response
 
 

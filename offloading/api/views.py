@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from django.db.models import Count
-from django.shortcuts import get_object_or_404
+from django.http import Http404
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
+from rest_framework.exceptions import NotFound
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -82,6 +83,36 @@ class SnapshotHeadersMixin:
         return response
 
 
+class ObjectNotFound(NotFound):
+    """A 404 that names what was not found, as the Kubernetes API server does: the message
+    ``namespaces "shopx" not found`` and ``details.name`` / ``details.kind`` in the Status."""
+
+    def __init__(self, kind: str, name: Any) -> None:
+        self.kind = kind
+        self.name = str(name)[:253]
+        super().__init__(f'{kind} "{self.name}" not found')
+
+
+class NamedNotFoundMixin:
+    """``get_object`` of a viewset whose 404 names the object (``kind``: the resource, plural)."""
+
+    not_found_kind = ""
+
+    def get_object(self) -> Any:
+        try:
+            return super().get_object()  # type: ignore[misc]
+        except Http404 as exc:
+            lookup = self.lookup_url_kwarg or self.lookup_field  # type: ignore[attr-defined]
+            raise ObjectNotFound(self.not_found_kind, self.kwargs.get(lookup, "")) from exc  # type: ignore[attr-defined]
+
+
+def namespace_or_404(name: str) -> Namespace:
+    try:
+        return Namespace.objects.get(name=name)
+    except Namespace.DoesNotExist:
+        raise ObjectNotFound("namespaces", name) from None
+
+
 def _expected_generation(request: Request, body: dict[str, Any]) -> int | None:
     """The generation the client based its change on: ``If-Match: "<generation>"`` or the body."""
     header = if_match_generation(request)
@@ -94,7 +125,8 @@ class SnapshotView(SnapshotHeadersMixin, APIView):
         return Response(SnapshotSerializer(SnapshotState.get()).data)
 
 
-class ClusterViewSet(SnapshotHeadersMixin, viewsets.ReadOnlyModelViewSet):
+class ClusterViewSet(NamedNotFoundMixin, SnapshotHeadersMixin, viewsets.ReadOnlyModelViewSet):
+    not_found_kind = "clusters"
     queryset = Cluster.objects.all()
     serializer_class = ClusterSerializer
     lookup_field = "cluster_id"
@@ -116,8 +148,10 @@ class ClusterViewSet(SnapshotHeadersMixin, viewsets.ReadOnlyModelViewSet):
         return context
 
 
-class NamespaceViewSet(SnapshotHeadersMixin, viewsets.ReadOnlyModelViewSet):
+class NamespaceViewSet(NamedNotFoundMixin, SnapshotHeadersMixin, viewsets.ReadOnlyModelViewSet):
     """Namespaces and their offloading. PUT/DELETE ``offloading`` queue a change (202)."""
+
+    not_found_kind = "namespaces"
 
     queryset = Namespace.objects.prefetch_related("cluster_states")
     serializer_class = NamespaceSerializer
@@ -134,7 +168,7 @@ class NamespaceViewSet(SnapshotHeadersMixin, viewsets.ReadOnlyModelViewSet):
     @extend_schema(request=OffloadSerializer, responses={202: ChangeRequestSerializer})
     @action(detail=True, methods=["put"], url_path="offloading")
     def offload(self, request: Request, name: str) -> Response:
-        namespace = get_object_or_404(Namespace, name=name)
+        namespace = namespace_or_404(name)
         serializer = OffloadSerializer(data=request.data, context={"namespace": namespace})
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
@@ -154,7 +188,7 @@ class NamespaceViewSet(SnapshotHeadersMixin, viewsets.ReadOnlyModelViewSet):
     @extend_schema(responses={202: ChangeRequestSerializer})
     @offload.mapping.delete
     def unoffload(self, request: Request, name: str) -> Response:
-        get_object_or_404(Namespace, name=name)  # a 404 for an unknown namespace, before any rule
+        namespace_or_404(name)  # a 404 for an unknown namespace, before any rule
         expected = _expected_generation(request, {})
         try:
             change = request_unoffload(name, current_actor(), expected_generation=expected)
@@ -166,7 +200,7 @@ class NamespaceViewSet(SnapshotHeadersMixin, viewsets.ReadOnlyModelViewSet):
     @action(detail=True, methods=["post"], renderer_classes=PREVIEW_RENDERERS)
     def preview(self, request: Request, name: str) -> Response:
         """What the spec would do, computed from the snapshot; invalid input is part of the answer."""
-        namespace = get_object_or_404(Namespace, name=name)
+        namespace = namespace_or_404(name)
         serializer = OffloadSerializer(data=request.data, context={"namespace": namespace})
         if not serializer.is_valid():
             return Response({"valid": False, "errors": serializer.errors})
@@ -231,7 +265,8 @@ def _explanation(vn: str, why: dict[str, Any], shown: dict[int, list[dict[str, A
     return {"virtualNode": vn, **{camel(k): v for k, v in why.items()}, "terms": terms}
 
 
-class ChangeRequestViewSet(SnapshotHeadersMixin, viewsets.ReadOnlyModelViewSet):
+class ChangeRequestViewSet(NamedNotFoundMixin, SnapshotHeadersMixin, viewsets.ReadOnlyModelViewSet):
+    not_found_kind = "changerequests"
     queryset = ChangeRequest.objects.all()
     serializer_class = ChangeRequestSerializer
     filterset_class = ChangeRequestFilterSet
@@ -252,7 +287,10 @@ class ChangeRequestViewSet(SnapshotHeadersMixin, viewsets.ReadOnlyModelViewSet):
         return Response(ChangeRequestSerializer(change).data, status=status.HTTP_202_ACCEPTED)
 
 
-class BulkRequestViewSet(SnapshotHeadersMixin, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
+class BulkRequestViewSet(
+    NamedNotFoundMixin, SnapshotHeadersMixin, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet
+):
+    not_found_kind = "bulkrequests"
     queryset = BulkRequest.objects.with_progress()
     serializer_class = BulkRequestSerializer
     filter_backends: list[Any] = []
