@@ -134,8 +134,12 @@ def annotate_inventory(namespaces: Any) -> None:
         ns.warnings = warnings.get(ns.name, 0)
 
 
-def inventory_context(namespace_name: str, since: Any = None) -> dict[str, Any]:
-    """The pods of a namespace (where they run) and its events, warnings first."""
+POD_ROWS, EVENT_ROWS = 200, 50  # a page of a namespace's pods and events; the pages say how many there are
+
+
+def inventory_context(namespace_name: str, since: Any = None, request: HttpRequest | None = None) -> dict[str, Any]:
+    """The pods of a namespace (where they run) and its events, warnings first: a page of each
+    (``?pods=`` and ``?events=`` in ``request``'s query string), with how many there are in all."""
     from django.db.models import Case, IntegerField, When
 
     from offloading.inventory_models import KubeEvent, Pod
@@ -145,14 +149,20 @@ def inventory_context(namespace_name: str, since: Any = None) -> dict[str, Any]:
     if since is not None:
         events = events.filter(last_time__gte=since)
     warning_first = Case(When(type="Warning", then=0), default=1, output_field=IntegerField())
-    pods = list(Pod.objects.filter(namespace=namespace_name).order_by("cluster_id", "name")[:200])
+    pods_page = capped(
+        Pod.objects.filter(namespace=namespace_name).order_by("cluster_id", "name"), request, "pods", POD_ROWS
+    )
+    pods = list(pods_page.object_list)
     # A peer that appeared after the pod was written: its node's name tells where the pod runs.
     clusters = dict(VirtualNode.objects.filter(name__in={p.node_name for p in pods}).values_list("name", "cluster_id"))
     for pod in pods:
         pod.cluster_id = pod.cluster_id or clusters.get(pod.node_name, "")
+    events_page = capped(events.order_by(warning_first, "-last_time"), request, "events", EVENT_ROWS)
     return {
         "pods": pods,
-        "kube_events": list(events.order_by(warning_first, "-last_time")[:50]),
+        "pods_page": pods_page,
+        "kube_events": list(events_page.object_list),
+        "events_page": events_page,
     }
 
 
@@ -162,3 +172,18 @@ def split_labels(labels: dict[str, str]) -> tuple[list[tuple[str, str]], list[tu
     distinctive = sorted((k, v) for k, v in labels.items() if k not in standard_keys)
     standard = sorted((k, v) for k, v in labels.items() if k in standard_keys)
     return distinctive, standard
+
+
+def capped(items: Any, request: HttpRequest | None, param: str, per_page: int) -> Any:
+    """A page of ``items`` for a list that shows at most ``per_page`` rows: the page asked for in the
+    query string's ``param`` (the other parameters are kept by its links, see ``_shown.html``), with
+    ``param`` and ``query`` set on it so the template can say how many there are and link to the rest."""
+    from django.core.paginator import Paginator
+
+    page = Paginator(items, per_page).get_page(request.GET.get(param) if request is not None else None)
+    query = request.GET.copy() if request is not None else None
+    if query is not None:
+        query.pop(param, None)
+    page.param = param if request is not None else ""  # type: ignore[attr-defined]
+    page.query = query.urlencode() if query is not None else ""  # type: ignore[attr-defined]
+    return page

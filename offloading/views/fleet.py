@@ -31,6 +31,7 @@ from offloading.templatetags.offloading_extras import tone
 from offloading.views.common import (
     HtmxHttpRequest,
     annotate_inventory,
+    capped,
     inventory_context,
 )
 from offloading.views.drift import open_drift
@@ -46,6 +47,7 @@ from offloading.views.rows import (
 
 CLUSTERS_PER_PAGE = 50
 MATRIX_COLUMNS = 20  # what fits across 1440 px
+HISTORY_ROWS, CHANGE_ROWS = 30, 10  # a namespace page's status history (a page of it) and recent changes
 
 
 @login_required
@@ -173,17 +175,19 @@ def matrix_cells(clusters: list[str], states: dict[str, ClusterOffloading]) -> s
 @require_GET
 def namespace_detail(request: HttpRequest, name: str) -> HttpResponse:
     namespace = get_object_or_404(Namespace, name=name)
-    changes = ChangeRequest.objects.filter(namespace=name)[:10]
-    history = StatusTransition.objects.filter(namespace=name)[:30]
+    changes = ChangeRequest.objects.filter(namespace=name)
+    history = capped(StatusTransition.objects.filter(namespace=name), request, "history", HISTORY_ROWS)
     return render(
         request,
         "offloading/namespace_detail.html",
         {
             "namespace": namespace,
-            "changes": changes,
-            "history": history,
+            "changes": changes[:CHANGE_ROWS],
+            "changes_total": changes.count(),
+            "history": history.object_list,
+            "history_page": history,
             **status_context(namespace),
-            **inventory_context(namespace.name),
+            **inventory_context(namespace.name, request=request),
             **open_drift(namespace),
             "findings": diagnose(namespace),
         },

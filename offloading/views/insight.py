@@ -20,13 +20,15 @@ from offloading.inventory_models import KubeEvent, Pod
 from offloading.liqo import constants as liqo
 from offloading.liqo.peers import MODULE_UNHEALTHY
 from offloading.models import ChangeRequest, Cluster, ClusterOffloading, Namespace, SnapshotState, VirtualNode
-from offloading.views.common import annotate_inventory, split_labels
+from offloading.views.common import annotate_inventory, capped, split_labels
 
 SIZE, CENTER, RADIUS = 640, 320, 240  # the topology picture's square, its centre, the peers' circle
 # From this many peers on, horizontal labels would collide near the top and bottom of the circle: the
 # labels run along the radius instead, around a smaller circle that leaves room for 18 characters.
 RADIAL_FROM, RADIAL_RADIUS = 13, 175
 HOSTED_SHOWN = 50  # rows of hosted namespaces on a peer's page; the namespace list filtered on it has all
+POD_ROWS = 300  # a page of the pods running on a peer
+ATTENTION_ROWS, RECENT_ROWS = 20, 10  # the overview's troubled namespaces; its failed and recent changes, warnings
 
 
 @dataclass
@@ -106,13 +108,11 @@ def overview(request: HttpRequest) -> HttpResponse:
     phases = dict(
         Namespace.objects.filter(offloaded=True).values_list("offloading_phase").annotate(n=Count("id")).order_by()
     )
-    troubled = list(
-        Namespace.objects.filter(offloaded=True)
-        .exclude(offloading_phase__in=["Ready", "NoClusterSelected"])
-        .defer("offloading_status")
-        .order_by("offloading_phase", "name")[:20]
-    )
+    troubled_all = Namespace.objects.filter(offloaded=True).exclude(offloading_phase__in=["Ready", "NoClusterSelected"])
+    troubled = list(troubled_all.defer("offloading_status").order_by("offloading_phase", "name")[:ATTENTION_ROWS])
     annotate_inventory(troubled)
+    failed = ChangeRequest.objects.filter(state__in=[ChangeState.FAILED, ChangeState.CONFLICT])
+    warnings = KubeEvent.objects.filter(type="Warning").order_by("-last_time")
     context = {
         "state": SnapshotState.get(),
         "peers": topology(clusters, hosted, pods),
@@ -124,9 +124,16 @@ def overview(request: HttpRequest) -> HttpResponse:
         "phases": sorted(phases.items()),
         "not_offloaded": Namespace.objects.filter(offloaded=False).count(),
         "troubled": troubled,
-        "failed_changes": ChangeRequest.objects.filter(state__in=[ChangeState.FAILED, ChangeState.CONFLICT])[:10],
-        "recent_changes": ChangeRequest.objects.all()[:10],
-        "warnings": KubeEvent.objects.filter(type="Warning").order_by("-last_time")[:10],
+        # What each capped list leaves out: its count, and the phases it is made of (links to the rest).
+        "troubled_total": len(troubled) if len(troubled) < ATTENTION_ROWS else troubled_all.count(),
+        "troubled_phases": sorted(p for p in phases if p not in ("Ready", "NoClusterSelected")),
+        "failed_changes": failed[:RECENT_ROWS],
+        "failed_total": failed.count(),
+        "recent_changes": ChangeRequest.objects.all()[:RECENT_ROWS],
+        "changes_total": ChangeRequest.objects.count(),
+        "warnings": warnings[:RECENT_ROWS],
+        "warnings_total": warnings.count(),
+        "warned_namespaces": warnings.values("namespace").distinct().count(),
         "pods_remote": sum(pods.values()),
         # For admins: whether the webhook is set and how its last delivery went.
         "notifications": alerts.overview_status() if roles.role_of(request.user) == roles.ADMIN else None,
@@ -146,6 +153,7 @@ def cluster_detail(request: HttpRequest, cluster_id: str) -> HttpResponse:
         fine=Case(When(state=liqo.REASON_NAMESPACE_CREATED, then=1), default=0, output_field=IntegerField())
     ).order_by("fine", "namespace__name")
     running = Pod.objects.filter(cluster_id=cluster_id)
+    pods_page = capped(running.order_by("namespace", "name"), request, "pods", POD_ROWS)
     context = {
         "cluster": cluster,
         "nodes": [(node, *split_labels(node.labels or {})) for node in nodes],
@@ -154,7 +162,8 @@ def cluster_detail(request: HttpRequest, cluster_id: str) -> HttpResponse:
         "hosted_total": hosted.count(),
         "hosted_selected": hosted.filter(selected=True).count(),
         "hosted_states": sorted(hosted.values_list("state").annotate(n=Count("id")).order_by()),
-        "pods": running.order_by("namespace", "name")[:300],
+        "pods": pods_page.object_list,
+        "pods_page": pods_page,
         "pending": running.filter(~Q(phase="Running")).count(),
         **tenant_side(cluster),
     }

@@ -1,0 +1,70 @@
+"""Friction found in a user test: lists that cap their rows say how many there are and link to the rest;
+and the other items of the issue (see each test)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.urls import reverse
+
+from offloading.inventory_models import KubeEvent, Pod
+from offloading.models import ChangeRequest, Namespace, StatusTransition
+
+from .test_pages import fleet  # noqa: F401
+
+pytestmark = pytest.mark.django_db
+
+
+def _pods(n: int, namespace: str = "shop", cluster_id: str = "milan") -> None:
+    Pod.objects.bulk_create(
+        Pod(namespace=namespace, name=f"web-{i:04d}", node_name=cluster_id, cluster_id=cluster_id, phase="Running")
+        for i in range(n)
+    )
+
+
+def test_a_namespace_with_300_pods_says_so_and_links_to_the_rest(admin_client: Any, fleet: Any) -> None:  # noqa: F811
+    _pods(300)
+    url = reverse("offloading:namespace_detail", args=["shop"])
+    page = admin_client.get(url).content.decode()
+    assert "1–200 of 300 pods" in page and 'href="?pods=2#pods"' in page
+    assert "web-0199" in page and "web-0200" not in page
+    rest = admin_client.get(url + "?pods=2").content.decode()
+    assert "201–300 of 300 pods" in rest and "web-0299" in rest and "web-0199" not in rest
+
+
+def test_events_history_and_changes_of_a_namespace_say_what_is_not_shown(admin_client: Any, fleet: Any) -> None:  # noqa: F811
+    KubeEvent.objects.bulk_create(
+        KubeEvent(uid=f"e{i}", namespace="shop", involved_kind="Namespace", involved_name="shop", type="Normal")
+        for i in range(60)
+    )
+    StatusTransition.objects.bulk_create(
+        StatusTransition(namespace="shop", old="InProgress", new="Ready") for _ in range(35)
+    )
+    for _ in range(12):
+        ChangeRequest.objects.create(namespace="shop", action="update", state="applied", requester_name="admin")
+    page = admin_client.get(reverse("offloading:namespace_detail", args=["shop"]) + "?history=1").content.decode()
+    assert "1–50 of 60 events" in page and 'href="?history=1&amp;events=2#events"' in page
+    assert "1–30 of 35 transitions" in page and 'href="?history=2#history"' in page
+    assert "The 10 newest of 12 changes" in page and "/audit/?namespace=shop" in page
+
+
+def test_a_peer_page_says_how_many_pods_run_there(admin_client: Any, fleet: Any) -> None:  # noqa: F811
+    _pods(301)
+    page = admin_client.get(reverse("offloading:cluster_detail", args=["milan"])).content.decode()
+    assert "1–300 of 301 pods" in page and 'href="?pods=2#pods"' in page
+
+
+def test_the_overview_says_what_its_short_lists_leave_out(admin_client: Any, fleet: Any) -> None:  # noqa: F811
+    for i in range(25):
+        Namespace.objects.create(name=f"broken-{i:02d}", offloaded=True, offloading_phase="AllFailed")
+    for i in range(12):
+        ChangeRequest.objects.create(namespace="shop", action="update", state="failed", requester_name="admin")
+        KubeEvent.objects.create(
+            uid=f"w{i}", namespace=f"broken-{i % 3:02d}", involved_kind="Namespace", type="Warning"
+        )
+    page = admin_client.get(reverse("offloading:home")).content.decode()
+    assert "20 of 25 namespaces not Ready shown" in page and "/namespaces/?phase=AllFailed" in page
+    assert "10 newest of 12 failed or conflicting changes" in page and "/changes/?state=failed" in page
+    assert "The 10 newest of 12 warnings, about 3 namespaces" in page
+    assert 'The 10 newest of 12: <a href="/changes/">all changes</a>' in page
