@@ -68,3 +68,36 @@ def test_the_overview_says_what_its_short_lists_leave_out(admin_client: Any, fle
     assert "10 newest of 12 failed or conflicting changes" in page and "/changes/?state=failed" in page
     assert "The 10 newest of 12 warnings, about 3 namespaces" in page
     assert 'The 10 newest of 12: <a href="/changes/">all changes</a>' in page
+
+
+def test_the_make_run_banner_waits_for_readyz() -> None:
+    """`make run` says "is up" once /readyz answers 200, not when the port opens (10-15 s before)."""
+    import threading
+    import time
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from offloading.management.commands.run_demo import wait_for_ready
+
+    ready_at = time.monotonic() + 1.0
+    asked: list[int] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            status = 200 if self.path == "/readyz" and time.monotonic() >= ready_at else 503
+            asked.append(status)
+            self.send_response(status)
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        port = server.server_address[1]
+        assert wait_for_ready(port, 0.3, interval=0.05) is False, "the port is open, /readyz is 503"
+        assert wait_for_ready(port, 10, interval=0.05) is True
+        assert time.monotonic() >= ready_at and asked[-1] == 200 and 503 in asked
+    finally:
+        server.shutdown()
+        server.server_close()

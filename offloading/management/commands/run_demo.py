@@ -57,6 +57,25 @@ def wait_for_port(port: int, timeout: float) -> bool:
     return False
 
 
+def wait_for_ready(port: int, timeout: float, interval: float = 0.5) -> bool:
+    """Whether ``/readyz`` on ``port`` answered 200 within ``timeout`` seconds: the database, the broker
+    and the API server answer (the port alone opens 10-15 s before, while the snapshot is still empty)."""
+    import urllib.error
+    import urllib.request
+
+    deadline = time.monotonic() + timeout
+    url = f"http://127.0.0.1:{port}/readyz"
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:  # noqa: S310 - a fixed local http URL
+                if response.status == 200:
+                    return True
+        except (urllib.error.URLError, OSError, ValueError):
+            pass
+        time.sleep(interval)
+    return False
+
+
 @dataclass
 class Program:
     name: str
@@ -222,9 +241,15 @@ class Command(BaseCommand):
         banner = f"\n  liqo-dash is up: {url}\n  login: {username} / {demo_password()}\n  (Ctrl-C stops everything)\n"
 
         def announce() -> None:
-            if wait_for_port(web_port, 120):
+            # Once the dashboard is ready (/readyz 200), not when its port opens: a page opened earlier
+            # would show an empty snapshot or an error.
+            if wait_for_ready(web_port, 300):
                 sys.stdout.write(banner)
-                sys.stdout.flush()
+            elif wait_for_port(web_port, 1):
+                sys.stdout.write(
+                    f"\n  liqo-dash answers at {url} but /readyz is not 200 yet (see the log above)\n{banner}"
+                )
+            sys.stdout.flush()
 
         def stop(signum: int, frame: Any) -> None:
             raise KeyboardInterrupt
