@@ -133,6 +133,12 @@ def check_audience(payload: dict[str, Any], client_id: str) -> None:
 class RoleMappingOIDCBackend(OIDCAuthenticationBackend):
     """Users keyed by (issuer, sub); role and scope groups from the groups claim (module docstring)."""
 
+    def authenticate(self, request: Any, **kwargs: Any) -> Any:
+        """Only for the callback: a password sign-in with ``?code=&state=`` in its URL is not SSO."""
+        if request is None or request.path != reverse(settings.OIDC_AUTHENTICATION_CALLBACK_URL):
+            return None
+        return super().authenticate(request, **kwargs)
+
     def get_or_create_user(self, access_token: Any, id_token: Any, payload: dict[str, Any]) -> Any:
         # ``payload`` is the ID token's, its signature and nonce already verified by the library.
         issuer = expected_issuer(str(payload.get("iss") or ""))

@@ -159,6 +159,16 @@ def test_refusals_through_authenticate_sign_in_nobody(sso_settings: Any, admin_u
     assert not OidcIdentity.objects.exists()
 
 
+@pytest.mark.django_db
+def test_only_the_callback_authenticates_with_sso(sso_settings: Any, rf: RequestFactory) -> None:
+    backend = oidc.RoleMappingOIDCBackend()
+    backend.get_token = lambda payload: pytest.fail("no token request")  # type: ignore[method-assign]
+    request = rf.post("/accounts/login/?code=c&state=s", {"username": "admin", "password": "x"})
+    request.session = SessionStore()
+    assert backend.authenticate(request, username="admin", password="x") is None
+    assert backend.authenticate(None) is None
+
+
 # --- Checks on the tokens ---------------------------------------------------------------------------
 
 

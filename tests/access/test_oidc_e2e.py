@@ -74,6 +74,11 @@ def _answers(url: str) -> bool:
 class Provider:
     issuer: str
     log: Path
+    proc: subprocess.Popen[bytes] = field(repr=False)
+
+    @property
+    def port(self) -> int:
+        return int(self.issuer.rsplit(":", 1)[1])
 
 
 @dataclass
@@ -107,11 +112,13 @@ class Stack:
         self.procs.append(proc)
         return proc
 
-    def provider(self, name: str, accounts: list[dict[str, Any]], redirect_uris: list[str]) -> Provider:
+    def provider(
+        self, name: str, accounts: list[dict[str, Any]], redirect_uris: list[str], port: int | None = None
+    ) -> Provider:
         assert (ROOT / "node_modules" / "oidc-provider").exists(), (
             "run `npm ci` (package-lock.json) to get oidc-provider"
         )
-        port = free_port()
+        port = port or free_port()
         accounts_file = self.tmp_path / f"{name}-accounts.json"
         accounts_file.write_text(json.dumps(accounts))
         log = self.tmp_path / f"{name}.log"
@@ -127,7 +134,7 @@ class Stack:
             message=f"OpenID provider {name}",
         )
         assert proc.poll() is None, log.read_text()
-        return Provider(issuer, log)
+        return Provider(issuer, log, proc)
 
     def dashboard(self, name: str, port: int, provider: Provider, **extra: str) -> Dashboard:
         """The dashboard's web process, configured for ``provider`` by its environment only."""
@@ -409,3 +416,25 @@ def test_session_refresh_goes_to_the_provider_and_back_silently(stack: Stack, br
     assert page.goto(f"{dashboard.url}/namespaces/").status == 200
     assert [url for _, url in answers] == [f"{dashboard.url}/namespaces/"]
     assert "olga" in user_menu(page)
+
+
+def test_a_refresh_the_provider_refuses_signs_the_user_out(stack: Stack, browser: Any) -> None:
+    """The provider has forgotten the user's session (it restarted: its sessions are in memory), so the
+    silent refresh comes back with login_required: the dashboard signs the user out, without an error."""
+    port = free_port()
+    provider = stack.provider("provider-a", [OLGA], [callback(port)])
+    dashboard = stack.dashboard(
+        "dashboard-a", port, provider, OIDC_OP_ISSUER=provider.issuer, OIDC_RENEW_ID_TOKEN_EXPIRY_SECONDS="2"
+    )
+    page = new_page(browser)
+    sso_sign_in(page, dashboard, provider, OLGA["sub"])
+    _stop(provider.proc)
+    restarted = stack.provider("provider-a-again", [OLGA], [callback(port)], port=provider.port)
+    assert restarted.issuer == provider.issuer
+    time.sleep(2.5)  # the renewal interval under test (OIDC_RENEW_ID_TOKEN_EXPIRY_SECONDS=2) runs out
+
+    response = page.goto(f"{dashboard.url}/namespaces/")
+    assert response.status == 200 and "/accounts/login/" in page.url, page.url
+    assert "Sign in with single sign-on" in page.content()
+    page.goto(f"{dashboard.url}/namespaces/")
+    assert "/accounts/login/" in page.url  # signed out, not only redirected once
