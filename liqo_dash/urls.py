@@ -5,6 +5,9 @@ from drf_spectacular.views import SpectacularAPIView
 
 from offloading import health, metrics
 from offloading.api.docs import SwaggerView
+from offloading.views import admingate
+
+admingate.install(admin.site)  # a signed-in user who is not staff: a 403 page, not the admin's login
 
 urlpatterns = [
     # Probes and scrapes: no login (see offloading/health.py and offloading/metrics.py).

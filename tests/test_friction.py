@@ -101,3 +101,20 @@ def test_the_make_run_banner_waits_for_readyz() -> None:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_signed_in_non_admin_gets_a_refusal_at_admin(client: Any, django_user_model: Any, admin_user: Any) -> None:
+    from django.contrib.auth.models import Group
+
+    user = django_user_model.objects.create_user("viewer", password="pw-viewer-123")
+    user.groups.add(Group.objects.get(name="viewer"))
+    client.force_login(user)
+    for path in ("/admin/", "/admin/login/", "/admin/auth/user/"):
+        response = client.get(path)
+        assert response.status_code == 403, path
+        assert "Admins only" in response.content.decode()
+    # Anonymous: the admin's login page; staff: the admin itself.
+    client.logout()
+    assert client.get("/admin/").status_code == 302
+    client.force_login(admin_user)
+    assert client.get("/admin/").status_code == 200
