@@ -45,6 +45,6 @@ def install(site: AdminSite) -> None:
     def gated_admin_view(view: Callable[..., HttpResponse], cacheable: bool = False) -> Callable[..., HttpResponse]:
         return _gate(admin_view(view, cacheable))
 
-    site.admin_view = gated_admin_view  # type: ignore[method-assign]
+    site.admin_view = gated_admin_view  # type: ignore[method-assign, assignment]
     site.login = _gate(site.login)  # type: ignore[method-assign]
     site._staff_gate = True  # type: ignore[attr-defined]
