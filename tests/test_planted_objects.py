@@ -369,6 +369,9 @@ def test_generated_offloadings_never_break_a_page(admin_client: Any, sandbox: An
         assert not failures, "\n".join(failures)
 
     planted()
+    from offloading.models import Namespace
+
+    assert Namespace.objects.filter(name__startswith="hyp-", offloaded=True).count() == 25
 
 
 # -- the browser: no page wider than the window, cluster data bidi-isolated -------------------------
