@@ -5,7 +5,8 @@ Rules: the selector matches no cluster; the phase is not Ready after DIAGNOSIS_S
 setting; with the per-cluster reasons); a remote namespace cannot be created on a peer (CreationLoopBackOff: often the name is taken
 there); Terminating for longer than that; a selected peer's offloading module is unhealthy;
 Liqo has not reconciled the newest spec (observedGeneration behind); the scheduling label is missing
-while the pod strategy needs it; pods pending because no selected virtual node has room.
+while the pod strategy needs it; pods pending because no selected virtual node has room. Before any
+of it is stuck, a selected cluster in Creating says what Liqo is doing there and what to check.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ class Finding:
     title: str
     explanation: str
     action: str
-    severity: str = "warn"  # or "bad"
+    severity: str = "warn"  # or "bad", or "info" (nothing wrong yet: what is going on)
 
 
 def _phase_since(namespace: Namespace) -> Any:
@@ -90,6 +91,41 @@ def _not_ready(namespace: Namespace, now: Any) -> Finding | None:
         + ("; ".join(reasons) or "No per-cluster reason reported."),
         "Open the clusters named above; fix the peer or deselect it in the cluster selector.",
         "bad",
+    )
+
+
+# What a cluster in Creating means, from the first second (the not-ready rule waits for the stuck time).
+CREATING_DOING = (
+    "Liqo is creating the twin namespace there: the offloading controller on this cluster asks the peer, "
+    "through the peering, to create the remote namespace, and reports NamespaceCreated once it exists."
+)
+CREATING_CHECK = (
+    "It usually takes seconds. If it lasts, check on the peer's page that its offloading module and "
+    "virtual node are healthy and that networking and authentication are Healthy; a namespace of the same "
+    "name that already exists on the peer turns this into CreationLoopBackOff."
+)
+
+
+def creating_hint(state: str) -> str:
+    """What Liqo is doing and what to check, for a cluster whose state is ``Creating`` (else "")."""
+    return f"{CREATING_DOING} {CREATING_CHECK}" if state == liqo.REASON_CREATING else ""
+
+
+def _creating(namespace: Namespace) -> Finding | None:
+    creating = list(
+        namespace.cluster_states.filter(selected=True, state=liqo.REASON_CREATING)
+        .order_by("cluster_id")
+        .values_list("cluster_id", flat=True)
+    )
+    if not creating:
+        return None
+    shown = ", ".join(creating[:5]) + (f" and {len(creating) - 5} more" if len(creating) > 5 else "")
+    return Finding(
+        "creating",
+        f"Creating the remote namespace on {shown}",
+        CREATING_DOING,
+        CREATING_CHECK + f" After {_minutes(stuck_minutes())} this is reported as stuck, with each cluster's reason.",
+        "info",
     )
 
 
@@ -192,14 +228,19 @@ def _pods_without_room(namespace: Namespace) -> Finding | None:
     )
 
 
-def diagnose(namespace: Namespace) -> list[Finding]:
-    """What is stuck in ``namespace``'s offloading, and how to fix it (empty when nothing is)."""
+def diagnose(namespace: Namespace, notes: bool = False) -> list[Finding]:
+    """What is stuck in ``namespace``'s offloading, and how to fix it (empty when nothing is); with
+    ``notes`` (the namespace page), also what is going on while nothing is stuck yet (severity "info",
+    never an alert)."""
     if not namespace.offloaded:
         return []
     now = timezone.now()
+    not_ready = _not_ready(namespace, now)
     checks = (
         _no_cluster(namespace),
-        _not_ready(namespace, now),
+        not_ready,
+        # Until it is stuck: what Liqo is doing on the clusters in Creating, and what to check.
+        _creating(namespace) if notes and not_ready is None else None,
         _loop_backoff(namespace),
         _terminating(namespace, now),
         _unhealthy_peers(namespace),

@@ -118,3 +118,19 @@ def test_a_signed_in_non_admin_gets_a_refusal_at_admin(client: Any, django_user_
     assert client.get("/admin/").status_code == 302
     client.force_login(admin_user)
     assert client.get("/admin/").status_code == 200
+
+
+def test_a_cluster_in_creating_says_what_liqo_does_from_the_start(admin_client: Any, fleet: Any) -> None:  # noqa: F811
+    from offloading.diagnosis import CREATING_CHECK, CREATING_DOING, diagnose
+    from offloading.models import ClusterOffloading
+
+    ClusterOffloading.objects.filter(cluster_id="milan").update(state="Creating")
+    Namespace.objects.filter(name="shop").update(offloading_phase="InProgress")
+    shop = Namespace.objects.get(name="shop")
+    assert "creating" in [f.rule for f in diagnose(shop, notes=True)], "from the first second"
+    assert "creating" not in [f.rule for f in diagnose(shop)], "a note, never an alert"
+    page = admin_client.get(reverse("offloading:namespace_detail", args=["shop"])).content.decode()
+    assert "Creating the remote namespace on milan" in page and "<em>Check:</em>" in page
+    status = admin_client.get(reverse("offloading:namespace_status", args=["shop"])).content.decode()
+    assert 'class="small creating-hint"' in status
+    assert CREATING_DOING.split(":")[0] in status and "CreationLoopBackOff" in CREATING_CHECK

@@ -189,7 +189,7 @@ def namespace_detail(request: HttpRequest, name: str) -> HttpResponse:
             **status_context(namespace),
             **inventory_context(namespace.name, request=request),
             **open_drift(namespace),
-            "findings": diagnose(namespace),
+            "findings": diagnose(namespace, notes=True),
         },
     )
 

@@ -279,11 +279,14 @@ class StatusRow(NamedTuple):
     state: str
     since: str  # as shown ("3 minutes ago")
     message: str
+    hint: str = ""  # what Liqo is doing and what to check (a cluster in Creating: diagnosis.creating_hint)
 
 
 def status_context(namespace: Any) -> dict[str, Any]:
     """``namespace`` and its per-cluster status rows (``status_rows``, rendered)."""
     from django.contrib.humanize.templatetags.humanize import naturaltime
+
+    from offloading.diagnosis import creating_hint
 
     rows = []
     if namespace.offloaded:
@@ -293,7 +296,7 @@ def status_context(namespace: Any) -> dict[str, Any]:
         ):
             if since is not None and since not in shown:
                 shown[since] = str(naturaltime(since))
-            rows.append(StatusRow(cluster_id, selected, state, shown.get(since, ""), message))
+            rows.append(StatusRow(cluster_id, selected, state, shown.get(since, ""), message, creating_hint(state)))
     return {
         "namespace": namespace,
         "status_rows": rendered("offloading/_status_row.html", rows),
