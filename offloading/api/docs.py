@@ -48,7 +48,8 @@ _WHY = {
     401: "No valid credentials.",
     403: "The user's role may not do this.",
     404: "No such object.",
-    409: "The namespace cannot take this change now (a change in flight, a deletion under way).",
+    409: "The namespace cannot take this change now (a change in flight, a deletion under way), or the change "
+    'changes nothing (the spec it already has: "nothing to change").',
     412: "The namespace changed since the generation given in If-Match or expectedGeneration.",
     413: "The request body is over 1 MiB.",
     415: "The body is not JSON.",

@@ -13,7 +13,14 @@ from django.db import transaction
 from access import policy, roles
 from offloading.changes import authorize
 from offloading.changes.errors import ChangeRejected, Refusal
-from offloading.changes.requests import ChangeInput, build_change, dry_run_refusal, save_and_enqueue
+from offloading.changes.requests import (
+    NOTHING_TO_CHANGE,
+    ChangeInput,
+    NothingToChange,
+    build_change,
+    dry_run_refusal,
+    save_and_enqueue,
+)
 from offloading.changes.snapshot import local_cluster_id
 from offloading.choices import ChangeAction, Source
 from offloading.context import Actor
@@ -112,6 +119,10 @@ def plan_bulk(
         wanted = ChangeInput(namespace.name, action, spec, expected.get(namespace.name), label_namespace)
         try:
             change = build_change(namespace, wanted, actor, local_id=local_id)
+        except NothingToChange:
+            # Already as asked: left out, never a failure of the bulk (nor an empty change).
+            skipped.append({"namespace": namespace.name, "reason": NOTHING_TO_CHANGE, "why": "noop"})
+            continue
         except ChangeRejected as exc:
             skipped.append({"namespace": namespace.name, "reason": "; ".join(exc.messages)})
             continue
@@ -223,6 +234,8 @@ def retry_failed(bulk_id: int, actor: Actor) -> BulkRequest:
         wanted = ChangeInput(namespace.name, action, old.desired_spec, None, old.label_namespace)
         try:
             changes.append(build_change(namespace, wanted, actor))
+        except NothingToChange:
+            skipped.append({"namespace": namespace.name, "reason": NOTHING_TO_CHANGE, "why": "noop"})
         except ChangeRejected as exc:
             skipped.append({"namespace": namespace.name, "reason": "; ".join(exc.messages)})
     changes = _ask_cluster_all(changes, skipped, actor)

@@ -14,6 +14,10 @@ entry point:
   never queued only to end in ``conflict``. A race with another write after queuing is still caught when
   the change is applied (generation and uid) and ends in ``conflict`` with both versions; re-apply exists
   for it.
+- Nothing to change: an edit whose spec, once normalized and defaulted, is the one the namespace already
+  has, and that asks for no scheduling label it lacks, is refused with :class:`NothingToChange`
+  (``CONFLICT``; form: an error on the page; API: 409 ``Status``; bulk: the namespace is left out with
+  the reason "nothing to change"). Re-submitting a form (Back, Apply again) never records an empty change.
 - Server-side dry-run: before anything is recorded the API server (and so Liqo's webhook) is asked; a
   denial is ``INVALID`` on the field the message is about, never a failed change in the history. Bulk
   asks for every target, a few at a time (``DRY_RUN_CONCURRENCY``). An API server that cannot be reached
@@ -43,7 +47,7 @@ from offloading.context import Actor
 from offloading.kubeidentity import acting_as
 from offloading.liqo.admission import field_of_message as field_of_webhook_message
 from offloading.liqo.admission import validate_spec
-from offloading.liqo.constants import SELECTED_NAME
+from offloading.liqo.constants import SCHEDULING_LABEL, SELECTED_NAME
 from offloading.liqo.spec import normalize_spec
 from offloading.models import (
     BulkRequest,
@@ -79,6 +83,27 @@ def validate(namespace: Namespace, spec: dict[str, Any], local_id: str | None = 
     return Validation(normalized, _problems_by_field(errors), _problems_by_field(warnings))
 
 
+NOTHING_TO_CHANGE = "nothing to change"
+
+
+class NothingToChange(ChangeRejected):
+    """The change would leave the namespace as it is (see the module docstring)."""
+
+    def __init__(self, namespace_name: str) -> None:
+        message = f"{NOTHING_TO_CHANGE}: the offloading of namespace {namespace_name} already has this spec"
+        super().__init__({"namespace": [message]}, Refusal.CONFLICT)
+
+
+def changes_nothing(namespace: Namespace, spec: dict[str, Any], label_namespace: bool) -> bool:
+    """Whether ``spec`` (normalized) is the namespace's offloading spec already, and labelling the namespace
+    adds nothing (it carries the scheduling label, or none is asked for)."""
+    if not namespace.offloaded:
+        return False
+    if label_namespace and (namespace.labels or {}).get(SCHEDULING_LABEL) != "true":
+        return False
+    return normalize_spec(namespace.offloading_spec or {}) == normalize_spec(spec)
+
+
 def get_namespace(namespace_name: str) -> Namespace:
     namespace = Namespace.objects.filter(name=namespace_name).first()
     if namespace is None:
@@ -106,6 +131,8 @@ def offload_change(
     checked = validate(namespace, spec, local_id)
     if checked.errors:
         raise ChangeRejected(checked.errors)
+    if changes_nothing(namespace, checked.spec, label_namespace):
+        raise NothingToChange(namespace.name)
     action = ChangeAction.UPDATE if namespace.offloaded else ChangeAction.OFFLOAD
     authorize.permit_remote_name(actor, namespace, checked.spec)
     refuse_collisions(namespace, checked.spec, local_id)
