@@ -6,12 +6,22 @@ from typing import Any
 
 from django import forms
 
+from offloading.changes.merge import (
+    FieldMerge,
+    MergeRow,
+    choose_message,
+    merge_rows,
+    read_view,
+    rebase,
+    resolve_choices,
+)
 from offloading.changes.requests import validate
 from offloading.filtersets import validate_label_selector
 from offloading.liqo.limits import selector_count_problems
 from offloading.liqo.selectors.format import format_term
 from offloading.liqo.selectors.liqoctl import cluster_selector_with_notes
 from offloading.liqo.selectors.requirements import SelectorError, UnformattableTermError
+from offloading.liqo.spec import normalize_spec
 
 from .liqo import constants as liqo
 from .models import Namespace
@@ -128,26 +138,50 @@ class SpecForm(forms.Form):
                 self.add_error(target if target in self.fields else None, message)
 
 
+def _initial_fields(spec: dict[str, Any]) -> dict[str, Any]:
+    """The initial values of the spec fields for ``spec``; the selector text is "" when it has none."""
+    try:
+        text = selector_text(spec)
+    except UnformattableTermError:
+        text = ""
+    return {
+        "namespace_mapping_strategy": spec.get("namespaceMappingStrategy", "DefaultName"),
+        "remote_namespace_name": spec.get("remoteNamespaceName", ""),
+        "pod_offloading_strategy": spec.get("podOffloadingStrategy", "LocalAndRemote"),
+        "cluster_selector": text,
+    }
+
+
 class OffloadForm(SpecForm):
-    """Offload a namespace, or edit its offloading (then the mapping fields are locked)."""
+    """Offload a namespace, or edit its offloading (then the mapping fields are locked).
+
+    Editing carries the spec the fields were loaded from (``base_spec``). When someone else changed the
+    offloading meanwhile the request contract refuses the edit as stale; :meth:`rebased` then gives the
+    form again on the current version: the three-way view of each field that differs (``merge``, the
+    same rules as the change page, ``offloading.changes.merge``), the fields only one side changed
+    already merged, and a mine/theirs choice (``choice_<field>``) for each field both changed.
+    """
 
     expected_generation = forms.IntegerField(required=False, min_value=0, max_value=2**63 - 1, widget=forms.HiddenInput)
+    base_spec = forms.JSONField(required=False, widget=forms.HiddenInput)
+    merge = forms.JSONField(required=False, widget=forms.HiddenInput)
 
     def __init__(self, *args: Any, namespace: Namespace, **kwargs: Any) -> None:
         self.namespace = namespace
         kept = None
+        self.stale_message = ""
+        # The live preview of the form: a conflicting field without a choice yet is not an error there.
+        self.previewing = False
         if namespace.offloaded and "initial" not in kwargs:
             spec = namespace.offloading_spec or {}
             try:
-                text = selector_text(spec)
+                selector_text(spec)
             except UnformattableTermError:
-                text, kept = "", spec.get("clusterSelector")
+                kept = spec.get("clusterSelector")
             kwargs["initial"] = {
-                "namespace_mapping_strategy": spec.get("namespaceMappingStrategy", "DefaultName"),
-                "remote_namespace_name": spec.get("remoteNamespaceName", ""),
-                "pod_offloading_strategy": spec.get("podOffloadingStrategy", "LocalAndRemote"),
-                "cluster_selector": text,
+                **_initial_fields(spec),
                 "expected_generation": namespace.offloading_generation,
+                "base_spec": spec,
             }
         elif "initial" not in kwargs:
             # 0: "I saw it not offloaded"; if someone offloads it meanwhile, this form is refused.
@@ -176,16 +210,69 @@ class OffloadForm(SpecForm):
     def editing(self) -> bool:
         return self.namespace.offloaded
 
+    def _merge_entries(self) -> list[FieldMerge]:
+        """The fields of the three-way view this form carries (none when it carries none, or garbage)."""
+        return read_view(self["merge"].value())
+
+    @property
+    def merge_rows(self) -> list[MergeRow]:
+        """The three-way view, a row per field that differs, for the page."""
+        labels = {key: str(self.fields[name].label) for key, name in SPEC_FIELD_TO_FORM.items() if name in self.fields}
+        choices = {key: str(value) for key, value in self.data.items() if key.startswith("choice_")}
+        return merge_rows(self._merge_entries(), labels, SPEC_FIELD_TO_FORM, choices)
+
+    @property
+    def merge_conflicts(self) -> list[MergeRow]:
+        return [row for row in self.merge_rows if row.conflict]
+
+    def _resolve(self, spec: dict[str, Any]) -> None:
+        """Apply the mine/theirs choices of the fields both sides changed to ``spec`` (what the fields
+        hold: mine), with the merge's own rules; a conflicting field without a choice is an error on it."""
+        choices = {key.removeprefix("choice_"): str(value) for key, value in self.data.items() if key[:7] == "choice_"}
+        for name in resolve_choices(self._merge_entries(), spec, choices):
+            if self.previewing:
+                continue  # the preview shows mine until a choice is made; the three-way view asks for it
+            target = SPEC_FIELD_TO_FORM.get(name)
+            label = self.fields[target].label if target in self.fields else name
+            self.add_error(target if target in self.fields else None, choose_message(str(label)))
+
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
         spec = self.build_spec(data)
         if spec is None:
             return data
+        self._resolve(spec)
         checked = validate(self.namespace, spec)
         self.add_problems(checked.errors)
         self.warnings = checked.warnings
         self.spec = checked.spec
         return data
+
+    def rebased(self, namespace: Namespace, message: str) -> OffloadForm:
+        """This (valid) form again after the contract refused it as stale, based on ``namespace`` as the
+        snapshot holds it now: expected_generation and base_spec are the current ones; when both the
+        loaded and the current version are offloadings, the fields take the three-way merge of base (what
+        was loaded), theirs (now) and mine (what was submitted), mine for a field both changed (to be
+        confirmed by a choice), and the view of every field that differs is carried along."""
+        mine = self.spec or {}
+        base = self.cleaned_data.get("base_spec")
+        generation = namespace.offloading_generation if namespace.offloaded else 0
+        if not namespace.offloaded:
+            # Unoffloaded since: the offload form, with what was asked for.
+            form = OffloadForm(namespace=namespace, initial={**_initial_fields(mine), "expected_generation": 0})
+        elif not self.editing or not isinstance(base, dict):
+            # Offloaded by someone else since (or a form that did not say what it was based on): the
+            # edit form of the current version.
+            form = OffloadForm(namespace=namespace)
+        else:
+            theirs = namespace.offloading_spec or {}
+            spec, view = rebase(base, theirs, mine)
+            initial = {**_initial_fields(spec), "expected_generation": generation, "base_spec": theirs, "merge": view}
+            form = OffloadForm(namespace=namespace, initial=initial)
+            if normalize_spec(spec) == normalize_spec(theirs):
+                message += ". Everything you asked for is already there: nothing to change"
+        form.stale_message = message
+        return form
 
 
 class UnoffloadForm(forms.Form):

@@ -335,7 +335,9 @@ def test_an_offload_form_loaded_before_someone_else_offloaded_is_refused(admin_c
         },
     )
     assert response.status_code == 200
-    assert "offloaded by someone else" in " ".join(response.context["form"].non_field_errors())
+    form = response.context["form"]  # the edit form of what is there now, saying why (not a dead end)
+    assert "offloaded by someone else" in form.stale_message
+    assert form.editing and form.initial["expected_generation"] == 1
     assert not ChangeRequest.objects.exists()
 
 

@@ -89,16 +89,23 @@ def _selector_text(spec: dict[str, Any]) -> str:
     return " OR ".join(_term_text(term) for term in terms) or "(every cluster)"
 
 
-def _field_changes(before: dict[str, Any] | None, after: dict[str, Any] | None) -> list[tuple[str, str, str]]:
+def field_text(key: str, spec: dict[str, Any] | None) -> str:
+    """One spec field in words, defaulted as the API server does: the cluster selector in liqoctl syntax
+    (its terms ORed), the others as they are, "(none)" when unset."""
+    values = apply_defaults(spec or {})
+    if key == "clusterSelector":
+        return _selector_text(values)
+    return str(values.get(key) or "(none)")
+
+
+def field_changes(before: dict[str, Any] | None, after: dict[str, Any] | None) -> list[tuple[str, str, str]]:
+    """(field, before, after) in words for every spec field that differs; none when either side is not
+    a spec (a new offloading, an unoffload). Used by the bulk impact and the edit preview."""
     if before is None or after is None:
         return []
-    old, new = apply_defaults(before), apply_defaults(after)
     changes = []
     for key, label in FIELD_NAMES.items():
-        if key == "clusterSelector":
-            was, now = _selector_text(old), _selector_text(new)
-        else:
-            was, now = str(old.get(key) or "(none)"), str(new.get(key) or "(none)")
+        was, now = field_text(key, before), field_text(key, after)
         if was != now:
             changes.append((label, was, now))
     return changes
@@ -139,7 +146,7 @@ def bulk_impact(changes: list[ChangeRequest]) -> BulkImpact:
                 change.action,
                 gains=sorted(after - before),
                 losses=losses,
-                fields=_field_changes(change.base_spec, spec) if offloaded else [],
+                fields=field_changes(change.base_spec, spec) if offloaded else [],
                 pods=pods,
             )
         )

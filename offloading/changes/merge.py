@@ -8,9 +8,13 @@ the requester resolves explicitly (mine or theirs). Pure: specs in, specs out.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
+from offloading.changes.impact import field_text
+from offloading.liqo.selectors.format import format_term
+from offloading.liqo.selectors.requirements import UnformattableTermError
 from offloading.liqo.spec import FIELD_MAPPING, FIELD_POD, FIELD_REMOTE_NAME, FIELD_SELECTOR, apply_defaults
 
 FIELDS = (FIELD_MAPPING, FIELD_REMOTE_NAME, FIELD_POD, FIELD_SELECTOR)
@@ -43,7 +47,8 @@ class FieldMerge:
         return self.mine if side == MINE else self.theirs
 
 
-def _field(spec: dict[str, Any] | None, name: str) -> Any:
+def field_value(spec: dict[str, Any] | None, name: str) -> Any:
+    """One field of ``spec`` as the merge compares it: defaulted, None when unset (or an empty selector)."""
     value = apply_defaults(spec or {}).get(name)
     if name == FIELD_SELECTOR and not ((value or {}).get("nodeSelectorTerms")):
         return None
@@ -51,7 +56,14 @@ def _field(spec: dict[str, Any] | None, name: str) -> Any:
 
 
 def three_way(base: dict[str, Any] | None, theirs: dict[str, Any] | None, mine: dict[str, Any]) -> list[FieldMerge]:
-    return [FieldMerge(name, _field(base, name), _field(theirs, name), _field(mine, name)) for name in FIELDS]
+    return [
+        FieldMerge(name, field_value(base, name), field_value(theirs, name), field_value(mine, name)) for name in FIELDS
+    ]
+
+
+def choose_message(name: str) -> str:
+    """What a conflicting field without a choice says, on the change page and the edit form alike."""
+    return f"{name} was changed by you and by someone else: choose {MINE} or {THEIRS}"
 
 
 def merged(fields: list[FieldMerge], choices: dict[str, str]) -> tuple[dict[str, Any], list[str]]:
@@ -66,3 +78,120 @@ def merged(fields: list[FieldMerge], choices: dict[str, str]) -> tuple[dict[str,
         if value is not None:
             spec[entry.field] = value
     return spec, missing
+
+
+# --------------------------------------------------------------------------------------------------
+# The same merge on the edit form: a stale edit is rebased on the current version, and the view of the
+# fields that differ travels with the form (as JSON) until it is applied.
+
+BASE = "base"
+
+
+def rebase(
+    base: dict[str, Any], theirs: dict[str, Any], mine: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """The spec an edit made on ``base`` becomes on ``theirs`` (mine where both changed a field, until
+    the requester chooses), and the three-way view of every field that differs (JSON)."""
+    fields = three_way(base, theirs, mine)
+    spec, _ = merged(fields, {f.field: MINE for f in fields if f.conflict})
+    view = {
+        f.field: {BASE: f.base, THEIRS: f.theirs, MINE: f.mine} for f in fields if not (f.base == f.theirs == f.mine)
+    }
+    return spec, view
+
+
+def read_view(value: Any) -> list[FieldMerge]:
+    """The fields of a view :func:`rebase` made, read back from a form (JSON text or data); anything
+    else is no view."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return []
+    if not isinstance(value, dict):
+        return []
+    entries = []
+    for name in FIELDS:
+        sides = value.get(name)
+        if isinstance(sides, dict):
+            entries.append(FieldMerge(name, sides.get(BASE), sides.get(THEIRS), sides.get(MINE)))
+    return entries
+
+
+def resolve_choices(entries: list[FieldMerge], spec: dict[str, Any], choices: dict[str, str]) -> list[str]:
+    """Put into ``spec`` (the edited fields: mine) the choice made for each field both sides changed;
+    the fields still in conflict without a choice are returned. A field edited since to agree with one
+    side is no longer a conflict (the same rules as :func:`merged`)."""
+    conflicts = [FieldMerge(e.field, e.base, e.theirs, field_value(spec, e.field)) for e in entries if e.conflict]
+    resolved, missing = merged(conflicts, choices)
+    for entry in conflicts:
+        if entry.field in missing:
+            continue
+        if entry.field in resolved:
+            spec[entry.field] = resolved[entry.field]
+        else:
+            spec.pop(entry.field, None)
+    return missing
+
+
+@dataclass(frozen=True)
+class MergeRow:
+    """One field of the three-way view of the edit form, in words."""
+
+    merge: FieldMerge
+    label: str
+    form_field: str
+    base: str
+    theirs: str
+    mine: str
+    # What the form field holds for each side (the selector as lines), for the page's script.
+    theirs_input: str
+    mine_input: str
+    # The choice the user made (a form shown again, with an error elsewhere).
+    choice: str = ""
+
+    @property
+    def field(self) -> str:
+        return self.merge.field
+
+    @property
+    def conflict(self) -> bool:
+        return self.merge.conflict
+
+    @property
+    def automatic(self) -> str:
+        return self.merge.automatic
+
+
+def _as_spec(name: str, value: Any) -> dict[str, Any]:
+    return {} if value is None else {name: value}
+
+
+def _input_text(name: str, value: Any) -> str:
+    if name != FIELD_SELECTOR:
+        return "" if value is None else str(value)
+    try:
+        return "\n".join(format_term(term) for term in (value or {}).get("nodeSelectorTerms") or [])
+    except UnformattableTermError:
+        return ""
+
+
+def merge_rows(
+    entries: list[FieldMerge], labels: dict[str, str], form_fields: dict[str, str | None], choices: dict[str, str]
+) -> list[MergeRow]:
+    """The rows of the three-way view (``labels`` and ``form_fields``: per spec field; ``choices``: the
+    posted ``choice_<field>`` values)."""
+    return [
+        MergeRow(
+            entry,
+            labels.get(entry.field, entry.field),
+            form_fields.get(entry.field) or "",
+            base=field_text(entry.field, _as_spec(entry.field, entry.base)),
+            theirs=field_text(entry.field, _as_spec(entry.field, entry.theirs)),
+            mine=field_text(entry.field, _as_spec(entry.field, entry.mine)),
+            theirs_input=_input_text(entry.field, entry.theirs),
+            mine_input=_input_text(entry.field, entry.mine),
+            choice=choices.get(f"choice_{entry.field}", ""),
+        )
+        for entry in entries
+    ]

@@ -13,7 +13,8 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect, HttpResponseStopPolling
 
-from offloading.changes.errors import ChangeRejected
+from offloading.changes.errors import ChangeRejected, Refusal
+from offloading.changes.impact import field_changes
 from offloading.changes.merge import three_way
 from offloading.changes.podimpact import pod_impact, running_pods
 from offloading.changes.preview import preview as compute_preview
@@ -21,6 +22,8 @@ from offloading.changes.requests import reapply, request_offload, request_unoffl
 from offloading.choices import ChangeAction, ChangeState
 from offloading.context import current_actor
 from offloading.forms import MAPPING_HELP, POD_HELP, OffloadForm, UnoffloadForm
+from offloading.liqo.constants import REMOTE, SCHEDULING_LABEL
+from offloading.liqo.spec import FIELD_POD, apply_defaults
 from offloading.models import (
     ChangeRequest,
     Namespace,
@@ -69,7 +72,16 @@ def offload(request: HtmxHttpRequest, name: str) -> HttpResponse:
                     label_namespace=bool(form.cleaned_data.get("label_namespace")),
                 )
             except ChangeRejected as exc:
-                reject_into(form, exc)
+                current = (
+                    Namespace.objects.filter(name=namespace.name).first() if exc.refusal is Refusal.STALE else None
+                )
+                if current is not None:
+                    # Not a dead end: the form again, on the version the snapshot holds now, with what
+                    # the other writer changed merged in (and a choice where both changed a field).
+                    form = form.rebased(current, "; ".join(exc.messages))
+                    namespace = current
+                else:
+                    reject_into(form, exc)
             else:
                 url = reverse("offloading:change_detail", args=[change.pk])
                 return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
@@ -77,7 +89,7 @@ def offload(request: HtmxHttpRequest, name: str) -> HttpResponse:
         form = OffloadForm(namespace=namespace)
     fleet_placeholders(form)
     context = _offload_context(form)
-    context.update(preview_context(form) if request.method == "POST" else {})
+    context.update(preview_context(form) if request.method == "POST" and form.is_bound else {})
     return render(request, "offloading/offload_form.html", context, status=form_status(form))
 
 
@@ -89,6 +101,7 @@ def offload_preview(request: HttpRequest, name: str) -> HttpResponse:
     # Not the observed status: per cluster, it grows with the peers, and the preview never shows it.
     namespace = get_object_or_404(Namespace.objects.defer("offloading_status"), name=name)
     form = OffloadForm(request.POST, namespace=namespace)
+    form.previewing = True
     form.is_valid()
     return render(request, "offloading/_preview.html", {"form": form, "namespace": namespace, **preview_context(form)})
 
@@ -106,6 +119,12 @@ def preview_context(form: OffloadForm) -> dict[str, Any]:
     if form.spec is None:
         return context
     preview = compute_preview(form.namespace, form.spec)
+    namespace = form.namespace
+    # Every field the edit changes, before -> after (the same words as the bulk preview).
+    changes = field_changes(namespace.offloading_spec, form.spec) if namespace.offloaded else []
+    if form.cleaned_data.get("label_namespace") and (namespace.labels or {}).get(SCHEDULING_LABEL) != "true":
+        before = (namespace.labels or {}).get(SCHEDULING_LABEL) or "(none)"
+        changes.append((f"namespace label {SCHEDULING_LABEL}", before, "true"))
     pod = preview.pod_after
     selector = form.spec.get("clusterSelector") or {"nodeSelectorTerms": []}
     size = _expressions(selector)
@@ -137,6 +156,11 @@ def preview_context(form: OffloadForm) -> dict[str, Any]:
             },
             "warnings": form.warnings,
             "selector_notes": form.selector_notes,
+            "field_changes": changes,
+            # Pods already running here stay (affinity is checked only at scheduling) until recreated.
+            "to_remote": namespace.offloaded
+            and apply_defaults(namespace.offloading_spec or {}).get(FIELD_POD) != REMOTE
+            and form.spec.get(FIELD_POD) == REMOTE,
         }
     )
     return context

@@ -6,6 +6,10 @@
  *   the user's filters, sort and page stay), sends the ETag of what it shows, and keeps it on 304.
  * - Forms follow Liqo: the remote namespace name is used only with SelectedName, so its field is
  *   disabled (and so never sent) for the other strategies.
+ * - A typed confirmation ([data-confirm-name]) keeps its form's submit button disabled until the text
+ *   matches (the server checks it again).
+ * - The edit form's conflict choices: picking mine or theirs for a field both sides changed puts that
+ *   value in the field ([data-input] on the radio), so the fields and the preview show what applies.
  * - Tables wider than the screen scroll inside their own box; such a box is made reachable with the
  *   keyboard (tabindex) and named, so it can be scrolled without a mouse.
  */
@@ -99,6 +103,32 @@
     if (event.target && event.target.name === "namespace_mapping_strategy") followStrategy();
   });
 
+  function followConfirm(input) {
+    var form = input.form;
+    var button = form ? form.querySelector("button[type=submit]") : null;
+    if (!button) return;
+    var matches = input.value.trim() === input.dataset.confirmName;
+    button.disabled = !matches;
+    button.setAttribute("aria-disabled", matches ? "false" : "true");
+  }
+
+  function followConfirms(root) {
+    (root || document).querySelectorAll("input[data-confirm-name]").forEach(followConfirm);
+  }
+
+  document.addEventListener("input", function (event) {
+    var target = event.target;
+    if (target && target.matches && target.matches("input[data-confirm-name]")) followConfirm(target);
+  });
+
+  document.addEventListener("change", function (event) {
+    var radio = event.target;
+    if (!radio || !radio.matches || !radio.matches("[data-merge-choice] input[type=radio][data-input]")) return;
+    var fieldset = radio.closest("[data-merge-choice]");
+    var field = radio.form && fieldset ? radio.form.elements.namedItem(fieldset.dataset.mergeChoice) : null;
+    if (field && !field.disabled && "value" in field) field.value = radio.dataset.input;
+  });
+
   // Times in the viewer's own zone; the UTC time stays in the tooltip.
   function localTimes(root) {
     (root || document).querySelectorAll("time[data-local]").forEach(function (el) {
@@ -114,6 +144,7 @@
     localTimes(document);
     document.body.addEventListener("htmx:afterSettle", function (event) { localTimes(event.target); });
     followStrategy();
+    followConfirms(document);
     tickFreshness();
     reachableScrollers(document);
     setInterval(tickFreshness, 1000);
