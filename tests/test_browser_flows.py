@@ -24,6 +24,16 @@ from .test_pages import READY_SPEC, fleet  # noqa: F401
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
+BOTH_REGIONS = {
+    "nodeSelectorTerms": [
+        {
+            "matchExpressions": [
+                {"key": "topology.kubernetes.io/region", "operator": "In", "values": ["eu-south", "eu-west"]}
+            ]
+        }
+    ]
+}
+
 
 def test_bulk_unoffload_needs_the_typed_count(
     browser_page: Any,  # noqa: F811
@@ -71,7 +81,9 @@ def test_a_conflict_is_resolved_field_by_field(
         namespace="shop",
         action=ChangeAction.UPDATE,
         base_spec=base,
-        desired_spec={**base, "podOffloadingStrategy": "Local"},
+        # Mine also widens the selector: keeping theirs for the one field both changed still changes
+        # something (a re-apply that changes nothing is refused: "nothing to change").
+        desired_spec={**base, "podOffloadingStrategy": "Local", "clusterSelector": BOTH_REGIONS},
         state=ChangeState.CONFLICT,
         requester_name="admin",
         source="web",
@@ -86,6 +98,7 @@ def test_a_conflict_is_resolved_field_by_field(
     page.wait_for_url(f"{live_server.url}/changes/*/")
     again = ChangeRequest.objects.exclude(pk=conflicted.pk).get()
     assert again.desired_spec["podOffloadingStrategy"] == "Remote"  # my choice: theirs
+    assert again.desired_spec["clusterSelector"] == BOTH_REGIONS  # only I changed it: mine
     assert again.base_generation == 5
 
 
