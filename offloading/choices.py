@@ -43,6 +43,7 @@ class AuditAction(models.TextChoices):
     DRIFT_DELETED = "drift_deleted", "Deleted outside liqo-dash"
     REFUSED = "refused", "Change refused (not allowed)"
     DRIFT_ACCEPTED = "drift_accepted", "Drift accepted"
+    BULK_REQUESTED = "bulk_requested", "Bulk change requested"
 
 
 class AlertKind(models.TextChoices):

@@ -134,3 +134,52 @@ def test_a_cluster_in_creating_says_what_liqo_does_from_the_start(admin_client: 
     status = admin_client.get(reverse("offloading:namespace_status", args=["shop"])).content.decode()
     assert 'class="small creating-hint"' in status
     assert CREATING_DOING.split(":")[0] in status and "CreationLoopBackOff" in CREATING_CHECK
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_bulk_is_one_entry_of_the_trail_with_its_namespaces_folded(sandbox: Any, k8s: Any, admin_client: Any) -> None:
+    """The audit trail: one sealed entry per bulk request (its namespaces, the selector in liqoctl
+    syntax), the events of its changes folded under it; selectors never as raw JSON."""
+    from offloading.changes.audittrail import verify
+    from offloading.changes.bulk import request_bulk
+    from offloading.changes.impact import _term_text
+    from offloading.changes.snapshot import refresh
+    from offloading.choices import AuditAction, Source
+    from offloading.context import Actor
+    from offloading.models import AuditEvent
+
+    for name in ("team-a-1", "team-a-2", "team-b-1"):
+        k8s.core.create_namespace({"metadata": {"name": name, "labels": {"team": name.rsplit("-", 1)[0]}}})
+    refresh()
+    spec: dict[str, Any] = {
+        "namespaceMappingStrategy": "DefaultName",
+        "podOffloadingStrategy": "Remote",
+        "clusterSelector": {
+            "nodeSelectorTerms": [
+                {
+                    "matchExpressions": [
+                        {"key": "topology.kubernetes.io/region", "operator": "In", "values": ["eu-west"]}
+                    ]
+                },
+                {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["milan"]}]},
+            ]
+        },
+    }
+    bulk = request_bulk("offload", "team=team-a", spec, Actor(None, "alice", Source.WEB, "req-1"))
+    entry = AuditEvent.objects.get(action=AuditAction.BULK_REQUESTED)
+    assert isinstance(entry.after, dict) and entry.seq is not None
+    assert entry.after["bulk"] == bulk.pk and entry.after["namespaces"] == ["team-a-1", "team-a-2"]
+    children = AuditEvent.objects.filter(change__bulk=bulk, action=AuditAction.REQUESTED)
+    assert children.count() == 2 and all((child.seq or 0) > entry.seq for child in children), "the bulk entry first"
+    assert verify().ok, "sealed like every event"
+
+    page = admin_client.get("/audit/").content.decode()
+    assert page.count('class="inline-details bulk-children"') == 1 and "2 namespaces" in page
+    assert f"bulk #{bulk.pk}" in page and "team=team-a" in page
+    assert _term_text(spec["clusterSelector"]["nodeSelectorTerms"][0]) in page, "liqoctl syntax"
+    assert '"nodeSelectorTerms"' not in page and "nodeSelectorTerms" not in page, "no raw selector JSON"
+    assert "liqoctl cannot print this term" in page, "matchFields: its JSON form, saying so"
+    assert "Change requested<div" not in page, "the children's requested events are inside the bulk's details"
+    details = page[page.index('class="inline-details bulk-children"') :]
+    details = details[: details.index("</details>")]
+    assert ">team-a-1</a>" in details and ">team-a-2</a>" in details and "change #" in details

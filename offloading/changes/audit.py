@@ -32,6 +32,33 @@ def record_requested(change: ChangeRequest, actor: Actor, before: Any, after: An
     )
 
 
+def record_bulk_requested(bulk: Any, actor: Actor, namespaces: list[str], retry_of: int | None = None) -> None:
+    """The bulk request itself, before the change of each of its namespaces (their own ``requested``
+    events follow, each with its change, whose ``bulk`` is this one): what was asked, of which
+    namespaces, by whom. Sealed like every event (``AuditEvent.save``)."""
+    what = f"retry of the failed changes of bulk #{retry_of}" if retry_of else f"bulk {bulk.action}"
+    AuditEvent.objects.create(
+        user_id=actor.user_id,
+        user_name=actor.user_name,
+        source=actor.source,
+        request_id=actor.request_id,
+        action=AuditAction.BULK_REQUESTED,
+        namespace="",
+        after={
+            "bulk": bulk.pk,
+            "action": bulk.action,
+            "namespaceSelector": bulk.namespace_selector,
+            "spec": bulk.desired_spec,
+            "namespaces": sorted(namespaces),
+            "skipped": len(bulk.skipped or []),
+            **({"retryOf": retry_of} if retry_of else {}),
+        },
+        outcome=ChangeState.QUEUED,
+        message=f"{what} of {len(namespaces)} namespace{'' if len(namespaces) == 1 else 's'} "
+        f"matching {bulk.namespace_selector or '(every namespace)'} (bulk #{bulk.pk})",
+    )
+
+
 def record_refused(actor: Actor, namespace: str, action: str, reason: str) -> None:
     """A change the user was not allowed to ask for (by the dashboard's roles and scopes, or by the
     cluster's RBAC): nothing was queued; the trail says who tried what and why it was refused."""

@@ -12,6 +12,7 @@ from django.db import transaction
 
 from access import policy, roles
 from offloading.changes import authorize
+from offloading.changes.audit import record_bulk_requested
 from offloading.changes.errors import ChangeRejected, Refusal
 from offloading.changes.requests import (
     NOTHING_TO_CHANGE,
@@ -198,6 +199,8 @@ def request_bulk(
             total=len(plan.changes),
             skipped=plan.skipped,
         )
+        # The bulk request's own audit event first, then each namespace's (sealed in this order).
+        record_bulk_requested(bulk, actor, [change.namespace for change in plan.changes])
         for change in plan.changes:
             change.bulk = bulk
             save_and_enqueue(change, actor)
@@ -257,6 +260,7 @@ def retry_failed(bulk_id: int, actor: Actor) -> BulkRequest:
             total=len(changes),
             skipped=skipped,
         )
+        record_bulk_requested(retry, actor, [change.namespace for change in changes], retry_of=original.pk)
         for change in changes:
             change.bulk = retry
             save_and_enqueue(change, actor)
