@@ -1,6 +1,7 @@
 """The README's API examples, run as they are written (curl, through bash) against a live server with a
-token from ``create_api_token``: each command's status and the quoted parts of its answer are those the
-README documents in the comment after it."""
+token from ``create_api_token`` and the demo scenario (``make run``): a sandbox started with it and the
+snapshot refreshed from it, so the names in the examples are those a reader of the README sees. Each
+command's status and the quoted parts of its answer are those the README documents after it."""
 
 from __future__ import annotations
 
@@ -8,13 +9,16 @@ import io
 import os
 import re
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from django.core.management import call_command
 
-from .test_pages import fleet  # noqa: F401 - the names the README uses
+from offloading import kube
+from offloading.changes.snapshot import refresh
+from offloading.models import Namespace
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -44,7 +48,23 @@ def test_the_readme_documents_its_examples() -> None:
     assert {status for _c, status, _f in found} >= {200, 202, 400, 412}
 
 
-def test_the_readme_api_examples_answer_what_it_says(live_server: Any, admin_user: Any, fleet: Any) -> None:  # noqa: F811
+@pytest.fixture
+def demo(tmp_path: Path, settings: Any) -> Iterator[Any]:
+    """The demo scenario (what ``make run`` loads) in a sandbox, the dashboard's snapshot refreshed from it."""
+    from sandbox import Sandbox
+
+    with Sandbox(scenario="demo", controller_delay=0.0, port=0) as sb:
+        kubeconfig = sb.write_kubeconfig(tmp_path / "kubeconfig")
+        settings.LIQO_DASH = {**settings.LIQO_DASH, "KUBECONFIG": str(kubeconfig), "KUBE_CONFIG_MODE": "kubeconfig"}
+        kube.reset_client()
+        sb.wait_idle()
+        refresh()
+        assert Namespace.objects.filter(name="web-frontend", offloading_phase="Ready").exists()
+        yield sb
+    kube.reset_client()
+
+
+def test_the_readme_api_examples_answer_what_it_says(live_server: Any, admin_user: Any, demo: Any) -> None:
     out = io.StringIO()
     call_command("create_api_token", admin_user.get_username(), "--name", "readme", stdout=out)
     env = {**os.environ, "TOKEN": out.getvalue().strip(), "API": f"{live_server.url}/api/v1"}
