@@ -12,6 +12,7 @@ from offloading.changes.merge import (
     choose_message,
     merge_rows,
     read_view,
+    readable,
     rebase,
     resolve_choices,
 )
@@ -260,7 +261,7 @@ class OffloadForm(SpecForm):
         if not namespace.offloaded:
             # Unoffloaded since: the offload form, with what was asked for.
             form = OffloadForm(namespace=namespace, initial={**_initial_fields(mine), "expected_generation": 0})
-        elif not self.editing or not isinstance(base, dict):
+        elif not self.editing or not readable(base):
             # Offloaded by someone else since (or a form that did not say what it was based on): the
             # edit form of the current version.
             form = OffloadForm(namespace=namespace)

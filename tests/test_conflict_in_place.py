@@ -220,3 +220,30 @@ def test_the_offload_preview_lists_the_namespace_label(admin_client: Any, fleet:
     )
     assert response.context["field_changes"] == [("namespace label liqo.io/scheduling-enabled", "(none)", "true")]
     assert "Pods already running on local nodes" not in response.content.decode()
+
+
+GARBAGE = [
+    {"clusterSelector": {"nodeSelectorTerms": ["x", 5, None]}, "podOffloadingStrategy": 5},
+    {"clusterSelector": "x", "podOffloadingStrategy": [1]},
+    {"clusterSelector": {"nodeSelectorTerms": [{"matchExpressions": ["y"]}]}},
+]
+
+
+@pytest.mark.parametrize("garbage", GARBAGE)
+@pytest.mark.parametrize("url", [EDIT, PREVIEW])
+def test_hidden_base_and_view_that_are_not_specs_are_never_a_500(
+    admin_client: Any,
+    fleet: Any,  # noqa: F811
+    no_queue: None,
+    garbage: dict[str, Any],
+    url: str,
+) -> None:
+    view = {name: {"base": value, "theirs": value, "mine": 1} for name, value in garbage.items()}
+    stale = {"pod_offloading_strategy": "Local", "expected_generation": "2", "base_spec": json.dumps(garbage)}
+    response = admin_client.post(url, stale)
+    assert response.status_code == 200
+    if url == EDIT:  # a base that is no spec: the current version, without a three-way view
+        assert response.context["form"].stale_message and not response.context["form"].merge_rows
+    chosen = {"choice_clusterSelector": "theirs", "choice_podOffloadingStrategy": "theirs"}
+    response = admin_client.post(url, {**stale, "expected_generation": "3", "merge": json.dumps(view), **chosen})
+    assert response.status_code in (200, 302)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from offloading.changes.impact import field_text
 from offloading.liqo.selectors.format import format_term
@@ -100,9 +100,48 @@ def rebase(
     return spec, view
 
 
+def _strings(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
+
+
+def _readable_term(term: Any) -> bool:
+    if not isinstance(term, dict):
+        return False
+    for key in ("matchExpressions", "matchFields"):
+        expressions = term.get(key)
+        if expressions is None:
+            continue
+        if not isinstance(expressions, list):
+            return False
+        for expression in expressions:
+            if not isinstance(expression, dict):
+                return False
+            if not isinstance(expression.get("key", ""), str) or not isinstance(expression.get("operator", ""), str):
+                return False
+            if not _strings(expression.get("values") or []):
+                return False
+    return True
+
+
+def readable(spec: Any) -> TypeGuard[dict[str, Any]]:
+    """Whether ``spec`` has the shape of a NamespaceOffloading spec (strings, and a selector of terms of
+    expressions), so that the merge can compare and print it: what a form sends back is not trusted."""
+    if not isinstance(spec, dict):
+        return False
+    if any(not isinstance(spec.get(name), str | None) for name in (FIELD_MAPPING, FIELD_REMOTE_NAME, FIELD_POD)):
+        return False
+    selector = spec.get(FIELD_SELECTOR)
+    if selector is None:
+        return True
+    if not isinstance(selector, dict):
+        return False
+    terms = selector.get("nodeSelectorTerms")
+    return terms is None or (isinstance(terms, list) and all(_readable_term(term) for term in terms))
+
+
 def read_view(value: Any) -> list[FieldMerge]:
     """The fields of a view :func:`rebase` made, read back from a form (JSON text or data); anything
-    else is no view."""
+    else (a value that is not a spec field, say) is no view."""
     if isinstance(value, str):
         try:
             value = json.loads(value)
@@ -113,8 +152,12 @@ def read_view(value: Any) -> list[FieldMerge]:
     entries = []
     for name in FIELDS:
         sides = value.get(name)
-        if isinstance(sides, dict):
-            entries.append(FieldMerge(name, sides.get(BASE), sides.get(THEIRS), sides.get(MINE)))
+        if not isinstance(sides, dict):
+            continue
+        values = [sides.get(side) for side in (BASE, THEIRS, MINE)]
+        if not all(readable(_as_spec(name, v)) for v in values):
+            return []
+        entries.append(FieldMerge(name, *values))
     return entries
 
 
