@@ -5,7 +5,7 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest
 
-from access.models import ApiToken, Scope
+from access.models import ApiToken, OidcIdentity, Scope
 
 
 @admin.register(Scope)
@@ -26,6 +26,19 @@ class ApiTokenAdmin(admin.ModelAdmin):
     search_fields = ("name", "user__username", "prefix")
     readonly_fields = ("user", "name", "prefix", "salt", "digest", "created", "last_used")
     fields = ("user", "name", "prefix", "salt", "digest", "created", "expires", "last_used", "revoked")
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(OidcIdentity)
+class OidcIdentityAdmin(admin.ModelAdmin):
+    """Which provider account is which dashboard user. Created by the first SSO sign-in only; an admin
+    may delete one (the next sign-in of that account then makes a new user), never re-point it."""
+
+    list_display = ("user", "issuer", "subject", "created", "last_login")
+    search_fields = ("user__username", "issuer", "subject")
+    readonly_fields = ("user", "issuer", "subject", "created", "last_login")
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
