@@ -1,7 +1,8 @@
 """Log records that say who and what they are about.
 
-Every record gets, when known, the request id and user of the HTTP request being served, and the
-change id and namespace of the Celery task being run (or of an ``extra={...}`` the caller passed).
+Every record gets, when known, the request id, user and client address (``access.clientip``: the
+address ``TRUSTED_PROXIES`` yields, the same the throttles and the login lockout use) of the HTTP
+request being served, and the change id and namespace of the Celery task being run (or of an ``extra={...}`` the caller passed).
 ``LOG_FORMAT=json`` prints one JSON object a line (python-json-logger); the default is readable text.
 """
 
@@ -15,7 +16,9 @@ from typing import Any
 
 from pythonjsonlogger.json import JsonFormatter as _BaseJsonFormatter
 
-CONTEXT_FIELDS = ("request_id", "user", "change_id", "namespace")
+from access.clientip import client_address
+
+CONTEXT_FIELDS = ("request_id", "user", "client", "change_id", "namespace")
 
 _request: contextvars.ContextVar[Any] = contextvars.ContextVar("liqo_dash_log_request", default=None)
 _fields: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar("liqo_dash_log_fields", default={})  # noqa: B039
@@ -53,6 +56,12 @@ def _request_user(request: Any) -> str | None:
     return str(wrapped.get_username())
 
 
+def _request_client(request: Any) -> str | None:
+    """The client's address as the throttles see it; None for an object that is not a request."""
+    meta = getattr(request, "META", None)
+    return client_address(request) if isinstance(meta, dict) and meta.get("REMOTE_ADDR") else None
+
+
 class ContextFilter(logging.Filter):
     """Copies the current request / task context onto each record (never overwriting an extra)."""
 
@@ -64,6 +73,7 @@ class ContextFilter(logging.Filter):
         if request is not None:
             values.setdefault("request_id", getattr(request, "request_id", None))
             values.setdefault("user", _request_user(request))
+            values.setdefault("client", _request_client(request))
         for key in CONTEXT_FIELDS:
             if getattr(record, key, None) is None and values.get(key) not in (None, ""):
                 setattr(record, key, values[key])
@@ -85,7 +95,7 @@ class DisallowedHostFilter(logging.Filter):
 
 
 class TextFormatter(logging.Formatter):
-    """``time level logger message [request_id=... user=... change_id=... namespace=...]``."""
+    """``time level logger message [request_id=... user=... client=... change_id=... namespace=...]``."""
 
     def __init__(self) -> None:
         super().__init__("%(asctime)s %(levelname)s %(name)s %(message)s")

@@ -250,6 +250,26 @@ def test_logs_inside_a_request_name_the_request_and_user(admin_client: Any, admi
 
 
 @pytest.mark.django_db
+def test_logs_name_the_client_address_the_trusted_proxies_yield(
+    admin_client: Any, admin_user: Any, settings: Any
+) -> None:
+    """The address in the logs is the one the throttles and the lockout use: behind one proxy its
+    entry of X-Forwarded-For, never what the client wrote before it."""
+    settings.TRUSTED_PROXIES = 1
+    forwarded = "6.6.6.6, 203.0.113.9"  # the client wrote 6.6.6.6; the proxy appended 203.0.113.9
+
+    def emit() -> None:
+        admin_client.get("/api/v1/changes/999999/", headers={"X-Request-ID": "req-ip", "X-Forwarded-For": forwarded})
+
+    records = [json.loads(line) for line in _log_lines("json", emit)]
+    ours = [r for r in records if r.get("request_id") == "req-ip"]
+    assert ours and all(r.get("client") == "203.0.113.9" for r in ours), records
+    settings.TRUSTED_PROXIES = 0
+    records = [json.loads(line) for line in _log_lines("json", emit)]
+    assert all(r.get("client") == "127.0.0.1" for r in records if r.get("request_id") == "req-ip"), records
+
+
+@pytest.mark.django_db
 def test_probes_are_not_redirected_to_https_and_accept_the_pod_ip(client: Any, settings: Any) -> None:
     settings.SECURE_SSL_REDIRECT = True
     settings.ALLOWED_HOSTS = ["liqo-dash.example.com", "10.1.2.3"]
