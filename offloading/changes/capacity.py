@@ -150,3 +150,25 @@ def rooms(
         cid: _room(cid, map(quota_of, texts.get(cid, ())), running.get(cid))
         for cid in sorted(set(texts) | set(running))
     }
+
+
+_BINARY_UNITS = ("Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
+
+
+def binary_bytes(value: Any) -> str:
+    """A memory size in Kubernetes' binary units, as a quota is written: ``128Gi``, ``1.5Gi``, ``512Mi``
+    (one decimal at most; under 1 Ki in bytes, ``512B``). Never decimal GB next to a ``Gi`` quota."""
+    try:
+        size = float(value or 0)
+    except (TypeError, ValueError):
+        return ""
+    if abs(size) < 1024:
+        return f"{size:.0f}B"
+    unit = ""
+    for unit in _BINARY_UNITS:
+        size /= 1024
+        # 1023.96Mi would print as 1024Mi: move on to the next unit from where it rounds to 1024.
+        if abs(round(size, 1)) < 1024 or unit == _BINARY_UNITS[-1]:
+            break
+    text = f"{size:.1f}".removesuffix(".0")
+    return f"{text}{unit}"

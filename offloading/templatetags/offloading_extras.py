@@ -8,6 +8,7 @@ import yaml
 from django import template
 from django.utils.html import format_html
 
+from offloading.changes.capacity import binary_bytes
 from offloading.liqo.reflectobjects import plural
 
 register = template.Library()
@@ -47,27 +48,8 @@ def badge(value: str, title: str = "") -> str:
     return format_html('<span class="badge {}" title="{}">{}</span>', TONES.get(value, "muted"), title, value)
 
 
-_BINARY_UNITS = ("Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
-
-
-@register.filter
-def binary_bytes(value: Any) -> str:
-    """A memory size in Kubernetes' binary units, as a quota is written: ``128Gi``, ``1.5Gi``, ``512Mi``
-    (one decimal at most; under 1 Ki in bytes, ``512B``). Never decimal GB next to a ``Gi`` quota."""
-    try:
-        size = float(value or 0)
-    except (TypeError, ValueError):
-        return ""
-    if abs(size) < 1024:
-        return f"{size:.0f}B"
-    unit = ""
-    for unit in _BINARY_UNITS:
-        size /= 1024
-        # 1023.96Mi would print as 1024Mi: move on to the next unit from where it rounds to 1024.
-        if abs(round(size, 1)) < 1024 or unit == _BINARY_UNITS[-1]:
-            break
-    text = f"{size:.1f}".removesuffix(".0")
-    return f"{text}{unit}"
+# A memory size in binary units (capacity.binary_bytes), as quotas are written.
+register.filter("binary_bytes", binary_bytes)
 
 
 @register.filter
