@@ -120,3 +120,51 @@ def test_desktop_shows_every_column_and_large_topology_text(
     page.goto(f"{live_server.url}/")
     sizes = page.evaluate(TOPOLOGY_TEXT)
     assert sizes and min(sizes) >= 12, sizes
+
+
+def test_the_preview_keeps_details_open_and_the_last_good_table(
+    browser_page: Any,  # noqa: F811
+    live_server: Any,
+    admin_user: Any,
+    fleet: Any,  # noqa: F811
+) -> None:
+    """Typing in the offload form: the webhook and ClusterSelector sections stay as the user left them;
+    a half-typed selector keeps the last good cluster table, greyed, under the error; a selector over
+    the expression limit shows the error alone."""
+    page = browser_page
+    login(page, live_server)
+    page.goto(f"{live_server.url}/namespaces/payments/offload/")
+    preview = page.locator("#preview")
+    preview.get_by_text("2 of 2 clusters selected").wait_for()
+    page.fill("textarea[name=cluster_selector]", "topology.kubernetes.io/region in (eu-west)")
+    preview.get_by_text("1 of 2 clusters selected").wait_for()
+    htmx_idle(page)
+    page.click("#preview-webhook summary")
+    page.click("#preview-node-selector summary")
+    page.click("#preview-manifest summary")  # open by default: closed by the user, it stays closed
+    is_open = "id => document.getElementById(id).open"
+    for text in ("topology.kubernetes.io/region in (eu-west, eu-south)", "topology.kubernetes.io/region in (eu-west)"):
+        page.fill("textarea[name=cluster_selector]", text)
+        htmx_idle(page)
+        assert page.evaluate(is_open, "preview-webhook") and page.evaluate(is_open, "preview-node-selector")
+        assert not page.evaluate(is_open, "preview-manifest")
+
+    page.fill("textarea[name=cluster_selector]", "topology.kubernetes.io/region in (eu-west")
+    preview.get_by_text("Fix before submitting").wait_for()
+    htmx_idle(page)
+    stale = preview.locator("article.stale-preview")
+    assert stale.count() == 1 and "1 of 2 clusters selected" in stale.inner_text()
+    assert page.evaluate("getComputedStyle(document.querySelector('#preview .stale-preview')).opacity") < "1"
+    assert preview.locator("#preview-errors").is_visible(), "the error above it"
+
+    page.fill("textarea[name=cluster_selector]", "topology.kubernetes.io/region in (eu-west)")
+    preview.get_by_text("1 of 2 clusters selected").wait_for()
+    htmx_idle(page)
+    assert preview.locator("article.stale-preview").count() == 0 and preview.locator("article.preview").count() == 1
+
+    many = ",".join(f"k{i}=v" for i in range(60))  # one line: one term of 60 expressions
+    page.fill("textarea[name=cluster_selector]", many)
+    preview.get_by_text("Fix before submitting").wait_for()
+    htmx_idle(page)
+    text = preview.inner_text()
+    assert "at most 50" in text and "clusters selected" not in text, "the limit error alone"

@@ -12,6 +12,11 @@
  *   value in the field ([data-input] on the radio), so the fields and the preview show what applies.
  * - Tables wider than the screen scroll inside their own box; such a box is made reachable with the
  *   keyboard (tabindex) and named, so it can be scrolled without a mouse.
+ * - A <details data-keep-open id=...> stays as the user left it (open or closed) when htmx replaces it
+ *   (the preview on every keystroke, a live page's poll): its state is kept by id.
+ * - A preview answered with an error that left no preview (a half-typed selector: the error banner has
+ *   [data-keep-last-preview]) keeps the last good cluster table under the error, greyed, rather than
+ *   dropping it until the selector parses again.
  */
 (function () {
   "use strict";
@@ -140,6 +145,43 @@
     });
   }
 
+  var keptOpen = {};
+
+  document.addEventListener("toggle", function (event) {
+    var details = event.target;
+    if (details && details.matches && details.matches("details[data-keep-open][id]")) keptOpen[details.id] = details.open;
+  }, true);
+
+  function keepDetails(root) {
+    (root || document).querySelectorAll("details[data-keep-open][id]").forEach(function (details) {
+      if (Object.prototype.hasOwnProperty.call(keptOpen, details.id) && details.open !== keptOpen[details.id]) {
+        details.open = keptOpen[details.id];
+      }
+    });
+  }
+
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    var target = event.detail.target;
+    if (!target || target.id !== "preview" || !event.detail.shouldSwap) return;
+    var incoming = document.createElement("template");
+    incoming.innerHTML = event.detail.serverResponse || "";
+    if (!incoming.content.querySelector("[data-keep-last-preview]") || incoming.content.querySelector("article.preview")) return;
+    var last = target.querySelector("article.preview");
+    if (!last) return;
+    var kept = last.cloneNode(true);
+    kept.classList.add("stale-preview");
+    kept.removeAttribute("id");
+    kept.querySelectorAll("[id]").forEach(function (el) { el.removeAttribute("id"); });
+    kept.setAttribute("aria-label", "The last valid preview, until the selector is valid again");
+    var note = document.createElement("p");
+    note.className = "muted small stale-note";
+    note.textContent = "The last valid preview, until the fields are valid again:";
+    var holder = document.createElement("div");
+    holder.appendChild(note);
+    holder.appendChild(kept);
+    event.detail.serverResponse = (event.detail.serverResponse || "") + holder.innerHTML;
+  });
+
   document.addEventListener("DOMContentLoaded", function () {
     localTimes(document);
     document.body.addEventListener("htmx:afterSettle", function (event) { localTimes(event.target); });
@@ -152,6 +194,8 @@
     document.body.addEventListener("htmx:afterSettle", function (event) {
       tickFreshness();
       reachableScrollers(event.target);
+      keepDetails(document);
     });
+    document.body.addEventListener("htmx:afterSwap", function () { keepDetails(document); });
   });
 })();
