@@ -166,6 +166,16 @@ def reliable(pipeline: Any, sandbox: Any) -> Iterator[Any]:
 # Helpers
 
 
+def _phase2(i: int) -> dict[str, Any]:
+    """A selector no :func:`_spec` has."""
+    values = ["eu-south-1", f"phase2-{i}"]
+    return {
+        "nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "topology.kubernetes.io/region", "operator": "In", "values": values}]}
+        ]
+    }
+
+
 def _spec(i: int) -> dict[str, Any]:
     """A different desired spec for each index (strategy and selector vary)."""
     terms = []
@@ -414,8 +424,11 @@ def test_changes_converge_through_5xx_and_timeouts_and_a_webhook_denial_fails_at
     # Phase 2: the same faults keep hitting the other namespaces while a change that the webhook
     # denies (the mapping strategy is immutable) is inserted directly, bypassing our validation.
     sandbox.faults.set(**faults, path_contains="/namespaces/flaky-")
+    # Every update changes something: a third of the namespaces are Remote already (an edit that changes
+    # nothing is refused, "nothing to change"), so each one also gets a selector of its own.
     updates = [
-        request_offload(name, {**_spec(i), "podOffloadingStrategy": "Remote"}, BOB) for i, name in enumerate(names)
+        request_offload(name, {**_spec(i), "podOffloadingStrategy": "Remote", "clusterSelector": _phase2(i)}, BOB)
+        for i, name in enumerate(names)
     ]
     generation = _get_offloading(k8s, "strict")["metadata"]["generation"]
     denied = ChangeRequest.objects.create(
