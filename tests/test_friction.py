@@ -183,3 +183,22 @@ def test_a_bulk_is_one_entry_of_the_trail_with_its_namespaces_folded(sandbox: An
     details = page[page.index('class="inline-details bulk-children"') :]
     details = details[: details.index("</details>")]
     assert ">team-a-1</a>" in details and ">team-a-2</a>" in details and "change #" in details
+
+
+def test_a_bulk_of_150_says_how_many_changes_and_links_to_the_rest(admin_client: Any, fleet: Any) -> None:  # noqa: F811
+    from offloading.models import BulkRequest
+
+    bulk = BulkRequest.objects.create(
+        action="offload", namespace_selector="team=pay", requester_name="admin", total=150
+    )
+    ChangeRequest.objects.bulk_create(
+        ChangeRequest(namespace=f"ns-{i:03d}", action="offload", state="applied", requester_name="admin", bulk=bulk)
+        for i in range(150)
+    )
+    progress = reverse("offloading:bulk_progress", args=[bulk.pk])
+    first = admin_client.get(progress).content.decode()
+    assert "1–100 of 150 changes" in first and 'href="?rows=2#bulk-progress"' in first
+    detail = admin_client.get(reverse("offloading:bulk_detail", args=[bulk.pk]) + "?rows=2").content.decode()
+    assert f'{progress}?rows=2"' in detail, "the page passes the page of rows on to its poll"
+    rest = admin_client.get(progress + "?rows=2").content.decode()
+    assert "101–150 of 150 changes" in rest and "ns-149" in rest and "ns-000" not in rest

@@ -23,7 +23,7 @@ from offloading.forms import BulkForm
 from offloading.models import (
     BulkRequest,
 )
-from offloading.views.common import fleet_placeholders, form_status, page_refusal, reject_into
+from offloading.views.common import capped, fleet_placeholders, form_status, page_refusal, reject_into
 
 
 def _bulk_call(form: BulkForm, service: Any) -> Any:
@@ -124,7 +124,9 @@ def bulk_preview(request: HttpRequest) -> HttpResponse:
 @require_GET
 def bulk_detail(request: HttpRequest, pk: int) -> HttpResponse:
     item = get_object_or_404(BulkRequest, pk=pk)
-    return render(request, "offloading/bulk_detail.html", {"bulk": item, "progress": item.progress()})
+    rows = request.GET.get("rows", "")  # the page of the changes' table, passed on to the polled progress
+    context = {"bulk": item, "progress": item.progress(), "rows": rows if rows.isdigit() else ""}
+    return render(request, "offloading/bulk_detail.html", context)
 
 
 @login_required
@@ -157,13 +159,14 @@ def bulk_progress(request: HttpRequest, pk: int) -> HttpResponse:
     item = get_object_or_404(BulkRequest, pk=pk)
     progress = item.progress()
     # The unfinished and unsuccessful changes first; the table is capped so large bulks stay cheap.
-    changes = item.changes.annotate(done=Case(When(state=ChangeState.APPLIED, then=1), default=0)).order_by(
-        "done", "namespace"
-    )[:BULK_ROWS]
+    ordered = item.changes.annotate(done=Case(When(state=ChangeState.APPLIED, then=1), default=0)).order_by(
+        "done", "namespace", "pk"
+    )
+    rows = capped(ordered, request, "rows", BULK_ROWS)
     response = render(
         request,
         "offloading/_bulk_progress.html",
-        {"bulk": item, "progress": progress, "changes": changes, "row_limit": BULK_ROWS},
+        {"bulk": item, "progress": progress, "changes": rows.object_list, "rows_page": rows, "row_limit": BULK_ROWS},
     )
     if progress["done"] >= progress["total"]:
         response.status_code = HttpResponseStopPolling.status_code
