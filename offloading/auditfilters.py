@@ -7,6 +7,7 @@ import django_filters
 from django import forms
 
 from offloading.choices import AuditAction, Source
+from offloading.filtersets import IdFilter
 from offloading.models import AuditEvent
 
 
@@ -25,7 +26,7 @@ class AuditFilterSet(django_filters.FilterSet):
     until = django_filters.IsoDateTimeFilter(
         field_name="time", lookup_expr="lt", label="Until", widget=forms.DateTimeInput(attrs={"type": "datetime-local"})
     )
-    change = django_filters.NumberFilter(field_name="change_id", label="Change", min_value=1, max_value=2**62)
+    change = IdFilter(field_name="change_id", label="Change")
 
     class Meta:
         model = AuditEvent

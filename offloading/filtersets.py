@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import django_filters
+from django import forms
 from django.core.exceptions import ValidationError
 from django.db.models import Q, QuerySet
 
@@ -14,6 +15,43 @@ from .liqo import constants as liqo
 from .models import ChangeRequest, ClusterOffloading, Namespace
 
 NOT_OFFLOADED = "none"
+
+
+# The kubectl -l grammar as a regular expression, for the OpenAPI schema: every selector the parser takes
+# matches it (it is looser than the parser: keys and values are checked by their own rules after it).
+_WS = r"[ \t\r\n]*"
+_ID = r"[^=!(),<> \t\r\n\x00]+"
+_REQUIREMENT = (
+    rf"{_WS}(?:!{_WS}{_ID}|{_ID}(?:{_WS}(?:==|!=|=){_WS}(?:{_ID})?|{_WS}[<>]{_WS}{_ID}"
+    rf"|[ \t\r\n]+(?:in|notin){_WS}\({_WS}(?:{_ID})?(?:{_WS},{_WS}(?:{_ID})?)*{_WS}\))?){_WS}"
+)
+SELECTOR_PATTERN = rf"^(?:{_REQUIREMENT}(?:,{_REQUIREMENT})*|{_WS})$"
+# What a text filter takes: anything but NUL (Django's forms refuse it).
+TEXT_PATTERN = r"^[^\x00]*$"
+MAX_ID = 2**62
+
+
+class StrictIntegerField(forms.IntegerField):
+    """Only ASCII digits (Django's IntegerField also takes ``1.0``, ``+1`` and `` 1``, which an
+    ``integer`` in the OpenAPI schema does not)."""
+
+    def to_python(self, value: object) -> int | None:
+        if value in self.empty_values:
+            return None
+        if not (isinstance(value, str) and value.isascii() and value.isdigit()):
+            raise ValidationError(self.error_messages["invalid"], code="invalid")
+        return super().to_python(value)
+
+
+class IdFilter(django_filters.NumberFilter):
+    """The id of a row: digits only, from 1 to ``MAX_ID`` (an id over int64 was a 500)."""
+
+    field_class = StrictIntegerField
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        kwargs.setdefault("min_value", 1)
+        kwargs.setdefault("max_value", MAX_ID)
+        super().__init__(*args, **kwargs)
 
 
 def _invalid(*messages: str) -> ValidationError:
@@ -90,7 +128,7 @@ class NamespaceFilterSet(django_filters.FilterSet):
 class ChangeRequestFilterSet(django_filters.FilterSet):
     """Changes by namespace, state, action, source and bulk request (an unknown id matches nothing)."""
 
-    bulk = django_filters.NumberFilter(field_name="bulk_id")
+    bulk = IdFilter(field_name="bulk_id")
 
     class Meta:
         model = ChangeRequest

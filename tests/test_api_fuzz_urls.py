@@ -18,7 +18,7 @@ from .test_pages import fleet  # noqa: F401 - something for the routes to find
 
 pytestmark = pytest.mark.django_db
 
-_SAMPLE = {"name": "shop", "pk": "1", "cluster_id": "milan", "format": "json"}
+_SAMPLE = {"name": "shop", "pk": "1", "clusterId": "milan", "format": "json"}
 
 
 def _routes(patterns: list[Any], prefix: str = "") -> list[str]:

@@ -12,7 +12,9 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from .errors import REASONS
+from offloading.filtersets import MAX_ID, SELECTOR_PATTERN, TEXT_PATTERN
+
+from .errors import IF_MATCH_PATTERN, REASONS
 
 # An error body: the Status the Kubernetes API server writes.
 _CAUSE = {
@@ -47,7 +49,7 @@ _WHY = {
     "32 levels.",
     401: "No valid credentials.",
     403: "The user's role may not do this.",
-    404: "No such object.",
+    404: 'No such object: the Status names it (`namespaces "shopx" not found`, `details.name`, `details.kind`).',
     409: "The namespace cannot take this change now (a change in flight, a deletion under way), or the change "
     'changes nothing (the spec it already has: "nothing to change").',
     412: "The namespace changed since the generation given in If-Match or expectedGeneration.",
@@ -102,8 +104,65 @@ _IF_MATCH = {
     "required": False,
     "description": 'The ETag of the namespace (`"<generation>"`, `W/` allowed, `*` for any); a namespace that '
     "changed since is a 412.",
-    "schema": {"type": "string"},
+    "schema": {"type": "string", "pattern": IF_MATCH_PATTERN},
 }
+# Query parameters as the filters read them (drf-spectacular sees only their types).
+_ID_SCHEMA = {"type": "integer", "minimum": 1, "maximum": MAX_ID}
+_SELECTOR = {
+    "type": "string",
+    "pattern": SELECTOR_PATTERN,
+    "description": "A `kubectl -l` label selector: at most 50 requirements of at most 100 values each.",
+}
+_TEXT = {"type": "string", "pattern": TEXT_PATTERN}
+_TIME = {"type": "string", "anyOf": [{"format": "date-time"}, {"maxLength": 0}]}
+_QUERY: dict[str, dict[str, Any]] = {
+    "selector": _SELECTOR,
+    "cluster": {**_TEXT, "description": "A cluster id: the namespaces offloaded to it."},
+    "q": {**_TEXT, "description": "Part of the namespace's name or remote namespace name."},
+    "namespace": _TEXT,
+    "actor": _TEXT,
+    "outcome": _TEXT,
+    "bulk": _ID_SCHEMA,
+    "change": _ID_SCHEMA,
+    "since": {**_TIME, "description": "Events at or after this time (ISO 8601); empty: no bound."},
+    "until": {**_TIME, "description": "Events before this time (ISO 8601); empty: no bound."},
+}
+# A path id beyond int64 is no row: the schema says so (the views answer 404 for one).
+_PATH_ID = {"type": "integer", "minimum": 1, "maximum": 2**63 - 1}
+
+
+def _parameters(operation: dict[str, Any], path: str) -> None:
+    """The filters' patterns, bounds and formats; an empty choice (the pages' "any") is accepted."""
+    for parameter in operation.get("parameters", []):
+        name, where = parameter.get("name"), parameter.get("in")
+        if where == "path" and name == "id":
+            parameter["schema"] = dict(_PATH_ID)
+        elif where == "path" and name == "clusterId":
+            parameter["schema"] = {"type": "string", "pattern": "^[^/.]+$"}
+        elif where == "query" and name in _QUERY:
+            parameter["schema"] = dict(_QUERY[name])
+            if "description" in parameter["schema"]:
+                parameter["description"] = parameter["schema"].pop("description")
+        elif where == "query" and name != "format" and "enum" in parameter.get("schema", {}):
+            enum = parameter["schema"]["enum"]
+            if "" not in enum:
+                parameter["schema"]["enum"] = ["", *enum]
+                parameter["description"] = (parameter.get("description", "") + " Empty: any.").strip()
+
+
+def _components(schemas: dict[str, Any]) -> None:
+    """What the request serializers enforce beyond their field types."""
+    selector = schemas.get("BulkCreate", {}).get("properties", {}).get("namespaceSelector")
+    if selector is not None:
+        # Blank is refused (it would select every namespace): at least one non-space character.
+        selector["allOf"] = [{"pattern": SELECTOR_PATTERN}, {"pattern": r"[^ \t\r\n]"}]
+    for name in ("Spec", "Offload"):
+        cluster = schemas.get(name, {}).get("properties", {}).get("clusterSelector")
+        if cluster is not None:
+            cluster.clear()
+            cluster.update(
+                {"type": "object", "description": "A NodeSelector (`nodeSelectorTerms`); not with `selectors`."}
+            )
 
 
 def _error(code: int) -> dict[str, Any]:
@@ -135,6 +194,8 @@ def postprocess(result: dict[str, Any], generator: Any, request: Any, public: bo
                 responses["200"]["headers"] = _ETAG
             if path == "/api/v1/namespaces/{name}/offloading/":
                 operation.setdefault("parameters", []).append(_IF_MATCH)
+            _parameters(operation, path)
+    _components(result["components"]["schemas"])
     return result
 
 

@@ -27,7 +27,6 @@ REASONS = {
     422: "Invalid",
     429: "TooManyRequests",
 }
-_GENERATION = re.compile(r"[0-9]{1,19}")
 _INT64_MAX = 2**63 - 1
 
 
@@ -93,16 +92,34 @@ def field_error(field: str, message: str) -> exceptions.ValidationError:
     return exceptions.ValidationError({field: [message]})
 
 
+def _at_most(limit: int) -> str:
+    """A regular expression for the decimal numbers from 0 to ``limit`` (leading zeros allowed)."""
+    digits = str(limit)
+    shorter = f"[0-9]{{1,{len(digits) - 1}}}"
+    alternatives = [
+        digits[:i] + (f"[0-{int(d) - 1}]" if d != "1" else "0") + (f"[0-9]{{{len(digits) - i - 1}}}" if i < len(digits) - 1 else "")
+        for i, d in enumerate(digits)
+        if d != "0"
+    ]  # fmt: skip
+    return "|".join([shorter, *alternatives, digits])
+
+
+# An ETag of a namespace as If-Match takes it: "<generation>" (an int64), W/ allowed, or *; the OpenAPI
+# schema gives the same expression.
+IF_MATCH_PATTERN = rf'^[ \t]*(?:\*|(?:W/)?"(?:{_at_most(_INT64_MAX)})")[ \t]*$'
+_IF_MATCH = re.compile(IF_MATCH_PATTERN)
+
+
 def if_match_generation(request: Request) -> int | None:
     """The generation of an ``If-Match: "<generation>"`` header (``*`` and no header: None); anything
-    else, non-ASCII digits included, is a 400 on the header."""
-    header = request.headers.get("If-Match", "").strip()
-    if not header or header == "*":
+    else, an empty value, a number without quotes or non-ASCII digits included, is a 400 on the header."""
+    header = request.headers.get("If-Match")
+    if header is None:
         return None
-    value = header.removeprefix("W/").strip('"')
-    if not _GENERATION.fullmatch(value) or int(value) > _INT64_MAX:
-        raise field_error("If-Match", "must be the ETag of the namespace, a generation number in quotes")
-    return int(value)
+    if not _IF_MATCH.match(header):
+        raise field_error("If-Match", 'must be the ETag of the namespace, a generation number in quotes ("3"), or *')
+    value = header.strip(" \t").removeprefix("W/").strip('"')
+    return None if value == "*" else int(value)
 
 
 def check_query_parameters(request: Request, accepted: set[str]) -> None:

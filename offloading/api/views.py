@@ -99,11 +99,14 @@ class NamedNotFoundMixin:
     not_found_kind = ""
 
     def get_object(self) -> Any:
+        lookup = self.lookup_url_kwarg or self.lookup_field  # type: ignore[attr-defined]
+        value = self.kwargs.get(lookup, "")  # type: ignore[attr-defined]
+        if lookup == "pk" and not (value.isascii() and value.isdigit() and 0 < int(value) < 2**63):
+            raise ObjectNotFound(self.not_found_kind, value)  # not an id a row can have (past int64: a 500)
         try:
             return super().get_object()  # type: ignore[misc]
         except Http404 as exc:
-            lookup = self.lookup_url_kwarg or self.lookup_field  # type: ignore[attr-defined]
-            raise ObjectNotFound(self.not_found_kind, self.kwargs.get(lookup, "")) from exc  # type: ignore[attr-defined]
+            raise ObjectNotFound(self.not_found_kind, value) from exc
 
 
 def namespace_or_404(name: str) -> Namespace:
@@ -130,6 +133,7 @@ class ClusterViewSet(NamedNotFoundMixin, SnapshotHeadersMixin, viewsets.ReadOnly
     queryset = Cluster.objects.all()
     serializer_class = ClusterSerializer
     lookup_field = "cluster_id"
+    lookup_url_kwarg = "clusterId"
     filter_backends: list[Any] = []
 
     def get_serializer_context(self) -> dict[str, Any]:
