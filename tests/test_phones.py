@@ -87,7 +87,7 @@ def test_phone_tables_show_name_and_state_or_action(
     page.goto(f"{live_server.url}/namespaces/shop/")
     htmx_idle(page)
     rows = page.evaluate(EDGES, "#ns-status tbody tr")
-    assert rows and _fits(rows, 420, (0, 2)) == [], "cluster and state in view"
+    assert rows and _fits(rows, 420, (0, 1)) == [], "cluster and state in view"
     # This table is wider than the screen (the messages): it scrolls in its box, with a shadow.
     scrolls = page.evaluate(
         """() => { const t = document.querySelector('#ns-status table');
