@@ -59,7 +59,7 @@ def test_pods_of_offloaded_namespaces_are_kept_with_where_they_run(sandbox: Any,
     page = admin_client.get("/namespaces/remote-app/").content.decode()
     assert 'id="pods"' in page and f'<span class="chip info">{kept.cluster_id}</span>' in page
     listing = admin_client.get("/namespaces/?q=remote-app").content.decode()
-    assert kept.phase == "Running" and "<td>0 / 1</td>" in listing
+    assert kept.phase == "Running" and '<td class="opt">0 / 1</td>' in listing
     # Deleted in the cluster: gone from the snapshot at the next relist.
     k8s.core.delete_namespaced_pod("web", "remote-app")
     wait_until(lambda: not k8s.core.list_namespaced_pod("remote-app").items, 60)
