@@ -202,3 +202,23 @@ def test_a_bulk_of_150_says_how_many_changes_and_links_to_the_rest(admin_client:
     assert f'{progress}?rows=2"' in detail, "the page passes the page of rows on to its poll"
     rest = admin_client.get(progress + "?rows=2").content.decode()
     assert "101–150 of 150 changes" in rest and "ns-149" in rest and "ns-000" not in rest
+
+
+@pytest.mark.parametrize("count", [3, 20, 50, 100, 200])
+def test_topology_names_are_never_under_12_units_and_never_overlap(count: int) -> None:
+    import math
+
+    from offloading.models import Cluster
+    from offloading.views.insight import RADIAL_FROM, ring, topology
+
+    clusters = [Cluster(cluster_id=f"peer-{i:03d}", offloading_status="Healthy") for i in range(count)]
+    clusters[7 % count].offloading_status = "Unhealthy"
+    radius, _node, size = ring(count)
+    assert size >= 12
+    nodes = topology(clusters, {}, {})
+    named = [i for i, node in enumerate(nodes) if node.labelled]
+    assert nodes[7 % count].labelled, "an unhealthy peer is always named"
+    if count >= RADIAL_FROM:
+        healthy = [i for i in named if nodes[i].healthy]
+        gaps = [b - a for a, b in zip(healthy, healthy[1:], strict=False)]
+        assert min(gaps, default=count) * 2 * math.pi * radius / count >= size, "side by side along the circle"

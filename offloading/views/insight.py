@@ -44,6 +44,7 @@ class PeerNode:
     pods: int
     healthy: bool
     width: float  # the edge's stroke width, by offloaded namespaces
+    labelled: bool = True  # whether its name is written (past ~60 peers, one in LABEL_EVERY; always when unhealthy)
 
 
 def unhealthy(cluster: Cluster) -> bool:
@@ -52,12 +53,23 @@ def unhealthy(cluster: Cluster) -> bool:
     return MODULE_UNHEALTHY in (cluster.offloading_status, cluster.networking_status)
 
 
+LABEL_SIZE = 12  # the peers' names: never smaller (on a phone the picture scrolls rather than shrinks)
+
+
 def ring(count: int) -> tuple[float, float, float]:
     """The peers' circle radius, their node radius and their label font size for ``count`` peers."""
     if count < RADIAL_FROM:
-        return RADIUS, 15, 12
+        return RADIUS, 15, LABEL_SIZE
+    return RADIAL_RADIUS, 9 if count <= 60 else 6, LABEL_SIZE
+
+
+def label_every(count: int) -> int:
+    """Write one name in this many around the circle: 1 while 12-unit labels along the radius fit side
+    by side (about 60 peers), more past that (the others are named on hover, and in the peer list)."""
+    if count < RADIAL_FROM:
+        return 1
     spacing = 2 * math.pi * RADIAL_RADIUS / count  # between two neighbours, along the circle
-    return RADIAL_RADIUS, 9 if count <= 60 else 6, round(max(6.0, min(12.0, 0.7 * spacing)), 1)
+    return max(1, math.ceil(LABEL_SIZE / (1.0 * spacing) - 1e-9)) if spacing < LABEL_SIZE else 1
 
 
 def topology(clusters: list[Cluster], hosted: dict[str, int], pods: dict[str, int]) -> list[PeerNode]:
@@ -66,6 +78,7 @@ def topology(clusters: list[Cluster], hosted: dict[str, int], pods: dict[str, in
     most = max(hosted.values(), default=0) or 1
     radius, node_radius, _size = ring(len(clusters))
     radial = len(clusters) >= RADIAL_FROM
+    every = label_every(len(clusters))
     nodes = []
     for i, cluster in enumerate(clusters):
         angle = 2 * math.pi * i / max(len(clusters), 1) - math.pi / 2
@@ -85,7 +98,7 @@ def topology(clusters: list[Cluster], hosted: dict[str, int], pods: dict[str, in
             PeerNode(
                 cluster, round(x, 1), round(y, 1), round(lx, 1), round(ly, 1), anchor, round(rotate, 1), count,
                 pods.get(cluster.cluster_id, 0), not unhealthy(cluster),
-                round(1 + 7 * count / most, 1) if count else 0.6,
+                round(1 + 7 * count / most, 1) if count else 0.6, i % every == 0 or unhealthy(cluster),
             )
         )  # fmt: skip
     return nodes
