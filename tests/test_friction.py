@@ -222,3 +222,10 @@ def test_topology_names_are_never_under_12_units_and_never_overlap(count: int) -
         healthy = [i for i in named if nodes[i].healthy]
         gaps = [b - a for a, b in zip(healthy, healthy[1:], strict=False)]
         assert min(gaps, default=count) * 2 * math.pi * radius / count >= size, "side by side along the circle"
+
+
+def test_the_namespace_list_says_how_many_it_holds_and_which_are_on_the_page(admin_client: Any, fleet: Any) -> None:  # noqa: F811
+    Namespace.objects.bulk_create(Namespace(name=f"team-{i:03d}") for i in range(60))
+    page = admin_client.get(reverse("offloading:namespace_list")).content.decode()
+    assert "62 namespaces ·" in page and "62 shown" not in page
+    assert "Page 1 of 2 (1–50 of 62)" in page and "page=2" in page
