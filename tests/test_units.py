@@ -55,3 +55,11 @@ def test_the_namespace_page_says_pod_requests_in_binary_units(admin_client: Any,
     )  # fmt: skip
     page = admin_client.get(reverse("offloading:namespace_detail", args=["shop"])).content.decode()
     assert "250m CPU · 64Mi" in page and not re.search(r"\d\s?[KMGT]B\b", page)
+
+
+def test_a_pod_without_requests_says_so_instead_of_zero_bytes(admin_client: Any, fleet: Any) -> None:  # noqa: F811
+    Pod.objects.create(namespace="shop", name="bare", node_name="milan", cluster_id="milan", phase="Running")
+    page = admin_client.get(reverse("offloading:namespace_detail", args=["shop"])).content.decode()
+    assert "none requested" in page and "0m CPU" not in page
+    peer = admin_client.get(reverse("offloading:cluster_detail", args=["milan"])).content.decode()
+    assert "none requested" in peer and "0m · 0B" not in peer
