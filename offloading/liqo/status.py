@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Container
 from typing import Any
 
 from offloading.liqo import constants as c
+from offloading.liqo.mapping import stale_ready_message, stale_ready_reason
 from offloading.liqo.spec import remote_namespace_name
 
 
@@ -155,13 +157,17 @@ def _find(conditions: list[dict[str, Any]], ctype: str) -> dict[str, Any] | None
     return None
 
 
-def cluster_status_table(obj: dict[str, Any]) -> list[dict[str, Any]]:
+def cluster_status_table(obj: dict[str, Any], mapped: Container[str] | None = None) -> list[dict[str, Any]]:
     """Per-cluster rows from a NamespaceOffloading object, sorted by cluster id.
 
     Rows: cluster_id, selected, remote_namespace, state (Ready reason or "NotSelected"), reason, message,
-    last_transition, stale (status.observedGeneration != metadata.generation).
+    last_transition, stale (status.observedGeneration != metadata.generation), stale_ready (the reason
+    of a Ready condition Liqo left behind on a cluster it no longer selects: the row says NotSelected).
+    ``mapped``: the clusters whose NamespaceMap still has a currentMapping entry for the namespace
+    (None: not known); a not-selected cluster among them is really being torn down.
     """
     meta = obj.get("metadata") or {}
+    deleting = bool(meta.get("deletionTimestamp"))
     status = obj.get("status") or {}
     stale = status.get("observedGeneration") != meta.get("generation")
     remote = status.get("remoteNamespaceName") or ""
@@ -171,7 +177,12 @@ def cluster_status_table(obj: dict[str, Any]) -> list[dict[str, Any]]:
         req = _find(conditions, c.CONDITION_OFFLOADING_REQUIRED)
         ready = _find(conditions, c.CONDITION_READY)
         selected = bool(req and req.get("status") == "True")
-        if ready is not None:
+        leftover = stale_ready_reason(
+            conditions, deleting=deleting, mapped=None if mapped is None else cluster_id in mapped
+        )
+        if leftover:
+            state, shown = "NotSelected", {**(req or {}), "message": stale_ready_message(leftover)}
+        elif ready is not None:
             state = ready.get("reason") or ("Ready" if ready.get("status") == "True" else "Unknown")
             shown = ready
         else:
@@ -187,6 +198,7 @@ def cluster_status_table(obj: dict[str, Any]) -> list[dict[str, Any]]:
                 "message": shown.get("message"),
                 "last_transition": shown.get("lastTransitionTime"),
                 "stale": stale,
+                "stale_ready": leftover,
             }
         )
     return rows

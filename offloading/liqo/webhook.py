@@ -13,6 +13,7 @@ __all__ = [
     "imposed_node_selector",
     "merge_node_selectors",
     "mutate_pod",
+    "runtime_class_notes",
     "virtual_node_toleration",
 ]
 
@@ -120,3 +121,27 @@ def _fill(imposed: dict[str, Any], out: dict[str, Any]) -> dict[str, Any]:
         return out
     node_affinity["requiredDuringSchedulingIgnoredDuringExecution"] = merge_node_selectors(required, imposed)
     return out
+
+
+def runtime_class_notes(configured: str, pod: dict[str, Any]) -> list[str]:
+    """Warnings when Liqo's RuntimeClass is not named ``liqo`` (Helm ``offloading.runtimeClass.name``).
+
+    The webhook skips pods whose runtimeClassName is the configured name (``--liqo-runtime-class``),
+    but the virtual kubelet strips only the hard-coded ``liqo`` from the remote pod: a pod of the
+    renamed class gets neither toleration nor affinity, and its remote copy asks the provider for a
+    RuntimeClass of that name, which fails unless the provider has one.
+    """
+    if configured == c.LIQO_RUNTIME_CLASS:
+        return []
+    notes = [
+        f'Liqo\'s RuntimeClass is named "{configured}", not "{c.LIQO_RUNTIME_CLASS}": the webhook skips pods '
+        f'of class "{configured}", and the virtual kubelet removes only "{c.LIQO_RUNTIME_CLASS}" from the '
+        f'remote pod, so their remote copies ask the provider for a RuntimeClass "{configured}" and fail '
+        "unless it has one."
+    ]
+    if ((pod or {}).get("spec") or {}).get("runtimeClassName") == configured:
+        notes.append(
+            f'This pod uses "{configured}": it is left unmutated and, on a peer without that RuntimeClass, '
+            "its remote pod is refused."
+        )
+    return notes

@@ -237,7 +237,9 @@ def test_cluster_status_table() -> None:
         "message",
         "last_transition",
         "stale",
+        "stale_ready",
     }
+    assert [r["stale_ready"] for r in rows] == ["", "", ""]
     obj["status"]["observedGeneration"] = 3
     assert not any(r["stale"] for r in cluster_status_table(obj))
     assert cluster_status_table({"metadata": {}}) == []

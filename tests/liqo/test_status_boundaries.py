@@ -144,6 +144,7 @@ def test_state_is_the_ready_reason() -> None:
         "message": "ok",
         "last_transition": "t1",
         "stale": False,
+        "stale_ready": "",
     }
 
 
