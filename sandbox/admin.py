@@ -42,13 +42,16 @@ def compact_endpoint(sandbox: Sandbox, method: str, payload: Any) -> tuple[int, 
 
 
 def stats_endpoint(sandbox: Sandbox, method: str, payload: Any) -> tuple[int, Any]:
-    """Bytes served per client (GET); DELETE starts the count over."""
+    """Bytes served and requests answered per client, 429s and the most requests in flight at once
+    (GET); DELETE starts the counts over."""
     traffic = sandbox.api.traffic
     if method == "DELETE":
         traffic.reset()
+        sandbox.faults.reset_peak()
     elif method != "GET":
         return 405, {"error": "use GET or DELETE"}
-    return 200, {**traffic.as_dict(), "throttled": sandbox.faults.throttled}
+    faults = sandbox.faults
+    return 200, {**traffic.as_dict(), "throttled": faults.throttled, "peak_inflight": faults.peak_inflight}
 
 
 def peers_endpoint(sandbox: Sandbox, method: str, payload: Any) -> tuple[int, Any]:

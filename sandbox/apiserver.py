@@ -48,6 +48,10 @@ class ApiServer(PatchingServer):
                 new = clone(current)
                 new["metadata"]["deletionTimestamp"] = now_iso()
                 new["metadata"]["deletionGracePeriodSeconds"] = 0
+                if kind.generation:
+                    # As kube-apiserver: setting deletionTimestamp bumps the generation, so a write
+                    # conditional on the generation someone saw fails on an object being deleted.
+                    new["metadata"]["generation"] = int(current["metadata"].get("generation") or 1) + 1
                 if kind is NAMESPACES:
                     new["status"] = dict(new.get("status") or {}, phase="Terminating")
                 if dry_run:

@@ -44,6 +44,7 @@ class Faults:
         self._listeners: list[Callable[[FaultSettings], None]] = []
         self._inflight = 0
         self.throttled = 0  # requests answered 429 by max_inflight since the start
+        self.peak_inflight = 0  # most requests in flight at once (watches not counted) since reset_peak
 
     def add_listener(self, listener: Callable[[FaultSettings], None]) -> None:
         self._listeners.append(listener)
@@ -107,7 +108,12 @@ class Faults:
                 self.throttled += 1
                 return False
             self._inflight += 1
+            self.peak_inflight = max(self.peak_inflight, self._inflight)
             return True
+
+    def reset_peak(self) -> None:
+        with self._lock:
+            self.peak_inflight = self._inflight
 
     def release(self) -> None:
         with self._lock:

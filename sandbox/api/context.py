@@ -47,6 +47,9 @@ class ApiHTTPServer(ThreadingHTTPServer):
 
     daemon_threads = True
     allow_reuse_address = True
+    # The listen backlog (socketserver's default is 5): 32 clients connecting at once would otherwise
+    # see SYNs dropped and retried a second later, and their requests would not overlap.
+    request_queue_size = 1024
 
     def __init__(self, address: tuple[str, int], api: Api, handler: type[BaseHTTPRequestHandler]) -> None:
         self.api = api

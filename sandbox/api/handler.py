@@ -126,6 +126,11 @@ class Handler(Verbs):
                 {"causes": [{"reason": "UnexpectedServerResponse", "message": "404 page not found"}]},
             )
         kind, namespace, name, subresource = parsed
+        self.api.traffic.call(
+            self.client_identity,
+            _verb(self.command, name, query),
+            kind.plural + (f"/{subresource}" if subresource else ""),
+        )
         self._resource(kind, namespace, name, subresource, query, user)
 
     # -- admin (not part of the Kubernetes API) --------------------------------------------------
@@ -155,6 +160,20 @@ class Handler(Verbs):
             self._send(400, {"error": str(exc)})
             return
         self._send(code, body)
+
+
+_VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
+
+
+def _verb(method: str, name: str, query: dict[str, str]) -> str:
+    """Kubernetes' name of a request's verb (as in its audit log)."""
+    if method in ("GET", "HEAD"):
+        if query.get("watch") in ("1", "true"):
+            return "watch"
+        return "get" if name else "list"
+    if method == "DELETE" and not name:
+        return "deletecollection"
+    return _VERBS.get(method, method.lower())
 
 
 class SandboxHTTPServer(ApiHTTPServer):

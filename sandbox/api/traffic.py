@@ -1,5 +1,7 @@
-"""Bytes the API server sent, per client (the authenticated user, before any impersonation): what a
-dashboard costs the API server, read at GET /sandbox/stats (DELETE resets)."""
+"""Bytes the API server sent and requests it answered, per client (the authenticated user, before any
+impersonation): what a dashboard costs the API server, read at GET /sandbox/stats (DELETE resets).
+``calls`` counts the requests of each client by verb and resource (``"create namespaceoffloadings"``,
+``"get namespaceoffloadings"``, ``"list namespaces"``...): the round trips a change costs."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ class Traffic:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._clients: dict[str, dict[str, int]] = {}
+        self._calls: dict[str, dict[str, int]] = {}
 
     def add(self, client: str, sent: int = 0, requests: int = 0) -> None:
         with self._lock:
@@ -18,14 +21,24 @@ class Traffic:
             entry["bytes"] += sent
             entry["requests"] += requests
 
+    def call(self, client: str, verb: str, resource: str) -> None:
+        """Count one request of ``client``: ``verb`` (Kubernetes' name: get, list, watch, create, update,
+        patch, delete) on ``resource`` (its plural, ``/status`` for the subresource)."""
+        key = f"{verb} {resource}"
+        with self._lock:
+            per_client = self._calls.setdefault(client, {})
+            per_client[key] = per_client.get(key, 0) + 1
+
     def as_dict(self) -> dict[str, Any]:
         with self._lock:
             clients = {name: dict(entry) for name, entry in sorted(self._clients.items())}
-        return {"clients": clients, "total_bytes": sum(e["bytes"] for e in clients.values())}
+            calls = {name: dict(sorted(entry.items())) for name, entry in sorted(self._calls.items())}
+        return {"clients": clients, "total_bytes": sum(e["bytes"] for e in clients.values()), "calls": calls}
 
     def reset(self) -> None:
         with self._lock:
             self._clients.clear()
+            self._calls.clear()
 
 
 class CountingWriter:
