@@ -389,3 +389,4 @@ class AuditCheckpoint(models.Model):
 # this one stays small).
 from .alert_models import Alert  # noqa: E402, F401
 from .inventory_models import KubeEvent, Pod  # noqa: E402, F401
+from .live_models import LiveVersion  # noqa: E402, F401

@@ -1,5 +1,5 @@
 """What keeps open pages true without a reload: the freshness badge (polled by every page) and the
-live pages' cheap "nothing changed" answer."""
+live regions' cheap "nothing changed" answer."""
 
 from __future__ import annotations
 
@@ -9,68 +9,115 @@ from collections.abc import Callable
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
-from django.db.models import Count, Max
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import condition, require_GET
 
 from access import roles
 from offloading.context_processors import freshness_context
-from offloading.models import (
-    AuditEvent,
-    ChangeRequest,
-    Cluster,
-    ClusterOffloading,
-    Namespace,
-    SnapshotState,
-    StatusTransition,
-    VirtualNode,
-)
-
-
-@login_required
-@require_GET
-def freshness(request: HttpRequest) -> HttpResponse:
-    """The freshness badge alone (every page polls it; the browser ticks its age in between)."""
-    response = render(request, "offloading/_freshness.html", freshness_context())
-    response["Cache-Control"] = "no-store"
-    return response
-
+from offloading.models import LiveVersion
 
 # --------------------------------------------------------------------------------------------------
-# Live pages: the list, matrix and clusters pages poll themselves (static/js/liqo-dash.js sends the
-# ETag it holds, with the header X-Live-Poll); while the snapshot has not moved, the answer is an empty
-# 304 computed from a handful of aggregates, so an open page costs almost nothing; when it moved, the
-# page is rendered and the browser swaps the region, keeping the filters, sort and page of the URL.
+# Live regions poll themselves (static/js/liqo-dash.js sends the ETag it holds, with the header
+# X-Live-Poll): the list, matrix, clusters, a cluster's page, the overview and the audit trail ask for
+# the URL the browser shows (filters, sort and page kept); a namespace's status, a change's status, a
+# bulk's progress and the freshness badge ask for their own fragment. While nothing the region shows has
+# changed, the answer is an empty 304 decided from one indexed read of a few LiveVersion rows: counters
+# that database triggers bump in the same transaction as the rows they count (migration 0013,
+# docs/live-pages.md), so an idle open page costs the same at any fleet size.
+
+# Every kind of data a live region may show (the triggers of migration 0013 count writes to its tables).
+KINDS: tuple[str, ...] = (
+    "access",  # access.Scope, the users' groups: the controls a user may use
+    "alerts",  # Alert: the overview's notifications line
+    "audit",  # AuditEvent
+    "bulk",  # BulkRequest
+    "changes",  # ChangeRequest
+    "clusters",  # Cluster
+    "events",  # KubeEvent
+    "namespaces",  # Namespace
+    "nodes",  # VirtualNode
+    "offloadings",  # ClusterOffloading
+    "pods",  # Pod
+    "snapshot",  # SnapshotState: only its last_error and local_cluster_id (the refresh times tick)
+    "transitions",  # StatusTransition
+)
+_EVERY_PAGE = ("access", "snapshot")
+
+# What each live region (by URL name) shows; a region not listed depends on every kind.
+REGIONS: dict[str, tuple[str, ...]] = {
+    "home": ("alerts", "changes", "clusters", "events", "namespaces", "offloadings", "pods"),
+    "namespace_list": ("changes", "events", "namespaces", "offloadings", "pods"),
+    "fleet_matrix": ("clusters", "namespaces", "offloadings"),
+    "cluster_list": ("clusters", "nodes", "offloadings"),
+    "cluster_detail": ("clusters", "namespaces", "nodes", "offloadings", "pods"),
+    "audit_list": ("audit", "bulk", "changes"),
+    "namespace_status": ("changes", "namespaces", "offloadings"),
+    "change_status": ("changes", "events", "namespaces", "offloadings"),
+    "bulk_progress": ("bulk", "changes"),
+}
 
 
-def data_version() -> str:
-    """Changes whenever anything a page shows may have changed: snapshot rows written, status
-    transitions, changes moving, audit events, the snapshot's own refresh state."""
-    parts = [
-        Namespace.objects.aggregate(n=Count("id"), t=Max("refreshed_at")),
-        ClusterOffloading.objects.aggregate(n=Count("id"), i=Max("id"), t=Max("since")),
-        Cluster.objects.aggregate(n=Count("id"), t=Max("refreshed_at")),
-        VirtualNode.objects.aggregate(n=Count("id"), t=Max("refreshed_at")),
-        StatusTransition.objects.aggregate(i=Max("id")),
-        ChangeRequest.objects.aggregate(t=Max("updated_at"), n=Count("id")),
-        AuditEvent.objects.aggregate(i=Max("id")),
-        # Not the refresh times: the watcher marks the snapshot fresh every few seconds (the badge shows it).
-        SnapshotState.objects.values("last_error", "local_cluster_id").first(),
-    ]
-    return hashlib.sha256(json.dumps(parts, default=str, sort_keys=True).encode()).hexdigest()[:32]
+def versions(kinds: tuple[str, ...] = KINDS) -> dict[str, int]:
+    """The counter of each kind: one indexed read, whatever the size of the fleet. A kind without a row
+    (a database emptied by ``flush``) counts 0."""
+    found = dict(LiveVersion.objects.filter(kind__in=kinds).values_list("kind", "version"))
+    return {kind: int(found.get(kind, 0)) for kind in kinds}
+
+
+def region_kinds(url_name: str | None) -> tuple[str, ...]:
+    """The kinds a live region depends on: what it shows, plus what every page shows."""
+    shown = REGIONS.get(url_name or "")
+    return KINDS if shown is None else tuple(sorted({*shown, *_EVERY_PAGE}))
+
+
+def data_version(kinds: tuple[str, ...] = KINDS) -> str:
+    """Changes whenever anything of ``kinds`` may have changed (every kind by default): snapshot rows
+    written, status transitions, changes moving, audit events, the snapshot's error or cluster id.
+    It never repeats: each counter only grows."""
+    return ".".join(f"{kind}{version}" for kind, version in versions(kinds).items())
+
+
+def _who(request: HttpRequest) -> str:
+    user: Any = request.user
+    return f"{user.pk}:{roles.role_of(user)}" if user.is_authenticated else "-"
 
 
 def _poll_etag(request: HttpRequest, *args: Any, **kwargs: Any) -> str | None:
-    """The ETag of a live page's poll (None for an ordinary visit: always rendered)."""
+    """The ETag of a live region's poll (None for an ordinary visit: always rendered). Keyed by the
+    user and role as well: the page is rendered per user, so two viewers never share an answer."""
     if request.headers.get("X-Live-Poll") != "1":
         return None
-    user: Any = request.user
-    who = f"{user.pk}:{roles.role_of(user)}" if user.is_authenticated else "-"
-    key = f"{data_version()}|{request.get_full_path()}|{who}|{request.headers.get('HX-Request', '')}"
+    match = request.resolver_match
+    version = data_version(region_kinds(match.url_name if match else None))
+    key = f"{version}|{request.get_full_path()}|{_who(request)}|{request.headers.get('HX-Request', '')}"
     return hashlib.sha256(key.encode()).hexdigest()[:32]
 
 
 def page(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
     """Make ``view`` answer a live poll with 304 while nothing it shows has changed."""
     return condition(etag_func=_poll_etag)(view)
+
+
+@login_required
+@require_GET
+def freshness(request: HttpRequest) -> HttpResponse:
+    """The freshness badge alone (every page polls it; the browser ticks its age in between). A poll
+    that holds the badge's ETag gets a 304 while what the badge says has not moved: the snapshot's
+    refresh times and error, the API server's outage, the level and reason (which age with the clock)."""
+    context = freshness_context()
+    state = context["snapshot"]
+    outage = context["api_outage"]
+    shown = (
+        state.last_success_at, state.last_attempt_at, state.last_error, context["snapshot_stale"],
+        outage and (outage.since, outage.error), context["freshness_level"], context["freshness_reason"],
+        context["freshness_interval"], _who(request),
+    )  # fmt: skip
+    etag = '"' + hashlib.sha256(json.dumps(shown, default=str).encode()).hexdigest()[:32] + '"'
+    if request.headers.get("X-Live-Poll") == "1" and etag in request.headers.get("If-None-Match", ""):
+        response = HttpResponse(status=304)
+    else:
+        response = render(request, "offloading/_freshness.html", context)
+    response["ETag"] = etag
+    response["Cache-Control"] = "no-store"
+    return response

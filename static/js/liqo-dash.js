@@ -4,6 +4,8 @@
  *   turns amber past two refresh intervals and red past five, without waiting for the next poll.
  * - Live regions ([data-live]) poll their page: the poll asks for the URL the browser shows now (so
  *   the user's filters, sort and page stay), sends the ETag of what it shows, and keeps it on 304.
+ *   A fragment region ([data-live=fragment]: a namespace's or a change's status, a bulk's progress,
+ *   the freshness badge) polls its own hx-get URL the same way. Each region keeps its own ETag (by id).
  * - Forms follow Liqo: the remote namespace name is used only with SelectedName, so its field is
  *   disabled (and so never sent) for the other strategies.
  * - A typed confirmation ([data-confirm-name]) keeps its form's submit button disabled until the text
@@ -64,10 +66,12 @@
     return elt && elt.closest ? elt.closest("[data-live]") : null;
   }
 
+  var nextEtags = {}; // region id -> the ETag of what the swap puts there (set once it has settled)
+
   document.addEventListener("htmx:configRequest", function (event) {
     var region = liveRegion(event.detail.elt);
     if (!region || event.detail.elt !== region) return;
-    event.detail.path = window.location.pathname + window.location.search;
+    if (region.dataset.live !== "fragment") event.detail.path = window.location.pathname + window.location.search;
     event.detail.headers["X-Live-Poll"] = "1";
     if (region.dataset.etag) event.detail.headers["If-None-Match"] = region.dataset.etag;
   });
@@ -81,15 +85,15 @@
       return;
     }
     var etag = xhr.getResponseHeader("ETag");
-    if (etag) window.liqoDashNextEtag = etag;
+    if (etag && region.id) nextEtags[region.id] = etag;
   });
 
-  document.addEventListener("htmx:afterSettle", function (event) {
-    if (window.liqoDashNextEtag) {
-      var region = document.querySelector("[data-live]");
-      if (region) region.dataset.etag = window.liqoDashNextEtag;
-      window.liqoDashNextEtag = null;
-    }
+  document.addEventListener("htmx:afterSettle", function () {
+    Object.keys(nextEtags).forEach(function (id) {
+      var region = document.getElementById(id); // the region itself, or what replaced it (outerHTML)
+      if (region && region.hasAttribute("data-live")) region.dataset.etag = nextEtags[id];
+    });
+    nextEtags = {};
   });
 
   function followStrategy() {
