@@ -265,8 +265,11 @@ LIQO_DASH: dict[str, Any] = {
     "LEADER_LEASE_NAME": env.string("LIQO_DASH_LEADER_LEASE_NAME", "liqo-dash-watcher"),
     "LEADER_LEASE_NAMESPACE": env.string("LIQO_DASH_LEADER_LEASE_NAMESPACE", env.string("POD_NAMESPACE", "default")),
     "LEADER_LEASE_SECONDS": env.integer("LIQO_DASH_LEADER_LEASE_SECONDS", 10),
-    # How many dry-runs a bulk request sends to the API server at once.
-    "DRY_RUN_CONCURRENCY": env.integer("LIQO_DASH_DRY_RUN_CONCURRENCY", 8),
+    # Requests a worker process keeps in flight to the API server while it pushes a bulk (its threads),
+    # halved on every 429 and grown back one at a time: the API server's priority and fairness decides.
+    "KUBE_MAX_INFLIGHT": env.integer("LIQO_DASH_KUBE_MAX_INFLIGHT", 32),
+    # How many access reviews and dry-runs a bulk request sends to the API server at once.
+    "DRY_RUN_CONCURRENCY": env.integer("LIQO_DASH_DRY_RUN_CONCURRENCY", 32),
     # Notifications (README "Notifications"): Slack-compatible JSON POSTed to ALERT_WEBHOOK_URL when a change
     # fails, a namespace is stuck or a peer turns unhealthy (and when those recover); empty: off. Links
     # point at ALERT_DASHBOARD_URL (default: the first CSRF_TRUSTED_ORIGINS entry without a wildcard).

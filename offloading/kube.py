@@ -8,21 +8,25 @@ caller knows whether retrying can help.
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import urllib3
 from django.conf import settings
-from kubernetes import client, config
+from kubernetes import client
 from kubernetes import utils as k8s_utils
 from kubernetes import watch as k8s_watch
 from kubernetes.client.rest import ApiException
 
+from .kubeclient import api_client, reset_client
 from .kubeerrors import KubeError, Result, classify, parse_warnings
 from .kubeidentity import Identity, impersonation_headers
+from .kubepace import in_paced, paced, pacer
 from .liqo import constants as liqo
+
+# Re-exported: callers use kube.KubeError, kube.paced, kube.reset_client ...
+__all__ = ["KubeError", "Result", "api_client", "paced", "pacer", "reset_client"]
 
 LIST_PAGE_SIZE = 500
 # Dry-runs happen inside a page request: an API server that is slow to answer must not hold the page.
@@ -35,55 +39,6 @@ _VN = ("offloading.liqo.io", "v1beta1", "virtualnodes")
 _NSOFF = (liqo.GROUP, liqo.VERSION, "namespaceoffloadings")
 
 
-_lock = threading.Lock()
-_client: client.ApiClient | None = None
-
-
-def api_client() -> client.ApiClient:
-    """One ApiClient per process, configured from settings on first use."""
-    global _client
-    with _lock:
-        if _client is None:
-            try:
-                _client = client.ApiClient(_configuration())
-            except (config.ConfigException, OSError) as exc:
-                # A missing or unreadable kubeconfig is reported like an unreachable API server: the
-                # snapshot goes stale, changes stay queued and are retried.
-                raise KubeError("transient", f"no usable Kubernetes configuration: {exc}") from exc
-        return _client
-
-
-def reset_client() -> None:
-    """Forget the configured client (tests point the same process at another API server)."""
-    global _client
-    with _lock:
-        _client = None
-
-
-def _configuration() -> client.Configuration:
-    cfg = client.Configuration()
-    opts = settings.LIQO_DASH
-    mode = opts["KUBE_CONFIG_MODE"]
-    if mode in ("auto", "incluster"):
-        try:
-            config.load_incluster_config(client_configuration=cfg)
-            cfg.retries = 1
-            return cfg
-        except config.ConfigException:
-            if mode == "incluster":
-                raise
-    config.load_kube_config(
-        config_file=opts["KUBECONFIG"] or None,
-        context=opts["KUBE_CONTEXT"] or None,
-        client_configuration=cfg,
-        persist_config=False,
-    )
-    # Our tasks retry with backoff themselves; one quick retry here only rides over a dropped
-    # keep-alive connection.
-    cfg.retries = 1
-    return cfg
-
-
 def _timeout() -> float:
     return float(settings.LIQO_DASH["KUBE_REQUEST_TIMEOUT"])
 
@@ -91,7 +46,16 @@ def _timeout() -> float:
 def _call(
     method: Any, *args: Any, timeout: float | None = None, **kwargs: Any
 ) -> tuple[dict[str, Any] | None, list[str]]:
-    """Run a client method returning the raw response; decode JSON; classify every failure."""
+    """Run a client method returning the raw response; decode JSON; classify every failure. Inside
+    :func:`paced`, through the pacer (a 429 waits for Retry-After and is sent again)."""
+    if not in_paced():
+        return _call_once(method, *args, timeout=timeout, **kwargs)
+    return pacer.call(lambda: _call_once(method, *args, timeout=timeout, **kwargs))
+
+
+def _call_once(
+    method: Any, *args: Any, timeout: float | None = None, **kwargs: Any
+) -> tuple[dict[str, Any] | None, list[str]]:
     try:
         response = method(*args, _preload_content=False, _request_timeout=timeout or _timeout(), **kwargs)
     except ApiException as exc:
@@ -213,11 +177,23 @@ def replace_offloading(
     return Result(obj, warnings)
 
 
-def delete_offloading(namespace: str, resource_version: str | None = None, identity: Identity | None = None) -> Result:
-    """DELETE the NamespaceOffloading; with a resource version, only if it is still that version."""
+def patch_offloading(namespace: str, operations: list[dict[str, Any]], identity: Identity | None = None) -> Result:
+    """JSON-patch (RFC 6902) the NamespaceOffloading: its ``test`` operations are preconditions that
+    the API server checks on the object it holds (a failed one answers 422, nothing written)."""
+    kwargs = {**_write_options(False, identity), "_content_type": "application/json-patch+json"}
+    obj, warnings = _call(_custom().patch_namespaced_custom_object, *_one(_NSOFF, namespace), operations, **kwargs)
+    return Result(obj, warnings)
+
+
+def delete_offloading(
+    namespace: str, resource_version: str | None = None, identity: Identity | None = None, uid: str | None = None
+) -> Result:
+    """DELETE the NamespaceOffloading; with a resource version (and uid), only if it is still that
+    version (that object): otherwise a conflict."""
     body: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"}
-    if resource_version:
-        body["preconditions"] = {"resourceVersion": resource_version}
+    preconditions = {"resourceVersion": resource_version, "uid": uid}
+    if resource_version or uid:
+        body["preconditions"] = {key: value for key, value in preconditions.items() if value}
     headers = impersonation_headers(identity)
     obj, warnings = _call(_custom().delete_namespaced_custom_object, *_one(_NSOFF, namespace), body=body, **headers)
     return Result(obj, warnings)

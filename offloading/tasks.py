@@ -10,14 +10,21 @@ from typing import Any
 
 from celery import shared_task
 
-from offloading.changes import alerts, alertsend, apihealth, apply, audit, audittrail, snapshot
+from offloading.changes import alerts, alertsend, apihealth, apply, audit, audittrail, bulkpush, snapshot
 from offloading.changes import sweep as sweeper
-from offloading.changes.queue import APPLY_CHANGE, AWAIT_DELETION, DELIVER_ALERT, PROBE_API, REFRESH
+from offloading.changes.queue import APPLY_BULK, APPLY_CHANGE, AWAIT_DELETION, DELIVER_ALERT, PROBE_API, REFRESH
 
 
 @shared_task(name=APPLY_CHANGE, acks_late=True)
 def apply_change(change_id: int) -> str:
     return apply.apply_change(change_id)
+
+
+# One task pushes a bulk's children with threads (bulkpush.apply_bulk); it hands over what is left after
+# BULK_TASK_BUDGET seconds, and its limits leave room for the changes in flight to finish.
+@shared_task(name=APPLY_BULK, acks_late=True, soft_time_limit=240, time_limit=300)
+def apply_bulk(bulk_id: int, after_id: int = 0) -> int:
+    return bulkpush.apply_bulk(bulk_id, after_id)
 
 
 @shared_task(name=AWAIT_DELETION, acks_late=True)

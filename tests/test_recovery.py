@@ -52,6 +52,9 @@ def _bulk_through_a_fault(reliable: Any, sandbox: Any, k8s: Any, prefix: str, fa
     """Start a bulk offload, inject ``fault`` once a few namespaces are applied, end it after
     FAULT_SECONDS, and wait for the bulk to finish. Returns what happened."""
     names = _labelled_namespaces(k8s, prefix)
+    # A bulk keeps 32 requests in flight by default: the 30 namespaces would all be applied before the
+    # fault; two at a time keep the fault in the middle of the bulk.
+    reliable.env["LIQO_DASH_KUBE_MAX_INFLIGHT"] = "2"
     reliable.start_worker("worker")
     reliable.start_beat()
     sandbox.faults.set(latency=0.05)  # slow enough that the fault lands in the middle of the bulk

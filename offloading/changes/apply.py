@@ -3,8 +3,10 @@ retry transient errors with backoff, start the next change of the namespace."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import random
+import threading
 import time
 from collections.abc import Callable
 from datetime import timedelta
@@ -12,7 +14,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db import transaction
+from django.db import connections, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -22,20 +24,37 @@ from offloading.changes.authorize import identity_of_change
 from offloading.changes.push import Conflict, Waiting, push_delete, push_spec
 from offloading.changes.queue import enqueue_apply, enqueue_await_deletion
 from offloading.changes.rows import mark_namespace_unoffloaded, store_offloading
-from offloading.changes.snapshot import trigger_refresh
+from offloading.changes.snapshot import trigger_refresh, watcher_keeps_snapshot
 from offloading.choices import AuditAction, ChangeAction, ChangeState
 from offloading.kubeidentity import acting_as
 from offloading.liqo.spec import normalize_spec
 from offloading.models import (
     AuditEvent,
     ChangeRequest,
+    Namespace,
 )
 
 log = logging.getLogger(__name__)
 
 
+# SQLite has one writer at a time, and a writer that finds the database locked sleeps in steps of up to
+# 100 ms before it looks again. A bulk's threads take their turn on this lock instead (a waiting thread
+# wakes as soon as the one before is done); other processes still meet SQLite's own lock.
+_sqlite_writer = threading.Lock()
+
+
+def _writing() -> contextlib.AbstractContextManager[Any]:
+    """Hold the process's SQLite write turn (nothing on other databases)."""
+    return _sqlite_writer if connections["default"].vendor == "sqlite" else contextlib.nullcontext()
+
+
 def finish(change_id: int, state: str, message: str, **fields: Any) -> bool:
     """Move an applying change to a terminal state and audit it, exactly once."""
+    with _writing():
+        return _finish(change_id, state, message, **fields)
+
+
+def _finish(change_id: int, state: str, message: str, **fields: Any) -> bool:
     now = timezone.now()
     with transaction.atomic():
         done = ChangeRequest.objects.filter(pk=change_id, state=ChangeState.APPLYING).update(
@@ -85,6 +104,11 @@ def claim(change_id: int) -> ChangeRequest | None:
         # the older change enqueues it when it finishes (start_next), and the sweeper is the safety
         # net if that message is lost.
         return None
+    with _writing():
+        return _claim(change_id)
+
+
+def _claim(change_id: int) -> ChangeRequest | None:
     now = timezone.now()
     lease_expired = now - timedelta(seconds=settings.LIQO_DASH["STUCK_AFTER"])
     claimed = ChangeRequest.objects.filter(pk=change_id, state=ChangeState.QUEUED).update(
@@ -230,8 +254,9 @@ def _gave_up(first: Any, now: Any, exc: kube.KubeError) -> str:
 
 def _apply_claimed(change: ChangeRequest, followups: list[Callable[[], None]]) -> str:
     try:
-        # As the user who asked (Kubernetes impersonation), on every attempt: the cluster decides.
-        with acting_as(identity_of_change(change)):
+        # As the user who asked (Kubernetes impersonation), on every attempt: the cluster decides. Paced:
+        # bounded in flight per process, and a 429 holds every push until its Retry-After.
+        with acting_as(identity_of_change(change)), kube.paced():
             if change.action == ChangeAction.UNOFFLOAD:
                 result = push_delete(change)
             else:
@@ -275,8 +300,15 @@ def _apply_claimed(change: ChangeRequest, followups: list[Callable[[], None]]) -
         followups.append(_resume_waiting)
     obj, warnings = result
     fields: dict[str, Any] = {"warnings": list(dict.fromkeys([*change.warnings, *warnings]))}
-    if obj:
-        store_offloading(change.namespace, obj)
+    # What was written goes into the snapshot now, unless the watcher keeps it: then the watch brings
+    # the same object within a second, and writing it here too would double the snapshot's writes.
+    keeps = watcher_keeps_snapshot()
+    if change.action == ChangeAction.UNOFFLOAD:
+        if not keeps:
+            mark_namespace_unoffloaded(change.namespace)  # gone at once: no finalizer held it
+    elif obj:
+        if not keeps:
+            store_offloading(change.namespace, obj)
         meta = obj.get("metadata") or {}
         fields.update(
             result_resource_version=meta.get("resourceVersion", ""),
@@ -303,9 +335,20 @@ def await_deletion(change_id: int) -> str:
     if change is None:
         return "skipped"
     # Poll a few times within this task before handing over to a new one: cheap on the broker, and
-    # it keeps eager (in-process) runs from recursing.
+    # it keeps eager (in-process) runs from recursing. While the watcher keeps the snapshot, the
+    # snapshot is polled (the watch brings the deletion): no request to the API server, unless the
+    # object seems to linger (then it is read once per task).
     current: dict[str, Any] | None = {}
+    waited = (timezone.now() - (change.claimed_at or change.created_at)).total_seconds()
+    from_snapshot = bool(change.base_uid) and waited < 10 and watcher_keeps_snapshot()
     for _ in range(10):
+        if from_snapshot:
+            held = Namespace.objects.filter(name=change.namespace, offloaded=True, offloading_uid=change.base_uid)
+            current = {"held": True} if held.exists() else None
+            if current is None:
+                break
+            time.sleep(0.5)
+            continue
         try:
             current = kube.get_offloading(change.namespace)
         except kube.KubeError as exc:

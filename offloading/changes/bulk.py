@@ -14,6 +14,7 @@ from access import policy, roles
 from offloading.changes import authorize
 from offloading.changes.audit import record_bulk_requested
 from offloading.changes.errors import ChangeRejected, Refusal
+from offloading.changes.queue import enqueue_bulk
 from offloading.changes.requests import (
     NOTHING_TO_CHANGE,
     ChangeInput,
@@ -203,7 +204,9 @@ def request_bulk(
         record_bulk_requested(bulk, actor, [change.namespace for change in plan.changes])
         for change in plan.changes:
             change.bulk = bulk
-            save_and_enqueue(change, actor)
+            save_and_enqueue(change, actor, enqueue=False)
+        # One task pushes them all, many at a time (offloading.changes.bulkpush.apply_bulk).
+        transaction.on_commit(lambda: enqueue_bulk(bulk.pk), robust=True)
     return bulk
 
 
@@ -263,5 +266,6 @@ def retry_failed(bulk_id: int, actor: Actor) -> BulkRequest:
         record_bulk_requested(retry, actor, [change.namespace for change in changes], retry_of=original.pk)
         for change in changes:
             change.bulk = retry
-            save_and_enqueue(change, actor)
+            save_and_enqueue(change, actor, enqueue=False)
+        transaction.on_commit(lambda: enqueue_bulk(retry.pk), robust=True)
     return retry

@@ -169,6 +169,14 @@ def dry_run(namespace_name: str, spec: dict[str, Any]) -> DryRun:
         "spec": normalize_spec(spec),
     }
     try:
+        if not Namespace.objects.filter(name=namespace_name, offloaded=True).exists():
+            # Not offloaded as far as the snapshot knows: the create is asked at once, without a read
+            # (an offloading made since answers AlreadyExists, and then it is read and replaced).
+            try:
+                return DryRun([], kube.create_offloading(namespace_name, body, dry_run=True).warnings, True)
+            except kube.KubeError as exc:
+                if exc.kind != "exists":
+                    raise
         current = kube.get_offloading(namespace_name, timeout=kube.DRY_RUN_TIMEOUT)
         if current is None:
             result = kube.create_offloading(namespace_name, body, dry_run=True)

@@ -18,6 +18,7 @@ EAGER_NESTING_LIMIT = 8
 _eager = threading.local()
 
 APPLY_CHANGE = "offloading.tasks.apply_change"
+APPLY_BULK = "offloading.tasks.apply_bulk"
 AWAIT_DELETION = "offloading.tasks.await_deletion"
 REFRESH = "offloading.tasks.refresh"
 PROBE_API = "offloading.tasks.probe_api"
@@ -56,6 +57,21 @@ def enqueue_apply(change_id: int, countdown: float = 0) -> None:
         send(APPLY_CHANGE, change_id, countdown=countdown)
     except Exception:  # noqa: BLE001 - kombu/redis raise many types; none may fail the request
         log.warning("could not enqueue change %s; the sweeper will retry it", change_id, exc_info=True)
+
+
+def runs_eagerly() -> bool:
+    """Whether tasks run in place (CELERY_TASK_ALWAYS_EAGER: the tests)."""
+    return bool(current_app.conf.task_always_eager)
+
+
+def enqueue_bulk(bulk_id: int, after_id: int = 0) -> None:
+    """Send the task that pushes the queued children of a bulk request (``offloading.changes.bulkpush.
+    apply_bulk``). A broker failure is logged: the children are recorded, and the sweeper sends each
+    of them once they have waited ``STUCK_AFTER``."""
+    try:
+        send(APPLY_BULK, bulk_id, after_id)
+    except Exception:  # noqa: BLE001 - kombu/redis raise many types; none may fail the request
+        log.warning("could not enqueue bulk %s; the sweeper will send its changes", bulk_id, exc_info=True)
 
 
 def enqueue_await_deletion(change_id: int, countdown: float = 1.0) -> None:

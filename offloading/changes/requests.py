@@ -220,11 +220,13 @@ def unoffload_change(
     )
 
 
-def save_and_enqueue(change: ChangeRequest, actor: Actor) -> ChangeRequest:
-    """Save the change and its audit event (inside the caller's transaction); enqueue after commit."""
+def save_and_enqueue(change: ChangeRequest, actor: Actor, *, enqueue: bool = True) -> ChangeRequest:
+    """Save the change and its audit event (inside the caller's transaction); enqueue after commit
+    (``enqueue=False``: the caller sends them together, as bulk does)."""
     change.save()
     record_requested(change, actor, change.base_spec, change.desired_spec)
-    transaction.on_commit(lambda: enqueue_apply(change.pk), robust=True)
+    if enqueue:
+        transaction.on_commit(lambda: enqueue_apply(change.pk), robust=True)
     return change
 
 

@@ -53,6 +53,11 @@ def informer_alive(seconds: float | None) -> None:
         cache.delete(_INFORMER_ALIVE)
 
 
+def watcher_keeps_snapshot() -> bool:
+    """Whether the watcher keeps every kind synced now (see :func:`informer_alive`)."""
+    return bool(cache.get(_INFORMER_ALIVE))
+
+
 def trigger_refresh() -> None:
     """Ask for a refresh soon; many triggers within a second coalesce into one refresh. Nothing while
     the watcher keeps the snapshot (it brings the change itself; a full refresh would re-read all)."""
