@@ -69,6 +69,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--no-cold", dest="cold", action="store_false", help="skip the cold renders (a process per page)"
     )
+    parser.add_argument(
+        "--no-viewers", dest="viewers", action="store_false",
+        help="skip the viewers run (open live pages polling one gunicorn web pod while nothing changes)",
+    )  # fmt: skip
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory (database, logs)")
     args = parser.parse_args(argv)
     fleets = args.fleet or (list(FLEETS[:2]) if args.quick else list(FLEETS))
@@ -135,6 +139,15 @@ def main(argv: list[str] | None = None) -> int:
             moved = throughput.measure(var_dir, 100 if args.quick else 1000, log)
             reset_database = harness.reset_database
             reset_database()
+        watched: dict[str, object] = {}
+        if args.viewers:
+            from bench import viewers
+
+            # A small fleet and 50 / 200 viewers with --quick; otherwise the biggest fleet with 50, 200, 500.
+            namespaces, clusters = fleets[min(1, len(fleets) - 1)] if args.quick else fleets[-1]
+            counts, window_s = ([50, 200], 10.0) if args.quick else ([50, 200, 500], 30.0)
+            watched = viewers.measure(namespaces, clusters, var_dir, counts, window_s, log)
+            harness.reset_database()
         elapsed = time.perf_counter() - started
         if args.json == "-":
             sys.stdout = sys.stderr  # the readable report goes to stderr, stdout holds only the JSON
@@ -163,6 +176,9 @@ def main(argv: list[str] | None = None) -> int:
         if moved is not None:
             print()
             print("\n".join(moved.lines()))
+        if watched:
+            print()
+            print("\n".join(viewers.lines(watched)))
         figures = report.goals(results, synced, moved.as_dict() if moved else None)
         print()
         print("\n".join(report.goal_lines(figures)))
@@ -171,6 +187,7 @@ def main(argv: list[str] | None = None) -> int:
             summary = report.summary(results, elapsed)
             summary.update(figures)
             summary["pods"] = followed
+            summary["viewers"] = watched
             summary["recovery"] = (
                 [{**item.__dict__, "meets_goal": item.meets, "goal_s": recovery.GOAL_S} for item in recovered]
                 if recovered

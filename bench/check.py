@@ -19,6 +19,7 @@ SCALARS = (
 )
 PER_PAGE = ("page_p50_ratio", "cold_page_ms")
 PODS = ("pods_steady_bytes_per_min", "pod_visible_p95_s", "foreign_pod_event_bytes", "pods_followed")
+VIEWERS = ("viewers_p95_ms", "idle_viewer_cpu_us_per_s")  # per viewer count
 
 
 def missing(figures: dict[str, object]) -> list[str]:
@@ -26,6 +27,14 @@ def missing(figures: dict[str, object]) -> list[str]:
     followed = figures.get("pods")
     if isinstance(followed, dict) and followed:  # the pods run is on unless --no-pods
         found += [f"pods[{key}]" for key in PODS if not isinstance(followed.get(key), int | float)]
+    watched = figures.get("viewers")
+    if isinstance(watched, dict) and watched:  # the viewers run is on unless --no-viewers
+        for key in VIEWERS:
+            counts = watched.get(key)
+            if not isinstance(counts, dict) or not counts:
+                found.append(f"viewers[{key}]")
+                continue
+            found += [f"viewers[{key}][{n}]" for n, value in counts.items() if not isinstance(value, int | float)]
     for key in PER_PAGE:
         pages = figures.get(key)
         if not isinstance(pages, dict) or not pages:
