@@ -252,10 +252,91 @@ VIRTUAL_NODE = obj(
     }
 )
 
+# -- ResourceSlice, Tenant, Quota (issue 27; authentication.liqo.io / offloading.liqo.io v1beta1) ------
+CLUSTER_ID: Schema = {"type": "string", "pattern": DNS1123_LABEL_PATTERN}
+RESOURCE_LIST = string_map(QUANTITY)
+RESOURCE_SLICE_CONDITION = obj(
+    {
+        "lastTransitionTime": DATE_TIME,
+        "message": STRING,
+        "reason": STRING,
+        "status": enum("Accepted", "Denied"),
+        "type": enum("Authentication", "Resources"),
+    },
+    required=("status", "type"),
+)
+RESOURCE_SLICE = obj(
+    {
+        "apiVersion": STRING,
+        "kind": STRING,
+        "metadata": {"type": "object"},
+        "spec": obj(
+            {
+                "class": STRING,
+                "consumerClusterID": CLUSTER_ID,
+                "csr": {"type": "string", "format": "byte"},
+                "providerClusterID": CLUSTER_ID,
+                "resources": RESOURCE_LIST,
+            }
+        ),
+        "status": obj(
+            {
+                "authParams": PRESERVE,
+                "conditions": array(RESOURCE_SLICE_CONDITION),
+                "ingressClasses": array(PRESERVE),
+                "loadBalancerClasses": array(PRESERVE),
+                "nodeLabels": string_map(),
+                "nodeSelector": string_map(),
+                "resources": RESOURCE_LIST,
+                "storageClasses": array(PRESERVE),
+            }
+        ),
+    }
+)
+TENANT = obj(
+    {
+        "apiVersion": STRING,
+        "kind": STRING,
+        "metadata": {"type": "object"},
+        "spec": obj(
+            {
+                "authzPolicy": enum("KeysExchange", "TolerateNoHandshake", default="KeysExchange"),
+                "clusterID": CLUSTER_ID,
+                "csr": {"type": "string", "format": "byte"},
+                "proxyURL": STRING,
+                "publicKey": {"type": "string", "format": "byte"},
+                "signature": {"type": "string", "format": "byte"},
+                "tenantCondition": enum("Active", "Cordoned", "Drained", default="Active"),
+            }
+        ),
+        "status": obj({"authParams": PRESERVE, "tenantNamespace": STRING}),
+    }
+)
+QUOTA = obj(
+    {
+        "apiVersion": STRING,
+        "kind": STRING,
+        "metadata": {"type": "object"},
+        "spec": obj(
+            {
+                "cordoned": BOOLEAN,
+                "limitsEnforcement": enum("Hard", "Soft", "None"),
+                "resources": RESOURCE_LIST,
+                "user": {"type": "string", "minLength": 1},
+            },
+            required=("resources", "user"),
+        ),
+    },
+    required=("spec",),
+)
+
 # The schemas by the sandbox's kind key (`<plural>.<group>`).
 SCHEMAS: dict[str, Schema] = {
     "namespaceoffloadings.offloading.liqo.io": NAMESPACE_OFFLOADING,
     "namespacemaps.offloading.liqo.io": NAMESPACE_MAP,
     "foreignclusters.core.liqo.io": FOREIGN_CLUSTER,
     "virtualnodes.offloading.liqo.io": VIRTUAL_NODE,
+    "resourceslices.authentication.liqo.io": RESOURCE_SLICE,
+    "tenants.authentication.liqo.io": TENANT,
+    "quotas.offloading.liqo.io": QUOTA,
 }

@@ -245,6 +245,71 @@ NAMESPACE_MAPS = Kind(
     custom=True,
     columns=(AGE,),
 )
+# Resource slices, tenants and quotas decide whether a peer takes pods (issue 27, offloading.liqo.tenancy).
+RESOURCE_SLICES = Kind(
+    "authentication.liqo.io",
+    "v1beta1",
+    "ResourceSlice",
+    "resourceslices",
+    "resourceslice",
+    True,
+    ("rslice",),
+    ("liqo",),
+    status_subresource=True,
+    generation=True,
+    custom=True,
+    columns=(
+        Column("Authentication", "@vn_condition_Authentication"),
+        Column("Resources", "@vn_condition_Resources"),
+        AGE,
+    ),
+)
+TENANTS = Kind(
+    "authentication.liqo.io",
+    "v1beta1",
+    "Tenant",
+    "tenants",
+    "tenant",
+    True,
+    ("tn",),
+    ("liqo",),
+    status_subresource=True,
+    generation=True,
+    custom=True,
+    columns=(Column("Condition", "spec.tenantCondition"), AGE),
+)
+QUOTAS = Kind(
+    "offloading.liqo.io",
+    "v1beta1",
+    "Quota",
+    "quotas",
+    "quota",
+    True,
+    ("qt",),
+    ("liqo",),
+    generation=True,
+    custom=True,
+    columns=(
+        Column("Enforcement", "spec.limitsEnforcement"),
+        Column("Cordoned", "spec.cordoned", "boolean"),
+        AGE,
+        Column("User", "spec.user", priority=1),
+    ),
+)
+# The controller manager's Deployment: its image tag is the installed Liqo version (liqoctl info).
+DEPLOYMENTS = Kind(
+    "apps",
+    "v1",
+    "Deployment",
+    "deployments",
+    "deployment",
+    True,
+    ("deploy",),
+    ("all",),
+    status_subresource=True,
+    generation=True,
+    columns=(AGE,),
+)
 SELF_SUBJECT_ACCESS_REVIEWS = Kind(
     "authorization.k8s.io",
     "v1",
@@ -280,6 +345,10 @@ KINDS: tuple[Kind, ...] = (
     NAMESPACE_OFFLOADINGS,
     VIRTUAL_NODES,
     NAMESPACE_MAPS,
+    RESOURCE_SLICES,
+    TENANTS,
+    QUOTAS,
+    DEPLOYMENTS,
     SELF_SUBJECT_ACCESS_REVIEWS,
     SUBJECT_ACCESS_REVIEWS,
 )

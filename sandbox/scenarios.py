@@ -21,7 +21,7 @@ from sandbox import tenants
 from sandbox.apicommon import now_iso
 from sandbox.apiserver import ApiServer
 from sandbox.kinds import FOREIGN_CLUSTERS, NAMESPACE_OFFLOADINGS, NAMESPACES, NODES, PODS, VIRTUAL_NODES
-from sandbox.liqo import LiqoSimulation, Peer
+from sandbox.liqo import LiqoSimulation, Peer, resources
 from sandbox.liqo.context import SELECT_PHASE, STATUS_PHASE
 from sandbox.runtime import Controller
 from sandbox.store import clone
@@ -71,8 +71,10 @@ def apply(data: dict[str, Any], server: ApiServer, sim: LiqoSimulation, *, names
         server.create(NAMESPACES, "", {"metadata": {"name": name}}, manager="kube-apiserver")
     for node in data.get("localNodes") or []:
         server.create(NODES, "", local_node(node), manager="kubelet")
+    resources.apply_version(data, server)
     for peer_data in data.get("peers") or []:
         _apply_peer(peer_data, server, sim)
+        resources.apply_peer(peer_data, server, sim)
     if namespaces:
         apply_namespaces(data, server)
 
@@ -113,6 +115,7 @@ def apply_pods(data: dict[str, Any], server: ApiServer) -> None:
     """The demo pods, created once the offloadings converged so that some land on virtual nodes."""
     for ns in data.get("namespaces") or []:
         _apply_pods(ns, server)
+        _apply_extra_pods(ns, server)
 
 
 def local_node(node: dict[str, Any]) -> dict[str, Any]:
@@ -310,6 +313,46 @@ def _apply_pods(data: dict[str, Any], server: ApiServer) -> None:
             },
             manager="kube-controller-manager",
         )
+
+
+def _apply_extra_pods(data: dict[str, Any], server: ApiServer) -> None:
+    """``extraPods``: pods as a controller or a user makes them: ``{name, nodeName (bound already, as a
+    DaemonSet's), ownerKind, ownerName, requests, limits, affinity (a required NodeSelector)}``."""
+    name = data["name"]
+    for pod in data.get("extraPods") or []:
+        container: dict[str, Any] = {"name": "app", "image": pod.get("image", "nginx:1.27")}
+        resources_ = {
+            k: {r: str(v) for r, v in (pod.get(k) or {}).items()} for k in ("requests", "limits") if pod.get(k)
+        }
+        if resources_:
+            container["resources"] = resources_
+        meta: dict[str, Any] = {
+            "name": pod["name"],
+            "namespace": name,
+            "labels": {"app": pod.get("ownerName", pod["name"])},
+        }
+        if pod.get("ownerKind"):
+            meta["ownerReferences"] = [
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": pod["ownerKind"],
+                    "name": pod.get("ownerName", ""),
+                    "uid": pod.get("ownerName", ""),
+                    "controller": True,
+                }
+            ]
+        spec: dict[str, Any] = {
+            "containers": [container],
+            "restartPolicy": "Always",
+            "schedulerName": "default-scheduler",
+        }
+        if pod.get("nodeName"):
+            spec["nodeName"] = pod["nodeName"]
+        if pod.get("affinity"):
+            spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": pod["affinity"]}}
+        if pod.get("tolerations"):
+            spec["tolerations"] = pod["tolerations"]
+        server.create(PODS, name, {"metadata": meta, "spec": spec}, manager="kube-controller-manager")
 
 
 def _pod_suffix(namespace: str, index: int) -> str:

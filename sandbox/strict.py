@@ -269,6 +269,8 @@ def _validate(value: Any, schema: Schema, path: str, old: Any, causes: list[Caus
     if isinstance(value, str):
         if "pattern" in schema and not re.search(schema["pattern"], value):
             causes.append(_invalid(path, value, f"{path} in body should match '{schema['pattern']}'"))
+        if len(value) < schema.get("minLength", 0):
+            causes.append(_invalid(path, value, f"{path} in body should be at least {schema['minLength']} chars long"))
         if schema.get("format") == "date-time" and not _DATE_TIME.fullmatch(value):
             causes.append(_invalid(path, value, f"{path} in body must be of type date-time: {_quote(value)}"))
     for rule in schema.get("x-kubernetes-validations", []):

@@ -62,6 +62,9 @@ class Peer:
     role: str = ROLE_PROVIDER
     namespace_delay: float = 0.0  # extra seconds before this provider processes its NamespaceMap
     offloading_healthy: bool = True
+    # False: Liqo's controller cannot patch this peer's NamespaceMap (refused by the API server): the
+    # error only reaches its log, as in Liqo (issue 27).
+    namespace_map_writable: bool = True
     store: Store = field(default_factory=Store)
 
     def namespaces(self) -> dict[str, Obj]:
@@ -98,8 +101,12 @@ class LiqoContext:
         self.local_cluster_id = local_cluster_id
         self.controller_delay = controller_delay
         self.peers: dict[str, Peer] = {}
+        # Reconcile errors Liqo's controller only logs (namespace, message), the newest 100 (issue 27).
+        self.swallowed: list[tuple[str, str]] = []
         self.bulk_phase: str | None = None
         self.offloadings_stale = False
+        # How each provider treats this cluster's tenant there (sandbox.liqo.resources): cordoned, quota.
+        self.provider_policies: dict[str, Any] = {}
         self.pending_desired: dict[str, dict[str, str | None]] = {}  # cluster id -> desiredMapping (SELECT_PHASE)
 
     def provider_delay(self, cluster_id: str) -> float:

@@ -14,10 +14,15 @@ from decimal import Decimal
 from typing import Any
 
 from offloading.liqo import constants as c
+from offloading.liqo.stuckpods import REFLECTION_DISABLED
+from offloading.liqo.tenancy import FAILED_REFLECTION
+from offloading.liqo.versions import OFFLOADING_ABORTED, OFFLOADING_BACKOFF
 from offloading.liqo.webhook import MutationError, mutate_pod
 from sandbox.apicommon import now_iso
 from sandbox.kinds import NAMESPACE_OFFLOADINGS, NAMESPACES, NODES, PODS
+from sandbox.liqo import resources
 from sandbox.liqo.context import LiqoContext, is_virtual_node
+from sandbox.liqo.events import record_event
 from sandbox.liqo.scheduling import RESOURCES, misfit, requests, unschedulable_message
 from sandbox.store import Obj, clone
 
@@ -32,6 +37,8 @@ class PodController:
     def reconcile(self, namespace: str) -> float | None:
         """Bind pending pods to the nodes they may run on (local, or virtual where the namespace is ready)."""
         store, server = self.ctx.store, self.ctx.server
+        nsoff = store.get(NAMESPACE_OFFLOADINGS, namespace, c.OFFLOADING_NAME)
+        self._virtual_kubelets(namespace, nsoff)
         pending = [
             p
             for p in store.items(PODS, namespace)
@@ -39,7 +46,6 @@ class PodController:
         ]
         if not pending:
             return None
-        nsoff = store.get(NAMESPACE_OFFLOADINGS, namespace, c.OFFLOADING_NAME)
         webhook_spec = self._webhook_spec(namespace, nsoff)
         nodes = self._nodes(_ready_clusters(nsoff))
         before, writes = store.revision, 0
@@ -61,6 +67,25 @@ class PodController:
             if on_virtual:
                 body["metadata"].setdefault("labels", {})[c.SHADOW_POD_LABEL] = "true"
             bound = server.update(PODS, namespace, pod["metadata"]["name"], body, manager="kube-scheduler").obj
+            cluster_id = _cluster_of(nodes[node_name])
+            denial = resources.refusal(self.ctx, cluster_id, admitted) if on_virtual else ""
+            if denial:  # the provider's ShadowPod webhook refuses it: bound, Pending, a FailedReflection Warning
+                record_event(
+                    self.ctx,
+                    bound,
+                    "Warning",
+                    FAILED_REFLECTION,
+                    resources.failed_reflection_message(cluster_id, denial),
+                )
+                held = clone(bound)
+                held["status"] = {
+                    "phase": "Pending",
+                    "qosClass": "Burstable",
+                    "conditions": [{"type": "PodScheduled", "status": "True", "lastTransitionTime": now_iso()}],
+                }
+                server.update(PODS, namespace, pod["metadata"]["name"], held, manager="kubelet", subresource="status")
+                writes += 3
+                continue
             fresh = clone(bound)
             fresh["status"] = running_pod_status(fresh, on_virtual)
             server.update(PODS, namespace, pod["metadata"]["name"], fresh, manager="kubelet", subresource="status")
@@ -68,6 +93,57 @@ class PodController:
         # The sums followed this loop's own bindings: still exact if nobody else wrote meanwhile.
         self._used_at = (store.revision, used) if store.revision == before + writes else None
         return None
+
+    def _virtual_kubelets(self, namespace: str, nsoff: Obj | None) -> None:
+        """What each virtual kubelet does with the pods bound to its node (reflection/workload/pod.go): a
+        new pod (created with its nodeName, as a DaemonSet's) runs when the namespace is offloaded and ready
+        there; where reflection is disabled (the namespace is not offloaded there) a pod that has not started
+        is marked Pending / OffloadingBackOff and a running one Failed / OffloadingAborted, each with a
+        Warning ReflectionDisabled Event."""
+        virtual = {
+            node["metadata"]["name"]: _cluster_of(node) for node in self.ctx.store.items(NODES) if is_virtual_node(node)
+        }
+        ready, selected = _ready_clusters(nsoff), _selected_clusters(nsoff)
+        for pod in self.ctx.store.items(PODS, namespace):
+            node = (pod.get("spec") or {}).get("nodeName") or ""
+            status = pod.get("status") or {}
+            if node and node not in virtual and not status.get("phase"):  # created bound to a local node
+                fresh = clone(pod)
+                fresh["status"] = running_pod_status(fresh, False)
+                self.ctx.server.update(
+                    PODS, namespace, pod["metadata"]["name"], fresh, manager="kubelet", subresource="status"
+                )
+                continue
+            if node not in virtual or pod["metadata"].get("deletionTimestamp") or status.get("reason"):
+                continue
+            cluster_id, phase = virtual[node], status.get("phase") or ""
+            if self.ctx.faults.peer_is_down(cluster_id):
+                continue
+            if not phase and cluster_id in ready:
+                fresh = clone(pod)
+                fresh["status"] = running_pod_status(fresh, True)
+                self.ctx.server.update(
+                    PODS, namespace, pod["metadata"]["name"], fresh, manager="kubelet", subresource="status"
+                )
+            elif cluster_id not in selected and phase in ("", "Pending", "Running"):
+                started = phase == "Running"
+                fresh = clone(pod)
+                fresh["status"] = {
+                    **status,
+                    "phase": "Failed" if started else "Pending",
+                    "reason": OFFLOADING_ABORTED if started else OFFLOADING_BACKOFF,
+                }
+                updated = self.ctx.server.update(
+                    PODS,
+                    namespace,
+                    pod["metadata"]["name"],
+                    fresh,
+                    manager="liqo-virtual-kubelet",
+                    subresource="status",
+                ).obj
+                record_event(
+                    self.ctx, updated, "Warning", REFLECTION_DISABLED, _reflection_disabled(cluster_id, namespace)
+                )
 
     def _used(self, revision: int) -> dict[str, dict[str, Decimal]]:
         """What the pods bound to each node request, by node name (the store is at ``revision`` or later)."""
@@ -150,6 +226,29 @@ def _ready_clusters(nsoff: Obj | None) -> set[str]:
         for cluster_id, conds in conditions.items()
         if any(cd.get("type") == c.CONDITION_READY and cd.get("status") == "True" for cd in conds)
     }
+
+
+def _selected_clusters(nsoff: Obj | None) -> set[str]:
+    conditions = ((nsoff or {}).get("status") or {}).get("remoteNamespacesConditions") or {}
+    return {
+        cluster_id
+        for cluster_id, conds in conditions.items()
+        if any(cd.get("type") == c.CONDITION_OFFLOADING_REQUIRED and cd.get("status") == "True" for cd in conds)
+    }
+
+
+def _cluster_of(node: Obj) -> str:
+    return str((node["metadata"].get("labels") or {}).get(c.REMOTE_CLUSTER_ID_LABEL) or "")
+
+
+def _reflection_disabled(cluster_id: str, namespace: str) -> str:
+    """forge.EventReflectionDisabledMsg, paraphrased with the same advice and the same label."""
+    return (
+        f'Reflection to cluster "{cluster_id}" disabled for namespace "{namespace}". If this is a DaemonSet '
+        "scheduling pods in all the nodes across the cluster, you might want to prevent scheduling on Liqo "
+        "Virtual Nodes: configure spec.template.spec.affinity.nodeAffinity so that the pods are not scheduled "
+        f"on Nodes having the label {c.VIRTUAL_NODE_TYPE_LABEL}={c.VIRTUAL_NODE_TYPE_VALUE}."
+    )
 
 
 def _digest(pod: Obj) -> int:

@@ -54,16 +54,24 @@ class LiqoSimulation(LiqoContext):
         return virtual_node_status(peer, up)
 
     def set_peer(
-        self, cluster_id: str, *, offloading_healthy: bool | None = None, namespaces: list[str] | tuple[str, ...] = ()
+        self,
+        cluster_id: str,
+        *,
+        offloading_healthy: bool | None = None,
+        namespaces: list[str] | tuple[str, ...] = (),
+        namespace_map_writable: bool | None = None,
     ) -> None:
         """Turn a peer's offloading module healthy or not (its ForeignCluster, VirtualNode and Node follow);
-        create namespaces directly in it (e.g. to take the name a remote namespace needs)."""
+        create namespaces directly in it (e.g. to take the name a remote namespace needs); let Liqo's
+        controller patch its NamespaceMap or not (a refused patch is only logged, as in Liqo)."""
         peer = self.peers.get(cluster_id)
         if peer is None:
             raise ValueError(f"no peer {cluster_id!r}; peers: {', '.join(sorted(self.peers))}")
         for name in namespaces:
             if name not in peer.namespaces():
                 peer.add_namespace(name)
+        if namespace_map_writable is not None:
+            peer.namespace_map_writable = namespace_map_writable
         if offloading_healthy is not None and offloading_healthy != peer.offloading_healthy:
             peer.offloading_healthy = offloading_healthy
             self.enqueue(q.PEER, cluster_id, 0.0)
@@ -92,7 +100,7 @@ class LiqoSimulation(LiqoContext):
                 self.enqueue(q.NAMESPACE, meta["name"])
             if _scheduling(obj) != _scheduling(prev):
                 self.enqueue(q.PODS, meta["name"])  # Liqo's pod webhook acts where this label is set
-        elif kind is PODS and event == "ADDED" and not (obj.get("spec") or {}).get("nodeName"):
+        elif kind is PODS and event == "ADDED":  # unbound: to schedule; bound: its virtual kubelet acts
             self.enqueue(q.PODS, meta["namespace"])
         if kind.namespaced and event == "DELETED":
             namespace = meta.get("namespace") or ""
