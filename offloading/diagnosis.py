@@ -7,6 +7,9 @@ there); Terminating for longer than that; a selected peer's offloading module is
 Liqo has not reconciled the newest spec (observedGeneration behind); the scheduling label is missing
 while the pod strategy needs it; pods pending because no selected virtual node has room. Before any
 of it is stuck, a selected cluster in Creating says what Liqo is doing there and what to check.
+Issue 27 (offloading.liqo.mapping): NamespaceMaps that disagree with the selector (errors Liqo's
+controller swallows), the likely causes of a CreationLoopBackOff, another namespace sharing the remote
+namespace, a stale Ready condition and a renamed Liqo RuntimeClass (the last two as notes).
 """
 
 from __future__ import annotations
@@ -21,8 +24,12 @@ from django.utils import timezone
 
 from offloading.inventory_models import Pod
 from offloading.liqo import constants as liqo
+from offloading.liqo import mapping
+from offloading.liqo import peers as liqo_peers
 from offloading.liqo.peers import MODULE_HEALTHY
-from offloading.models import Cluster, Namespace, StatusTransition
+from offloading.liqo.webhook import runtime_class_notes
+from offloading.mapping_models import MappingEntry, PeerNamespaceMap
+from offloading.models import Cluster, Namespace, StatusTransition, VirtualNode
 
 _INSUFFICIENT = re.compile(r"Insufficient [\w./-]+")
 
@@ -135,13 +142,139 @@ def _loop_backoff(namespace: Namespace) -> Finding | None:
     )
     if not stuck:
         return None
+    strategy = (namespace.offloading_spec or {}).get("namespaceMappingStrategy") or liqo.DEFAULT_NAME
+    causes = mapping.backoff_causes(namespace.remote_namespace_name, strategy)
+    invalid = causes[0].code == mapping.CAUSE_INVALID_NAME
     return Finding(
         "creation-loop-backoff",
         f"The remote namespace cannot be created on {', '.join(stuck)}",
-        f'Liqo keeps failing to create "{namespace.remote_namespace_name}" there (CreationLoopBackOff); most often '
-        "a namespace of that name already exists on the peer and is not Liqo's.",
-        "Remove or rename the namespace on the peer, or offload again with another mapping (SelectedName).",
+        f'Liqo keeps failing to create "{namespace.remote_namespace_name}" there (CreationLoopBackOff). Liqo reports '
+        "no reason (only the peer's logs have it); likely: " + "; ".join(cause.text for cause in causes) + ".",
+        "Offload again with a valid remote name of at most 63 characters (SelectedName)."
+        if invalid
+        else "Remove or rename the namespace on the peer, or offload again with another mapping (SelectedName).",
         "bad",
+    )
+
+
+def _shared_remote(namespace: Namespace) -> Finding | None:
+    """Other local namespaces mapped to the same remote name on a peer: Liqo accepts both (issue 27)."""
+    from offloading.changes.collisions import collisions
+    from offloading.changes.snapshot import local_cluster_id
+
+    if not namespace.remote_namespace_name or namespace.offloading_deleting:
+        return None
+    mine = set(namespace.cluster_states.filter(selected=True).values_list("cluster_id", flat=True))
+    found = collisions(namespace.name, namespace.offloading_spec or {}, local_cluster_id(), mine) if mine else []
+    if not found:
+        return None
+    peers = sorted({cluster for hit in found for cluster in hit.clusters})
+    return Finding(
+        "shared-remote-namespace",
+        f'Another namespace uses the remote namespace "{namespace.remote_namespace_name}" on {", ".join(peers)}',
+        mapping.shared_remote_note([hit.other for hit in found], namespace.remote_namespace_name)
+        + " (the peer's NamespaceMap controller finds the namespace already managed by this cluster's "
+        "NamespaceMap: no CreationLoopBackOff, no warning).",
+        "Give one of them another remote name (SelectedName) before unoffloading or narrowing either.",
+        "bad",
+    )
+
+
+def _stale_ready(namespace: Namespace) -> Finding | None:
+    """Not-selected clusters whose Ready condition Liqo left behind (the table says NotSelected)."""
+    rows = dict(
+        namespace.cluster_states.filter(selected=False, state="NotSelected").values_list("cluster_id", "message")
+    )
+    if not rows:
+        return None
+    still = set(
+        MappingEntry.objects.filter(namespace=namespace.name, cluster_id__in=list(rows))
+        .exclude(current_phase="")
+        .values_list("cluster_id", flat=True)
+    )
+    stale = sorted(set(rows) - still)
+    if not stale:
+        return None
+    return Finding(
+        "stale-condition",
+        f"Liqo's per-cluster status of {', '.join(stale)} is stale",
+        "No longer selected, but Liqo's status still carries a Ready condition from when "
+        f"{'it was' if len(stale) == 1 else 'they were'} (Liqo's controller adds or updates Ready and never "
+        "removes it): read OffloadingRequired=False first. Nothing is offloaded there.",
+        "Nothing to fix; kubectl and other tools will show the old Ready condition too.",
+        "info",
+    )
+
+
+def _gap_since(namespace: Namespace, cluster_id: str) -> Any:
+    """When the cluster's OffloadingRequired condition last moved, or the latest change applied, if later."""
+    from django.utils.dateparse import parse_datetime
+
+    from offloading.models import ChangeRequest
+
+    conditions = ((namespace.offloading_status or {}).get("remoteNamespacesConditions") or {}).get(cluster_id) or []
+    times = [
+        parse_datetime(cond.get("lastTransitionTime") or "")
+        for cond in conditions
+        if isinstance(cond, dict) and cond.get("type") == liqo.CONDITION_OFFLOADING_REQUIRED
+    ]
+    applied = (
+        ChangeRequest.objects.filter(namespace=namespace.name, finished_at__isnull=False)
+        .order_by("-finished_at")
+        .values_list("finished_at", flat=True)
+        .first()
+    )
+    known = [t for t in [*times, applied] if t is not None]
+    return max(known) if known else None
+
+
+def _controller_gaps(namespace: Namespace) -> Finding | None:
+    """Errors Liqo's controller swallows, seen as NamespaceMaps that disagree with the selector (issue 27)."""
+    if namespace.status_is_stale or not PeerNamespaceMap.objects.exists():
+        return None  # Liqo has not reconciled the newest spec yet, or the maps are not known
+    nodes = VirtualNode.objects.order_by("namespace", "name").values_list("cluster_id", "name", "labels")
+    selection = liqo_peers.select_clusters(
+        (namespace.offloading_spec or {}).get("clusterSelector"),
+        [(cid, name, labels or {}) for cid, name, labels in nodes],
+        terms=False,
+    )
+    desired = MappingEntry.objects.filter(namespace=namespace.name).exclude(desired="")
+    gaps = mapping.controller_gaps(
+        selection,
+        desired.values_list("cluster_id", flat=True),
+        PeerNamespaceMap.objects.values_list("cluster_id", flat=True),
+        deleting=namespace.offloading_deleting,
+    )
+    if not gaps:
+        return None
+    from django.contrib.humanize.templatetags.humanize import naturaltime
+
+    parts = []
+    for gap in gaps:
+        since = _gap_since(namespace, gap.cluster_id)
+        parts.append(gap.text(namespace.name) + (f" (since {naturaltime(since)})" if since else ""))
+    clusters = ", ".join(gap.cluster_id for gap in gaps)
+    return Finding(
+        "controller-stuck",
+        f"Liqo has not taken up {clusters}",
+        "; ".join(parts) + ". " + mapping.SWALLOWED_ERRORS,
+        "Check the logs of liqo-controller-manager for the NamespaceOffloading of this namespace (a NamespaceMap "
+        "patch refused, a missing NamespaceMap); a new change of the offloading makes Liqo try again.",
+        "bad",
+    )
+
+
+def _runtime_class(namespace: Namespace) -> Finding | None:
+    strategy = (namespace.offloading_spec or {}).get("podOffloadingStrategy") or liqo.LOCAL_AND_REMOTE
+    notes = runtime_class_notes(str(settings.LIQO_DASH["RUNTIME_CLASS"]), {})
+    if not notes or strategy == liqo.LOCAL:
+        return None
+    return Finding(
+        "runtime-class",
+        f'Liqo\'s RuntimeClass is renamed to "{settings.LIQO_DASH["RUNTIME_CLASS"]}"',
+        notes[0],
+        "Create that RuntimeClass on every peer, or keep the name liqo (Helm offloading.runtimeClass.name).",
+        "info",
     )
 
 
@@ -242,10 +375,15 @@ def diagnose(namespace: Namespace, notes: bool = False) -> list[Finding]:
         # Until it is stuck: what Liqo is doing on the clusters in Creating, and what to check.
         _creating(namespace) if notes and not_ready is None else None,
         _loop_backoff(namespace),
+        _controller_gaps(namespace),
+        _shared_remote(namespace),
         _terminating(namespace, now),
         _unhealthy_peers(namespace),
         _stale_generation(namespace),
         _missing_label(namespace),
         _pods_without_room(namespace),
+        # What Liqo's status does not say (issue 27): notes for the page only.
+        _stale_ready(namespace) if notes else None,
+        _runtime_class(namespace) if notes else None,
     )
     return [finding for finding in checks if finding is not None]

@@ -37,6 +37,7 @@ REQUESTER_ANNOTATION = "liqo-dash.io/requested-by"
 _FC = ("core.liqo.io", "v1beta1", "foreignclusters")
 _VN = ("offloading.liqo.io", "v1beta1", "virtualnodes")
 _NSOFF = (liqo.GROUP, liqo.VERSION, "namespaceoffloadings")
+_NSMAP = (liqo.GROUP, liqo.VERSION, "namespacemaps")  # read only: what Liqo asked of each peer (issue 27)
 
 
 def _timeout() -> float:
@@ -228,7 +229,16 @@ def subject_access_review(
 
 
 # Watches: (list method factory, args, extra kwargs) per kind the dashboard follows.
-WATCHED_KINDS = ("namespaceoffloadings", "foreignclusters", "virtualnodes", "nodes", "namespaces", "pods", "events")
+WATCHED_KINDS = (
+    "namespaceoffloadings",
+    "foreignclusters",
+    "virtualnodes",
+    "nodes",
+    "namespaces",
+    "pods",
+    "events",
+    "namespacemaps",
+)
 # Events worth keeping: about NamespaceOffloadings and Namespaces (Liqo's warnings among them).
 EVENT_KINDS = ("NamespaceOffloading", "Namespace")
 
@@ -248,6 +258,8 @@ def _list_method(kind: str) -> tuple[Any, tuple[Any, ...], dict[str, Any]]:
         return _core().list_pod_for_all_namespaces, (), {}
     if kind == "events":
         return _core().list_event_for_all_namespaces, (), {}
+    if kind == "namespacemaps":
+        return _custom().list_cluster_custom_object, _NSMAP, {}
     raise ValueError(f"unknown kind {kind}")
 
 

@@ -390,3 +390,4 @@ class AuditCheckpoint(models.Model):
 from .alert_models import Alert  # noqa: E402, F401
 from .inventory_models import KubeEvent, Pod  # noqa: E402, F401
 from .live_models import LiveVersion  # noqa: E402, F401
+from .mapping_models import MappingEntry, PeerNamespaceMap  # noqa: E402, F401

@@ -56,11 +56,12 @@ def stats_endpoint(sandbox: Sandbox, method: str, payload: Any) -> tuple[int, An
 
 def peers_endpoint(sandbox: Sandbox, method: str, payload: Any) -> tuple[int, Any]:
     """GET: the namespaces of every peer. PATCH {"cluster": id, "offloadingHealthy": bool, "namespaces":
-    [names]}: turn a peer's offloading module healthy or not, create namespaces in it directly."""
+    [names], "namespaceMapWritable": bool}: turn a peer's offloading module healthy or not, create
+    namespaces in it directly, let Liqo's controller patch its NamespaceMap or not."""
     if method == "PATCH":
         if not isinstance(payload, dict) or not isinstance(payload.get("cluster"), str):
             raise ValueError('give {"cluster": "<id>", "offloadingHealthy": true|false, "namespaces": [...]}')
-        unknown = set(payload) - {"cluster", "offloadingHealthy", "namespaces"}
+        unknown = set(payload) - {"cluster", "offloadingHealthy", "namespaces", "namespaceMapWritable"}
         if unknown:
             raise ValueError(f"unknown field(s) {', '.join(sorted(unknown))}")
         healthy = payload.get("offloadingHealthy")
@@ -69,7 +70,12 @@ def peers_endpoint(sandbox: Sandbox, method: str, payload: Any) -> tuple[int, An
         names = payload.get("namespaces") or []
         if not isinstance(names, list) or not all(isinstance(n, str) and n for n in names):
             raise ValueError("namespaces must be a list of names")
-        sandbox.liqo.set_peer(payload["cluster"], offloading_healthy=healthy, namespaces=names)
+        writable = payload.get("namespaceMapWritable")
+        if writable is not None and not isinstance(writable, bool):
+            raise ValueError("namespaceMapWritable must be true or false")
+        sandbox.liqo.set_peer(
+            payload["cluster"], offloading_healthy=healthy, namespaces=names, namespace_map_writable=writable
+        )
     elif method != "GET":
         return 405, {"error": "use GET or PATCH"}
     return 200, {cid: sorted(p.namespaces()) for cid, p in sandbox.liqo.peers.items()}

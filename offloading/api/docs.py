@@ -283,6 +283,12 @@ class PreviewSerializer(serializers.Serializer):
     )
     manifest = serializers.CharField(required=False, help_text="What `liqoctl offload namespace --output yaml` prints.")
     pod = serializers.DictField(required=False, allow_null=True, help_text="The sample pod after Liqo's webhook.")
+    runtimeClassWarnings = serializers.ListField(  # noqa: N815
+        child=serializers.CharField(),
+        required=False,
+        help_text="When Liqo's RuntimeClass is not named `liqo` (LIQO_DASH_RUNTIME_CLASS): pods of that class "
+        "skip the webhook, and their remote copies ask the provider for that RuntimeClass.",
+    )
     podImpact = PodImpactSerializer(required=False)  # noqa: N815
     capacity = RoomSerializer(many=True, required=False, help_text="The room on each selected cluster.")
     nearlyFull = serializers.ListField(  # noqa: N815

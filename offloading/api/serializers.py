@@ -115,9 +115,18 @@ class ClusterSerializer(CamelCaseFields, serializers.ModelSerializer):
 
 
 class ClusterStateSerializer(CamelCaseFields, serializers.ModelSerializer):
+    stale_ready = serializers.SerializerMethodField(
+        help_text="Not selected, but Liqo's status still carries the Ready condition from when it was "
+        "(Liqo never removes it): the state says NotSelected and the message says which (issue 27)."
+    )
+
     class Meta:
         model = ClusterOffloading
-        fields = ["cluster_id", "selected", "state", "message", "since"]
+        fields = ["cluster_id", "selected", "state", "message", "since", "stale_ready"]
+
+    def get_stale_ready(self, obj: ClusterOffloading) -> bool:
+        # Only a stale Ready keeps a not-selected row whose state is NotSelected (offloading.changes.rows).
+        return not obj.selected and obj.state == "NotSelected"
 
 
 class NamespaceSerializer(CamelCaseFields, serializers.ModelSerializer):
@@ -134,6 +143,32 @@ class NamespaceSerializer(CamelCaseFields, serializers.ModelSerializer):
         model = Namespace
         fields = ["name", "labels", "offloaded", "phase", "spec", "remote_namespace_name", "generation",
                   "observed_generation", "status_stale", "deleting", "last_written_by", "clusters", "refreshed_at"]  # fmt: skip
+
+
+class FindingSerializer(CamelCaseFields, serializers.Serializer):
+    rule = serializers.CharField(
+        help_text="e.g. `controller-stuck`, `creation-loop-backoff`, `shared-remote-namespace`, "
+        "`stale-condition`, `runtime-class`"
+    )
+    title = serializers.CharField()
+    explanation = serializers.CharField()
+    action = serializers.CharField()
+    severity = serializers.ChoiceField(choices=["info", "warn", "bad"])
+
+
+class NamespaceDetailSerializer(NamespaceSerializer):
+    diagnosis = serializers.SerializerMethodField(
+        help_text="What is stuck and how to fix it, as on the namespace page (offloading.diagnosis)."
+    )
+
+    class Meta(NamespaceSerializer.Meta):
+        fields = [*NamespaceSerializer.Meta.fields, "diagnosis"]
+
+    @extend_schema_field(FindingSerializer(many=True))
+    def get_diagnosis(self, obj: Namespace) -> list[dict[str, Any]]:
+        from offloading.diagnosis import diagnose
+
+        return FindingSerializer(diagnose(obj, notes=True), many=True).data  # type: ignore[return-value]
 
 
 class WaitingSerializer(CamelCaseFields, serializers.Serializer):

@@ -42,6 +42,7 @@ from .serializers import (
     BulkRequestSerializer,
     ChangeRequestSerializer,
     ClusterSerializer,
+    NamespaceDetailSerializer,
     NamespaceSerializer,
     OffloadSerializer,
     SnapshotSerializer,
@@ -163,9 +164,10 @@ class NamespaceViewSet(NamedNotFoundMixin, SnapshotHeadersMixin, viewsets.ReadOn
     lookup_field = "name"
     lookup_value_regex = "[^/]+"
 
+    @extend_schema(responses=NamespaceDetailSerializer)
     def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         namespace = self.get_object()
-        response = Response(self.get_serializer(namespace).data)
+        response = Response(NamespaceDetailSerializer(namespace, context=self.get_serializer_context()).data)
         response["ETag"] = f'"{namespace.offloading_generation}"'
         return response
 
@@ -251,6 +253,7 @@ class NamespaceViewSet(NamedNotFoundMixin, SnapshotHeadersMixin, viewsets.ReadOn
                 ],
                 "manifest": result.manifest,
                 "pod": result.pod_after,
+                "runtimeClassWarnings": result.runtime_notes,
                 "podImpact": result.pod_impact.as_api(),
                 "capacity": [room.as_api() for room in result.rooms.values()],
                 "nearlyFull": result.nearly_full,

@@ -1,9 +1,10 @@
 """Two local namespaces that would map to the same remote namespace on the same peer.
 
-Liqo does not prevent it: the second one's NamespaceMap entry fails on that peer with "namespace already
-exists and it is not managed by NamespaceMap" and stays in ``CreationLoopBackOff`` (the cause is only in
-the provider's logs). The dashboard finds it from the snapshot before anything is written: the preview
-warns, and a submit is refused on ``remoteNamespaceName`` naming the other namespace.
+Liqo does not prevent it, nor fail: both entries belong to the same NamespaceMap on that peer (one per
+consumer), so the second finds the remote namespace annotated as managed by it and is Accepted too
+(namespacemap-controller/enforcement.go). The two then share one remote namespace, and unoffloading or
+de-selecting either deletes it for both. The dashboard finds it from the snapshot before anything is
+written: the preview warns, and a submit is refused on ``remoteNamespaceName`` naming the other namespace.
 
 The other namespace's remote name is the one Liqo reported (``status.remoteNamespaceName``) or, before
 Liqo has named it, the one its spec implies; its peers are those where it is selected or still holds a
@@ -34,8 +35,9 @@ class Collision:
         peers = ", ".join(self.clusters)
         return (
             f'namespace "{self.other}" already maps to the remote namespace "{self.remote_name}" on {peers}: '
-            "Liqo would fail there with CreationLoopBackOff (the remote namespace exists and is not "
-            "managed by this namespace's NamespaceMap); choose another remote name"
+            "Liqo would put both into that one remote namespace (it is already managed by this cluster's "
+            "NamespaceMap, so no error is reported), and unoffloading either would delete it for both; "
+            "choose another remote name"
         )
 
 

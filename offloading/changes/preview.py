@@ -10,6 +10,7 @@ from functools import lru_cache
 from types import MappingProxyType
 from typing import Any
 
+from django.conf import settings
 from django.db.models import TextField
 from django.db.models.functions import Cast
 
@@ -61,6 +62,8 @@ class Preview:
     rooms: dict[str, Room] = field(default_factory=dict)
     # Other namespaces already mapping to the same remote name on a selected peer (a new offloading).
     collisions: list[Collision] = field(default_factory=list)
+    # Liqo's RuntimeClass under another name than liqo (LIQO_DASH_RUNTIME_CLASS): what it does to pods.
+    runtime_notes: list[str] = field(default_factory=list)
 
     @property
     def pod_changed(self) -> bool:
@@ -143,7 +146,8 @@ def preview(namespace: Namespace, spec: dict[str, Any], pod: dict[str, Any] | No
         local_cluster_id=local_id,
         manifest=render_manifest(namespace.name, spec, "yaml"),
         pod_before=sample,
-        pod_after=liqo_webhook.mutate_pod(spec, sample),
+        pod_after=liqo_webhook.mutate_pod(spec, sample, settings.LIQO_DASH["RUNTIME_CLASS"]),
+        runtime_notes=liqo_webhook.runtime_class_notes(settings.LIQO_DASH["RUNTIME_CLASS"], sample),
         pod_impact=impact,
         rooms=rooms(selected, capacities) if selected else {},
         collisions=[] if namespace.offloaded or not selected else collisions(namespace.name, spec, local_id, selected),

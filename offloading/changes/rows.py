@@ -89,7 +89,8 @@ def _cluster_rows(namespace_id: int, obj: dict[str, Any]) -> list[ClusterOffload
             since=parse_time(row.get("last_transition")),
         )
         for row in cluster_status_table(obj)
-        if row["selected"] or (row["state"] or "") not in _IDLE_STATES
+        # A stale Ready (Liqo never removes it) is kept as a NotSelected row that says so (issue 27).
+        if row["selected"] or (row["state"] or "") not in _IDLE_STATES or row["stale_ready"]
     ]
 
 

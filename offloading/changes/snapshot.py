@@ -132,6 +132,12 @@ def refresh() -> RefreshReport:
         SnapshotState.objects.filter(pk=1).update(last_error=exc.message)
         return RefreshReport(ok=False, list_calls=calls, error=exc.message)
     namespaces.finish()
+    try:
+        from offloading.changes.namespacemaps import refresh_maps  # (it imports the informer, which imports us)
+
+        calls += refresh_maps(now)
+    except kube.KubeError as exc:
+        log.warning("NamespaceMaps not listed: %s", exc.message)  # the offloadings are still good
     report.list_calls = calls
     report.offloadings, report.changed, report.drift = namespaces.offloadings, namespaces.changed, namespaces.drift
     updates: dict[str, Any] = {

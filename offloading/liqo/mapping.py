@@ -180,3 +180,36 @@ def shared_remote_note(others: Iterable[str], remote_name: str) -> str:
         f'{", ".join(names)} also {verb} to "{remote_name}" there: Liqo accepts both into one shared '
         "remote namespace, and unoffloading or de-selecting either deletes it for both"
     )
+
+
+# --------------------------------------------------------------------------------------------------
+# NamespaceMaps
+
+
+def local_map_cluster(nm: Mapping[str, Any]) -> str:
+    """The peer's cluster id of a local NamespaceMap, "" for one the controller does not count.
+
+    Local, as setNamespaceOffloadingStatus lists them: ``liqo.io/replication=true``, ``liqo.io/remoteID``
+    present and ``liqo.io/remote-cluster-id`` set (its value is the key the controller uses).
+    """
+    labels = (nm.get("metadata") or {}).get("labels") or {}
+    if labels.get(c.REPLICATION_LABEL) != "true" or c.REMOTE_ID_LABEL not in labels:
+        return ""
+    return str(labels.get(c.REMOTE_CLUSTER_ID_LABEL) or "")
+
+
+def map_entries(nm: Mapping[str, Any]) -> dict[str, tuple[str, str, str]]:
+    """``{local namespace: (desired remote name, current remote name, current phase)}`` of a NamespaceMap;
+    "" where the map says nothing (not desired, no currentMapping entry)."""
+    desired = (nm.get("spec") or {}).get("desiredMapping") or {}
+    current = (nm.get("status") or {}).get("currentMapping") or {}
+    out: dict[str, tuple[str, str, str]] = {}
+    for name in sorted(set(desired) | set(current)):
+        entry = current.get(name)
+        entry = entry if isinstance(entry, dict) else {}
+        out[str(name)] = (
+            str(desired.get(name) or ""),
+            str(entry.get("remoteNamespace") or ""),
+            str(entry.get("phase") or ""),
+        )
+    return out

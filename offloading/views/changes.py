@@ -147,6 +147,7 @@ def preview_context(form: OffloadForm) -> dict[str, Any]:
             "manifest": preview.manifest,
             "remote_name": preview.remote_namespace_name,
             "collisions": [c.message() for c in preview.collisions],
+            "runtime_notes": preview.runtime_notes,
             "local_cluster_id": preview.local_cluster_id,
             "pod_preview": {
                 "changed": preview.pod_changed,

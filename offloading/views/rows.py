@@ -24,6 +24,7 @@ from django.template.loader import get_template
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
+from offloading.liqo import constants as liqo_constants
 from offloading.liqo.spec import is_system_namespace
 from offloading.templatetags.offloading_extras import tone
 from offloading.views.common import split_labels
@@ -282,6 +283,20 @@ class StatusRow(NamedTuple):
     hint: str = ""  # what Liqo is doing and what to check (a cluster in Creating: diagnosis.creating_hint)
 
 
+def _tearing_down(namespace: Any) -> set[str]:
+    """The clusters whose NamespaceMap still reports a remote namespace of ``namespace`` (a currentMapping
+    entry) among those it no longer selects and shows as NotSelected (a stale Ready, or not yet)."""
+    from offloading.mapping_models import MappingEntry
+
+    candidates = list(
+        namespace.cluster_states.filter(selected=False, state="NotSelected").values_list("cluster_id", flat=True)
+    )
+    if not candidates:
+        return set()
+    entries = MappingEntry.objects.filter(namespace=namespace.name, cluster_id__in=candidates).exclude(current_phase="")
+    return set(entries.values_list("cluster_id", flat=True))
+
+
 def status_context(namespace: Any) -> dict[str, Any]:
     """``namespace`` and its per-cluster status rows (``status_rows``, rendered)."""
     from django.contrib.humanize.templatetags.humanize import naturaltime
@@ -291,11 +306,15 @@ def status_context(namespace: Any) -> dict[str, Any]:
     rows = []
     if namespace.offloaded:
         shown: dict[Any, str] = {}  # a fleet's clusters often share one time: said once
+        tearing = _tearing_down(namespace)
         for cluster_id, selected, state, since, message in namespace.cluster_states.order_by("cluster_id").values_list(
             "cluster_id", "selected", "state", "since", "message"
         ):
             if since is not None and since not in shown:
                 shown[since] = str(naturaltime(since))
+            if not selected and state == "NotSelected" and cluster_id in tearing:
+                # Liqo's Ready is not stale yet: the peer still reports the remote namespace (issue 27).
+                state, message = liqo_constants.REASON_TERMINATING, liqo_constants.MESSAGE_TERMINATING
             rows.append(StatusRow(cluster_id, selected, state, shown.get(since, ""), message, creating_hint(state)))
     return {
         "namespace": namespace,

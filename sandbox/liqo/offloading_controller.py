@@ -5,6 +5,7 @@ Selection and status come from `offloading.liqo`; this module reads and writes t
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 from offloading.liqo import constants as c
@@ -19,6 +20,8 @@ from sandbox.liqo.context import SELECT_PHASE, STATUS_PHASE, LiqoContext
 from sandbox.liqo.events import record_event
 from sandbox.runtime import Retry
 from sandbox.store import Obj, clone
+
+log = logging.getLogger(__name__)
 
 
 class OffloadingController:
@@ -63,6 +66,15 @@ class OffloadingController:
             desired = self.ctx.pending_desired.setdefault(cluster_id, dict(_desired_of(nm)))
             desired[namespace] = remote
             return None
+        peer = self.ctx.peers.get(meta["labels"].get(c.REMOTE_CLUSTER_ID_LABEL, ""))
+        if peer is not None and not peer.namespace_map_writable:
+            verb = "adding" if remote else "removing"
+            raise ApiError(
+                403,
+                "Forbidden",
+                f'{verb} namespace "{namespace}" {"to" if remote else "from"} NamespaceMap {meta["name"]}: '
+                f'namespacemaps.offloading.liqo.io "{meta["name"]}" is forbidden',
+            )
         return self.ctx.patch(
             NAMESPACE_MAPS, meta["namespace"], meta["name"], {"spec": {"desiredMapping": {namespace: remote}}}
         )
@@ -75,27 +87,44 @@ class OffloadingController:
         for vn in virtual_nodes:
             cluster_id = (vn.get("spec") or {}).get("clusterID") or ""
             if cluster_id not in maps:
-                raise Retry(f"no NamespaceMap found for remote cluster ID: {cluster_id}")
+                # Swallowed as in Liqo: the deferred status write clears the error (issue 27).
+                return self._swallow(nsoff, f"no NamespaceMap found for remote cluster ID: {cluster_id}")
         spec = nsoff.get("spec") or {}
         selection = self._selections.select(spec.get("clusterSelector"), virtual_nodes)
         remote = remote_namespace_name(namespace, self.ctx.local_cluster_id, spec)
         error = None
+        failed: list[str] = []
         for cluster_id, entry in selection.items():
             error = error or entry["error"]
             if all(why["error"] for _, why in entry["explanations"]):
                 continue  # not reached, or stopped at its first VirtualNode: its mapping stays as it is
             desired = (maps[cluster_id].get("spec") or {}).get("desiredMapping") or {}
             desired = self.ctx.pending_desired.get(cluster_id, desired)
-            if entry["selected"] and desired.get(namespace) != remote:
-                self._set_desired(maps[cluster_id], namespace, remote)
-            elif not entry["selected"] and namespace in desired:
-                self._set_desired(maps[cluster_id], namespace, None)
+            try:
+                if entry["selected"] and desired.get(namespace) != remote:
+                    self._set_desired(maps[cluster_id], namespace, remote)
+                elif not entry["selected"] and namespace in desired:
+                    self._set_desired(maps[cluster_id], namespace, None)
+            except ApiError as err:
+                failed.append(err.message)  # joined, as errors.Join in enforceClusterSelector
+        if failed and not error:
+            return self._swallow(nsoff, "; ".join(failed))
         if error:
             record_event(
                 self.ctx, nsoff, "Warning", c.INVALID_SELECTOR_EVENT_REASON, c.INVALID_SELECTOR_EVENT_PREFIX + error
             )
             return False
         return True
+
+    def _swallow(self, nsoff: Obj, message: str) -> bool:
+        """A reconcile error Liqo only logs: the status is still written (deferred) and clears it, so no
+        retry comes before the next event (namespaceoffloading_controller.go). False: the pass stopped."""
+        log.error(
+            'Failed to reconcile NamespaceOffloading "%s/offloading": %s', nsoff["metadata"]["namespace"], message
+        )
+        self.ctx.swallowed.append((nsoff["metadata"]["namespace"], message))
+        del self.ctx.swallowed[:-100]
+        return False
 
     def _scheduling_label(self, namespace: str, strategy: str | None) -> None:
         ns = self.ctx.store.get(NAMESPACES, "", namespace)

@@ -23,6 +23,8 @@ from offloading.liqo.mapping import (
     Gap,
     backoff_causes,
     controller_gaps,
+    local_map_cluster,
+    map_entries,
     shared_remote_note,
     stale_ready_message,
     stale_ready_reason,
@@ -260,3 +262,48 @@ def test_webhook_skips_only_the_configured_class() -> None:
     pod = {"spec": {"runtimeClassName": "fast"}}
     assert mutate_pod(spec, pod, "fast") == pod
     assert mutate_pod(spec, pod)["spec"]["tolerations"]  # with the default "liqo" it is mutated
+
+
+# --------------------------------------------------------------------------------------------------
+# NamespaceMaps
+
+
+@pytest.mark.parametrize(
+    ("labels", "want"),
+    [
+        ({"liqo.io/replication": "true", "liqo.io/remoteID": "milan", "liqo.io/remote-cluster-id": "milan"}, "milan"),
+        ({"liqo.io/replication": "true", "liqo.io/remoteID": "", "liqo.io/remote-cluster-id": "milan"}, "milan"),
+        ({"liqo.io/replication": "false", "liqo.io/remoteID": "milan", "liqo.io/remote-cluster-id": "milan"}, ""),
+        ({"liqo.io/remoteID": "milan", "liqo.io/remote-cluster-id": "milan"}, ""),
+        ({"liqo.io/replication": "true", "liqo.io/remote-cluster-id": "milan"}, ""),
+        ({"liqo.io/replication": "true", "liqo.io/remoteID": "milan"}, ""),
+        ({"liqo.io/replication": "true", "liqo.io/remoteID": "x", "liqo.io/remote-cluster-id": ""}, ""),
+        (None, ""),
+    ],
+)
+def test_local_map_cluster(labels: Any, want: str) -> None:
+    assert local_map_cluster({"metadata": {"labels": labels}}) == want
+    assert local_map_cluster({}) == ""
+
+
+def test_map_entries() -> None:
+    nm = {
+        "spec": {"desiredMapping": {"b": "b-rome", "a": "a-rome"}},
+        "status": {
+            "currentMapping": {
+                "a": {"remoteNamespace": "a-rome", "phase": "Accepted"},
+                "c": {"remoteNamespace": "c-rome", "phase": "Terminating"},
+                "d": "junk",
+            }
+        },
+    }
+    entries = map_entries(nm)
+    assert entries == {
+        "a": ("a-rome", "a-rome", "Accepted"),
+        "b": ("b-rome", "", ""),
+        "c": ("", "c-rome", "Terminating"),
+        "d": ("", "", ""),
+    }
+    assert list(entries) == ["a", "b", "c", "d"]
+    assert map_entries({}) == {}
+    assert map_entries({"spec": None, "status": {"currentMapping": None}}) == {}
