@@ -21,6 +21,7 @@ from typing import Any
 
 from django.conf import settings
 from django.utils import timezone
+from django.utils.text import capfirst
 
 from offloading.inventory_models import Pod
 from offloading.liqo import constants as liqo
@@ -257,7 +258,7 @@ def _controller_gaps(namespace: Namespace) -> Finding | None:
     return Finding(
         "controller-stuck",
         f"Liqo has not taken up {clusters}",
-        "; ".join(parts) + ". " + mapping.SWALLOWED_ERRORS,
+        capfirst("; ".join(parts)) + ". " + mapping.SWALLOWED_ERRORS,
         "Check the logs of liqo-controller-manager for the NamespaceOffloading of this namespace (a NamespaceMap "
         "patch refused, a missing NamespaceMap); a new change of the offloading makes Liqo try again.",
         "bad",

@@ -100,7 +100,7 @@ def test_a_namespace_map_patch_liqo_swallows(sandbox: Any, k8s: Any, admin_clien
     finding = _findings("beta")["controller-stuck"]
     assert finding.title == "Liqo has not taken up milan" and finding.severity == "bad"
     assert (
-        "the selector selects milan, but its NamespaceMap has no desiredMapping entry for beta" in finding.explanation
+        "The selector selects milan, but its NamespaceMap has no desiredMapping entry for beta" in finding.explanation
     )
     assert "(since " in finding.explanation and "only its log says it" in finding.explanation
     assert "florence" not in finding.title
