@@ -247,8 +247,7 @@ LIQO_DASH: dict[str, Any] = {
     "SWEEP_INTERVAL": env.number("LIQO_DASH_SWEEP_INTERVAL", 15.0),
     # The diagnosis calls an offloading stuck when it stays not Ready (or Terminating) this many minutes.
     "DIAGNOSIS_STUCK_MINUTES": env.number("LIQO_DASH_DIAGNOSIS_STUCK_MINUTES", 10.0),
-    # The name of Liqo's RuntimeClass (Helm offloading.runtimeClass.name): the pod preview and the
-    # diagnosis warn when it is not "liqo", the name the virtual kubelet strips (issue 27).
+    # Liqo's RuntimeClass (Helm offloading.runtimeClass.name): other than "liqo" is warned about (issue 27).
     "RUNTIME_CLASS": env.string("LIQO_DASH_RUNTIME_CLASS", "liqo") or "liqo",
     # Transient Kubernetes errors (no answer, timeouts, 5xx, 429) are retried with exponential backoff
     # and jitter, capped at APPLY_RETRY_CAP s (or the API server's Retry-After), for APPLY_RETRY_FOR s
