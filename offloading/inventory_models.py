@@ -17,6 +17,8 @@ class Pod(models.Model):
     cluster_id = models.CharField(max_length=63, blank=True, db_index=True)  # empty: local (or not scheduled)
     phase = models.CharField(max_length=32, blank=True)
     reason = models.CharField(max_length=253, blank=True)
+    owner_kind = models.CharField(max_length=64, blank=True)  # its controller (ReplicaSet, DaemonSet...)
+    owner_name = models.CharField(max_length=253, blank=True)
     cpu_millis = models.PositiveBigIntegerField(default=0)
     memory_bytes = models.PositiveBigIntegerField(default=0)
     refreshed_at = models.DateTimeField(default=timezone.now)
@@ -62,3 +64,22 @@ class KubeEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.type} {self.reason} {self.involved_kind}/{self.involved_name}"
+
+
+class LiqoResource(models.Model):
+    """A ResourceSlice, Tenant or Quota, or the controller manager's Deployment (issue 27), as last seen:
+    only what the pages read (offloading.changes.liqoresources)."""
+
+    kind = models.CharField(max_length=32)  # resourceslices | tenants | quotas | deployments
+    namespace = models.CharField(max_length=253)
+    name = models.CharField(max_length=253)
+    cluster_id = models.CharField(max_length=63, blank=True, db_index=True)
+    data = models.JSONField(default=dict)
+    refreshed_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=("kind", "namespace", "name"), name="liqo_resource_key")]
+        ordering = ("kind", "cluster_id", "name")
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.namespace}/{self.name}"

@@ -24,6 +24,7 @@ from .kubeerrors import KubeError, Result, classify, parse_warnings
 from .kubeidentity import Identity, impersonation_headers
 from .kubepace import in_paced, paced, pacer
 from .liqo import constants as liqo
+from .liqo.versions import CONTROLLER_MANAGER_SELECTOR
 
 # Re-exported: callers use kube.KubeError, kube.paced, kube.reset_client ...
 __all__ = ["KubeError", "Result", "api_client", "paced", "pacer", "reset_client"]
@@ -37,6 +38,9 @@ REQUESTER_ANNOTATION = "liqo-dash.io/requested-by"
 _FC = ("core.liqo.io", "v1beta1", "foreignclusters")
 _VN = ("offloading.liqo.io", "v1beta1", "virtualnodes")
 _NSOFF = (liqo.GROUP, liqo.VERSION, "namespaceoffloadings")
+_RSLICE = ("authentication.liqo.io", "v1beta1", "resourceslices")  # issue 27: slices, tenants, quotas
+_TENANT = ("authentication.liqo.io", "v1beta1", "tenants")
+_QUOTA = (liqo.GROUP, liqo.VERSION, "quotas")
 _NSMAP = (liqo.GROUP, liqo.VERSION, "namespacemaps")  # read only: what Liqo asked of each peer (issue 27)
 
 
@@ -78,6 +82,10 @@ def _custom() -> client.CustomObjectsApi:
 
 def _coordination() -> client.CoordinationV1Api:
     return client.CoordinationV1Api(api_client())
+
+
+def _apps() -> client.AppsV1Api:
+    return client.AppsV1Api(api_client())
 
 
 def _core() -> client.CoreV1Api:
@@ -238,6 +246,10 @@ WATCHED_KINDS = (
     "pods",
     "events",
     "namespacemaps",
+    "resourceslices",
+    "tenants",
+    "quotas",
+    "deployments",
 )
 # Events worth keeping: about NamespaceOffloadings and Namespaces (Liqo's warnings among them).
 EVENT_KINDS = ("NamespaceOffloading", "Namespace")
@@ -260,6 +272,14 @@ def _list_method(kind: str) -> tuple[Any, tuple[Any, ...], dict[str, Any]]:
         return _core().list_event_for_all_namespaces, (), {}
     if kind == "namespacemaps":
         return _custom().list_cluster_custom_object, _NSMAP, {}
+    if kind == "resourceslices":
+        return _custom().list_cluster_custom_object, _RSLICE, {}
+    if kind == "tenants":
+        return _custom().list_cluster_custom_object, _TENANT, {}
+    if kind == "quotas":
+        return _custom().list_cluster_custom_object, _QUOTA, {}
+    if kind == "deployments":  # the controller manager's, in Liqo's namespace: its image tag is the version
+        return _apps().list_namespaced_deployment, ("liqo",), {"label_selector": CONTROLLER_MANAGER_SELECTOR}
     raise ValueError(f"unknown kind {kind}")
 
 

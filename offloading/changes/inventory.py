@@ -20,6 +20,9 @@ from offloading import kube
 from offloading.changes import informer
 from offloading.changes.rows import parse_time
 from offloading.inventory_models import KubeEvent, Pod, event_subject_namespace
+from offloading.liqo.stuckpods import REFLECTION_DISABLED
+from offloading.liqo.tenancy import FAILED_REFLECTION
+from offloading.liqo.versions import OFFLOADING_ABORTED, OFFLOADING_BACKOFF, REMOTE_POD_TERMINATED
 from offloading.models import Namespace, VirtualNode
 
 Event = tuple[str, dict[str, Any]]
@@ -46,6 +49,31 @@ def _pending_reason(pod: dict[str, Any]) -> str:
     return str(status.get("reason") or "")
 
 
+# Liqo's reasons on local pods and the Events its virtual kubelet records on them (issue 27).
+_LIQO_REASONS = (OFFLOADING_BACKOFF, OFFLOADING_ABORTED, REMOTE_POD_TERMINATED)
+POD_EVENT_REASONS = (FAILED_REFLECTION, REFLECTION_DISABLED)
+
+
+def _reason(pod: dict[str, Any]) -> str:
+    """Liqo's status.reason (OffloadingBackOff...), else for a Pending pod why it is not scheduled."""
+    status = pod.get("status") or {}
+    if status.get("reason"):
+        return str(status["reason"])
+    return _pending_reason(pod) if status.get("phase") == "Pending" else ""
+
+
+def _controller(pod: dict[str, Any]) -> tuple[str, str]:
+    for ref in _meta(pod).get("ownerReferences") or []:
+        if ref.get("controller"):
+            return str(ref.get("kind") or ""), str(ref.get("name") or "")
+    return "", ""
+
+
+def _liqo_held(pod: dict[str, Any], clusters: dict[str, str]) -> bool:
+    node = (pod.get("spec") or {}).get("nodeName") or ""
+    return node in clusters or (pod.get("status") or {}).get("reason") in _LIQO_REASONS
+
+
 class PodSync(informer.KindSync):
     kind = "pods"
     # Virtual nodes first: a pod's peer is found by its node's name.
@@ -59,11 +87,14 @@ class PodSync(informer.KindSync):
         rows, gone = [], []
         for key, (event, obj) in latest.items():
             namespace, name = key.split("/", 1)
-            if event == "DELETED" or namespace not in offloaded:
-                gone.append((namespace, name))
-                continue
             spec, status = obj.get("spec") or {}, obj.get("status") or {}
             node = spec.get("nodeName") or ""
+            # Outside offloaded namespaces only the pods Liqo holds (issue 27: bound to a virtual node,
+            # or with a reason of Liqo's virtual kubelet) are kept.
+            if event == "DELETED" or (namespace not in offloaded and not _liqo_held(obj, clusters)):
+                gone.append((namespace, name))
+                continue
+            owner = _controller(obj)
             cpu, memory = _requests(obj)
             phase = status.get("phase") or ""
             rows.append(
@@ -74,7 +105,9 @@ class PodSync(informer.KindSync):
                     node_name=node,
                     cluster_id=clusters.get(node, ""),
                     phase=phase,
-                    reason=_pending_reason(obj)[:253] if phase == "Pending" else "",
+                    reason=_reason(obj)[:253],
+                    owner_kind=owner[0][:64],
+                    owner_name=owner[1][:253],
                     cpu_millis=cpu,
                     memory_bytes=memory,
                     refreshed_at=now,
@@ -90,6 +123,8 @@ class PodSync(informer.KindSync):
                 "cluster_id",
                 "phase",
                 "reason",
+                "owner_kind",
+                "owner_name",
                 "cpu_millis",
                 "memory_bytes",
                 "refreshed_at",
@@ -105,8 +140,10 @@ class PodSync(informer.KindSync):
         ]
         for start in range(0, len(stale), 500):
             Pod.objects.filter(pk__in=stale[start : start + 500]).delete()
-        # Namespaces no longer offloaded keep no pods.
-        Pod.objects.exclude(namespace__in=Namespace.objects.filter(offloaded=True).values("name")).delete()
+        # Namespaces no longer offloaded keep no pods but those Liqo holds (on a virtual node, a Liqo reason).
+        Pod.objects.exclude(namespace__in=Namespace.objects.filter(offloaded=True).values("name")).filter(
+            cluster_id=""
+        ).exclude(reason__in=_LIQO_REASONS).delete()
 
 
 class EventSync(informer.KindSync):
@@ -120,7 +157,9 @@ class EventSync(informer.KindSync):
         rows, gone = [], []
         for event, obj in events:
             involved = obj.get("involvedObject") or {}
-            if involved.get("kind") not in kube.EVENT_KINDS:
+            if involved.get("kind") not in kube.EVENT_KINDS and not (
+                involved.get("kind") == "Pod" and obj.get("reason") in POD_EVENT_REASONS
+            ):
                 continue
             uid = self.key(obj)
             if event == "DELETED":

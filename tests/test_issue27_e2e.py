@@ -1,0 +1,99 @@
+"""Issue 27 items 5-8 end to end: the ``tenancy`` sandbox scenario (Liqo v1.1.2, florence has cordoned
+our tenant, milan's Hard quota, the consumer bologna cordoned here, stuck pods, a DaemonSet on a virtual
+node) read through the real kubernetes client as the watcher does, then the rules, pages and diagnosis."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from offloading import kube, resourcesinfo
+from offloading.changes import informer
+from offloading.changes import inventory as _inventory  # noqa: F401 - registers pods and events
+from offloading.changes import liqoresources as _liqoresources  # noqa: F401 - slices, tenants, quotas, version
+from offloading.diagnosis import diagnose
+from offloading.inventory_models import LiqoResource
+from offloading.models import Cluster, Namespace
+from sandbox import Sandbox
+
+pytestmark = pytest.mark.django_db
+
+KINDS = (
+    "namespaces", "namespaceoffloadings", "foreignclusters", "virtualnodes", "nodes", "pods", "events",
+    "resourceslices", "tenants", "quotas", "deployments",
+)  # fmt: skip
+
+
+def sync_snapshot() -> None:
+    now = timezone.now()
+    for kind in KINDS:
+        sync = informer.SYNCED[kind]
+        seen: set[str] = set()
+        for items, _ in kube.list_pages(kind):
+            sync.apply([("ADDED", obj) for obj in items], now, relist=True)
+            seen |= {sync.key(obj) for obj in items}
+        sync.relisted(seen, now)
+
+
+@pytest.fixture
+def tenancy(tmp_path: Path, settings: Any) -> Iterator[Any]:
+    with Sandbox(scenario="tenancy", controller_delay=0.0, port=0) as sb:
+        kubeconfig = sb.write_kubeconfig(tmp_path / "kubeconfig")
+        settings.LIQO_DASH = {**settings.LIQO_DASH, "KUBECONFIG": str(kubeconfig), "KUBE_CONFIG_MODE": "kubeconfig"}
+        kube.reset_client()
+        sb.wait_idle(20)
+        sync_snapshot()
+        yield sb
+    kube.reset_client()
+
+
+def test_version_read_from_the_controller_manager(tenancy: Any) -> None:
+    assert LiqoResource.objects.filter(kind="deployments").count() == 1
+    liqo = resourcesinfo.installed_version()
+    assert liqo.version == "v1.1.2" and liqo.orphaned_map_blocks_selection and liqo.liqoctl_many_namespaces
+    assert not liqo.autoscaler_type_label
+
+
+def test_cordoned_provider_refuses_pods(tenancy: Any) -> None:
+    florence, milan = (resourcesinfo.admissions(["florence", "milan"])[c] for c in ("florence", "milan"))
+    assert florence.refuses and "florence has cordoned this cluster's tenant" in florence.reasons[0]
+    assert not milan.refuses and "over this cluster's quota" in milan.reasons[0]
+    found = {f.rule: f for f in diagnose(Namespace.objects.get(name="shop"))}
+    assert found["peer_refuses_pods"].severity == "bad"
+    assert "user is cordoned" in found["stuck_pods"].explanation
+    assert "peer_refuses_pods" not in {f.rule for f in diagnose(Namespace.objects.get(name="batch"))}
+
+
+def test_consumer_tenant_cordoned_here(tenancy: Any) -> None:
+    info = resourcesinfo.peer_resources("bologna")
+    assert info.tenant_condition == "Cordoned" and info.quota is not None and info.quota.cordoned
+    assert info.quota.enforcement == "Soft" and info.tenant_refuses.startswith("cordoned")
+    assert [s.action for s in info.providing] == ["Providing"] and info.providing[0].cordoned
+    milan = resourcesinfo.peer_resources("milan")
+    assert [(s.name, s.action, s.accepted) for s in milan.consuming] == [("milan", "Consuming", True)]
+
+
+def test_stuck_pods_and_daemonset(tenancy: Any) -> None:
+    kinds = {s.name: s.kind for s in resourcesinfo.stuck_pods(Namespace.objects.get(name="legacy"))}
+    assert kinds == {"legacy-pinned": "backoff"}
+    monitoring = resourcesinfo.stuck_pods(Namespace.objects.get(name="monitoring"))
+    assert [(s.name, s.kind) for s in monitoring] == [("node-exporter-milan", "daemonset")]
+    assert "patch daemonset node-exporter" in monitoring[0].fix
+    batch = {s.name: s for s in resourcesinfo.stuck_pods(Namespace.objects.get(name="batch"))}
+    assert set(batch) == {"batch-small"} and "over the quota" in batch["batch-small"].explanation
+
+
+def test_pages_show_it(tenancy: Any, admin_client: Any) -> None:
+    assert Cluster.objects.filter(cluster_id="florence").exists()
+    page = admin_client.get(reverse("offloading:cluster_detail", args=["florence"])).content.decode()
+    assert "Resources, quota and cordons" in page and "New pods from this cluster are refused here" in page
+    assert "Liqo v1.1.2" in page
+    bologna = admin_client.get(reverse("offloading:cluster_detail", args=["bologna"])).content.decode()
+    assert "cordoned: its existing resources stay" in bologna
+    ns = admin_client.get(reverse("offloading:namespace_detail", args=["monitoring"])).content.decode()
+    assert "Stuck pods and DaemonSets on virtual nodes (1)" in ns and "node-exporter-milan" in ns
