@@ -3,10 +3,8 @@ retry transient errors with backoff, start the next change of the namespace."""
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import random
-import threading
 import time
 from collections.abc import Callable
 from datetime import timedelta
@@ -14,12 +12,12 @@ from typing import Any
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db import connections, transaction
+from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
 from offloading import kube
-from offloading.changes import alerts, apihealth
+from offloading.changes import alerts, apihealth, groupcommit
 from offloading.changes.authorize import identity_of_change
 from offloading.changes.push import Conflict, Waiting, push_delete, push_spec
 from offloading.changes.queue import enqueue_apply, enqueue_await_deletion
@@ -37,21 +35,10 @@ from offloading.models import (
 log = logging.getLogger(__name__)
 
 
-# SQLite has one writer at a time, and a writer that finds the database locked sleeps in steps of up to
-# 100 ms before it looks again. A bulk's threads take their turn on this lock instead (a waiting thread
-# wakes as soon as the one before is done); other processes still meet SQLite's own lock.
-_sqlite_writer = threading.Lock()
-
-
-def _writing() -> contextlib.AbstractContextManager[Any]:
-    """Hold the process's SQLite write turn (nothing on other databases)."""
-    return _sqlite_writer if connections["default"].vendor == "sqlite" else contextlib.nullcontext()
-
-
 def finish(change_id: int, state: str, message: str, **fields: Any) -> bool:
-    """Move an applying change to a terminal state and audit it, exactly once."""
-    with _writing():
-        return _finish(change_id, state, message, **fields)
+    """Move an applying change to a terminal state and audit it, exactly once (grouped with the other
+    threads' writes on SQLite: ``groupcommit``)."""
+    return groupcommit.write(lambda: _finish(change_id, state, message, **fields))
 
 
 def _finish(change_id: int, state: str, message: str, **fields: Any) -> bool:
@@ -104,8 +91,7 @@ def claim(change_id: int) -> ChangeRequest | None:
         # the older change enqueues it when it finishes (start_next), and the sweeper is the safety
         # net if that message is lost.
         return None
-    with _writing():
-        return _claim(change_id)
+    return groupcommit.write(lambda: _claim(change_id))
 
 
 def _claim(change_id: int) -> ChangeRequest | None:
