@@ -91,7 +91,7 @@ def test_stuck_pods_and_daemonset(tenancy: Any) -> None:
 def test_pages_show_it(tenancy: Any, admin_client: Any) -> None:
     assert Cluster.objects.filter(cluster_id="florence").exists()
     page = admin_client.get(reverse("offloading:cluster_detail", args=["florence"])).content.decode()
-    assert "Resources, quota and cordons" in page and "New pods from this cluster are refused here" in page
+    assert "Resources, quota and cordons" in page and "florence refuses new pods from this cluster" in page
     assert "Liqo v1.1.2" in page
     bologna = admin_client.get(reverse("offloading:cluster_detail", args=["bologna"])).content.decode()
     assert "cordoned: its existing resources stay" in bologna
