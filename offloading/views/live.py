@@ -10,7 +10,7 @@ from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.template.loader import render_to_string
 from django.views.decorators.http import condition, require_GET
 
 from access import roles
@@ -117,7 +117,8 @@ def freshness(request: HttpRequest) -> HttpResponse:
     if request.headers.get("X-Live-Poll") == "1" and etag in request.headers.get("If-None-Match", ""):
         response = HttpResponse(status=304)
     else:
-        response = render(request, "offloading/_freshness.html", context)
+        # The badge needs only its own context: no context processors (they would read the state again).
+        response = HttpResponse(render_to_string("offloading/_freshness.html", context))
     response["ETag"] = etag
     response["Cache-Control"] = "no-store"
     return response
