@@ -23,8 +23,8 @@ def apply_change(change_id: int) -> str:
 # One task pushes a bulk's children with threads (bulkpush.apply_bulk); it hands over what is left after
 # BULK_TASK_BUDGET seconds, and its limits leave room for the changes in flight to finish.
 @shared_task(name=APPLY_BULK, acks_late=True, soft_time_limit=240, time_limit=300)
-def apply_bulk(bulk_id: int, after_id: int = 0) -> int:
-    return bulkpush.apply_bulk(bulk_id, after_id)
+def apply_bulk(bulk_id: int, after_id: int = 0, part: int = 0, parts: int = 0) -> int:
+    return bulkpush.apply_bulk(bulk_id, after_id, part, parts)
 
 
 @shared_task(name=AWAIT_DELETION, acks_late=True)

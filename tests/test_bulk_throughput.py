@@ -195,6 +195,13 @@ def threaded(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, tuple[Any, ...]
     kube.pacer.reset()
 
 
+def _push(bulk: BulkRequest) -> int:
+    """Every part of the bulk at once, as the worker's processes would (each part's threads its own)."""
+    parts = bulkpush.processes_for_a_bulk()
+    with ThreadPoolExecutor(parts) as pool:
+        return sum(pool.map(lambda part: bulkpush.apply_bulk(bulk.pk, 0, part, parts), range(parts)))
+
+
 def _namespaces(k8s: Any, prefix: str, count: int) -> list[str]:
     names = [f"{prefix}-{i:02d}" for i in range(count)]
     for name in names:
@@ -218,7 +225,7 @@ def test_429_with_retry_after_slows_the_whole_bulk_and_loses_nothing(
     settings.LIQO_DASH = {**settings.LIQO_DASH, "KUBE_MAX_INFLIGHT": 16}
     sandbox.faults.set(latency=0.1, max_inflight=4)  # the API server takes 4 at once, 429 beyond
     started = time.monotonic()
-    assert bulkpush.apply_bulk(bulk.pk) == 40
+    assert _push(bulk) == 40
     elapsed = time.monotonic() - started
     sandbox.faults.clear()
     changes = ChangeRequest.objects.filter(bulk=bulk)
@@ -251,7 +258,7 @@ def test_a_namespace_refused_by_the_cluster_mid_bulk_fails_with_its_reason(
         {"apiVersion": f"{GROUP}/{VERSION}", "kind": "NamespaceOffloading", "metadata": {"name": "offloading"},
          "spec": {**SPEC, "podOffloadingStrategy": "Local"}},
     )  # fmt: skip
-    bulkpush.apply_bulk(bulk.pk)
+    _push(bulk)
     states = dict(ChangeRequest.objects.filter(bulk=bulk).values_list("namespace", "state"))
     assert states == {
         names[0]: ChangeState.APPLIED,
@@ -285,7 +292,7 @@ def test_a_namespace_the_request_checks_refuse_is_reported_with_the_reason(
     assert bulk.total == 3
     assert [s["namespace"] for s in bulk.skipped] == [names[2]]
     assert "The API server refused this change" in bulk.skipped[0]["reason"]
-    bulkpush.apply_bulk(bulk.pk)
+    _push(bulk)
     assert ChangeRequest.objects.filter(bulk=bulk, state=ChangeState.APPLIED).count() == 3
 
 
@@ -300,7 +307,7 @@ def test_changes_of_one_namespace_stay_in_order_under_concurrency(
     bulk = BulkRequest.objects.create(action="offload", namespace_selector="bulk=ordered", total=10)
     spec = {**SPEC, "podOffloadingStrategy": "Remote"}
     children = {name: _change(name, ChangeAction.OFFLOAD, desired_spec=spec, bulk=bulk) for name in names}
-    assert bulkpush.apply_bulk(bulk.pk) == 10
+    assert _push(bulk) == 10
     for name in names[:5]:
         assert ChangeRequest.objects.get(pk=children[name].pk).state == ChangeState.QUEUED  # behind the older
     for name in names[5:]:
@@ -322,3 +329,18 @@ def test_changes_of_one_namespace_stay_in_order_under_concurrency(
         # The bulk's child, asked for when the namespace was not offloaded, met the older change's
         # offloading: the same conflict as for one change asked for alone.
         assert then.state == ChangeState.CONFLICT and "offloaded by someone else" in then.message
+
+
+def test_the_bulk_task_shares_the_bulk_with_other_processes(
+    sandbox: Any, k8s: Any, threaded: list[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _namespaces(k8s, "shared", 6)
+    bulk = _bulk("bulk=shared", 6)
+    monkeypatch.setattr(bulkpush, "processes_for_a_bulk", lambda: 3)
+    threaded.clear()
+    # The first task (the one message the request sends) sends the other parts and pushes its own.
+    assert bulkpush.apply_bulk(bulk.pk) == 2
+    bulks = [message for message in threaded if message[0] == work_queue.APPLY_BULK]
+    assert bulks == [(work_queue.APPLY_BULK, (bulk.pk, 0, 1, 3)), (work_queue.APPLY_BULK, (bulk.pk, 0, 2, 3))]
+    assert sum(bulkpush.apply_bulk(bulk.pk, 0, part, 3) for part in (1, 2)) == 4
+    assert ChangeRequest.objects.filter(bulk=bulk, state=ChangeState.APPLIED).count() == 6

@@ -4,10 +4,12 @@ the network, not on the CPU)."""
 from __future__ import annotations
 
 import logging
+import os
 import queue
 import threading
 import time
 
+from django.conf import settings
 from django.db import connections
 from django.utils import timezone
 
@@ -25,19 +27,36 @@ log = logging.getLogger(__name__)
 BULK_TASK_BUDGET = 30.0
 
 
-def apply_bulk(bulk_id: int, after_id: int = 0) -> int:
-    """Push the queued children of bulk request ``bulk_id`` (ids above ``after_id``, in id order) from
-    this one task, ``KUBE_MAX_INFLIGHT`` at a time: pushes wait on the network, not on the CPU, so one
-    process keeps that many requests in flight with threads (each thread its own database connection,
-    closed when it is done) instead of that many processes. Each child goes through
-    :func:`apply_change`: its claim keeps each namespace's changes in order (a child waiting behind an
-    older change of its namespace is skipped here and started by that change when it finishes) and its
-    retries are its own. Returns how many children it started."""
-    ids = list(
-        ChangeRequest.objects.filter(bulk_id=bulk_id, id__gt=after_id, state=ChangeState.QUEUED)
+def processes_for_a_bulk() -> int:
+    """How many worker processes share a bulk: the pushes wait on the network, but deciding and recording
+    each change is Python on one core per process; no more than the machine's cores and the worker's
+    processes (the requests in flight stay ``KUBE_MAX_INFLIGHT`` in all)."""
+    cores = os.cpu_count() or 1
+    return max(1, min(cores, int(getattr(settings, "CELERY_WORKER_CONCURRENCY", 1) or 1), 4))
+
+
+def apply_bulk(bulk_id: int, after_id: int = 0, part: int = 0, parts: int = 0) -> int:
+    """Push the queued children of bulk request ``bulk_id`` (ids above ``after_id``, in id order; those
+    whose id is ``part`` modulo ``parts``) from this task, with threads: pushes wait on the network,
+    not on the CPU, so a process keeps many requests in flight with threads (each its own database
+    connection, closed when it is done) instead of that many processes. ``parts`` 0 (the message the
+    bulk request sends): this task decides how many processes share the bulk
+    (:func:`processes_for_a_bulk`), sends the other parts, and pushes part 0; the ``KUBE_MAX_INFLIGHT``
+    requests in flight are shared between the parts. Each child goes through :func:`apply_change`: its
+    claim keeps each namespace's changes in order (a child waiting behind an older change of its
+    namespace is skipped here and started by that change when it finishes) and its retries are its own.
+    Returns how many children it started."""
+    if parts <= 0:
+        parts = 1 if runs_eagerly() else processes_for_a_bulk()
+        for other in range(1, parts):
+            enqueue_bulk(bulk_id, after_id, other, parts)
+    ids = [
+        pk
+        for pk in ChangeRequest.objects.filter(bulk_id=bulk_id, id__gt=after_id, state=ChangeState.QUEUED)
         .order_by("id")
         .values_list("pk", flat=True)
-    )
+        if pk % parts == part
+    ]
     if runs_eagerly() or len(ids) <= 1:
         # Tests run Celery eagerly inside a transaction other threads cannot see: one after the other.
         for change_id in ids:
@@ -68,7 +87,7 @@ def apply_bulk(bulk_id: int, after_id: int = 0) -> int:
 
     threads = [
         threading.Thread(target=work, name=f"bulk-{bulk_id}-{n}", daemon=True)
-        for n in range(min(kube.pacer.maximum(), len(ids)))
+        for n in range(min(max(1, kube.pacer.maximum() // parts), len(ids)))
     ]
     for thread in threads:
         thread.start()
@@ -81,5 +100,5 @@ def apply_bulk(bulk_id: int, after_id: int = 0) -> int:
         # The rest goes to a new task; until it starts them, the sweeper leaves them alone.
         now = timezone.now()
         ChangeRequest.objects.filter(pk__in=left, state=ChangeState.QUEUED, updated_at__lt=now).update(updated_at=now)
-        enqueue_bulk(bulk_id, after_id=left[0] - 1)
+        enqueue_bulk(bulk_id, left[0] - 1, part, parts)
     return started[0]

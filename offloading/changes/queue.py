@@ -64,12 +64,12 @@ def runs_eagerly() -> bool:
     return bool(current_app.conf.task_always_eager)
 
 
-def enqueue_bulk(bulk_id: int, after_id: int = 0) -> None:
+def enqueue_bulk(bulk_id: int, after_id: int = 0, part: int = 0, parts: int = 0) -> None:
     """Send the task that pushes the queued children of a bulk request (``offloading.changes.bulkpush.
     apply_bulk``). A broker failure is logged: the children are recorded, and the sweeper sends each
     of them once they have waited ``STUCK_AFTER``."""
     try:
-        send(APPLY_BULK, bulk_id, after_id)
+        send(APPLY_BULK, bulk_id, after_id, *((part, parts) if parts else ()))
     except Exception:  # noqa: BLE001 - kombu/redis raise many types; none may fail the request
         log.warning("could not enqueue bulk %s; the sweeper will send its changes", bulk_id, exc_info=True)
 
