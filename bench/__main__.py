@@ -26,6 +26,10 @@ def _fleet(text: str) -> tuple[int, int]:
     return namespaces, clusters
 
 
+# The parts of a run --only can select ("pages": the fleets' refresh and pages, and the cold renders).
+RUNS = ("pages", "sync", "pods", "recovery", "throughput")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[1])
     parser.add_argument(
@@ -74,7 +78,14 @@ def main(argv: list[str] | None = None) -> int:
         help="skip the viewers run (open live pages polling one gunicorn web pod while nothing changes)",
     )  # fmt: skip
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory (database, logs)")
+    parser.add_argument(
+        "--only", action="append", choices=RUNS, metavar="RUN",
+        help="run only this part (repeatable): " + ", ".join(RUNS) + "; e.g. --only throughput",
+    )  # fmt: skip
     args = parser.parse_args(argv)
+    if args.only:
+        for run in RUNS:
+            setattr(args, run, run in args.only)
     fleets = args.fleet or (list(FLEETS[:2]) if args.quick else list(FLEETS))
 
     var_dir = Path(tempfile.mkdtemp(prefix="liqo-dash-bench-"))
@@ -93,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
         # after the recovery and throughput runs the machine is still freeing the gigabytes their sandboxes
         # and workers held, and what was measured then was up to 2x slower than alone.
         results = []
-        for index, (namespaces, clusters) in enumerate(fleets):
+        for index, (namespaces, clusters) in enumerate(fleets if getattr(args, "pages", True) else []):
             log(f"fleet {namespaces} namespaces / {clusters} clusters")
             results.append(
                 measures.measure_fleet(
@@ -101,8 +112,9 @@ def main(argv: list[str] | None = None) -> int:
                     cold=args.cold and index == len(fleets) - 1,
                 )
             )  # fmt: skip
-        measures.measure_side_by_side(results, max(1, args.repeat))
-        log(f"pages and previews measured side by side, {max(1, args.repeat)} rounds")
+        if results:
+            measures.measure_side_by_side(results, max(1, args.repeat))
+            log(f"pages and previews measured side by side, {max(1, args.repeat)} rounds")
         harness.reset_database()
         synced: dict[str, object] = {}
         if args.sync:
@@ -156,7 +168,8 @@ def main(argv: list[str] | None = None) -> int:
             "liqo-dash bench: SQLite in a temporary directory, sandbox API server in its own process; "
             "wall times are this machine's, compare the ratios"
         )
-        print(report.table(results))
+        if results:
+            print(report.table(results))
         if recovered:
             print(
                 "\nRecovery from API server faults (real worker and beat on Redis, sandbox over HTTP, 50 ms latency):"
@@ -186,6 +199,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.json:
             summary = report.summary(results, elapsed)
             summary.update(figures)
+            summary["runs"] = [run for run in RUNS if getattr(args, run, True)]
             summary["pods"] = followed
             summary["viewers"] = watched
             summary["recovery"] = (

@@ -227,7 +227,7 @@ def summary(results: list[FleetResult], elapsed: float) -> dict[str, Any]:
 GOALS = {
     "steady_bytes_per_min": (1_000_000, "API bytes read per minute, nothing changing", "B"),
     "status_latency_p95_s": (1.0, "status change -> snapshot, p95 (worse of quiet and during a bulk)", "s"),
-    "bulk_vs_kubectl_ratio": (0.5, "bulk of N offloads / kubectl apply of the same N (50 ms latency)", ""),
+    "bulk_vs_kubectl_ratio": (0.2, "bulk of N offloads / kubectl apply of the same N (50 ms latency)", ""),
     "worker_peak_rss_mb": (250, "worker peak RSS (largest process)", "MB"),
     "watcher_peak_rss_mb": (250, "watcher peak RSS (cold sync)", "MB"),
     "sandbox_start_s": (5.0, "sandbox start with the biggest fleet", "s"),
@@ -256,7 +256,7 @@ def goals(results: list[FleetResult], synced: dict[str, Any], moved: dict[str, A
     ]
     return {
         "steady_bytes_per_min": synced.get("steady_bytes_per_min"),
-        "status_latency_p95_s": synced.get("status_latency_p95_s"),
+        "status_latency_p95_s": _worse(synced.get("status_latency_p95_s"), moved.get("status_visible_p95_s")),
         "bulk_vs_kubectl_ratio": moved.get("bulk_vs_kubectl_ratio"),
         "page_p50_ratio": ratios,
         "page_ratio_fleets": f"{_short(last)} vs {_short(first)}" if first and last else None,
@@ -271,6 +271,12 @@ def goals(results: list[FleetResult], synced: dict[str, Any], moved: dict[str, A
         "sync": synced,
         "throughput": moved,
     }
+
+
+def _worse(*values: float | None) -> float | None:
+    """The larger of the figures measured (the sync run's and the throughput run's status latency)."""
+    measured = [v for v in values if v is not None]
+    return max(measured) if measured else None
 
 
 def _verdict(value: float | None, goal: float) -> str:

@@ -33,3 +33,25 @@ def test_a_pods_run_with_a_null_figure_fails() -> None:
     pods = dict.fromkeys(check.PODS, 3)
     assert check.missing({**MEASURED, "pods": pods}) == []
     assert check.missing({**MEASURED, "pods": {**pods, "pod_visible_p95_s": None}}) == ["pods[pod_visible_p95_s]"]
+
+
+def test_a_run_of_some_parts_needs_only_their_figures() -> None:
+    moved = dict.fromkeys(check.THROUGHPUT, 1.0)
+    only_throughput = {
+        "runs": ["throughput"],
+        "bulk_vs_kubectl_ratio": 0.15,
+        "worker_peak_rss_mb": 150.0,
+        "api_list_vs_kubectl_ratio": 0.1,
+        "status_latency_p95_s": 0.2,
+        "throughput": moved,
+    }
+    assert check.missing(only_throughput) == []
+    assert check.missing({**only_throughput, "throughput": {**moved, "physical_limit_s": None}}) == [
+        "throughput[physical_limit_s]"
+    ]
+    assert check.missing({**only_throughput, "throughput": None}) == ["throughput"]
+    assert check.missing({**only_throughput, "runs": ["throughput", "sync"]}) == [
+        "steady_bytes_per_min",
+        "watcher_peak_rss_mb",
+        "sandbox_start_s",
+    ]
