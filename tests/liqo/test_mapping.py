@@ -109,6 +109,10 @@ def test_status_table_says_not_selected_for_a_stale_ready() -> None:
     (row,) = cluster_status_table(obj)
     assert (row["state"], row["selected"], row["stale_ready"]) == ("NotSelected", False, "Terminating")
     assert row["message"] == stale_ready_message("Terminating")
+    assert stale_ready_message("Terminating") == (
+        "Not selected. Liqo's Ready condition still says Terminating: it is left from when the cluster was "
+        "selected (Liqo never removes it), not the state of a remote namespace."
+    )
     assert row["reason"] == "ClusterNotSelected"
     assert row["last_transition"] == NOW
     assert "Terminating" in row["message"] and "never removes" in row["message"]
@@ -152,7 +156,7 @@ def test_controller_gaps() -> None:
         "genoa": _entry(True, reached=False),  # not reached
         "pisa": _entry(False),  # no NamespaceMap
     }
-    desired = {"turin", "naples", "bari"}
+    desired = {"turin", "naples"}  # bari: selected with an error, not desired, and still no gap
     maps = {"milan", "turin", "naples", "florence", "bari", "genoa"}
     assert controller_gaps(selection, desired, maps) == [
         Gap("milan", GAP_NOT_TAKEN_UP),
@@ -203,6 +207,8 @@ def test_backoff_invalid_name_is_alone() -> None:
     assert empty.code == CAUSE_INVALID_NAME and "(is empty)" in empty.text
     (upper,) = backoff_causes("Foo", "SelectedName")
     assert upper.code == CAUSE_INVALID_NAME
+    (both,) = backoff_causes("F" * 64, "SelectedName")
+    assert "(it has 64); " in both.text  # every problem, joined with "; "
     assert backoff_causes("a" * 63, "EnforceSameName")[0].code == CAUSE_NAME_TAKEN
 
 
