@@ -474,3 +474,86 @@ def test_daemonset_patch() -> None:
 def test_not_stuck() -> None:
     assert classify(_facts(phase="Running", cluster_id="milan"), "shop", True, True) is None
     assert stuckpods.offload_hint("a") == "liqoctl offload namespace a"
+
+
+TAINT = (
+    "Unschedulable: 0/2 nodes are available: 1 node(s) had untolerated taint {virtual-node.liqo.io/not-allowed: true}."
+)
+
+
+@pytest.mark.parametrize(
+    ("facts", "offloaded", "explanation", "fix"),
+    [
+        (
+            {"phase": "Running", "cluster_id": "milan", "owner_kind": "DaemonSet", "owner_name": "ds"},
+            True,
+            "a pod of DaemonSet ds was placed on the virtual node of milan: a DaemonSet runs a pod on every node, "
+            "virtual nodes included (liqotech/liqo#1398)",
+            "keep the DaemonSet local: " + stuckpods.daemonset_patch_command("shop", "ds"),
+        ),
+        (
+            {"phase": "Failed", "reason": "OffloadingAborted", "cluster_id": "milan"},
+            True,
+            "Failed on milan: the namespace lost that cluster while the pod ran there (OffloadingAborted); "
+            "Liqo never offloads it again",
+            "delete and create it again (a bare pod has no controller to recreate it)",
+        ),
+        (
+            {"phase": "Failed", "reason": "RemotePodTerminated", "cluster_id": "milan"},
+            True,
+            "ended on milan: its remote pod completed but the final status was not reflected (RemotePodTerminated)",
+            "nothing to fix; delete it when its logs are no longer needed",
+        ),
+        (
+            {"cluster_id": "milan", "failed_reflection": "user is cordoned"},
+            True,
+            "Pending on milan: the provider refused it, this cluster's tenant is cordoned there (user is cordoned)",
+            "ask the provider to uncordon the tenant (liqoctl uncordon tenant)",
+        ),
+        (
+            {"cluster_id": "milan", "failed_reflection": "quota usage exceeded"},
+            True,
+            "Pending on milan: the provider refused it, it is over the quota there (quota usage exceeded)",
+            "lower the pod's requests, free room in the quota, or ask the provider for a larger ResourceSlice",
+        ),
+        (
+            {"reason": TAINT},
+            True,
+            "Pending: it asks for a virtual node but does not tolerate the virtual-node taint: it was created before "
+            "Liqo's pod webhook acted in shop (the namespace was offloaded after it)",
+            "recreate the pod: the webhook adds the toleration only at creation "
+            "(liqotech/liqo#924: pre-label namespaces that will be offloaded)",
+        ),
+        (
+            {"reason": "OffloadingBackOff", "cluster_id": "milan"},
+            True,
+            "Pending on milan: Liqo's virtual kubelet rejected it (ReflectionDisabled): the namespace is not offloaded "
+            "to that cluster",
+            "offload shop to milan (its selector must match it); the pod is offloaded once the namespace is there, "
+            "or pin it to local nodes",
+        ),
+    ],
+)
+def test_stuck_pod_words(facts: dict[str, Any], offloaded: bool, explanation: str, fix: str) -> None:
+    found = classify(_facts(**facts), "shop", offloaded, labelled=True)
+    assert found is not None
+    assert (found.name, found.explanation, found.fix) == ("web-1", explanation, fix)
+
+
+def test_slice_conditions_without_status_or_message() -> None:
+    s = tenancy.read_slice(_slice(conditions=[{"type": "Authentication"}, {"type": "Resources", "status": "Denied"}]))
+    assert (s.authentication, s.resources_status, s.alerts) == ("", "Denied", ("", ""))
+
+
+def test_quota_numbers_in_plain_digits() -> None:
+    q = tenancy.Quota("u", "u", "None", False, {})
+    pod = _pod(_container("a", {"cpu": "200"}))
+    assert tenancy.shadow_pod_denial(q, {"cpu": Decimal(100)}, pod, _q) == (
+        "peering cpu quota usage exceeded - free 100 / requested 200"
+    )
+
+
+def test_offload_command_flags() -> None:
+    assert versions.offload_commands(behaviour("v1.2.0"), ["a"], ["--x", "--y"]) == [
+        "liqoctl offload namespace a --x --y"
+    ]
