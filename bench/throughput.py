@@ -74,6 +74,7 @@ class Throughput:
     worker_calls_per_change: float
     calls_by_verb: dict[str, int]  # the bulk's own calls (request and worker), by verb and resource
     peak_inflight: int  # most requests in flight at once at the sandbox during the bulk
+    bulk_cpu_s: dict[str, float]  # CPU used during the bulk: worker (all processes), sandbox, watcher, this process
     physical_limit_s: float  # request + worker: changes x calls per change x latency / in flight
     throttled: int  # requests the sandbox answered 429 during the bulk
     status_visible_p50_s: float | None  # a status change of another namespace -> snapshot, during the bulk
@@ -83,6 +84,7 @@ class Throughput:
     worker_total_peak_pss_mb: float  # the parent and its pool together (PSS)
     api_list_s: float
     kubectl_list_s: float
+    load_average: float = 0.0  # the machine's, at the bulk's end (other work shares its cores)
     flags: list[str] = field(default_factory=list)
 
     @property
@@ -127,6 +129,9 @@ class Throughput:
             "    kubectl's calls: " + ", ".join(f"{key} {n}" for key, n in sorted(self.kubectl_calls_by_verb.items())),
             f"  bulk, request to last applied      {self.bulk_s:7.1f} s   (request {self.bulk_request_s:.1f} s; "
             f"applied {self.bulk_applied}, failed {self.bulk_failed}, 429s {self.throttled})",
+            "  CPU during the bulk                "
+            + ", ".join(f"{key} {value:.1f} s" for key, value in self.bulk_cpu_s.items())
+            + f" (load average {self.load_average:.1f} on {os.cpu_count()} cores)",
             f"  calls per change                   request {self.request_calls_per_change:.2f} + worker "
             f"{self.worker_calls_per_change:.2f}  ({verbs})",
             f"  requests in flight                 bound {self.kube_max_inflight} (worker), "
@@ -293,11 +298,19 @@ def _request_times(kubeconfig: Path) -> tuple[float, float]:
     return single, together
 
 
-def _cpu_s(pid: int) -> float:
+def _cpu_s(pid: int, children: bool = False) -> float:
+    """CPU seconds a process used so far (with ``children``: and its living children, a worker's pool)."""
     import psutil
 
-    times = psutil.Process(pid).cpu_times()
-    return float(times.user + times.system)
+    root = psutil.Process(pid)
+    total = 0.0
+    for process in [root, *(root.children(recursive=True) if children else [])]:
+        try:
+            times = process.cpu_times()
+        except psutil.Error:
+            continue
+        total += float(times.user + times.system)
+    return total
 
 
 @dataclass
@@ -520,6 +533,12 @@ def measure(var_dir: Path, size: int, log: Callable[[str], None], max_inflight: 
         sandbox.admin("stats", "DELETE")
         throttled_before = sandbox.admin("stats").get("throttled", 0)
         probe = _StatusProbe(sandbox.kubeconfig, by_kubectl[:half][:50])
+        cpu_before = {
+            "worker": _cpu_s(worker.pid, children=True),
+            "sandbox": _cpu_s(sandbox.proc.pid),
+            "watcher": _cpu_s(watcher.proc.pid),
+            "request (this process)": _cpu_s(os.getpid()),
+        }
         wall_started = time.time()
         started = time.perf_counter()
         bulk = request_bulk(
@@ -533,6 +552,14 @@ def measure(var_dir: Path, size: int, log: Callable[[str], None], max_inflight: 
         bulk_s = time.perf_counter() - started
         if last is not None:  # the worker's own clock for the last change, not the polling's
             bulk_s = min(bulk_s, last.timestamp() - wall_started)
+        cpu_after = {
+            "worker": _cpu_s(worker.pid, children=True),
+            "sandbox": _cpu_s(sandbox.proc.pid),
+            "watcher": _cpu_s(watcher.proc.pid),
+            "request (this process)": _cpu_s(os.getpid()),
+        }
+        bulk_cpu = {key: round(cpu_after[key] - cpu_before[key], 1) for key in cpu_before}
+        load_at_end = os.getloadavg()[0]
         visible = probe.stop()
         one, total = sampler.stop()
         stats = sandbox.admin("stats")
@@ -578,6 +605,7 @@ def measure(var_dir: Path, size: int, log: Callable[[str], None], max_inflight: 
             worker_calls_per_change=round(worker_n / size, 2),
             calls_by_verb=all_calls,
             peak_inflight=int(stats.get("peak_inflight", 0)),
+            bulk_cpu_s=bulk_cpu,
             physical_limit_s=round(physical, 2),
             throttled=int(throttled),
             status_visible_p50_s=_p(visible, 0.5),
@@ -587,6 +615,7 @@ def measure(var_dir: Path, size: int, log: Callable[[str], None], max_inflight: 
             worker_total_peak_pss_mb=round(total, 1),
             api_list_s=round(api_s, 3),
             kubectl_list_s=round(kubectl_list_s, 3),
+            load_average=round(load_at_end, 1),
             flags=_flags(reference, expected, single_s, together_s),
         )
     finally:

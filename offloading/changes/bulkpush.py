@@ -30,7 +30,11 @@ BULK_TASK_BUDGET = 30.0
 def processes_for_a_bulk() -> int:
     """How many worker processes share a bulk: the pushes wait on the network, but deciding and recording
     each change is Python on one core per process; no more than the machine's cores and the worker's
-    processes (the requests in flight stay ``KUBE_MAX_INFLIGHT`` in all)."""
+    processes (the requests in flight stay ``KUBE_MAX_INFLIGHT`` in all). One on SQLite: its writers
+    in other processes wait for each other in SQLite's sleeping busy handler, while the threads of one
+    process group their writes (``groupcommit``)."""
+    if connections["default"].vendor == "sqlite":
+        return 1
     cores = os.cpu_count() or 1
     return max(1, min(cores, int(getattr(settings, "CELERY_WORKER_CONCURRENCY", 1) or 1), 4))
 

@@ -12,6 +12,7 @@ row locks, many writers) a write runs in place, as before.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any, TypeVar
@@ -21,6 +22,10 @@ from django.db import connections, transaction
 T = TypeVar("T")
 
 _lock = threading.Lock()  # held by the thread writing for everyone
+# The thread writing for everyone waits this long for more writes before it begins: fewer, larger
+# transactions, and the database is free between them for the other processes (the watcher's writes,
+# which SQLite's busy handler retries only every few tens of milliseconds).
+LINGER = 0.03
 _pending: list[tuple[Callable[[], Any], Future[Any]]] = []
 _pending_lock = threading.Lock()
 
@@ -37,6 +42,8 @@ def write(fn: Callable[[], T]) -> T:
         if not _lock.acquire(timeout=0.05):
             continue
         try:
+            if not done.done():
+                time.sleep(LINGER)
             with _pending_lock:
                 batch = list(_pending)
                 _pending.clear()
