@@ -15,7 +15,6 @@ namespace, a stale Ready condition and a renamed Liqo RuntimeClass (the last two
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -23,6 +22,7 @@ from django.conf import settings
 from django.utils import timezone
 from django.utils.text import capfirst
 
+from offloading.findings import Finding
 from offloading.inventory_models import Pod
 from offloading.liqo import constants as liqo
 from offloading.liqo import mapping
@@ -31,6 +31,7 @@ from offloading.liqo.peers import MODULE_HEALTHY
 from offloading.liqo.webhook import runtime_class_notes
 from offloading.mapping_models import MappingEntry, PeerNamespaceMap
 from offloading.models import Cluster, Namespace, StatusTransition, VirtualNode
+from offloading.resourcesinfo import diagnose_resources  # refusing peers, stuck pods (issue 27)
 
 _INSUFFICIENT = re.compile(r"Insufficient [\w./-]+")
 
@@ -42,15 +43,6 @@ def stuck_minutes() -> float:
 
 def _minutes(value: float) -> str:
     return f"{value:g} minute{'' if value == 1 else 's'}"
-
-
-@dataclass(frozen=True)
-class Finding:
-    rule: str
-    title: str
-    explanation: str
-    action: str
-    severity: str = "warn"  # or "bad", or "info" (nothing wrong yet: what is going on)
 
 
 def _phase_since(namespace: Namespace) -> Any:
@@ -387,4 +379,4 @@ def diagnose(namespace: Namespace, notes: bool = False) -> list[Finding]:
         _stale_ready(namespace) if notes else None,
         _runtime_class(namespace) if notes else None,
     )
-    return [finding for finding in checks if finding is not None]
+    return [finding for finding in checks if finding is not None] + diagnose_resources(namespace)

@@ -388,6 +388,6 @@ class AuditCheckpoint(models.Model):
 # The pods and events followed in offloaded namespaces, and the webhook's alerts (their own modules;
 # this one stays small).
 from .alert_models import Alert  # noqa: E402, F401
-from .inventory_models import KubeEvent, Pod  # noqa: E402, F401
+from .inventory_models import KubeEvent, LiqoResource, Pod  # noqa: E402, F401
 from .live_models import LiveVersion  # noqa: E402, F401
 from .mapping_models import MappingEntry, PeerNamespaceMap  # noqa: E402, F401

@@ -8,6 +8,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from offloading.findings import Finding
 from offloading.inventory_models import KubeEvent, LiqoResource, Pod
 from offloading.liqo import constants as c
 from offloading.liqo import stuckpods, tenancy, versions
@@ -132,13 +133,11 @@ def api_cluster(cluster_id: str) -> dict[str, Any]:
     }
 
 
-def diagnose_resources(namespace: Namespace) -> list[Any]:
+def diagnose_resources(namespace: Namespace) -> list[Finding]:
     """Diagnosis rules of issue 27 (called once from offloading.diagnosis.diagnose): selected peers that
     refuse new pods (cordoned tenant, denied slices), stuck pods with their fix, and an orphaned
     NamespaceMap blocking selection on Liqo v1.1 and older."""
-    from offloading.diagnosis import Finding
-
-    findings: list[Any] = []
+    findings: list[Finding] = []
     status = namespace.offloading_status or {}
     selected = sorted(
         cluster

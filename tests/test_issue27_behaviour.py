@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from django.urls import reverse
 
-from offloading.changes import namespacemaps as _namespacemaps  # noqa: F401 - registers NamespaceMaps
+from offloading.changes import namespacemap_watch as _namespacemap_watch  # noqa: F401 - registers NamespaceMaps
 from offloading.diagnosis import diagnose
 from offloading.mapping_models import MappingEntry
 from offloading.models import Namespace

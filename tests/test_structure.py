@@ -12,8 +12,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("offloading", "sandbox", "liqo_dash", "access")
-MAX_MODULE_LINES = 400
-MAX_CLASS_LINES = 150
+# Guides, not targets (docs/architecture.md): a module is cut along a seam of its concepts, usually well
+# under 400 lines; past these the test flags it. Never squeeze code (or `# fmt: skip`) to stay under.
+MAX_MODULE_LINES = 600
+MAX_CLASS_LINES = 200
 
 
 def _modules() -> dict[str, Path]:

@@ -1,5 +1,5 @@
 """The local NamespaceMaps in the snapshot (PeerNamespaceMap, MappingEntry): listed by the full refresh,
-followed by the watcher (kind ``namespacemaps``). Only local maps count (offloading.liqo.mapping
+followed by the watcher (kind ``namespacemaps``, ``offloading.changes.namespacemap_watch``). Only local maps count (offloading.liqo.mapping
 .local_map_cluster); a map's entries are rewritten only where they changed.
 """
 
@@ -8,12 +8,11 @@ from __future__ import annotations
 from typing import Any
 
 from offloading import kube
-from offloading.changes import informer
 from offloading.liqo.mapping import local_map_cluster, map_entries
 from offloading.mapping_models import MappingEntry, PeerNamespaceMap
 
 
-def _meta(obj: dict[str, Any]) -> dict[str, Any]:
+def object_meta(obj: dict[str, Any]) -> dict[str, Any]:
     return obj.get("metadata") or {}
 
 
@@ -22,7 +21,7 @@ def write_map(nm: dict[str, Any], now: Any) -> bool:
     cluster_id = local_map_cluster(nm)
     if not cluster_id:
         return False
-    meta = _meta(nm)
+    meta = object_meta(nm)
     version = str(meta.get("resourceVersion") or "")
     row = PeerNamespaceMap.objects.filter(cluster_id=cluster_id).first()
     if row is not None and version and row.resource_version == version:
@@ -87,31 +86,3 @@ def refresh_maps(now: Any) -> int:
                 write_map(nm, now)
     forget_maps(keep=seen)
     return calls
-
-
-class NamespaceMapSync(informer.KindSync):
-    """NamespaceMaps, keyed by the peer's cluster id (one local map per peer)."""
-
-    kind = "namespacemaps"
-
-    def key(self, obj: dict[str, Any]) -> str:
-        return local_map_cluster(obj) or f"{_meta(obj).get('namespace', '')}/{_meta(obj).get('name', '')}"
-
-    def apply(self, events: list[informer.Event], now: Any, relist: bool = False) -> None:
-        latest = {self.key(obj): (event, obj) for event, obj in events if local_map_cluster(obj)}
-        for cluster_id, (event, obj) in latest.items():
-            if event == "DELETED":
-                forget_maps(drop={cluster_id})
-            else:
-                write_map(obj, now)
-
-    def relisted(self, seen: set[str], now: Any) -> None:
-        forget_maps(keep=seen)
-
-
-def register_all() -> None:
-    informer.register(NamespaceMapSync())
-
-
-informer.EXTRA_KINDS.append(register_all)
-register_all()

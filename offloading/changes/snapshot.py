@@ -14,6 +14,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from offloading import kube
+from offloading.changes.namespacemaps import refresh_maps
 from offloading.changes.nsrefresh import NamespaceRefresh, offloading_page_size
 from offloading.changes.queue import enqueue_refresh
 from offloading.liqo import peers as liqo_peers
@@ -133,8 +134,6 @@ def refresh() -> RefreshReport:
         return RefreshReport(ok=False, list_calls=calls, error=exc.message)
     namespaces.finish()
     try:
-        from offloading.changes.namespacemaps import refresh_maps  # (it imports the informer, which imports us)
-
         calls += refresh_maps(now)
     except kube.KubeError as exc:
         log.warning("NamespaceMaps not listed: %s", exc.message)  # the offloadings are still good

@@ -28,7 +28,7 @@ from offloading import kube
 from offloading.changes import apihealth, informer
 from offloading.changes import inventory as _inventory  # noqa: F401 - registers pods and events
 from offloading.changes import liqoresources as _liqoresources  # noqa: F401 - slices, tenants, quotas, version
-from offloading.changes import namespacemaps as _namespacemaps  # noqa: F401 - registers NamespaceMaps
+from offloading.changes import namespacemap_watch as _namespacemap_watch  # noqa: F401 - registers NamespaceMaps
 from offloading.changes.snapshot import informer_alive
 from offloading.leader import LeaderElector
 from offloading.models import SnapshotState
