@@ -97,3 +97,19 @@ def test_pages_show_it(tenancy: Any, admin_client: Any) -> None:
     assert "cordoned: its existing resources stay" in bologna
     ns = admin_client.get(reverse("offloading:namespace_detail", args=["monitoring"])).content.decode()
     assert "Stuck pods and DaemonSets on virtual nodes (1)" in ns and "node-exporter-milan" in ns
+
+
+def test_the_api_says_it_too(tenancy: Any, admin_user: Any) -> None:
+    from rest_framework.test import APIClient
+
+    api = APIClient()
+    api.force_authenticate(admin_user)
+    assert api.get("/api/v1/snapshot/").json()["liqoVersion"] == "v1.1.2"
+    florence = api.get("/api/v1/clusters/florence/").json()["resources"]
+    assert florence["takesNewPods"] is False
+    assert "florence has cordoned this cluster's tenant" in florence["refusalReasons"][0]
+    bologna = api.get("/api/v1/clusters/bologna/").json()["resources"]
+    assert bologna["tenantCondition"] == "Cordoned" and bologna["quota"]["limitsEnforcement"] == "Soft"
+    listed = api.get("/api/v1/clusters/").json()
+    rows = listed["results"] if isinstance(listed, dict) else listed
+    assert rows and all(row["resources"] is None for row in rows)  # only on a single peer: no N queries

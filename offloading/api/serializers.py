@@ -14,6 +14,7 @@ from offloading.filtersets import validate_label_selector
 from offloading.liqo.limits import selector_count_problems
 from offloading.liqo.selectors.liqoctl import cluster_selector
 from offloading.liqo.selectors.requirements import SelectorError
+from offloading.resourcesinfo import api_cluster, installed_version
 
 from ..liqo import constants as liqo
 from ..models import (
@@ -76,14 +77,21 @@ class SnakeCaseAliases:
 
 class SnapshotSerializer(CamelCaseFields, serializers.ModelSerializer):
     stale = serializers.SerializerMethodField()
+    liqo_version = serializers.SerializerMethodField(
+        help_text="The installed Liqo version, as `liqoctl info` reads it (the controller manager's image tag); "
+        "empty when it is not known."
+    )
 
     class Meta:
         model = SnapshotState
         fields = ["last_success_at", "last_attempt_at", "last_error", "last_duration_ms", "last_list_calls",
-                  "local_cluster_id", "stale"]  # fmt: skip
+                  "local_cluster_id", "stale", "liqo_version"]  # fmt: skip
 
     def get_stale(self, obj: SnapshotState) -> bool:
         return obj.is_stale()
+
+    def get_liqo_version(self, obj: SnapshotState) -> str:
+        return installed_version().version
 
 
 class VirtualNodeSerializer(CamelCaseFields, serializers.ModelSerializer):
@@ -95,17 +103,30 @@ class VirtualNodeSerializer(CamelCaseFields, serializers.ModelSerializer):
 class ClusterSerializer(CamelCaseFields, serializers.ModelSerializer):
     virtual_nodes = serializers.SerializerMethodField()
     hosted_namespaces = serializers.SerializerMethodField()
+    resources = serializers.SerializerMethodField()
 
     class Meta:
         model = Cluster
         fields = ["cluster_id", "role", "networking_status", "authentication_status", "offloading_status", "modules",
-                  "api_server_url", "virtual_nodes", "hosted_namespaces", "refreshed_at"]  # fmt: skip
+                  "api_server_url", "virtual_nodes", "hosted_namespaces", "refreshed_at", "resources"]  # fmt: skip
 
     def get_virtual_nodes(self, obj: Cluster) -> Any:
         nodes = self.context.get("virtual_nodes", {}).get(obj.cluster_id)
         if nodes is None:
             nodes = VirtualNode.objects.filter(cluster_id=obj.cluster_id)
         return VirtualNodeSerializer(nodes, many=True).data
+
+    @extend_schema_field(
+        serializers.JSONField(
+            allow_null=True,
+            help_text="On a single peer (GET /clusters/{clusterId}/, null in the list): whether it takes new "
+            "pods from this cluster and why not (cordoned tenant, denied resource slices), its resource slices, "
+            "tenant condition and quota (issue 27).",
+        )
+    )
+    def get_resources(self, obj: Cluster) -> dict[str, Any] | None:
+        view = self.context.get("view")
+        return api_cluster(obj.cluster_id) if getattr(view, "action", "") == "retrieve" else None
 
     def get_hosted_namespaces(self, obj: Cluster) -> int:
         hosted = self.context.get("hosted")
