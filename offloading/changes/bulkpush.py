@@ -14,6 +14,7 @@ from django.db import connections
 from django.utils import timezone
 
 from offloading import kube
+from offloading.changes import groupcommit
 from offloading.changes.apply import apply_change
 from offloading.changes.queue import enqueue_bulk, runs_eagerly
 from offloading.choices import ChangeState
@@ -75,17 +76,18 @@ def apply_bulk(bulk_id: int, after_id: int = 0, part: int = 0, parts: int = 0) -
 
     def work() -> None:
         try:
-            while time.monotonic() < deadline:
-                try:
-                    change_id = todo.get_nowait()
-                except queue.Empty:
-                    return
-                with count_lock:
-                    started[0] += 1
-                try:
-                    apply_change(change_id)
-                except Exception:  # noqa: BLE001 - one change's bug must not stop the others
-                    log.exception("applying change %s of bulk %s failed", change_id, bulk_id)
+            with groupcommit.writing_thread():
+                while time.monotonic() < deadline:
+                    try:
+                        change_id = todo.get_nowait()
+                    except queue.Empty:
+                        return
+                    with count_lock:
+                        started[0] += 1
+                    try:
+                        apply_change(change_id)
+                    except Exception:  # noqa: BLE001 - one change's bug must not stop the others
+                        log.exception("applying change %s of bulk %s failed", change_id, bulk_id)
         finally:
             connections.close_all()  # this thread's connections, never reused by another
 

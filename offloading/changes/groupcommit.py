@@ -11,9 +11,10 @@ row locks, many writers) a write runs in place, as before.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
@@ -30,6 +31,22 @@ _pending: list[tuple[Callable[[], Any], Future[Any]]] = []
 _pending_lock = threading.Lock()
 
 
+_threads_writing = 0  # threads of a bulk writing through here now (a lone writer does not linger)
+
+
+@contextlib.contextmanager
+def writing_thread() -> Iterator[None]:
+    """Mark the current thread as one of several that write through here (a bulk's pushing threads)."""
+    global _threads_writing
+    with _pending_lock:
+        _threads_writing += 1
+    try:
+        yield
+    finally:
+        with _pending_lock:
+            _threads_writing -= 1
+
+
 def write(fn: Callable[[], T]) -> T:
     """Run ``fn`` (ORM writes) in a transaction, grouped with the writes other threads of this process
     are waiting to make; returns its result or raises its exception."""
@@ -42,7 +59,7 @@ def write(fn: Callable[[], T]) -> T:
         if not _lock.acquire(timeout=0.05):
             continue
         try:
-            if not done.done():
+            if not done.done() and _threads_writing > 1:
                 time.sleep(LINGER)
             with _pending_lock:
                 batch = list(_pending)
