@@ -113,3 +113,19 @@ def test_the_api_says_it_too(tenancy: Any, admin_user: Any) -> None:
     listed = api.get("/api/v1/clusters/").json()
     rows = listed["results"] if isinstance(listed, dict) else listed
     assert rows and all(row["resources"] is None for row in rows)  # only on a single peer: no N queries
+
+
+def test_the_preview_says_a_selected_peer_refuses_pods(tenancy: Any, admin_user: Any, admin_client: Any) -> None:
+    from rest_framework.test import APIClient
+
+    api = APIClient()
+    api.force_authenticate(admin_user)
+    body = {"selectors": ["liqo.io/remote-cluster-id in (florence,milan)"]}
+    preview = api.post("/api/v1/namespaces/batch/preview/", body, format="json").json()
+    assert preview["valid"], preview
+    refusing = {row["clusterId"]: row["reasons"] for row in preview["refusingClusters"]}
+    assert set(refusing) == {"florence"} and "cordoned" in refusing["florence"][0]
+    form = {"namespace_mapping_strategy": "DefaultName", "pod_offloading_strategy": "LocalAndRemote",
+            "cluster_selector": body["selectors"][0], "expected_generation": 0}  # fmt: skip
+    page = admin_client.post(reverse("offloading:namespace_offload_preview", args=["batch"]), form).content.decode()
+    assert "selected, but it refuses new pods from this cluster" in page

@@ -253,6 +253,11 @@ class RoomSerializer(serializers.Serializer):
     full = serializers.ListField(child=serializers.ChoiceField(choices=["cpu", "memory", "pods"]))
 
 
+class RefusingClusterSerializer(serializers.Serializer):
+    clusterId = serializers.CharField()  # noqa: N815
+    reasons = serializers.ListField(child=serializers.CharField())
+
+
 class RemoteNameCollisionSerializer(serializers.Serializer):
     namespace = serializers.CharField(help_text="The other local namespace.")
     clusters = serializers.ListField(child=serializers.CharField(), help_text="The peers both would use.")
@@ -275,6 +280,12 @@ class PreviewSerializer(serializers.Serializer):
     gains = serializers.ListField(child=serializers.CharField(), required=False)
     losses = serializers.ListField(child=serializers.CharField(), required=False)
     remoteNamespaceName = serializers.CharField(required=False)  # noqa: N815
+    refusingClusters = RefusingClusterSerializer(  # noqa: N815
+        many=True,
+        required=False,
+        help_text="Selected peers that refuse new pods from this cluster (a cordoned tenant, denied resource "
+        "slices): the namespace is created there, its pods are not.",
+    )
     remoteNameCollisions = RemoteNameCollisionSerializer(  # noqa: N815
         many=True,
         required=False,

@@ -247,6 +247,9 @@ class NamespaceViewSet(NamedNotFoundMixin, SnapshotHeadersMixin, viewsets.ReadOn
                 "gains": result.gains,
                 "losses": result.losses,
                 "remoteNamespaceName": result.remote_namespace_name,
+                "refusingClusters": [
+                    {"clusterId": cid, "reasons": list(reasons)} for cid, reasons in result.refusing.items()
+                ],
                 "remoteNameCollisions": [
                     {"namespace": c.other, "clusters": list(c.clusters), "message": c.message()}
                     for c in result.collisions

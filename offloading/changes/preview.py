@@ -29,6 +29,7 @@ from offloading.models import (
     Namespace,
     VirtualNode,
 )
+from offloading.resourcesinfo import admissions
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +63,8 @@ class Preview:
     rooms: dict[str, Room] = field(default_factory=dict)
     # Other namespaces already mapping to the same remote name on a selected peer (a new offloading).
     collisions: list[Collision] = field(default_factory=list)
+    # Selected peers that refuse new pods from this cluster (cordoned tenant, denied resource slices), with why.
+    refusing: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # Liqo's RuntimeClass under another name than liqo (LIQO_DASH_RUNTIME_CLASS): what it does to pods.
     runtime_notes: list[str] = field(default_factory=list)
 
@@ -122,6 +125,9 @@ def preview(namespace: Namespace, spec: dict[str, Any], pod: dict[str, Any] | No
         rows.append(entry)
     selected = [r["cluster_id"] for r in rows if r["selected"]]
     chosen = set(selected)
+    refusing = {cid: a.reasons for cid, a in admissions(selected).items() if a.refuses} if selected else {}
+    for row in rows:
+        row["refuses"] = refusing.get(row["cluster_id"], ())
     capacities: dict[str, list[str | None]] = {}
     for cluster_id, _name, _labels, capacity in nodes:
         if cluster_id in chosen:
@@ -150,6 +156,7 @@ def preview(namespace: Namespace, spec: dict[str, Any], pod: dict[str, Any] | No
         runtime_notes=liqo_webhook.runtime_class_notes(settings.LIQO_DASH["RUNTIME_CLASS"], sample),
         pod_impact=impact,
         rooms=rooms(selected, capacities) if selected else {},
+        refusing=refusing,
         collisions=[] if namespace.offloaded or not selected else collisions(namespace.name, spec, local_id, selected),
     )
 

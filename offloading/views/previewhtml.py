@@ -168,6 +168,11 @@ def cluster_table(rows: Iterable[dict[str, Any]], rooms: Mapping[str, Room]) -> 
             continue
         room = rooms.get(row["cluster_id"])
         line = f'<div class="small room-line">{room_html(room)}</div>' if room is not None else ""
+        if row.get("refuses"):
+            reasons = "; ".join(escape(reason) for reason in row["refuses"])
+            line += (
+                f'<div class="small error refuses">selected, but it refuses new pods from this cluster: {reasons}</div>'
+            )
         selected.append(
             f'<tr class="sel"><td>{_cluster(row)}{line}</td><td><span class="badge ok">selected</span></td>'
             f"<td>{why}</td></tr>"
