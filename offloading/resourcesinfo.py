@@ -12,7 +12,8 @@ from offloading.findings import Finding
 from offloading.inventory_models import KubeEvent, LiqoResource, Pod
 from offloading.liqo import constants as c
 from offloading.liqo import stuckpods, tenancy, versions
-from offloading.models import Namespace
+from offloading.mapping_models import PeerNamespaceMap
+from offloading.models import Namespace, VirtualNode
 
 
 def installed_version() -> versions.Behaviour:
@@ -133,6 +134,30 @@ def api_cluster(cluster_id: str) -> dict[str, Any]:
     }
 
 
+def orphaned_map_finding() -> Finding | None:
+    """Liqo v1.1 and older select no cluster for any namespace while a NamespaceMap has no VirtualNode of
+    its cluster (the controller's count check); v1.2 does not (offloading.liqo.versions)."""
+    release = installed_version()
+    vn_clusters = list(VirtualNode.objects.values_list("cluster_id", flat=True).distinct())
+    maps = list(PeerNamespaceMap.objects.values_list("cluster_id", flat=True))
+    blocked = versions.selection_blocked(release, vn_clusters, maps)
+    orphans = versions.orphaned_maps(vn_clusters, maps)
+    # Only a map the snapshot holds without its VirtualNode: maps the snapshot has not read (yet) are
+    # no evidence that Liqo is blocked.
+    if not blocked or not orphans:
+        return None
+    which = ", ".join(orphans)
+    return Finding(
+        "orphaned_namespace_map",
+        f"Liqo {release.label} selects no cluster: the NamespaceMap of {which} has no VirtualNode",
+        f"Liqo's controller up to v1.1 refuses every selection while the peers and the NamespaceMaps differ "
+        f"in number ({blocked}); this error reaches only its logs.",
+        f"Delete the orphaned NamespaceMap ({which}, in its liqo-tenant-<cluster id> namespace) once the peer "
+        "is really gone, or upgrade Liqo to v1.2, which no longer counts them.",
+        "bad",
+    )
+
+
 def diagnose_resources(namespace: Namespace) -> list[Finding]:
     """Diagnosis rules of issue 27 (called once from offloading.diagnosis.diagnose): selected peers that
     refuse new pods (cordoned tenant, denied slices), stuck pods with their fix, and an orphaned
@@ -156,6 +181,9 @@ def diagnose_resources(namespace: Namespace) -> list[Finding]:
                 "bad",
             )
         )
+    orphaned = orphaned_map_finding() if namespace.offloaded else None
+    if orphaned is not None:
+        findings.append(orphaned)
     stuck = [s for s in stuck_pods(namespace) if s.kind != "terminated"]
     if stuck:
         first = stuck[0]

@@ -129,3 +129,18 @@ def test_the_preview_says_a_selected_peer_refuses_pods(tenancy: Any, admin_user:
             "cluster_selector": body["selectors"][0], "expected_generation": 0}  # fmt: skip
     page = admin_client.post(reverse("offloading:namespace_offload_preview", args=["batch"]), form).content.decode()
     assert "selected, but it refuses new pods from this cluster" in page
+
+
+def test_an_orphaned_namespace_map_blocks_selection_up_to_v11_only(tenancy: Any) -> None:
+    from offloading.mapping_models import PeerNamespaceMap
+
+    shop = Namespace.objects.get(name="shop")
+    assert "orphaned_namespace_map" not in {f.rule for f in diagnose(shop)}  # as many maps as peers
+    PeerNamespaceMap.objects.create(cluster_id="venice", namespace="liqo-tenant-venice", name="venice")
+    found = {f.rule: f for f in diagnose(shop)}["orphaned_namespace_map"]
+    assert "Liqo v1.1.2 selects no cluster" in found.title and "venice" in found.title
+    assert "does not match that of NamespaceMaps" in found.explanation and found.severity == "bad"
+    row = LiqoResource.objects.get(kind="deployments")
+    row.data = {**row.data, "version": "v1.2.0"}
+    row.save()
+    assert "orphaned_namespace_map" not in {f.rule for f in diagnose(shop)}  # v1.2 does not count them
