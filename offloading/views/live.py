@@ -26,7 +26,7 @@ from offloading.models import LiveVersion
 # that database triggers bump in the same transaction as the rows they count (migration 0013,
 # docs/live-pages.md), so an idle open page costs the same at any fleet size.
 
-# Every kind of data a live region may show (the triggers of migration 0013 count writes to its tables).
+# Every kind of data a live region may show (offloading.livetriggers counts the writes to its tables).
 KINDS: tuple[str, ...] = (
     "access",  # access.Scope, the users' groups: the controls a user may use
     "alerts",  # Alert: the overview's notifications line
@@ -37,8 +37,10 @@ KINDS: tuple[str, ...] = (
     "events",  # KubeEvent
     "namespaces",  # Namespace
     "nodes",  # VirtualNode
+    "mappings",  # PeerNamespaceMap, MappingEntry: Liqo's NamespaceMaps
     "offloadings",  # ClusterOffloading
     "pods",  # Pod
+    "resources",  # LiqoResource
     "snapshot",  # SnapshotState: only its last_error and local_cluster_id (the refresh times tick)
     "transitions",  # StatusTransition
 )
@@ -46,14 +48,14 @@ _EVERY_PAGE = ("access", "snapshot")
 
 # What each live region (by URL name) shows; a region not listed depends on every kind.
 REGIONS: dict[str, tuple[str, ...]] = {
-    "home": ("alerts", "changes", "clusters", "events", "namespaces", "offloadings", "pods"),
+    "home": ("alerts", "changes", "clusters", "events", "namespaces", "offloadings", "pods", "resources"),
     "namespace_list": ("changes", "events", "namespaces", "offloadings", "pods"),
     "fleet_matrix": ("clusters", "namespaces", "offloadings"),
     "cluster_list": ("clusters", "nodes", "offloadings"),
-    "cluster_detail": ("clusters", "namespaces", "nodes", "offloadings", "pods"),
+    "cluster_detail": ("clusters", "events", "namespaces", "nodes", "offloadings", "pods", "resources"),
     "audit_list": ("audit", "bulk", "changes"),
-    "namespace_status": ("changes", "namespaces", "offloadings"),
-    "change_status": ("changes", "events", "namespaces", "offloadings"),
+    "namespace_status": ("changes", "mappings", "namespaces", "offloadings"),
+    "change_status": ("changes", "events", "mappings", "namespaces", "offloadings"),
     "bulk_progress": ("bulk", "changes"),
 }
 

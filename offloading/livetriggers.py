@@ -1,0 +1,144 @@
+"""The database triggers that bump ``LiveVersion`` (docs/live-pages.md), installed after every
+``migrate`` (and ``flush``) by a post_migrate handler (offloading/apps.py).
+
+Why after every migrate, not only in migration 0013: on SQLite, a later migration that alters a table
+(``AddField``, ``AlterField`` ...) rebuilds it (new table, copy, drop, rename), and the rebuild drops
+the table's triggers; a table added later needs its triggers too. Installing is idempotent (drop if
+exists, create) and covers every table of ``TABLES`` that exists.
+
+- SQLite: a row trigger per table and event upserts the kind's counter (writers are serialised by
+  SQLite itself).
+- PostgreSQL: a row trigger per table and event only notes the kind in a transaction-local setting
+  (no lock, no write; the first note of a transaction inserts a row in ``liqo_live_pending``); that
+  row's deferred constraint trigger bumps every noted kind once, at commit, in the kinds' order: the
+  counters are locked only while a transaction commits, always in the same order.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# table -> kind (offloading.views.live.KINDS); every table a live region reads is here.
+TABLES = {
+    "offloading_namespace": "namespaces",
+    "offloading_clusteroffloading": "offloadings",
+    "offloading_cluster": "clusters",
+    "offloading_virtualnode": "nodes",
+    "offloading_statustransition": "transitions",
+    "offloading_changerequest": "changes",
+    "offloading_bulkrequest": "bulk",
+    "offloading_auditevent": "audit",
+    "offloading_pod": "pods",
+    "offloading_kubeevent": "events",
+    "offloading_alert": "alerts",
+    "offloading_snapshotstate": "snapshot",
+    "offloading_peernamespacemap": "mappings",
+    "offloading_mappingentry": "mappings",
+    "offloading_liqoresource": "resources",
+    "access_scope": "access",
+    "auth_user_groups": "access",
+}
+# Tables that are not page content: the counters themselves, the audit chain's head and checkpoints.
+NOT_SHOWN = ("offloading_liveversion", "offloading_auditchainhead", "offloading_auditcheckpoint")
+# The watcher marks the snapshot fresh every few seconds: only these columns of it are page content.
+SNAPSHOT_COLUMNS = ("last_error", "local_cluster_id")
+EVENTS = ("INSERT", "UPDATE", "DELETE")
+
+
+def trigger_name(table: str, event: str) -> str:
+    return f"liqo_live_{table}_{event.lower()}"
+
+
+def _when(table: str, event: str, vendor: str) -> str:
+    if table != "offloading_snapshotstate" or event != "UPDATE":
+        return ""
+    if vendor == "sqlite":
+        return " WHEN " + " OR ".join(f"OLD.{c} IS NOT NEW.{c}" for c in SNAPSHOT_COLUMNS)
+    return " WHEN (" + " OR ".join(f"OLD.{c} IS DISTINCT FROM NEW.{c}" for c in SNAPSHOT_COLUMNS) + ")"
+
+
+def sqlite_statements(tables: list[str]) -> list[str]:
+    statements = []
+    for table in tables:
+        for event in EVENTS:
+            name = trigger_name(table, event)
+            statements.append(f"DROP TRIGGER IF EXISTS {name}")
+            statements.append(
+                f"CREATE TRIGGER {name} AFTER {event} ON {table} FOR EACH ROW{_when(table, event, 'sqlite')} "
+                f"BEGIN INSERT INTO offloading_liveversion (kind, version) VALUES ('{TABLES[table]}', 1) "
+                "ON CONFLICT (kind) DO UPDATE SET version = version + 1; END"
+            )
+    return statements
+
+
+POSTGRES_SETUP = [
+    """
+    CREATE OR REPLACE FUNCTION liqo_live_note() RETURNS trigger LANGUAGE plpgsql AS $$
+    DECLARE
+        noted text := coalesce(current_setting('liqo_live.kinds', true), '');
+    BEGIN
+        IF noted = '' THEN
+            PERFORM set_config('liqo_live.kinds', ',' || TG_ARGV[0] || ',', true);
+            INSERT INTO liqo_live_pending DEFAULT VALUES;
+        ELSIF position(',' || TG_ARGV[0] || ',' IN noted) = 0 THEN
+            PERFORM set_config('liqo_live.kinds', noted || TG_ARGV[0] || ',', true);
+        END IF;
+        RETURN NULL;
+    END $$
+    """,
+    """
+    CREATE OR REPLACE FUNCTION liqo_live_bump() RETURNS trigger LANGUAGE plpgsql AS $$
+    DECLARE
+        noted text := coalesce(current_setting('liqo_live.kinds', true), '');
+    BEGIN
+        PERFORM set_config('liqo_live.kinds', '', true);
+        DELETE FROM liqo_live_pending WHERE id = NEW.id;
+        INSERT INTO offloading_liveversion (kind, version)
+            SELECT kind, 1 FROM unnest(string_to_array(trim(both ',' FROM noted), ',')) AS kind
+            WHERE kind <> '' ORDER BY kind
+            ON CONFLICT (kind) DO UPDATE SET version = offloading_liveversion.version + 1;
+        RETURN NULL;
+    END $$
+    """,
+    "CREATE TABLE IF NOT EXISTS liqo_live_pending (id bigserial PRIMARY KEY)",
+    "DROP TRIGGER IF EXISTS liqo_live_pending_bump ON liqo_live_pending",
+    "CREATE CONSTRAINT TRIGGER liqo_live_pending_bump AFTER INSERT ON liqo_live_pending "
+    "DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION liqo_live_bump()",
+]
+
+
+def postgres_statements(tables: list[str]) -> list[str]:
+    statements = list(POSTGRES_SETUP)
+    for table in tables:
+        for event in EVENTS:
+            name = trigger_name(table, event)
+            statements.append(f"DROP TRIGGER IF EXISTS {name} ON {table}")
+            statements.append(
+                f"CREATE TRIGGER {name} AFTER {event} ON {table} FOR EACH ROW{_when(table, event, 'postgresql')} "
+                f"EXECUTE FUNCTION liqo_live_note('{TABLES[table]}')"
+            )
+    return statements
+
+
+def install(connection: Any) -> list[str]:
+    """(Re)create the triggers of every table of ``TABLES`` that exists; returns those tables."""
+    from django.db import transaction
+
+    existing = set(connection.introspection.table_names())
+    if "offloading_liveversion" not in existing:  # migrated back before 0013
+        return []
+    tables = [table for table in TABLES if table in existing]
+    build = {"sqlite": sqlite_statements, "postgresql": postgres_statements}.get(connection.vendor)
+    if build is None:
+        raise RuntimeError(f"live versions: no triggers for the {connection.vendor} database")
+    with transaction.atomic(using=connection.alias), connection.cursor() as cursor:
+        for sql in build(tables):
+            cursor.execute(sql)
+    return tables
+
+
+def ensure(sender: Any = None, using: str = "default", **kwargs: Any) -> None:
+    """post_migrate: the triggers after every migrate and flush."""
+    from django.db import connections
+
+    install(connections[using])
