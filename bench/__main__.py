@@ -27,7 +27,7 @@ def _fleet(text: str) -> tuple[int, int]:
 
 
 # The parts of a run --only can select ("pages": the fleets' refresh and pages, and the cold renders).
-RUNS = ("pages", "sync", "pods", "recovery", "throughput")
+RUNS = ("pages", "sync", "pods", "recovery", "throughput", "viewers")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -149,6 +149,8 @@ def main(argv: list[str] | None = None) -> int:
             from bench import throughput
 
             moved = throughput.measure(var_dir, 100 if args.quick else 1000, log)
+            for line in moved.lines():
+                log(line)  # now, in case what follows fails
             reset_database = harness.reset_database
             reset_database()
         watched: dict[str, object] = {}

@@ -154,6 +154,8 @@ def flags(results: list[FleetResult]) -> list[str]:
             if run.other_calls:
                 found.append(f"{where}: {run.other_calls} API requests besides the paginated LISTs")
 
+    if not results:  # --only without the pages: no fleet to judge
+        return found
     big = results[-1]
     interval = float(settings.LIQO_DASH["REFRESH_INTERVAL"])
     soft_limit = float(settings.CELERY_TASK_SOFT_TIME_LIMIT)
