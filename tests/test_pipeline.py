@@ -54,7 +54,8 @@ def _settle(namespace: str, phases: tuple[str, ...] = ("Ready", "NoClusterSelect
 def test_refresh_builds_the_snapshot_with_a_constant_number_of_list_calls(sandbox: Any) -> None:
     report = refresh()
     assert report.ok, report.error
-    assert report.list_calls == 5  # one page each of foreignclusters, virtualnodes, nodes, namespaces, offloadings
+    # one page each of foreignclusters, virtualnodes, nodes, namespaces, offloadings and namespacemaps
+    assert report.list_calls == 6
     assert Cluster.objects.count() == report.clusters > 0
     assert VirtualNode.objects.filter(labels__has_key="liqo.io/remote-cluster-id").count() > 0
     assert Namespace.objects.count() == report.namespaces > 0
