@@ -399,7 +399,11 @@ class _StatusProbe:
         finally:
             connection.close()
 
-    def stop(self) -> list[float]:
+    def stop(self, at_least: int = 5) -> list[float]:
+        """The times measured; a bulk shorter than ``at_least`` samples gets its last ones just after it."""
+        deadline = time.monotonic() + 30
+        while len(self.times) < at_least and self._thread.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.05)
         self._stop.set()
         self._thread.join(60)
         self._api.close()
