@@ -12,15 +12,14 @@ def file_under_subject(apps, schema_editor):  # type: ignore[no-untyped-def]
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('offloading', '0010_cluster_offloading_by_cluster'),
+        ("offloading", "0010_cluster_offloading_by_cluster"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='kubeevent',
-            name='recorded_in',
+            model_name="kubeevent",
+            name="recorded_in",
             field=models.CharField(blank=True, max_length=63),
         ),
         migrations.RunPython(file_under_subject, migrations.RunPython.noop),

@@ -6,40 +6,48 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('offloading', '0013_live_version'),
+        ("offloading", "0013_live_version"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='PeerNamespaceMap',
+            name="PeerNamespaceMap",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('cluster_id', models.CharField(max_length=63, unique=True)),
-                ('namespace', models.CharField(max_length=253)),
-                ('name', models.CharField(max_length=253)),
-                ('resource_version', models.CharField(blank=True, max_length=64)),
-                ('refreshed_at', models.DateTimeField(default=django.utils.timezone.now)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("cluster_id", models.CharField(max_length=63, unique=True)),
+                ("namespace", models.CharField(max_length=253)),
+                ("name", models.CharField(max_length=253)),
+                ("resource_version", models.CharField(blank=True, max_length=64)),
+                ("refreshed_at", models.DateTimeField(default=django.utils.timezone.now)),
             ],
             options={
-                'ordering': ('cluster_id',),
+                "ordering": ("cluster_id",),
             },
         ),
         migrations.CreateModel(
-            name='MappingEntry',
+            name="MappingEntry",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('cluster_id', models.CharField(max_length=63)),
-                ('namespace', models.CharField(db_index=True, max_length=63)),
-                ('desired', models.CharField(blank=True, max_length=253)),
-                ('current_remote', models.CharField(blank=True, max_length=253)),
-                ('current_phase', models.CharField(blank=True, max_length=32)),
-                ('namespace_map', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='entries', to='offloading.peernamespacemap')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("cluster_id", models.CharField(max_length=63)),
+                ("namespace", models.CharField(db_index=True, max_length=63)),
+                ("desired", models.CharField(blank=True, max_length=253)),
+                ("current_remote", models.CharField(blank=True, max_length=253)),
+                ("current_phase", models.CharField(blank=True, max_length=32)),
+                (
+                    "namespace_map",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="entries",
+                        to="offloading.peernamespacemap",
+                    ),
+                ),
             ],
             options={
-                'ordering': ('namespace', 'cluster_id'),
-                'constraints': [models.UniqueConstraint(fields=('cluster_id', 'namespace'), name='unique_mapping_entry')],
+                "ordering": ("namespace", "cluster_id"),
+                "constraints": [
+                    models.UniqueConstraint(fields=("cluster_id", "namespace"), name="unique_mapping_entry")
+                ],
             },
         ),
     ]

@@ -39,7 +39,9 @@ def test_a_change_the_cluster_denies_is_refused_up_front_with_its_reason(olga: A
     assert response.status_code == 403
     status = response.json()
     assert status["kind"] == "Status" and status["reason"] == "Forbidden"
-    assert status["message"].startswith('The cluster does not allow "liqo-dash:olga" to create namespaceoffloadings in "gamma"')
+    assert status["message"].startswith(
+        'The cluster does not allow "liqo-dash:olga" to create namespaceoffloadings in "gamma"'
+    )
     assert not ChangeRequest.objects.exists()
     refused = AuditEvent.objects.get(action=AuditAction.REFUSED)
     assert refused.user_name == "olga" and refused.namespace == "gamma" and "does not allow" in refused.message
