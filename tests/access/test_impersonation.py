@@ -115,7 +115,9 @@ def test_the_cluster_refuses_up_front_what_the_dashboard_would_allow(
     assert can_change(olga, "gamma", {}, "offload").allowed  # the dashboard alone would allow it
     decision = review_change("olga", "offload", "gamma")
     assert not decision.allowed
-    assert decision.reason.startswith('the cluster does not allow "liqo-dash:olga" to create namespaceoffloadings in "gamma"')
+    assert decision.reason.startswith(
+        'the cluster does not allow "liqo-dash:olga" to create namespaceoffloadings in "gamma"'
+    )
     assert review_change("olga", "offload", "alpha").allowed
     assert review_change("olga", "unoffload", "beta").allowed
     # In delta the offloading may be written but the namespace not labelled: refused, naming the patch.
