@@ -144,3 +144,28 @@ def test_an_orphaned_namespace_map_blocks_selection_up_to_v11_only(tenancy: Any)
     row.data = {**row.data, "version": "v1.2.0"}
     row.save()
     assert "orphaned_namespace_map" not in {f.rule for f in diagnose(shop)}  # v1.2 does not count them
+
+
+def test_the_sandbox_v11_controller_selects_nothing_while_a_namespace_map_is_orphaned(tenancy: Any) -> None:
+    from kubernetes import client as k8s_client
+    from kubernetes import config as k8s_config
+
+    from offloading.liqo.constants import REMOTE_CLUSTER_ID_LABEL, REMOTE_ID_LABEL, REPLICATION_LABEL
+
+    api = k8s_client.ApiClient(k8s_config.new_client_from_config_dict(tenancy.kubeconfig()).configuration)
+    core, custom = k8s_client.CoreV1Api(api), k8s_client.CustomObjectsApi(api)
+    core.create_namespace({"metadata": {"name": "liqo-tenant-venice"}})
+    labels = {REPLICATION_LABEL: "true", REMOTE_ID_LABEL: "venice", REMOTE_CLUSTER_ID_LABEL: "venice"}
+    nm = {"apiVersion": "offloading.liqo.io/v1beta1", "kind": "NamespaceMap",
+          "metadata": {"name": "venice", "labels": labels}, "spec": {}}  # fmt: skip
+    custom.create_namespaced_custom_object("offloading.liqo.io", "v1beta1", "liqo-tenant-venice", "namespacemaps", nm)
+    core.create_namespace({"metadata": {"name": "fresh"}})
+    body = {"apiVersion": "offloading.liqo.io/v1beta1", "kind": "NamespaceOffloading",
+            "metadata": {"name": "offloading"}, "spec": {}}  # fmt: skip
+    custom.create_namespaced_custom_object("offloading.liqo.io", "v1beta1", "fresh", "namespaceoffloadings", body)
+    tenancy.wait_idle(10)
+    assert any(ns == "fresh" and "does not match that of NamespaceMaps" in msg for ns, msg in tenancy.liqo.swallowed), (
+        tenancy.liqo.swallowed
+    )
+    maps = custom.list_cluster_custom_object("offloading.liqo.io", "v1beta1", "namespacemaps")["items"]
+    assert not any("fresh" in ((m.get("spec") or {}).get("desiredMapping") or {}) for m in maps)

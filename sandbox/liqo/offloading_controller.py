@@ -9,13 +9,14 @@ import logging
 from typing import Any
 
 from offloading.liqo import constants as c
+from offloading.liqo import versions
 from offloading.liqo.peers import node_of, select_clusters
 from offloading.liqo.selectors.match import virtual_node_labels
 from offloading.liqo.spec import remote_namespace_name
 from offloading.liqo.status import compute_status
 from sandbox.apicommon import now_iso
 from sandbox.errors import ApiError
-from sandbox.kinds import NAMESPACE_MAPS, NAMESPACE_OFFLOADINGS, NAMESPACES, NODES, VIRTUAL_NODES
+from sandbox.kinds import DEPLOYMENTS, NAMESPACE_MAPS, NAMESPACE_OFFLOADINGS, NAMESPACES, NODES, VIRTUAL_NODES
 from sandbox.liqo.context import SELECT_PHASE, STATUS_PHASE, LiqoContext
 from sandbox.liqo.events import record_event
 from sandbox.runtime import Retry
@@ -84,6 +85,12 @@ class OffloadingController:
         namespace = nsoff["metadata"]["namespace"]
         maps = self.ctx.local_namespace_maps()
         virtual_nodes = self.ctx.store.items(VIRTUAL_NODES)
+        vn_clusters = [(vn.get("spec") or {}).get("clusterID") or "" for vn in virtual_nodes]
+        blocked = versions.selection_blocked(self._release(), vn_clusters, maps)
+        if blocked:
+            # Up to v1.1 the controller counts VirtualNode clusters and NamespaceMaps first: an orphaned
+            # map stops every selection, and the error only reaches the log (issue 27, item 5).
+            return self._swallow(nsoff, blocked)
         for vn in virtual_nodes:
             cluster_id = (vn.get("spec") or {}).get("clusterID") or ""
             if cluster_id not in maps:
@@ -115,6 +122,13 @@ class OffloadingController:
             )
             return False
         return True
+
+    def _release(self) -> versions.Behaviour:
+        """The behaviour of the Liqo version the scenario installed (the controller manager's image tag)."""
+        for deployment in self.ctx.store.items(DEPLOYMENTS):
+            if versions.is_controller_manager(deployment):
+                return versions.behaviour(versions.controller_manager_version(deployment))
+        return versions.behaviour("")
 
     def _swallow(self, nsoff: Obj, message: str) -> bool:
         """A reconcile error Liqo only logs: the status is still written (deferred) and clears it, so no
