@@ -38,10 +38,10 @@ FLORENCE = {"nodeSelectorTerms": [{"matchExpressions": [
     {"key": "topology.kubernetes.io/region", "operator": "In", "values": ["europe-west8"]}]}]}  # fmt: skip
 
 
-def sync_snapshot() -> None:
+def sync_snapshot(kinds: tuple[str, ...] = KINDS) -> None:
     """What the watcher does at a (re)list: every kind, page by page, then the rows of unseen objects go."""
     now = timezone.now()
-    for kind in KINDS:
+    for kind in kinds:
         sync = informer.SYNCED[kind]
         seen: set[str] = set()
         for items, _ in kube.list_pages(kind):

@@ -31,20 +31,9 @@ BOTH = {"nodeSelectorTerms": [MILAN["nodeSelectorTerms"][0], FLORENCE["nodeSelec
 
 
 def sync_snapshot() -> None:
-    from django.utils import timezone
-
-    from offloading import kube
-    from offloading.changes import informer
-
-    _sync()
+    """The watcher's relist of every kind, NamespaceMaps included."""
     assert "namespacemaps" not in KINDS
-    now = timezone.now()
-    sync = informer.SYNCED["namespacemaps"]
-    seen: set[str] = set()
-    for items, _ in kube.list_pages("namespacemaps"):
-        sync.apply([("ADDED", obj) for obj in items], now, relist=True)
-        seen |= {sync.key(obj) for obj in items}
-    sync.relisted(seen, now)
+    _sync((*KINDS, "namespacemaps"))
 
 
 def _findings(name: str) -> dict[str, Any]:

@@ -10,16 +10,16 @@ from typing import Any
 
 import pytest
 from django.urls import reverse
-from django.utils import timezone
 
 from offloading import kube, resourcesinfo
-from offloading.changes import informer
 from offloading.changes import inventory as _inventory  # noqa: F401 - registers pods and events
 from offloading.changes import liqoresources as _liqoresources  # noqa: F401 - slices, tenants, quotas, version
 from offloading.diagnosis import diagnose
 from offloading.inventory_models import LiqoResource
 from offloading.models import Cluster, Namespace
 from sandbox import Sandbox
+
+from .test_diagnosis_scenarios import sync_snapshot as relist
 
 pytestmark = pytest.mark.django_db
 
@@ -30,14 +30,7 @@ KINDS = (
 
 
 def sync_snapshot() -> None:
-    now = timezone.now()
-    for kind in KINDS:
-        sync = informer.SYNCED[kind]
-        seen: set[str] = set()
-        for items, _ in kube.list_pages(kind):
-            sync.apply([("ADDED", obj) for obj in items], now, relist=True)
-            seen |= {sync.key(obj) for obj in items}
-        sync.relisted(seen, now)
+    relist(KINDS)
 
 
 @pytest.fixture
