@@ -18,6 +18,7 @@ from offloading.diagnosis import diagnose
 from offloading.inventory_models import LiqoResource
 from offloading.models import Cluster, Namespace
 from sandbox import Sandbox
+from tests.conftest import wait_until
 
 from .test_diagnosis_scenarios import sync_snapshot as relist
 
@@ -156,9 +157,11 @@ def test_the_sandbox_v11_controller_selects_nothing_while_a_namespace_map_is_orp
     body = {"apiVersion": "offloading.liqo.io/v1beta1", "kind": "NamespaceOffloading",
             "metadata": {"name": "offloading"}, "spec": {}}  # fmt: skip
     custom.create_namespaced_custom_object("offloading.liqo.io", "v1beta1", "fresh", "namespaceoffloadings", body)
-    tenancy.wait_idle(10)
-    assert any(ns == "fresh" and "does not match that of NamespaceMaps" in msg for ns, msg in tenancy.liqo.swallowed), (
-        tenancy.liqo.swallowed
+    wait_until(
+        lambda: any(ns == "fresh" and "does not match that of NamespaceMaps" in m for ns, m in tenancy.liqo.swallowed),
+        30,
+        message="the v1.1 controller to refuse the selection",
     )
+    tenancy.wait_idle(10)
     maps = custom.list_cluster_custom_object("offloading.liqo.io", "v1beta1", "namespacemaps")["items"]
     assert not any("fresh" in ((m.get("spec") or {}).get("desiredMapping") or {}) for m in maps)

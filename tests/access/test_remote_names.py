@@ -2,7 +2,8 @@
 
 An operator scoped to ``checkout-*`` could offload ``checkout-a`` with ``SelectedName`` ``kube-system``
 (or another team's name) on every peer; two local namespaces could map to the same remote name on the
-same peer, which real Liqo answers with ``CreationLoopBackOff`` on the second one.
+same peer: real Liqo then puts both into one remote namespace (no error), which unoffloading either
+deletes for both.
 """
 
 from __future__ import annotations
@@ -90,7 +91,7 @@ def test_two_namespaces_mapping_to_one_remote_name_on_one_peer_are_refused_namin
     assert preview["remoteNameCollisions"] == [
         {"namespace": "shop", "clusters": ["milan"], "message": preview["remoteNameCollisions"][0]["message"]}
     ]
-    assert "CreationLoopBackOff" in preview["remoteNameCollisions"][0]["message"]
+    assert "unoffloading either would delete it for both" in preview["remoteNameCollisions"][0]["message"]
     response = client.put("/api/v1/namespaces/payments/offloading/", _selected_name("shop"), format="json")
     assert response.status_code == 409, response.content
     causes = {c["field"]: c["message"] for c in response.json()["details"]["causes"]}
