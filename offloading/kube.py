@@ -290,6 +290,26 @@ def current_resource_version(kind: str) -> str:
     return ((page or {}).get("metadata") or {}).get("resourceVersion", "")
 
 
+def storable(value: Any) -> Any:
+    """``value`` with every NUL character in its strings (keys too) replaced by U+FFFD. JSON and the API
+    server allow NUL in a string (``kubectl`` can write one into any field), PostgreSQL's text and jsonb
+    do not: what the snapshot keeps of a listed or watched object shows it as the replacement character
+    instead of failing the whole batch. Only the snapshot's copies: the objects pushed back are read
+    unaltered."""
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd") if "\x00" in value else value
+    if isinstance(value, dict):
+        items = [(storable(k), storable(v)) for k, v in value.items()]
+        # The same object when nothing changed (the usual case: no copy of a listed page).
+        if all(k is k0 and v is v0 for (k, v), (k0, v0) in zip(items, value.items(), strict=True)):
+            return value
+        return dict(items)
+    if isinstance(value, list):
+        converted = [storable(v) for v in value]
+        return value if all(a is b for a, b in zip(converted, value, strict=True)) else converted
+    return value
+
+
 def list_pages(kind: str, page_size: int | None = None) -> Iterator[tuple[list[dict[str, Any]], str]]:
     """LIST ``kind`` one page at a time (limit/continue), yielding ``(items, resourceVersion)``: the
     version is the list's own on the last page (empty before), where a watch starts. Nothing holds the
@@ -300,7 +320,10 @@ def list_pages(kind: str, page_size: int | None = None) -> Iterator[tuple[list[d
         page, _ = _call(method, *args, limit=page_size or LIST_PAGE_SIZE, _continue=token, **kwargs)
         meta = (page or {}).get("metadata") or {}
         token = meta.get("continue")
-        yield (page or {}).get("items") or [], "" if token else meta.get("resourceVersion", "")
+        yield (
+            [storable(item) for item in (page or {}).get("items") or []],
+            "" if token else meta.get("resourceVersion", ""),
+        )
         if not token:
             return
 
@@ -324,7 +347,7 @@ def watch(kind: str, resource_version: str, timeout_seconds: int = 300) -> Itera
             if event.get("type") == "ERROR":
                 code = obj.get("code") or 0
                 raise KubeError("gone" if code == 410 else "transient", obj.get("message") or "watch error", code)
-            yield event["type"], obj
+            yield event["type"], storable(obj)
     except ApiException as exc:
         raise classify(exc) from exc
     except (urllib3.exceptions.HTTPError, OSError) as exc:

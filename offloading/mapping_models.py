@@ -32,8 +32,8 @@ class MappingEntry(models.Model):
     namespace_map = models.ForeignKey(PeerNamespaceMap, on_delete=models.CASCADE, related_name="entries")
     cluster_id = models.CharField(max_length=63)
     namespace = models.CharField(max_length=63, db_index=True)  # the local namespace
-    desired = models.CharField(max_length=253, blank=True)
-    current_remote = models.CharField(max_length=253, blank=True)
+    desired = models.TextField(blank=True)  # a remote name: the CRD sets no length
+    current_remote = models.TextField(blank=True)
     current_phase = models.CharField(max_length=32, blank=True)
 
     class Meta:

@@ -118,8 +118,8 @@ class Namespace(models.Model):
     offloading_observed_generation = models.BigIntegerField(default=0)
     offloading_resource_version = models.CharField(max_length=64, blank=True)
     offloading_deleting = models.BooleanField(default=False)
-    offloading_managed_by = models.CharField(max_length=253, blank=True)
-    remote_namespace_name = models.CharField(max_length=253, blank=True)
+    offloading_managed_by = models.TextField(blank=True)  # an annotation value (up to 256 KiB)
+    remote_namespace_name = models.TextField(blank=True)  # SelectedName: the CRD sets no length
     refreshed_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
