@@ -1,5 +1,5 @@
 """liqo-dash: a dashboard and REST API for Liqo namespace offloading."""
 
-from .celery import app as celery_app
+from liqo_dash.celery import app as celery_app
 
 __all__ = ("celery_app",)

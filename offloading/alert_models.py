@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.db import models
 from django.utils import timezone
 
-from .choices import AlertKind, AlertState
+from offloading.choices import AlertKind, AlertState
 
 
 class Alert(models.Model):

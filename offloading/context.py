@@ -9,7 +9,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from .choices import Source
+from offloading.choices import Source
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,8 @@ from django.conf import settings
 from django.http import HttpRequest
 from django.utils import timezone
 
-from .changes import apihealth
-from .models import SnapshotState
+from offloading.changes import apihealth
+from offloading.models import SnapshotState
 
 
 def snapshot_state(request: HttpRequest) -> dict[str, Any]:
@@ -24,8 +24,7 @@ def snapshot_state(request: HttpRequest) -> dict[str, Any]:
 def _audit_alert(user: Any) -> str:
     """For admins: what is wrong with the audit trail, when the last verification found something."""
     from access import roles
-
-    from .changes.audit import last_verification
+    from offloading.changes.audit import last_verification
 
     if roles.role_of(user) != roles.ADMIN:
         return ""

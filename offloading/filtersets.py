@@ -7,12 +7,11 @@ from django import forms
 from django.core.exceptions import ValidationError
 from django.db.models import Q, QuerySet
 
+from offloading.liqo import constants as liqo
 from offloading.liqo.limits import requirement_limit_problems
 from offloading.liqo.selectors.parse import parse_requirements
 from offloading.liqo.selectors.requirements import SelectorError
-
-from .liqo import constants as liqo
-from .models import ChangeRequest, ClusterOffloading, Namespace
+from offloading.models import ChangeRequest, ClusterOffloading, Namespace
 
 NOT_OFFLOADED = "none"
 

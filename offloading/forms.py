@@ -18,14 +18,13 @@ from offloading.changes.merge import (
 )
 from offloading.changes.requests import validate
 from offloading.filtersets import validate_label_selector
+from offloading.liqo import constants as liqo
 from offloading.liqo.limits import selector_count_problems
 from offloading.liqo.selectors.format import format_term
 from offloading.liqo.selectors.liqoctl import cluster_selector_with_notes
 from offloading.liqo.selectors.requirements import SelectorError, UnformattableTermError
 from offloading.liqo.spec import normalize_spec
-
-from .liqo import constants as liqo
-from .models import Namespace
+from offloading.models import Namespace
 
 # Form field name for each spec field named in a Problem (offloading.liqo.validate_spec).
 SPEC_FIELD_TO_FORM = {

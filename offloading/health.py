@@ -18,7 +18,7 @@ from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
-from .models import SnapshotState
+from offloading.models import SnapshotState
 
 BROKER_TIMEOUT = 2.0
 

@@ -19,12 +19,12 @@ from kubernetes import utils as k8s_utils
 from kubernetes import watch as k8s_watch
 from kubernetes.client.rest import ApiException
 
-from .kubeclient import api_client, reset_client
-from .kubeerrors import KubeError, Result, classify, parse_warnings
-from .kubeidentity import Identity, impersonation_headers
-from .kubepace import in_paced, paced, pacer
-from .liqo import constants as liqo
-from .liqo.versions import CONTROLLER_MANAGER_SELECTOR
+from offloading.kubeclient import api_client, reset_client
+from offloading.kubeerrors import KubeError, Result, classify, parse_warnings
+from offloading.kubeidentity import Identity, impersonation_headers
+from offloading.kubepace import in_paced, paced, pacer
+from offloading.liqo import constants as liqo
+from offloading.liqo.versions import CONTROLLER_MANAGER_SELECTOR
 
 # Re-exported: callers use kube.KubeError, kube.paced, kube.reset_client ...
 __all__ = ["KubeError", "Result", "api_client", "paced", "pacer", "reset_client"]

@@ -8,7 +8,7 @@ import threading
 from django.conf import settings
 from kubernetes import client, config
 
-from .kubeerrors import KubeError
+from offloading.kubeerrors import KubeError
 
 _lock = threading.Lock()
 _client: client.ApiClient | None = None

@@ -14,7 +14,7 @@ from typing import TypeVar
 
 from django.conf import settings
 
-from .kubeerrors import KubeError
+from offloading.kubeerrors import KubeError
 
 T = TypeVar("T")
 

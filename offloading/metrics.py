@@ -29,8 +29,7 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
 from liqo_dash import env
-
-from .choices import ChangeState
+from offloading.choices import ChangeState
 
 REQUESTS = Counter(
     "liqo_dash_http_requests", "HTTP requests answered, by view, method and status.", ["view", "method", "status"]
@@ -54,7 +53,7 @@ class StateCollector(Collector):
     """Values read when Prometheus scrapes: nothing to keep in sync between processes."""
 
     def collect(self) -> Iterator[Metric]:
-        from .models import ChangeRequest, SnapshotState
+        from offloading.models import ChangeRequest, SnapshotState
 
         changes = GaugeMetricFamily("liqo_dash_changes", "Change requests by state.", labels=["state"])
         counts = dict(ChangeRequest.objects.values_list("state").annotate(n=Count("id")).order_by())
@@ -101,7 +100,7 @@ def _change_durations() -> Iterator[Metric]:
     """A summary by outcome: the quantiles (0.5, 0.95 and 1.0, the longest) of the seconds from request to
     outcome over the last DURATION_SAMPLE finished changes (a sliding window, as a client-side summary
     keeps), and the count and sum over every finished change (cumulative, as a summary's must be)."""
-    from .models import ChangeRequest
+    from offloading.models import ChangeRequest
 
     finished = ChangeRequest.objects.filter(finished_at__isnull=False)
     rows = finished.order_by("-finished_at")[:DURATION_SAMPLE]
@@ -137,9 +136,9 @@ def _change_durations() -> Iterator[Metric]:
 
 
 def _api_and_watch() -> Iterator[Metric]:
-    from .changes import apihealth
-    from .changes.audit import last_verification
-    from .management.commands.watch_cluster import watch_restarts
+    from offloading.changes import apihealth
+    from offloading.changes.audit import last_verification
+    from offloading.management.commands.watch_cluster import watch_restarts
 
     verdict = last_verification()
     audit_ok = GaugeMetricFamily(

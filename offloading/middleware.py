@@ -8,7 +8,7 @@ from collections.abc import Callable
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 
-from . import context
+from offloading import context
 
 
 def _body_refusal(request: HttpRequest) -> HttpResponse | None:

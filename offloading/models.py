@@ -9,11 +9,10 @@ from django.conf import settings
 from django.db import models, transaction
 from django.utils import timezone
 
+from offloading import auditseal
+from offloading.choices import AuditAction, ChangeAction, ChangeState, Source
 from offloading.liqo.spec import is_system_namespace
 from offloading.liqo.status import phase_is_settled
-
-from . import auditseal
-from .choices import AuditAction, ChangeAction, ChangeState, Source
 
 
 class SnapshotState(models.Model):
@@ -387,7 +386,7 @@ class AuditCheckpoint(models.Model):
 
 # The pods and events followed in offloaded namespaces, and the webhook's alerts (their own modules;
 # this one stays small).
-from .alert_models import Alert  # noqa: E402, F401
-from .inventory_models import KubeEvent, LiqoResource, Pod  # noqa: E402, F401
-from .live_models import LiveVersion  # noqa: E402, F401
-from .mapping_models import MappingEntry, PeerNamespaceMap  # noqa: E402, F401
+from offloading.alert_models import Alert  # noqa: E402, F401
+from offloading.inventory_models import KubeEvent, LiqoResource, Pod  # noqa: E402, F401
+from offloading.live_models import LiveVersion  # noqa: E402, F401
+from offloading.mapping_models import MappingEntry, PeerNamespaceMap  # noqa: E402, F401

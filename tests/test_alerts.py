@@ -25,9 +25,8 @@ from offloading.choices import AlertState, ChangeState, Source
 from offloading.context import Actor
 from offloading.liqo.constants import SCHEDULING_LABEL
 from offloading.models import Alert, ChangeRequest, Cluster, Namespace, SnapshotState
-
-from .conftest import free_port, wait_until
-from .test_pages import fleet  # noqa: F401
+from tests.conftest import free_port, wait_until
+from tests.test_pages import fleet  # noqa: F401
 
 DASHBOARD = "https://dash.example.com"
 

@@ -11,9 +11,8 @@ import pytest
 
 from offloading.choices import AlertState
 from offloading.models import Alert
-
-from .conftest import Processes, wait_until
-from .test_alerts import Receiver
+from tests.conftest import Processes, wait_until
+from tests.test_alerts import Receiver
 
 pytestmark = pytest.mark.e2e
 

@@ -10,8 +10,7 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from offloading.models import ChangeRequest, Namespace
-
-from .test_pages import fleet  # noqa: F401 - the same snapshot as the page tests
+from tests.test_pages import fleet  # noqa: F401 - the same snapshot as the page tests
 
 pytestmark = pytest.mark.django_db
 

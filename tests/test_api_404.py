@@ -9,8 +9,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from access.models import ApiToken
-
-from .test_pages import fleet  # noqa: F401 - objects that exist, beside the ones asked for
+from tests.test_pages import fleet  # noqa: F401 - objects that exist, beside the ones asked for
 
 pytestmark = pytest.mark.django_db
 

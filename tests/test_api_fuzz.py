@@ -14,8 +14,7 @@ from drf_spectacular.generators import SchemaGenerator
 from hypothesis import HealthCheck, settings
 
 from access.models import ApiToken
-
-from .test_pages import fleet  # noqa: F401 - a realistic snapshot to hit
+from tests.test_pages import fleet  # noqa: F401 - a realistic snapshot to hit
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -13,8 +13,7 @@ from hypothesis import strategies as st
 from rest_framework.test import APIClient
 
 from access.models import ApiToken
-
-from .test_pages import fleet  # noqa: F401 - something for the routes to find
+from tests.test_pages import fleet  # noqa: F401 - something for the routes to find
 
 pytestmark = pytest.mark.django_db
 

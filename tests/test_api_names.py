@@ -13,8 +13,7 @@ from rest_framework.test import APIClient
 
 from access.models import ApiToken
 from offloading.models import AuditEvent, BulkRequest, ChangeRequest, Namespace, VirtualNode
-
-from .test_pages import fleet  # noqa: F401 - the snapshot to read
+from tests.test_pages import fleet  # noqa: F401 - the snapshot to read
 
 pytestmark = pytest.mark.django_db
 

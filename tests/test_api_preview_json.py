@@ -12,9 +12,8 @@ from rest_framework.test import APIClient
 
 from offloading.api.renderers import PreviewJSONRenderer
 from offloading.models import Cluster, VirtualNode
-
-from .test_api import api  # noqa: F401 - the token client of the API tests
-from .test_pages import fleet  # noqa: F401 - the same snapshot as the page tests
+from tests.test_api import api  # noqa: F401 - the token client of the API tests
+from tests.test_pages import fleet  # noqa: F401 - the same snapshot as the page tests
 
 PREVIEW = "/api/v1/namespaces/payments/preview/"
 

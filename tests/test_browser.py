@@ -13,10 +13,9 @@ import pytest
 
 from offloading.changes import requests as change_requests
 from offloading.models import ChangeRequest, Namespace
-
-from .conftest import ADMIN_PASSWORD, wait_until
-from .test_e2e import _free_namespace
-from .test_pages import fleet  # noqa: F401 - the same snapshot as the page tests
+from tests.conftest import ADMIN_PASSWORD, wait_until
+from tests.test_e2e import _free_namespace
+from tests.test_pages import fleet  # noqa: F401 - the same snapshot as the page tests
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -18,9 +18,8 @@ from playwright.sync_api import expect
 from offloading.changes import requests as change_requests
 from offloading.choices import ChangeState
 from offloading.models import ChangeRequest, Namespace
-
-from .test_browser import CHROMIUM, EXPECT_TIMEOUT_MS, TRACK_INPUT, browser_page, htmx_idle, login  # noqa: F401
-from .test_pages import fleet  # noqa: F401
+from tests.test_browser import CHROMIUM, EXPECT_TIMEOUT_MS, TRACK_INPUT, browser_page, htmx_idle, login  # noqa: F401
+from tests.test_pages import fleet  # noqa: F401
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -17,10 +17,9 @@ from offloading.changes import requests as change_requests
 from offloading.changes.snapshot import refresh
 from offloading.choices import ChangeAction, ChangeState
 from offloading.models import ChangeRequest, Namespace
-
-from .conftest import wait_until
-from .test_browser import browser_page, htmx_idle, login  # noqa: F401 - the browser fixture
-from .test_pages import READY_SPEC, fleet  # noqa: F401
+from tests.conftest import wait_until
+from tests.test_browser import browser_page, htmx_idle, login  # noqa: F401 - the browser fixture
+from tests.test_pages import READY_SPEC, fleet  # noqa: F401
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -15,9 +15,8 @@ from playwright.sync_api import expect
 
 from offloading import kube
 from offloading.models import Cluster
-
-from .test_browser import browser_page, login  # noqa: F401 - the browser fixture
-from .test_diagnosis_scenarios import sync_snapshot
+from tests.test_browser import browser_page, login  # noqa: F401 - the browser fixture
+from tests.test_diagnosis_scenarios import sync_snapshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

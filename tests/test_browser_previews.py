@@ -17,9 +17,8 @@ from offloading.changes import inventory as _inventory  # noqa: F401 - registers
 from offloading.changes.snapshot import refresh
 from offloading.inventory_models import Pod
 from offloading.liqo.constants import GROUP, PLURAL, VERSION
-
-from .conftest import wait_until
-from .test_browser import SCREENSHOTS, browser_page, htmx_idle, login  # noqa: F401 - the browser fixture
+from tests.conftest import wait_until
+from tests.test_browser import SCREENSHOTS, browser_page, htmx_idle, login  # noqa: F401 - the browser fixture
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -18,10 +18,9 @@ from playwright.sync_api import expect
 from offloading.models import Cluster, Namespace
 from sandbox import Sandbox, tenants
 from sandbox.kinds import CONFIG_MAPS, NAMESPACES
-
-from .conftest import wait_until
-from .test_browser import SCREENSHOTS, browser_page, login  # noqa: F401 - the browser fixture
-from .test_sync import Informer, _point_at
+from tests.conftest import wait_until
+from tests.test_browser import SCREENSHOTS, browser_page, login  # noqa: F401 - the browser fixture
+from tests.test_sync import Informer, _point_at
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -29,8 +29,7 @@ from offloading.choices import ChangeAction, ChangeState, Source
 from offloading.context import Actor
 from offloading.management.commands.watch_cluster import KindWatcher
 from offloading.models import BulkRequest, ChangeRequest, Namespace
-
-from .conftest import wait_until
+from tests.conftest import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -13,8 +13,7 @@ import pytest
 from django.urls import reverse
 
 from offloading.models import ChangeRequest, Namespace
-
-from .test_pages import READY_SPEC, fleet  # noqa: F401 - the same snapshot as the page tests
+from tests.test_pages import READY_SPEC, fleet  # noqa: F401 - the same snapshot as the page tests
 
 pytestmark = pytest.mark.django_db
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from .test_browser import browser_page, login  # noqa: F401 - the browser fixture
-from .test_pages import fleet  # noqa: F401 - the same snapshot as the page tests
+from tests.test_browser import browser_page, login  # noqa: F401 - the browser fixture
+from tests.test_pages import fleet  # noqa: F401 - the same snapshot as the page tests
 
 
 @pytest.mark.django_db

@@ -13,8 +13,7 @@ from offloading.diagnosis import diagnose
 from offloading.inventory_models import Pod
 from offloading.liqo.constants import SCHEDULING_LABEL
 from offloading.models import Cluster, ClusterOffloading, Namespace, StatusTransition
-
-from .test_pages import fleet  # noqa: F401
+from tests.test_pages import fleet  # noqa: F401
 
 pytestmark = pytest.mark.django_db
 

@@ -25,8 +25,7 @@ from offloading.diagnosis import Finding, diagnose
 from offloading.inventory_models import Pod
 from offloading.liqo.constants import GROUP, PLURAL, SCHEDULING_LABEL, VERSION
 from offloading.models import Namespace
-
-from .conftest import wait_until
+from tests.conftest import wait_until
 
 pytestmark = pytest.mark.django_db
 

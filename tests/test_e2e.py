@@ -11,8 +11,7 @@ from kubernetes.client.rest import ApiException
 
 from offloading.choices import AuditAction, ChangeState
 from offloading.models import AuditEvent, ChangeRequest, Namespace
-
-from .conftest import wait_until
+from tests.conftest import wait_until
 
 pytestmark = pytest.mark.e2e
 

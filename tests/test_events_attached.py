@@ -15,8 +15,7 @@ from django.utils import timezone
 from offloading.changes.inventory import EventSync
 from offloading.inventory_models import KubeEvent, event_subject_namespace
 from offloading.models import Namespace
-
-from .test_pages import fleet  # noqa: F401
+from tests.test_pages import fleet  # noqa: F401
 
 pytestmark = pytest.mark.django_db
 

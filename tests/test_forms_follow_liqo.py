@@ -9,8 +9,8 @@ import pytest
 from django.urls import reverse
 from playwright.sync_api import expect
 
-from .test_browser import browser_page, login  # noqa: F401 - the browser fixture
-from .test_pages import fleet  # noqa: F401
+from tests.test_browser import browser_page, login  # noqa: F401 - the browser fixture
+from tests.test_pages import fleet  # noqa: F401
 
 
 @pytest.mark.django_db

@@ -10,8 +10,7 @@ from django.urls import reverse
 
 from offloading.inventory_models import KubeEvent, Pod
 from offloading.models import ChangeRequest, Namespace, StatusTransition
-
-from .test_pages import fleet  # noqa: F401
+from tests.test_pages import fleet  # noqa: F401
 
 pytestmark = pytest.mark.django_db
 

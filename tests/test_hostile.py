@@ -12,8 +12,7 @@ from rest_framework.test import APIClient
 
 from offloading.liqo import limits
 from offloading.models import ChangeRequest
-
-from .test_pages import fleet  # noqa: F401 - a realistic snapshot
+from tests.test_pages import fleet  # noqa: F401 - a realistic snapshot
 
 pytestmark = pytest.mark.django_db
 

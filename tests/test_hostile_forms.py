@@ -10,8 +10,7 @@ from django.urls import reverse
 
 from offloading.liqo import limits
 from offloading.models import ChangeRequest
-
-from .test_pages import fleet  # noqa: F401 - a realistic snapshot
+from tests.test_pages import fleet  # noqa: F401 - a realistic snapshot
 
 pytestmark = pytest.mark.django_db
 

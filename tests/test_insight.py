@@ -9,8 +9,7 @@ from django.urls import reverse
 
 from offloading.inventory_models import Pod
 from offloading.views.insight import CENTER, RADIAL_RADIUS, RADIUS, ring, topology
-
-from .test_pages import fleet  # noqa: F401
+from tests.test_pages import fleet  # noqa: F401
 
 pytestmark = pytest.mark.django_db
 

@@ -14,8 +14,7 @@ from offloading.changes import inventory as _inventory  # noqa: F401 - registers
 from offloading.changes.snapshot import refresh
 from offloading.inventory_models import KubeEvent, Pod
 from offloading.liqo.constants import GROUP, PLURAL, VERSION
-
-from .conftest import wait_until
+from tests.conftest import wait_until
 
 pytestmark = pytest.mark.django_db
 

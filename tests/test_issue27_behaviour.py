@@ -21,9 +21,8 @@ from offloading.changes import namespacemap_watch as _namespacemap_watch  # noqa
 from offloading.diagnosis import diagnose
 from offloading.mapping_models import MappingEntry
 from offloading.models import Namespace
-
-from .test_diagnosis_scenarios import FLORENCE, KINDS, MILAN, _offload, _phase
-from .test_diagnosis_scenarios import sync_snapshot as _sync
+from tests.test_diagnosis_scenarios import FLORENCE, KINDS, MILAN, _offload, _phase
+from tests.test_diagnosis_scenarios import sync_snapshot as _sync
 
 pytestmark = pytest.mark.django_db
 

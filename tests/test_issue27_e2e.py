@@ -19,8 +19,7 @@ from offloading.inventory_models import LiqoResource
 from offloading.models import Cluster, Namespace
 from sandbox import Sandbox
 from tests.conftest import wait_until
-
-from .test_diagnosis_scenarios import sync_snapshot as relist
+from tests.test_diagnosis_scenarios import sync_snapshot as relist
 
 pytestmark = pytest.mark.django_db
 

@@ -10,9 +10,8 @@ import pytest
 from rest_framework.test import APIClient
 
 from offloading.models import BulkRequest, ChangeRequest
-
-from .test_api import api  # noqa: F401 - the token-authenticated client
-from .test_pages import fleet  # noqa: F401 - the same snapshot as the page tests
+from tests.test_api import api  # noqa: F401 - the token-authenticated client
+from tests.test_pages import fleet  # noqa: F401 - the same snapshot as the page tests
 
 pytestmark = pytest.mark.django_db
 

@@ -15,10 +15,9 @@ import pytest
 
 from offloading.choices import AuditAction, ChangeAction, ChangeState
 from offloading.models import AuditEvent, BulkRequest, ChangeRequest, Namespace
-
-from .conftest import ADMIN_PASSWORD
-from .test_browser import CHROMIUM, SCREENSHOTS, TRACK_INPUT, htmx_idle
-from .test_pages import fleet  # noqa: F401 - the same snapshot as the page tests
+from tests.conftest import ADMIN_PASSWORD
+from tests.test_browser import CHROMIUM, SCREENSHOTS, TRACK_INPUT, htmx_idle
+from tests.test_pages import fleet  # noqa: F401 - the same snapshot as the page tests
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

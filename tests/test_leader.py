@@ -19,8 +19,7 @@ from offloading import kube
 from offloading.changes.snapshot import refresh
 from offloading.leader import LeaderElector
 from offloading.models import Namespace
-
-from .conftest import ROOT, database_url, wait_until
+from tests.conftest import ROOT, database_url, wait_until
 
 GROUP, VERSION, PLURAL = "offloading.liqo.io", "v1beta1", "namespaceoffloadings"
 

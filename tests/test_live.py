@@ -16,9 +16,8 @@ from playwright.sync_api import expect
 
 from offloading.changes.snapshot import refresh
 from offloading.models import SnapshotState
-
-from .test_browser import browser_page, login  # noqa: F401 - the browser fixture
-from .test_pages import fleet  # noqa: F401
+from tests.test_browser import browser_page, login  # noqa: F401 - the browser fixture
+from tests.test_pages import fleet  # noqa: F401
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -31,8 +31,7 @@ from offloading.models import (
     StatusTransition,
 )
 from offloading.views import live
-
-from .test_pages import fleet  # noqa: F401 - two peers, a plain and an offloaded namespace
+from tests.test_pages import fleet  # noqa: F401 - two peers, a plain and an offloaded namespace
 
 pytestmark = pytest.mark.django_db
 

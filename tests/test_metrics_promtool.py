@@ -16,8 +16,7 @@ from django.utils import timezone
 
 from offloading.choices import ChangeAction, ChangeState
 from offloading.models import ChangeRequest
-
-from .test_health import _sample, fresh_snapshot
+from tests.test_health import _sample, fresh_snapshot
 
 
 def promtool() -> str:

@@ -19,8 +19,7 @@ from offloading.choices import ChangeAction, Source
 from offloading.context import Actor
 from offloading.liqo import constants as liqo
 from offloading.models import AuditEvent, ChangeRequest, Namespace
-
-from .test_pages import READY_SPEC, fleet  # noqa: F401 - the same snapshot as the page tests
+from tests.test_pages import READY_SPEC, fleet  # noqa: F401 - the same snapshot as the page tests
 
 pytestmark = pytest.mark.django_db
 

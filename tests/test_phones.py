@@ -9,9 +9,8 @@ from typing import Any
 import pytest
 
 from offloading.models import Cluster, ClusterOffloading, Namespace
-
-from .test_browser import browser_page, htmx_idle, login  # noqa: F401
-from .test_pages import fleet  # noqa: F401
+from tests.test_browser import browser_page, htmx_idle, login  # noqa: F401
+from tests.test_pages import fleet  # noqa: F401
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -17,8 +17,7 @@ from offloading.changes.sweep import sweep
 from offloading.choices import AuditAction, ChangeState, Source
 from offloading.context import Actor
 from offloading.models import AuditEvent, ChangeRequest, Cluster, Namespace, SnapshotState, VirtualNode
-
-from .conftest import wait_until
+from tests.conftest import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -393,8 +392,7 @@ def test_a_broker_failure_after_commit_loses_nothing_and_does_not_fail_the_reque
     sandbox: Any, k8s: Any, settings: Any
 ) -> None:
     from liqo_dash.celery import app
-
-    from .conftest import _reset_producers, free_port
+    from tests.conftest import _reset_producers, free_port
 
     _make_namespace(k8s, "nobroker")
     saved = (app.conf.task_always_eager, app.conf.broker_url, app.conf.broker_connection_max_retries)

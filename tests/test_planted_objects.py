@@ -30,9 +30,8 @@ from offloading.changes import inventory as _inventory  # noqa: F401 - registers
 from offloading.changes.snapshot import refresh
 from offloading.liqo.constants import GROUP, PLURAL, VERSION
 from sandbox.crds import NAMESPACE_OFFLOADING_SPEC, SELECTOR_OPERATORS, Schema
-
-from .conftest import ADMIN_PASSWORD
-from .test_browser import CHROMIUM
+from tests.conftest import ADMIN_PASSWORD
+from tests.test_browser import CHROMIUM
 
 pytestmark = [pytest.mark.e2e]
 

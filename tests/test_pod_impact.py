@@ -16,8 +16,7 @@ from offloading.changes.podimpact import LOCAL, pod_impact, stricter
 from offloading.changes.preview import preview
 from offloading.inventory_models import Pod
 from offloading.models import Cluster, Namespace, VirtualNode
-
-from .test_pages import READY_SPEC, fleet  # noqa: F401
+from tests.test_pages import READY_SPEC, fleet  # noqa: F401
 
 REMOTE = {**READY_SPEC, "podOffloadingStrategy": "Remote"}
 LOCAL_ONLY = {**READY_SPEC, "podOffloadingStrategy": "Local"}

@@ -18,8 +18,7 @@ from offloading.changes.capacity import Room, quota_of, room_of
 from offloading.changes.preview import labels_of, preview
 from offloading.models import Cluster, Namespace, VirtualNode
 from offloading.views.previewhtml import SHOWN_IDS, cluster_table, room_html
-
-from .test_pages import READY_SPEC, fleet  # noqa: F401
+from tests.test_pages import READY_SPEC, fleet  # noqa: F401
 
 pytestmark = pytest.mark.django_db
 

@@ -19,10 +19,9 @@ from offloading.changes.bulk import request_bulk
 from offloading.changes.snapshot import refresh
 from offloading.choices import ChangeState
 from offloading.models import ChangeRequest, Namespace
-
-from . import test_reliability as reliability
-from .conftest import wait_until
-from .test_reliability import ALICE, _all_terminal, _assert_all_applied_once, _report, _spec
+from tests import test_reliability as reliability
+from tests.conftest import wait_until
+from tests.test_reliability import ALICE, _all_terminal, _assert_all_applied_once, _report, _spec
 
 # The reliability suite's fixtures: a restartable Redis and the pipeline with fast-recovery knobs.
 redis_server = reliability.redis_server

@@ -41,8 +41,7 @@ from offloading.choices import AuditAction, ChangeAction, ChangeState, Source
 from offloading.context import Actor
 from offloading.liqo.spec import normalize_spec
 from offloading.models import AuditEvent, ChangeRequest, Namespace, SnapshotState
-
-from .conftest import wait_until
+from tests.conftest import wait_until
 
 pytestmark = pytest.mark.e2e
 

@@ -17,8 +17,7 @@ from typing import Any
 import pytest
 
 from offloading.management.commands.run_demo import Program, start_supervisord, stop_supervisord, supervisor_config
-
-from .conftest import ROOT, free_port, wait_until
+from tests.conftest import ROOT, free_port, wait_until
 
 
 class Sink:

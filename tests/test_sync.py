@@ -19,8 +19,7 @@ from offloading.management.commands.watch_cluster import KindWatcher, SnapshotWr
 from offloading.models import Cluster, Namespace, SnapshotState, VirtualNode
 from sandbox import Sandbox
 from sandbox.kinds import FOREIGN_CLUSTERS, NAMESPACE_OFFLOADINGS, NAMESPACES, VIRTUAL_NODES
-
-from .conftest import free_port, wait_until
+from tests.conftest import free_port, wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 GROUP, VERSION, PLURAL = "offloading.liqo.io", "v1beta1", "namespaceoffloadings"

@@ -11,8 +11,7 @@ from django.urls import reverse
 from offloading.inventory_models import Pod
 from offloading.models import VirtualNode
 from offloading.templatetags.offloading_extras import binary_bytes
-
-from .test_pages import fleet  # noqa: F401
+from tests.test_pages import fleet  # noqa: F401
 
 pytestmark = pytest.mark.django_db
 

@@ -9,8 +9,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from offloading.models import Namespace
-
-from .test_pages import fleet  # noqa: F401 - two peers, shop offloaded
+from tests.test_pages import fleet  # noqa: F401 - two peers, shop offloaded
 
 pytestmark = pytest.mark.django_db
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import ROOT, free_port
+from tests.conftest import ROOT, free_port
 
 MAKE_TRAIL = """
 from offloading.choices import AuditAction, Source

@@ -13,8 +13,7 @@ from offloading.changes.snapshot import refresh
 from offloading.choices import AuditAction, Source
 from offloading.management.commands.watch_cluster import KindWatcher
 from offloading.models import AuditEvent, Namespace
-
-from .conftest import wait_until
+from tests.conftest import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 GROUP, VERSION, PLURAL = "offloading.liqo.io", "v1beta1", "namespaceoffloadings"

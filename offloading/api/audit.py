@@ -23,11 +23,10 @@ from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 
 from access.permissions import IsAdmin
+from offloading.api.serializers import AuditEventSerializer
+from offloading.api.views import NamedNotFoundMixin
 from offloading.auditfilters import AuditFilterSet
 from offloading.models import AuditEvent
-
-from .serializers import AuditEventSerializer
-from .views import NamedNotFoundMixin
 
 COLUMNS = ("seq", "time", "userName", "source", "action", "namespace", "change", "outcome", "message",
            "before", "after", "requestId", "hash")  # fmt: skip

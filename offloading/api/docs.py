@@ -12,9 +12,8 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from offloading.api.errors import IF_MATCH_PATTERN, REASONS
 from offloading.filtersets import MAX_ID, SELECTOR_PATTERN, TEXT_PATTERN
-
-from .errors import IF_MATCH_PATTERN, REASONS
 
 # An error body: the Status the Kubernetes API server writes.
 _CAUSE = {

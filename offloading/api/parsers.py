@@ -13,7 +13,7 @@ from django.conf import settings
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser
 
-from .errors import RequestTooLarge
+from offloading.api.errors import RequestTooLarge
 
 MAX_JSON_DEPTH = 32
 

@@ -11,13 +11,11 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.validators import ProhibitSurrogateCharactersValidator
 
 from offloading.filtersets import validate_label_selector
+from offloading.liqo import constants as liqo
 from offloading.liqo.limits import selector_count_problems
 from offloading.liqo.selectors.liqoctl import cluster_selector
 from offloading.liqo.selectors.requirements import SelectorError
-from offloading.resourcesinfo import api_cluster, installed_version
-
-from ..liqo import constants as liqo
-from ..models import (
+from offloading.models import (
     AuditEvent,
     BulkRequest,
     ChangeRequest,
@@ -27,6 +25,7 @@ from ..models import (
     SnapshotState,
     VirtualNode,
 )
+from offloading.resourcesinfo import api_cluster, installed_version
 
 
 def camel(name: str) -> str:

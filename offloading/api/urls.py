@@ -1,7 +1,7 @@
 from django.urls import include, path
 from rest_framework.routers import DefaultRouter
 
-from . import audit, views
+from offloading.api import audit, views
 
 router = DefaultRouter()
 router.register("clusters", views.ClusterViewSet)

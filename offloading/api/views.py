@@ -16,28 +16,10 @@ from rest_framework.response import Response
 from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
-from offloading.changes.bulk import plan_bulk, request_bulk
-from offloading.changes.capacity import rooms
-from offloading.changes.errors import ChangeRejected
-from offloading.changes.impact import bulk_impact
-from offloading.changes.preview import preview
-from offloading.changes.requests import reapply, request_offload, request_unoffload, validate
-
-from ..context import current_actor
-from ..filtersets import ChangeRequestFilterSet, NamespaceFilterSet
-from ..models import (
-    BulkRequest,
-    ChangeRequest,
-    Cluster,
-    ClusterOffloading,
-    Namespace,
-    SnapshotState,
-    VirtualNode,
-)
-from .docs import BulkPlanSerializer, PreviewSerializer
-from .errors import check_query_parameters, if_match_generation
-from .renderers import PreviewJSONRenderer
-from .serializers import (
+from offloading.api.docs import BulkPlanSerializer, PreviewSerializer
+from offloading.api.errors import check_query_parameters, if_match_generation
+from offloading.api.renderers import PreviewJSONRenderer
+from offloading.api.serializers import (
     BulkCreateSerializer,
     BulkRequestSerializer,
     ChangeRequestSerializer,
@@ -48,7 +30,24 @@ from .serializers import (
     SnapshotSerializer,
     camel,
 )
-from .status import refusal_response
+from offloading.api.status import refusal_response
+from offloading.changes.bulk import plan_bulk, request_bulk
+from offloading.changes.capacity import rooms
+from offloading.changes.errors import ChangeRejected
+from offloading.changes.impact import bulk_impact
+from offloading.changes.preview import preview
+from offloading.changes.requests import reapply, request_offload, request_unoffload, validate
+from offloading.context import current_actor
+from offloading.filtersets import ChangeRequestFilterSet, NamespaceFilterSet
+from offloading.models import (
+    BulkRequest,
+    ChangeRequest,
+    Cluster,
+    ClusterOffloading,
+    Namespace,
+    SnapshotState,
+    VirtualNode,
+)
 
 # The preview's answer is large at the selector limits: JSON through PreviewJSONRenderer (the same bytes).
 PREVIEW_RENDERERS = [PreviewJSONRenderer if r is JSONRenderer else r for r in api_settings.DEFAULT_RENDERER_CLASSES]

@@ -5,6 +5,12 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Any
 
+from offloading.liqo.constants import (
+    REMOTE_CLUSTER_ID_LABEL,
+    REMOTE_ID_LABEL,
+    REPLICATION_LABEL,
+    TENANT_NAMESPACE_PREFIX,
+)
 from offloading.liqo.selectors.match import (
     cluster_matches,
     explain,
@@ -13,8 +19,6 @@ from offloading.liqo.selectors.match import (
     prepare_terms,
 )
 from offloading.liqo.selectors.requirements import SelectorError
-
-from .constants import REMOTE_CLUSTER_ID_LABEL, REMOTE_ID_LABEL, REPLICATION_LABEL, TENANT_NAMESPACE_PREFIX
 
 HEALTHY_CONDITION_STATUSES = ("Established", "Ready")
 HEALTHY_VIRTUAL_NODE_STATUSES = ("Running", "None")

@@ -23,9 +23,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from . import constants as c
-from .tenancy import refusal_of
-from .versions import OFFLOADING_ABORTED, OFFLOADING_BACKOFF, REMOTE_POD_TERMINATED
+from offloading.liqo import constants as c
+from offloading.liqo.tenancy import refusal_of
+from offloading.liqo.versions import OFFLOADING_ABORTED, OFFLOADING_BACKOFF, REMOTE_POD_TERMINATED
 
 REFLECTION_DISABLED = "ReflectionDisabled"
 

@@ -17,8 +17,7 @@ from access.policy import can_change
 from access.review import checks_for, review_change
 from offloading import kube
 from offloading.kubeerrors import KubeError
-
-from .conftest import offloading_body
+from tests.access.conftest import offloading_body
 
 pytestmark = pytest.mark.django_db
 

@@ -27,8 +27,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
 from liqo_dash import env
-
-from .ensure_admin import demo_password
+from offloading.management.commands.ensure_admin import demo_password
 
 START_SECS = 5
 START_RETRIES = 20
