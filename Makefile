@@ -47,7 +47,7 @@ lint: $(VENV)/.installed
 	$(PY) -m ruff format --check .
 	$(PY) -m mypy
 
-# Mutation testing of offloading/liqo against tests/liqo; fails below 90 % killed in any module.
+# Mutation testing of liqo_rules against tests/liqo; fails below 90 % killed in any module.
 mutation: $(VENV)/.installed
 	$(PY) scripts/mutation.py
 

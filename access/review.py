@@ -60,7 +60,7 @@ def review_change(
     if identity is None:
         return Decision(True, "impersonation is off: the dashboard acts as itself")
     if reviewer is None:
-        from offloading import kube
+        from offloading.cluster import kube
 
         reviewer = kube.subject_access_review
     return review(identity, checks_for(action, namespace, label=label), reviewer)

@@ -1,7 +1,7 @@
 """Operator scopes, pure: does a namespace (name + labels) fall inside a set of scopes?
 
 A scope is a namespace name glob (``team-a-*``, matched case-sensitively with ``fnmatch.fnmatchcase``)
-or a label selector in kubectl syntax (``team=a``, parsed by offloading.liqo.selectors, the same parser
+or a label selector in kubectl syntax (``team=a``, parsed by liqo_rules.selectors, the same parser
 as every other selector in the dashboard). A namespace is in scope when any one scope matches.
 """
 
@@ -13,8 +13,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
-from offloading.liqo.selectors.parse import parse_requirements
-from offloading.liqo.selectors.requirements import Requirement, SelectorError
+from liqo_rules.selectors.parse import parse_requirements
+from liqo_rules.selectors.requirements import Requirement, SelectorError
 
 GLOB = "glob"
 SELECTOR = "selector"

@@ -7,7 +7,7 @@ when a benchmark cannot run at all.
 
 Everything runs in this process: a throwaway SQLite database in a temporary directory, the sandbox
 API server (``sandbox.Sandbox``) loaded with ``sandbox.scenarios.generate(...)``, the real
-``offloading.kube`` client over HTTP, and Django's test client for the pages.
+``offloading.cluster.kube`` client over HTTP, and Django's test client for the pages.
 """
 
 # Fleet sizes: (namespaces, clusters). The default run measures all; --quick the first two. Page

@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
         from django.contrib.auth import get_user_model
         from django.test import Client
 
-        from offloading.changes.audittrail import verify
+        from offloading.audit.trail import verify
 
         started = time.perf_counter()
         _fill(args.events)

@@ -112,7 +112,7 @@ class Fleet:
     def __enter__(self) -> Fleet:
         from django.conf import settings
 
-        from offloading import kube
+        from offloading.cluster import kube
 
         started = time.perf_counter()
         name = f"fleet-{self.namespaces}x{self.clusters}"
@@ -149,7 +149,7 @@ class Fleet:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        from offloading import kube
+        from offloading.cluster import kube
 
         kube.reset_client()
         if self._client is not None:
@@ -181,7 +181,7 @@ class Fleet:
 
     def object_counts(self) -> dict[str, int]:
         """How many objects of each kind the refresh lists (one-item LISTs: items + remainingItemCount)."""
-        from offloading.liqo import constants as liqo
+        from liqo_rules import constants as liqo
 
         paths = {
             "foreignclusters": ("/apis/core.liqo.io/v1beta1/foreignclusters", {}),
@@ -200,9 +200,9 @@ class Fleet:
 
     def expected_list_calls(self) -> int:
         """One LIST page per started 500 items of each kind (an empty list still takes one call), the
-        NamespaceOffloadings in smaller pages (offloading.changes.nsrefresh: one page held at a time)."""
-        from offloading import kube
-        from offloading.changes.nsrefresh import offloading_page_size
+        NamespaceOffloadings in smaller pages (offloading.snapshot.offloadings: one page held at a time)."""
+        from offloading.cluster import kube
+        from offloading.snapshot.offloadings import offloading_page_size
 
         offloadings = offloading_page_size(self.clusters)
         return sum(
@@ -216,7 +216,7 @@ class Fleet:
         spread over the whole fleet. Returns the namespaces changed."""
         from kubernetes import client
 
-        from offloading.liqo import constants as liqo
+        from liqo_rules import constants as liqo
 
         items = self._get(f"/apis/{liqo.GROUP}/{liqo.VERSION}/namespaceoffloadings")["items"]
         items.sort(key=lambda o: o["metadata"]["namespace"])
@@ -291,9 +291,9 @@ class ApiCalls:
 
 @contextmanager
 def api_calls() -> Iterator[ApiCalls]:
-    """Record every request of ``offloading.kube``'s client (wraps its urllib3 REST layer; the
+    """Record every request of ``offloading.cluster.kube``'s client (wraps its urllib3 REST layer; the
     application code is untouched)."""
-    from offloading import kube
+    from offloading.cluster import kube
 
     record = ApiCalls()
     rest = kube.api_client().rest_client

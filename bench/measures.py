@@ -10,19 +10,19 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from bench import harness
-from offloading.changes.preview import preview
-from offloading.changes.snapshot import refresh
-from offloading.liqo.selectors.liqoctl import cluster_selector
+from liqo_rules.selectors.liqoctl import cluster_selector
+from offloading.snapshot.refresh import refresh
+from offloading.whatif.preview import preview
 
 # The cluster selector the previews evaluate: two regions out of seven, without staging clusters.
 PREVIEW_SELECTOR = "topology.kubernetes.io/region in (eu-west-1, eu-south-1),!staging"
 
 
 def selector_at_the_limits() -> list[str]:
-    """The largest selector the dashboard accepts (offloading.liqo.limits), as liqoctl lines: every term
+    """The largest selector the dashboard accepts (liqo_rules.limits), as liqoctl lines: every term
     and expression at its cap, and expressions every cluster passes until the last one (a region in a
     list of the maximum size), so matching cannot stop early."""
-    from offloading.liqo.limits import MAX_EXPRESSIONS, MAX_TERMS, MAX_VALUES
+    from liqo_rules.limits import MAX_EXPRESSIONS, MAX_TERMS, MAX_VALUES
 
     regions = ["eu-west-1", "eu-south-1", *(f"nowhere-{v}" for v in range(MAX_VALUES - 2))]
     return [

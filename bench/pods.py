@@ -47,8 +47,8 @@ def measure(
 ) -> dict[str, Any]:
     from kubernetes import client
 
-    from offloading.inventory_models import Pod
     from offloading.models import Namespace, SnapshotState
+    from offloading.models.inventory import Pod
 
     harness.reset_database()
     figures: dict[str, Any] = {"pods_fleet": f"{namespaces}x{clusters}, {pods} pods per namespace"}

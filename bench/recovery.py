@@ -137,7 +137,7 @@ def measure(
     from kubernetes import client, config
 
     from liqo_dash.celery import app
-    from offloading import kube
+    from offloading.cluster import kube
     from sandbox import Sandbox
 
     results = []
@@ -175,10 +175,10 @@ def _run(
     from django.utils import timezone
 
     from offloading.changes.bulk import request_bulk
-    from offloading.changes.snapshot import refresh
     from offloading.choices import AuditAction, ChangeState
     from offloading.context import Actor
     from offloading.models import AuditEvent, ChangeRequest
+    from offloading.snapshot.refresh import refresh
 
     names = [f"bench-{label}-{i:04d}" for i in range(size)]
     for name in names:

@@ -481,12 +481,12 @@ def measure(var_dir: Path, size: int, log: Callable[[str], None], max_inflight: 
     from kubernetes import client, config
 
     from liqo_dash.celery import app
-    from offloading import kube
     from offloading.changes.bulk import request_bulk
-    from offloading.changes.snapshot import refresh
     from offloading.choices import ChangeState
+    from offloading.cluster import kube
     from offloading.context import Actor
     from offloading.models import ChangeRequest, SnapshotState
+    from offloading.snapshot.refresh import refresh
 
     if shutil.which("kubectl") is None:
         raise RuntimeError("kubectl is not installed (make test installs kubernetes-client)")

@@ -363,7 +363,7 @@ def measure(
     log: Callable[[str], None],
 ) -> dict[str, Any]:
     """The fleet into the snapshot (cold refresh), then the web pod and each count of viewers."""
-    from offloading.changes.snapshot import refresh
+    from offloading.snapshot.refresh import refresh
 
     with harness.Fleet(namespaces, clusters, var_dir) as fleet:
         report = refresh()

@@ -7,10 +7,10 @@ from django import forms
 from django.core.exceptions import ValidationError
 from django.db.models import Q, QuerySet
 
-from offloading.liqo import constants as liqo
-from offloading.liqo.limits import requirement_limit_problems
-from offloading.liqo.selectors.parse import parse_requirements
-from offloading.liqo.selectors.requirements import SelectorError
+from liqo_rules import constants as liqo
+from liqo_rules.limits import requirement_limit_problems
+from liqo_rules.selectors.parse import parse_requirements
+from liqo_rules.selectors.requirements import SelectorError
 from offloading.models import ChangeRequest, ClusterOffloading, Namespace
 
 NOT_OFFLOADED = "none"
@@ -59,7 +59,7 @@ def _invalid(*messages: str) -> ValidationError:
 
 
 def validate_label_selector(value: str) -> None:
-    """A ``kubectl -l`` selector within the dashboard's limits (``offloading.liqo.limits``). Messages
+    """A ``kubectl -l`` selector within the dashboard's limits (``liqo_rules.limits``). Messages
     quote the input, so a ``%`` in it is escaped (``?selector=%25`` was a 500)."""
     try:
         requirements = parse_requirements(value)

@@ -1,4 +1,4 @@
-"""Forms: they parse and normalise input; the rules themselves live in offloading.liqo and services."""
+"""Forms: they parse and normalise input; the rules themselves live in liqo_rules and services."""
 
 from __future__ import annotations
 
@@ -6,6 +6,12 @@ from typing import Any
 
 from django import forms
 
+from liqo_rules import constants as liqo
+from liqo_rules.limits import selector_count_problems
+from liqo_rules.selectors.format import format_term
+from liqo_rules.selectors.liqoctl import cluster_selector_with_notes
+from liqo_rules.selectors.requirements import SelectorError, UnformattableTermError
+from liqo_rules.spec import normalize_spec
 from offloading.changes.merge import (
     FieldMerge,
     MergeRow,
@@ -18,15 +24,9 @@ from offloading.changes.merge import (
 )
 from offloading.changes.requests import validate
 from offloading.filtersets import validate_label_selector
-from offloading.liqo import constants as liqo
-from offloading.liqo.limits import selector_count_problems
-from offloading.liqo.selectors.format import format_term
-from offloading.liqo.selectors.liqoctl import cluster_selector_with_notes
-from offloading.liqo.selectors.requirements import SelectorError, UnformattableTermError
-from offloading.liqo.spec import normalize_spec
 from offloading.models import Namespace
 
-# Form field name for each spec field named in a Problem (offloading.liqo.validate_spec).
+# Form field name for each spec field named in a Problem (liqo_rules.validate_spec).
 SPEC_FIELD_TO_FORM = {
     "namespaceMappingStrategy": "namespace_mapping_strategy",
     "remoteNamespaceName": "remote_namespace_name",

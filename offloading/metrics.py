@@ -136,9 +136,9 @@ def _change_durations() -> Iterator[Metric]:
 
 
 def _api_and_watch() -> Iterator[Metric]:
-    from offloading.changes import apihealth
-    from offloading.changes.audit import last_verification
-    from offloading.management.commands.watch_cluster import watch_restarts
+    from offloading.audit.events import last_verification
+    from offloading.cluster import breaker as apihealth
+    from offloading.snapshot.engine import watch_restarts
 
     verdict = last_verification()
     audit_ok = GaugeMetricFamily(

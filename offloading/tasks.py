@@ -10,9 +10,15 @@ from typing import Any
 
 from celery import shared_task
 
-from offloading.changes import alerts, alertsend, apihealth, apply, audit, audittrail, bulkpush, snapshot
+from offloading.alerts import delivery as alertsend
+from offloading.alerts import rules as alerts
+from offloading.audit import events as audit
+from offloading.audit import trail as audittrail
+from offloading.changes import apply, bulkpush
 from offloading.changes import sweep as sweeper
 from offloading.changes.queue import APPLY_BULK, APPLY_CHANGE, AWAIT_DELETION, DELIVER_ALERT, PROBE_API, REFRESH
+from offloading.cluster import breaker as apihealth
+from offloading.snapshot import refresh as snapshot
 
 
 @shared_task(name=APPLY_CHANGE, acks_late=True)

@@ -6,7 +6,7 @@ out). Two simplifications, both on fields the dashboard never reads: VirtualNode
 Deployment template) and `spec.offloadingPatch.affinity` / `tolerations` keep whatever they are given
 (`x-kubernetes-preserve-unknown-fields`) instead of carrying the full core/v1 schemas.
 
-The NamespaceOffloading spec is validated by `offloading.liqo.schema.schema_errors` (the dashboard uses
+The NamespaceOffloading spec is validated by `liqo_rules.schema.schema_errors` (the dashboard uses
 the same rules for its previews), so its node is marked `x-sandbox-validated-elsewhere`: the schema here
 prunes it and describes it (the planted-objects test derives a Hypothesis strategy from it) but does not
 validate it a second time.
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from offloading.liqo import constants as c
+from liqo_rules import constants as c
 
 Schema = dict[str, Any]
 
@@ -75,7 +75,7 @@ NAMESPACE_OFFLOADING_SPEC = obj(
         "podOffloadingStrategy": enum("Local", "Remote", "LocalAndRemote", default="LocalAndRemote"),
         "remoteNamespaceName": STRING,
     },
-    extra={"x-sandbox-validated-elsewhere": "offloading.liqo.schema.schema_errors"},
+    extra={"x-sandbox-validated-elsewhere": "liqo_rules.schema.schema_errors"},
 )
 REMOTE_NAMESPACE_CONDITION = obj(
     {"lastTransitionTime": DATE_TIME, "message": STRING, "reason": STRING, "status": STRING, "type": STRING},

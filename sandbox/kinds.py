@@ -245,7 +245,7 @@ NAMESPACE_MAPS = Kind(
     custom=True,
     columns=(AGE,),
 )
-# Resource slices, tenants and quotas decide whether a peer takes pods (issue 27, offloading.liqo.tenancy).
+# Resource slices, tenants and quotas decide whether a peer takes pods (issue 27, liqo_rules.tenancy).
 RESOURCE_SLICES = Kind(
     "authentication.liqo.io",
     "v1beta1",

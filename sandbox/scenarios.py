@@ -14,9 +14,9 @@ from typing import Any
 
 import yaml
 
-from offloading.liqo import constants as c
-from offloading.liqo.peers import PROVIDER_ROLES, ROLE_PROVIDER, tenant_namespace_name
-from offloading.liqo.selectors.liqoctl import cluster_selector
+from liqo_rules import constants as c
+from liqo_rules.peers import PROVIDER_ROLES, ROLE_PROVIDER, tenant_namespace_name
+from liqo_rules.selectors.liqoctl import cluster_selector
 from sandbox import tenants
 from sandbox.apicommon import now_iso
 from sandbox.apiserver import ApiServer

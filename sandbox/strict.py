@@ -18,7 +18,7 @@ import json
 import re
 from typing import Any
 
-from offloading.liqo.selectors.labels import byte_len, label_key_errors, label_value_errors
+from liqo_rules.selectors.labels import byte_len, label_key_errors, label_value_errors
 from sandbox import errors
 from sandbox.crds import SCHEMAS, Schema
 from sandbox.kinds import Kind

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from offloading.liqo import constants as c
-from offloading.liqo.peers import CONSUMER_ROLES, tenant_namespace_name
-from offloading.liqo.spec import FIELD_MAPPING, FIELD_REMOTE_NAME, is_dns1123_label, remote_namespace_name
+from liqo_rules import constants as c
+from liqo_rules.peers import CONSUMER_ROLES, tenant_namespace_name
+from liqo_rules.spec import FIELD_MAPPING, FIELD_REMOTE_NAME, is_dns1123_label, remote_namespace_name
 from sandbox.apiserver import ApiServer
 from sandbox.kinds import NAMESPACES
 from sandbox.liqo import LiqoSimulation

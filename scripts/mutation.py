@@ -1,4 +1,4 @@
-"""Mutation testing of the Liqo core: run mutmut on offloading/liqo against tests/liqo, print the score
+"""Mutation testing of the Liqo core: run mutmut on liqo_rules against tests/liqo, print the score
 per module and the surviving mutants, and fail when a module kills less than the threshold.
 
     python scripts/mutation.py [--threshold 90] [--modules peers,selectors.parse] [--fresh] [--report-only]
@@ -35,7 +35,7 @@ MUTANTS = ROOT / "mutants"
 EQUIVALENT_FILE = ROOT / "tests" / "liqo" / "equivalent_mutants.toml"
 CACHE_KEY_FILE = MUTANTS / "liqo-mutation-cache-key.json"
 RUN_LOG = MUTANTS / "mutmut-run.log"
-SOURCE_ROOT = Path("offloading") / "liqo"
+SOURCE_ROOT = Path("liqo_rules")
 
 KILLED = {"killed", "timeout", "caught by type check", "segfault"}
 
@@ -132,7 +132,7 @@ def load_mutants() -> list[Mutant]:
 
     mutants = []
     for meta in meta_files():
-        source = meta.relative_to(MUTANTS).with_suffix("")  # offloading/liqo/x.py
+        source = meta.relative_to(MUTANTS).with_suffix("")  # liqo_rules/x.py
         module = ".".join(source.with_suffix("").parts)
         codes = json.loads(meta.read_text()).get("exit_code_by_key", {})
         for name, code in codes.items():
@@ -182,7 +182,7 @@ def report(threshold: float, only: list[str] | None) -> int:
     os.chdir(ROOT)
     mutants = load_mutants()
     if only:
-        wanted = {f"offloading.liqo.{m}" for m in only}
+        wanted = {f"liqo_rules.{m}" for m in only}
         mutants = [m for m in mutants if m.module in wanted]
     equivalents = load_equivalents()
     equivalent_names = match_equivalents(mutants, equivalents)
@@ -237,7 +237,7 @@ def report(threshold: float, only: list[str] | None) -> int:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--threshold", type=float, default=90.0, help="minimum percent killed per module")
-    parser.add_argument("--modules", help="comma-separated modules under offloading.liqo to report (all run)")
+    parser.add_argument("--modules", help="comma-separated modules under liqo_rules to report (all run)")
     parser.add_argument("--fresh", action="store_true", help="forget every cached verdict first")
     parser.add_argument("--report-only", action="store_true", help="report the cached verdicts, run nothing")
     args = parser.parse_args()

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from django.conf import settings as django_settings
 
-from offloading import kube
+from offloading.cluster import kube
 
 ROOT = Path(__file__).resolve().parent.parent
 ADMIN_PASSWORD = "admin-pass-for-tests"

@@ -16,15 +16,15 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from offloading.changes import alerts
-from offloading.changes.alertsend import retry_after
+from liqo_rules.constants import SCHEDULING_LABEL
+from offloading.alerts import rules as alerts
+from offloading.alerts.delivery import retry_after
 from offloading.changes.apply import apply_change
 from offloading.changes.requests import request_offload
-from offloading.changes.snapshot import refresh
 from offloading.choices import AlertState, ChangeState, Source
 from offloading.context import Actor
-from offloading.liqo.constants import SCHEDULING_LABEL
 from offloading.models import Alert, ChangeRequest, Cluster, Namespace, SnapshotState
+from offloading.snapshot.refresh import refresh
 from tests.conftest import free_port, wait_until
 from tests.test_pages import fleet  # noqa: F401
 

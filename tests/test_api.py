@@ -143,7 +143,7 @@ def test_bulk_dry_run_and_create(api: APIClient, fleet: Any) -> None:  # noqa: F
 
 
 def test_bulk_dry_run_says_what_the_changes_do_to_pods_and_room(api: APIClient, fleet: Any) -> None:  # noqa: F811
-    from offloading.inventory_models import Pod
+    from offloading.models.inventory import Pod
 
     Namespace.objects.filter(name="shop").update(labels={"env": "prod"})
     for name, cluster in (("web-1", "milan"), ("web-2", "milan"), ("web-3", "")):

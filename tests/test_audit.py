@@ -16,10 +16,10 @@ from django.core.management.base import CommandError
 from django.db import connection
 from django.utils import timezone
 
-from offloading import auditseal
-from offloading.changes.audittrail import anchor, last_anchor, prune, verify
+from offloading.audit.trail import anchor, last_anchor, prune, verify
 from offloading.choices import AuditAction, Source
 from offloading.models import AuditCheckpoint, AuditEvent
+from offloading.models import seal as auditseal
 
 pytestmark = pytest.mark.django_db
 
@@ -175,7 +175,7 @@ def test_the_model_refuses_edits_and_deletes() -> None:
 
 
 def test_a_failed_verification_shows_on_every_admin_page_only(client: Any, admin_user: Any, make_viewer: Any) -> None:
-    from offloading.changes.audit import verify_and_remember
+    from offloading.audit.events import verify_and_remember
 
     _, second, _, _ = _trail()
     _sql("UPDATE offloading_auditevent SET message = %s WHERE id = %s", "changed", second.pk)

@@ -11,12 +11,12 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import expect
 
-from offloading.changes import informer
-from offloading.changes import inventory as _inventory  # noqa: F401 - registers events
 from offloading.changes import requests as change_requests
-from offloading.changes.snapshot import refresh
 from offloading.choices import ChangeAction, ChangeState
 from offloading.models import ChangeRequest, Namespace
+from offloading.snapshot import informer
+from offloading.snapshot import inventory as _inventory  # noqa: F401 - registers events
+from offloading.snapshot.refresh import refresh
 from tests.conftest import wait_until
 from tests.test_browser import browser_page, htmx_idle, login  # noqa: F401 - the browser fixture
 from tests.test_pages import READY_SPEC, fleet  # noqa: F401
@@ -129,8 +129,8 @@ spec:
     )
     assert done.returncode == 0, done.stderr
     refresh()
-    from offloading import kube
-    from offloading.inventory_models import KubeEvent
+    from offloading.cluster import kube
+    from offloading.models.inventory import KubeEvent
 
     def synced() -> bool:  # what the watcher does with the events it sees
         items = [obj for page_items, _ in kube.list_pages("events") for obj in page_items]

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from offloading import kube
+from offloading.cluster import kube
 from offloading.models import Cluster
 from tests.test_browser import browser_page, login  # noqa: F401 - the browser fixture
 from tests.test_diagnosis_scenarios import sync_snapshot

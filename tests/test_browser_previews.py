@@ -11,12 +11,12 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import expect
 
-from offloading import kube
-from offloading.changes import informer
-from offloading.changes import inventory as _inventory  # noqa: F401 - registers pods
-from offloading.changes.snapshot import refresh
-from offloading.inventory_models import Pod
-from offloading.liqo.constants import GROUP, PLURAL, VERSION
+from liqo_rules.constants import GROUP, PLURAL, VERSION
+from offloading.cluster import kube
+from offloading.models.inventory import Pod
+from offloading.snapshot import informer
+from offloading.snapshot import inventory as _inventory  # noqa: F401 - registers pods
+from offloading.snapshot.refresh import refresh
 from tests.conftest import wait_until
 from tests.test_browser import SCREENSHOTS, browser_page, htmx_idle, login  # noqa: F401 - the browser fixture
 

@@ -19,16 +19,16 @@ from typing import Any
 
 import pytest
 
-from offloading import kube
 from offloading.changes import bulkpush
 from offloading.changes import queue as work_queue
 from offloading.changes.apply import apply_change
 from offloading.changes.bulk import request_bulk
-from offloading.changes.snapshot import informer_alive, refresh
 from offloading.choices import ChangeAction, ChangeState, Source
+from offloading.cluster import kube
 from offloading.context import Actor
-from offloading.management.commands.watch_cluster import KindWatcher
 from offloading.models import BulkRequest, ChangeRequest, Namespace
+from offloading.snapshot.engine import KindWatcher
+from offloading.snapshot.refresh import informer_alive, refresh
 from tests.conftest import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)

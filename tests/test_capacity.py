@@ -1,4 +1,4 @@
-"""Room on the peers (offloading.changes.capacity): allocatable from the virtual nodes' quotas, what the
+"""Room on the peers (offloading.whatif.capacity): allocatable from the virtual nodes' quotas, what the
 running pods request, the "nearly full" threshold, and a constant number of queries."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from offloading.changes.capacity import NEARLY_FULL_PERCENT, room_of, rooms
-from offloading.inventory_models import Pod
 from offloading.models import VirtualNode
+from offloading.models.inventory import Pod
+from offloading.whatif.capacity import NEARLY_FULL_PERCENT, room_of, rooms
 
 
 def test_room_adds_up_the_virtual_nodes_and_computes_shares() -> None:

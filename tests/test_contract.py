@@ -12,9 +12,9 @@ from django.urls import reverse
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from offloading.changes.snapshot import refresh
-from offloading.liqo import constants as liqo
+from liqo_rules import constants as liqo
 from offloading.models import AuditEvent, ChangeRequest, Namespace
+from offloading.snapshot.refresh import refresh
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

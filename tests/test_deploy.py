@@ -1,6 +1,6 @@
 """Deployment artefacts: production settings, the container image definition, the kustomize manifests
 (rendered and validated against the Kubernetes schemas offline) and least-privilege RBAC derived from
-what offloading/kube.py calls."""
+what offloading/cluster/kube.py calls."""
 
 from __future__ import annotations
 
@@ -547,7 +547,7 @@ def test_secrets_are_not_in_the_production_render_and_the_trial_brings_its_servi
     assert "INSECURE_HTTP" not in by_kind(production, "ConfigMap")["liqo-dash-config"]["data"]
 
 
-# --- RBAC: derived from offloading/kube.py ------------------------------------------------------------
+# --- RBAC: derived from offloading/cluster/kube.py ------------------------------------------------------------
 
 # Typed API classes of the kubernetes client and their API group.
 API_GROUPS = {
@@ -632,9 +632,9 @@ def derive_kube_permissions(source: str, constants: dict[str, Any]) -> set[tuple
 
 
 def kube_permissions() -> set[tuple[str, str, str]]:
-    from offloading import kube
+    from offloading.cluster import kube
 
-    source = (ROOT / "offloading/kube.py").read_text()
+    source = (ROOT / "offloading/cluster/kube.py").read_text()
     constants = {
         name: value
         for name, value in vars(kube).items()

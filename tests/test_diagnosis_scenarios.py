@@ -18,13 +18,13 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from offloading import kube
-from offloading.changes import informer
-from offloading.changes import inventory as _inventory  # noqa: F401 - registers pods and events
-from offloading.diagnosis import Finding, diagnose
-from offloading.inventory_models import Pod
-from offloading.liqo.constants import GROUP, PLURAL, SCHEDULING_LABEL, VERSION
+from liqo_rules.constants import GROUP, PLURAL, SCHEDULING_LABEL, VERSION
+from offloading.cluster import kube
 from offloading.models import Namespace
+from offloading.models.inventory import Pod
+from offloading.snapshot import informer
+from offloading.snapshot import inventory as _inventory  # noqa: F401 - registers pods and events
+from offloading.snapshot.diagnosis import Finding, diagnose
 from tests.conftest import wait_until
 
 pytestmark = pytest.mark.django_db

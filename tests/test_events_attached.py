@@ -12,9 +12,9 @@ from django.apps import apps as django_apps
 from django.urls import reverse
 from django.utils import timezone
 
-from offloading.changes.inventory import EventSync
-from offloading.inventory_models import KubeEvent, event_subject_namespace
 from offloading.models import Namespace
+from offloading.models.inventory import KubeEvent, event_subject_namespace
+from offloading.snapshot.inventory import EventSync
 from tests.test_pages import fleet  # noqa: F401
 
 pytestmark = pytest.mark.django_db

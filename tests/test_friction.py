@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from django.urls import reverse
 
-from offloading.inventory_models import KubeEvent, Pod
 from offloading.models import ChangeRequest, Namespace, StatusTransition
+from offloading.models.inventory import KubeEvent, Pod
 from tests.test_pages import fleet  # noqa: F401
 
 pytestmark = pytest.mark.django_db
@@ -120,8 +120,8 @@ def test_a_signed_in_non_admin_gets_a_refusal_at_admin(client: Any, django_user_
 
 
 def test_a_cluster_in_creating_says_what_liqo_does_from_the_start(admin_client: Any, fleet: Any) -> None:  # noqa: F811
-    from offloading.diagnosis import CREATING_CHECK, CREATING_DOING, diagnose
     from offloading.models import ClusterOffloading
+    from offloading.snapshot.diagnosis import CREATING_CHECK, CREATING_DOING, diagnose
 
     ClusterOffloading.objects.filter(cluster_id="milan").update(state="Creating")
     Namespace.objects.filter(name="shop").update(offloading_phase="InProgress")
@@ -139,13 +139,13 @@ def test_a_cluster_in_creating_says_what_liqo_does_from_the_start(admin_client: 
 def test_a_bulk_is_one_entry_of_the_trail_with_its_namespaces_folded(sandbox: Any, k8s: Any, admin_client: Any) -> None:
     """The audit trail: one sealed entry per bulk request (its namespaces, the selector in liqoctl
     syntax), the events of its changes folded under it; selectors never as raw JSON."""
-    from offloading.changes.audittrail import verify
+    from offloading.audit.trail import verify
     from offloading.changes.bulk import request_bulk
-    from offloading.changes.impact import _term_text
-    from offloading.changes.snapshot import refresh
     from offloading.choices import AuditAction, Source
     from offloading.context import Actor
     from offloading.models import AuditEvent
+    from offloading.snapshot.refresh import refresh
+    from offloading.whatif.impact import _term_text
 
     for name in ("team-a-1", "team-a-2", "team-b-1"):
         k8s.core.create_namespace({"metadata": {"name": name, "labels": {"team": name.rsplit("-", 1)[0]}}})

@@ -141,9 +141,9 @@ def test_metrics_change_durations_api_reachability_and_watch_restarts(
 
     from django.utils import timezone
 
-    from offloading import kube
-    from offloading.changes import apihealth
-    from offloading.management.commands.watch_cluster import _count_restart
+    from offloading.cluster import breaker as apihealth
+    from offloading.cluster import kube
+    from offloading.snapshot.engine import _count_restart
 
     settings.CELERY_BROKER_URL = redis_url
     fresh_snapshot(age=1.0)
@@ -161,7 +161,7 @@ def test_metrics_change_durations_api_reachability_and_watch_restarts(
     assert _sample(text, "liqo_dash_watch_restarts_total", kind="namespaces") == 2
     assert _sample(text, "liqo_dash_api_server_reachable") == 1
     assert _sample(text, "liqo_dash_audit_trail_ok") == -1  # never verified yet
-    from offloading.changes.audit import verify_and_remember
+    from offloading.audit.events import verify_and_remember
 
     assert verify_and_remember() is None
     assert _sample(client.get("/metrics").content.decode(), "liqo_dash_audit_trail_ok") == 1

@@ -10,7 +10,7 @@ import pytest
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from offloading.liqo import limits
+from liqo_rules import limits
 from offloading.models import ChangeRequest
 from tests.test_pages import fleet  # noqa: F401 - a realistic snapshot
 

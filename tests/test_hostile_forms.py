@@ -1,5 +1,5 @@
 """The selector limits in the pages: the offload form, its live preview and the bulk form answer with an
-error on the field, the same limits as the API (offloading.liqo.limits)."""
+error on the field, the same limits as the API (liqo_rules.limits)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from django.urls import reverse
 
-from offloading.liqo import limits
+from liqo_rules import limits
 from offloading.models import ChangeRequest
 from tests.test_pages import fleet  # noqa: F401 - a realistic snapshot
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from django.urls import reverse
 
-from offloading.inventory_models import Pod
+from offloading.models.inventory import Pod
 from offloading.views.insight import CENTER, RADIAL_RADIUS, RADIUS, ring, topology
 from tests.test_pages import fleet  # noqa: F401
 

@@ -8,12 +8,12 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from offloading import kube
-from offloading.changes import informer
-from offloading.changes import inventory as _inventory  # noqa: F401 - registers pods and events
-from offloading.changes.snapshot import refresh
-from offloading.inventory_models import KubeEvent, Pod
-from offloading.liqo.constants import GROUP, PLURAL, VERSION
+from liqo_rules.constants import GROUP, PLURAL, VERSION
+from offloading.cluster import kube
+from offloading.models.inventory import KubeEvent, Pod
+from offloading.snapshot import informer
+from offloading.snapshot import inventory as _inventory  # noqa: F401 - registers pods and events
+from offloading.snapshot.refresh import refresh
 from tests.conftest import wait_until
 
 pytestmark = pytest.mark.django_db

@@ -11,12 +11,13 @@ from typing import Any
 import pytest
 from django.urls import reverse
 
-from offloading import kube, resourcesinfo
-from offloading.changes import inventory as _inventory  # noqa: F401 - registers pods and events
-from offloading.changes import liqoresources as _liqoresources  # noqa: F401 - slices, tenants, quotas, version
-from offloading.diagnosis import diagnose
-from offloading.inventory_models import LiqoResource
+from offloading.cluster import kube
 from offloading.models import Cluster, Namespace
+from offloading.models.inventory import LiqoResource
+from offloading.snapshot import inventory as _inventory  # noqa: F401 - registers pods and events
+from offloading.snapshot import liqo_resources as _liqoresources  # noqa: F401 - slices, tenants, quotas, version
+from offloading.snapshot import resources as resourcesinfo
+from offloading.snapshot.diagnosis import diagnose
 from sandbox import Sandbox
 from tests.conftest import wait_until
 from tests.test_diagnosis_scenarios import sync_snapshot as relist
@@ -125,7 +126,7 @@ def test_the_preview_says_a_selected_peer_refuses_pods(tenancy: Any, admin_user:
 
 
 def test_an_orphaned_namespace_map_blocks_selection_up_to_v11_only(tenancy: Any) -> None:
-    from offloading.mapping_models import PeerNamespaceMap
+    from offloading.models.mapping import PeerNamespaceMap
 
     shop = Namespace.objects.get(name="shop")
     assert "orphaned_namespace_map" not in {f.rule for f in diagnose(shop)}  # as many maps as peers
@@ -143,7 +144,7 @@ def test_the_sandbox_v11_controller_selects_nothing_while_a_namespace_map_is_orp
     from kubernetes import client as k8s_client
     from kubernetes import config as k8s_config
 
-    from offloading.liqo.constants import REMOTE_CLUSTER_ID_LABEL, REMOTE_ID_LABEL, REPLICATION_LABEL
+    from liqo_rules.constants import REMOTE_CLUSTER_ID_LABEL, REMOTE_ID_LABEL, REPLICATION_LABEL
 
     api = k8s_client.ApiClient(k8s_config.new_client_from_config_dict(tenancy.kubeconfig()).configuration)
     core, custom = k8s_client.CoreV1Api(api), k8s_client.CustomObjectsApi(api)

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from offloading import kube
-from offloading.changes.snapshot import refresh
+from liqo_rules.constants import SCHEDULING_LABEL
 from offloading.choices import AuditAction
-from offloading.liqo.constants import SCHEDULING_LABEL
+from offloading.cluster import kube
 from offloading.models import AuditEvent
+from offloading.snapshot.refresh import refresh
 
 pytestmark = pytest.mark.django_db
 
@@ -55,8 +55,8 @@ def test_kubectl_label_is_drift_and_ours_is_not(sandbox: Any) -> None:
 
 
 def test_removing_the_label_liqo_keeps_is_drift_and_liqos_own_removal_is_not() -> None:
-    from offloading.changes.drift import record_label_drift
     from offloading.models import Namespace
+    from offloading.snapshot.drift import record_label_drift
 
     old = Namespace.objects.create(name="shop", labels={SCHEDULING_LABEL: "true"})
     stripped = {
@@ -85,9 +85,9 @@ def test_a_removal_while_one_of_our_changes_is_in_motion_is_liqos_upkeep() -> No
     offloading (read a moment later) already wants it again. Not drift while our change is recent."""
     from django.utils import timezone
 
-    from offloading.changes.drift import record_label_drift
     from offloading.choices import ChangeAction, ChangeState
     from offloading.models import ChangeRequest, Namespace
+    from offloading.snapshot.drift import record_label_drift
 
     old = Namespace.objects.create(name="shop", labels={SCHEDULING_LABEL: "true"})
     stripped = {"metadata": {"name": "shop", "labels": {}}}
@@ -104,7 +104,7 @@ def test_the_watchers_namespace_events_record_label_drift_too(sandbox: Any) -> N
     """The informer path (what the watcher does with a MODIFIED namespace), not the full refresh."""
     from django.utils import timezone
 
-    from offloading.changes import informer
+    from offloading.snapshot import informer
 
     _kubectl(sandbox, "apply", "-f", "-", stdin="apiVersion: v1\nkind: Namespace\nmetadata: {name: watched}\n")
     refresh()

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 from django.conf import settings as django_settings
 
-from offloading import kube
-from offloading.changes.snapshot import refresh
-from offloading.leader import LeaderElector
+from offloading.cluster import kube
+from offloading.cluster.leader import LeaderElector
 from offloading.models import Namespace
+from offloading.snapshot.refresh import refresh
 from tests.conftest import ROOT, database_url, wait_until
 
 GROUP, VERSION, PLURAL = "offloading.liqo.io", "v1beta1", "namespaceoffloadings"

@@ -14,8 +14,8 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import expect
 
-from offloading.changes.snapshot import refresh
 from offloading.models import SnapshotState
+from offloading.snapshot.refresh import refresh
 from tests.test_browser import browser_page, login  # noqa: F401 - the browser fixture
 from tests.test_pages import fleet  # noqa: F401
 

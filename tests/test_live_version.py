@@ -17,10 +17,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from offloading import livetriggers
-from offloading.changes import informer
 from offloading.choices import AuditAction, ChangeAction, ChangeState, Source
-from offloading.inventory_models import KubeEvent, Pod
 from offloading.models import (
     AuditEvent,
     BulkRequest,
@@ -29,7 +26,10 @@ from offloading.models import (
     Namespace,
     SnapshotState,
     StatusTransition,
+    livetriggers,
 )
+from offloading.models.inventory import KubeEvent, Pod
+from offloading.snapshot import informer
 from offloading.views import live
 from tests.test_pages import fleet  # noqa: F401 - two peers, a plain and an offloaded namespace
 
@@ -379,7 +379,7 @@ def test_a_region_reads_only_tables_of_its_kinds(admin_client: Any, change: Any,
     unknown = {t for t in tables if t.startswith(("offloading_", "access_")) and t not in TABLE_KINDS} - set(
         livetriggers.NOT_SHOWN
     )
-    assert not unknown, f"{region} reads {sorted(unknown)}: give them a kind (offloading/livetriggers.py)"
+    assert not unknown, f"{region} reads {sorted(unknown)}: give them a kind (offloading/models/livetriggers.py)"
     read = {TABLE_KINDS[table] for table in tables if table in TABLE_KINDS}
     # The base template's badge reads the snapshot state: the badge polls on its own.
     assert read - kinds <= {"snapshot"}, (region, sorted(read - kinds))

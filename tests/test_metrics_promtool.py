@@ -41,8 +41,8 @@ def families(text: str) -> dict[str, Any]:
 
 
 def _every_family_has_samples(settings: Any, redis_url: str) -> None:
-    from offloading.changes.audit import verify_and_remember
-    from offloading.management.commands.watch_cluster import _count_restart
+    from offloading.audit.events import verify_and_remember
+    from offloading.snapshot.engine import _count_restart
 
     settings.CELERY_BROKER_URL = redis_url
     fresh_snapshot(age=5.0)

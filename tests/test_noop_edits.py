@@ -12,12 +12,12 @@ from django.urls import reverse
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from liqo_rules import constants as liqo
 from offloading.changes.bulk import plan_bulk, request_bulk
 from offloading.changes.errors import ChangeRejected, Refusal
 from offloading.changes.requests import ChangeInput, NothingToChange, build_change
 from offloading.choices import ChangeAction, Source
 from offloading.context import Actor
-from offloading.liqo import constants as liqo
 from offloading.models import AuditEvent, ChangeRequest, Namespace
 from tests.test_pages import READY_SPEC, fleet  # noqa: F401 - the same snapshot as the page tests
 

@@ -6,17 +6,17 @@ from typing import Any
 
 import pytest
 
-from offloading.changes import apihealth
+from offloading.audit.trail import verify
 from offloading.changes.apply import apply_change
-from offloading.changes.audittrail import verify
 from offloading.changes.bulk import request_bulk
 from offloading.changes.errors import ChangeRejected, Refusal
 from offloading.changes.requests import request_offload, request_unoffload
-from offloading.changes.snapshot import refresh
 from offloading.changes.sweep import sweep
 from offloading.choices import AuditAction, ChangeState, Source
+from offloading.cluster import breaker as apihealth
 from offloading.context import Actor
 from offloading.models import AuditEvent, ChangeRequest, Cluster, Namespace, SnapshotState, VirtualNode
+from offloading.snapshot.refresh import refresh
 from tests.conftest import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -450,8 +450,8 @@ def test_a_conflict_is_resolved_by_applying_the_same_change_over_the_current_ver
 def test_a_recreated_offloading_with_a_copied_change_id_is_drift(sandbox: Any, k8s: Any) -> None:
     """Drift is decided from what the dashboard wrote (uid and generation, kept server-side), never
     from the change-id annotation, which any client can copy."""
-    from offloading import kube
-    from offloading.liqo.constants import GROUP, PLURAL, VERSION
+    from liqo_rules.constants import GROUP, PLURAL, VERSION
+    from offloading.cluster import kube
 
     _make_namespace(k8s, "copied")
     change = request_offload("copied", _spec(), ALICE)

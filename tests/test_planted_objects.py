@@ -24,11 +24,11 @@ from django.utils import timezone
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
-from offloading import kube
-from offloading.changes import informer
-from offloading.changes import inventory as _inventory  # noqa: F401 - registers pods and events
-from offloading.changes.snapshot import refresh
-from offloading.liqo.constants import GROUP, PLURAL, VERSION
+from liqo_rules.constants import GROUP, PLURAL, VERSION
+from offloading.cluster import kube
+from offloading.snapshot import informer
+from offloading.snapshot import inventory as _inventory  # noqa: F401 - registers pods and events
+from offloading.snapshot.refresh import refresh
 from sandbox.crds import NAMESPACE_OFFLOADING_SPEC, SELECTOR_OPERATORS, Schema
 from tests.conftest import ADMIN_PASSWORD
 from tests.test_browser import CHROMIUM
@@ -279,8 +279,8 @@ def exercise(client: Any, namespaces: list[str], specs: dict[str, dict[str, Any]
 def test_every_page_and_api_answers_the_planted_corpus(admin_client: Any, sandbox: Any, k8s: Any) -> None:
     plant_corpus(k8s)
     snapshot(sandbox)
-    from offloading.inventory_models import KubeEvent
     from offloading.models import Namespace
+    from offloading.models.inventory import KubeEvent
 
     assert set(CORPUS) <= set(Namespace.objects.values_list("name", flat=True))
     assert KubeEvent.objects.filter(namespace=SPACES_NS, reason="Planted").count() == 3
@@ -466,7 +466,7 @@ def test_no_page_is_wider_than_the_window_and_bidi_is_isolated(
 
 
 def test_the_corpus_is_what_kubernetes_allows() -> None:
-    from offloading.liqo.selectors.labels import is_label_key, is_label_value
+    from liqo_rules.selectors.labels import is_label_key, is_label_value
 
     assert len(LONG_NS) == 63 and len(LONG_KEY) == 253 + 1 + 63 and len(LONG_VALUE) == 63 and len(LONG_URL) >= 1040
     for item in CORPUS.values():

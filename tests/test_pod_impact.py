@@ -1,5 +1,5 @@
 """The running pods a change hits and the room on the clusters it selects: the pure computation
-(offloading.changes.podimpact), the edit, unoffload and bulk previews, and the API preview."""
+(offloading.whatif.pods), the edit, unoffload and bulk previews, and the API preview."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from django.urls import reverse
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from offloading.changes.podimpact import LOCAL, pod_impact, stricter
-from offloading.changes.preview import preview
-from offloading.inventory_models import Pod
 from offloading.models import Cluster, Namespace, VirtualNode
+from offloading.models.inventory import Pod
+from offloading.whatif.pods import LOCAL, pod_impact, stricter
+from offloading.whatif.preview import preview
 from tests.test_pages import READY_SPEC, fleet  # noqa: F401
 
 REMOTE = {**READY_SPEC, "podOffloadingStrategy": "Remote"}

@@ -14,10 +14,10 @@ from django.template import Context, Template
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from offloading.changes.capacity import Room, quota_of, room_of
-from offloading.changes.preview import labels_of, preview
 from offloading.models import Cluster, Namespace, VirtualNode
 from offloading.views.previewhtml import SHOWN_IDS, cluster_table, room_html
+from offloading.whatif.capacity import Room, quota_of, room_of
+from offloading.whatif.preview import labels_of, preview
 from tests.test_pages import READY_SPEC, fleet  # noqa: F401
 
 pytestmark = pytest.mark.django_db

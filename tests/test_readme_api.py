@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 from django.core.management import call_command
 
-from offloading import kube
-from offloading.changes.snapshot import refresh
+from offloading.cluster import kube
 from offloading.models import Namespace
+from offloading.snapshot.refresh import refresh
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -16,9 +16,9 @@ from django.db.models import Max
 from django.utils import timezone
 
 from offloading.changes.bulk import request_bulk
-from offloading.changes.snapshot import refresh
 from offloading.choices import ChangeState
 from offloading.models import ChangeRequest, Namespace
+from offloading.snapshot.refresh import refresh
 from tests import test_reliability as reliability
 from tests.conftest import wait_until
 from tests.test_reliability import ALICE, _all_terminal, _assert_all_applied_once, _report, _spec
@@ -117,8 +117,8 @@ def test_pages_and_the_api_say_the_api_server_is_unreachable_and_since_when(admi
     from rest_framework.authtoken.models import Token
     from rest_framework.test import APIClient
 
-    from offloading import kube
-    from offloading.changes import apihealth
+    from offloading.cluster import breaker as apihealth
+    from offloading.cluster import kube
 
     Namespace.objects.create(name="quiet")
     outage = apihealth.report_failure(kube.KubeError("transient", "connection refused", unreachable=True))

@@ -7,9 +7,10 @@ from typing import Any
 
 import pytest
 
-from offloading import kube, reflectioninfo
-from offloading.kubeerrors import KubeError
+from offloading.cluster import kube
+from offloading.cluster.errors import KubeError
 from offloading.models import Namespace
+from offloading.snapshot import reflection as reflectioninfo
 
 pytestmark = pytest.mark.django_db
 
@@ -57,7 +58,7 @@ def test_the_section_lists_policies_exclusions_and_references_left_behind(
     assert "CustomLiqo" in body and "deployments" in body and "not read" in body
     from django.utils.html import escape
 
-    from offloading.reflectioninfo import KIND_NOTES
+    from offloading.snapshot.reflection import KIND_NOTES
 
     assert [kind for kind, note in KIND_NOTES.items() if escape(note) not in body] == [], "every kind's note"
     assert "c2VjcmV0" not in body and "eA==" not in body, "no secret data"

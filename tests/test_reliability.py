@@ -32,15 +32,15 @@ from django.db import connection
 from django.db.models import Sum
 from kubernetes.client.rest import ApiException
 
-from offloading import kube
+from liqo_rules.spec import normalize_spec
 from offloading.changes.apply import apply_change
 from offloading.changes.queue import enqueue_apply
 from offloading.changes.requests import request_offload
-from offloading.changes.snapshot import refresh
 from offloading.choices import AuditAction, ChangeAction, ChangeState, Source
+from offloading.cluster import kube
 from offloading.context import Actor
-from offloading.liqo.spec import normalize_spec
 from offloading.models import AuditEvent, ChangeRequest, Namespace, SnapshotState
+from offloading.snapshot.refresh import refresh
 from tests.conftest import wait_until
 
 pytestmark = pytest.mark.e2e

@@ -3,7 +3,7 @@ them, PostgreSQL's text and jsonb do not) become U+FFFD; anything else is the sa
 
 from __future__ import annotations
 
-from offloading.kube import storable
+from offloading.cluster.kube import storable
 
 
 def test_nul_characters_become_the_replacement_character_in_keys_and_values() -> None:

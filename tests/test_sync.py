@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from offloading import kube
-from offloading.changes import informer
-from offloading.changes.snapshot import informer_alive, trigger_refresh
-from offloading.liqo import constants as liqo
-from offloading.management.commands.watch_cluster import KindWatcher, SnapshotWriter, all_synced
+from liqo_rules import constants as liqo
+from offloading.cluster import kube
 from offloading.models import Cluster, Namespace, SnapshotState, VirtualNode
+from offloading.snapshot import informer
+from offloading.snapshot.engine import KindWatcher, SnapshotWriter, all_synced
+from offloading.snapshot.refresh import informer_alive, trigger_refresh
 from sandbox import Sandbox
 from sandbox.kinds import FOREIGN_CLUSTERS, NAMESPACE_OFFLOADINGS, NAMESPACES, VIRTUAL_NODES
 from tests.conftest import free_port, wait_until
@@ -178,7 +178,7 @@ def test_no_full_refresh_runs_while_the_watcher_keeps_the_snapshot(fleet: Sandbo
 
 def test_offloading_pages_shrink_as_the_peers_grow() -> None:
     """Each NamespaceOffloading carries two conditions per peer: pages stay near 3 MB (one is held)."""
-    from offloading.changes.nsrefresh import offloading_page_size
+    from offloading.snapshot.offloadings import offloading_page_size
 
     assert offloading_page_size(5) == offloading_page_size(200) == 50
     assert offloading_page_size(1000) == 10

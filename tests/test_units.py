@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from django.urls import reverse
 
-from offloading.inventory_models import Pod
 from offloading.models import VirtualNode
+from offloading.models.inventory import Pod
 from offloading.templatetags.offloading_extras import binary_bytes
 from tests.test_pages import fleet  # noqa: F401
 

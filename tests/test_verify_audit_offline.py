@@ -113,7 +113,7 @@ def test_with_redis_up_the_verdict_is_kept_for_metrics(
         env,
         "shell",
         "-c",
-        "from offloading.changes.audit import last_verification; v = last_verification(); "
+        "from offloading.audit.events import last_verification; v = last_verification(); "
         "print(v['ok'], v['first_bad_seq'], v['count'])",
     )
     assert read.returncode == 0, read.stderr

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from offloading.changes.snapshot import refresh
 from offloading.choices import AuditAction, Source
-from offloading.management.commands.watch_cluster import KindWatcher
 from offloading.models import AuditEvent, Namespace
+from offloading.snapshot.engine import KindWatcher
+from offloading.snapshot.refresh import refresh
 from tests.conftest import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -25,7 +25,7 @@ from rest_framework.request import Request
 from access.permissions import IsAdmin
 from offloading.api.serializers import AuditEventSerializer
 from offloading.api.views import NamedNotFoundMixin
-from offloading.auditfilters import AuditFilterSet
+from offloading.audit.filters import AuditFilterSet
 from offloading.models import AuditEvent
 
 COLUMNS = ("seq", "time", "userName", "source", "action", "namespace", "change", "outcome", "message",

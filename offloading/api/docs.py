@@ -213,7 +213,7 @@ class PreviewClusterSerializer(serializers.Serializer):
 
 
 class PodImpactSerializer(serializers.Serializer):
-    """The running pods a change hits (``offloading.changes.podimpact``)."""
+    """The running pods a change hits (``offloading.whatif.pods``)."""
 
     followed = serializers.BooleanField(help_text="False: the namespace is not offloaded, its pods are not followed.")
     runningOnLostClusters = serializers.IntegerField(  # noqa: N815
@@ -241,7 +241,7 @@ class ResourceSharesSerializer(serializers.Serializer):
 
 
 class RoomSerializer(serializers.Serializer):
-    """A selected cluster's room (``offloading.changes.capacity``): its virtual nodes' allocatable and
+    """A selected cluster's room (``offloading.whatif.capacity``): its virtual nodes' allocatable and
     what the running pods request there."""
 
     clusterId = serializers.CharField()  # noqa: N815

@@ -2,7 +2,7 @@
 
 At the selector limits the answer is about 3 MB, two thirds of it the per-term verdicts of each virtual
 node (50 terms x 200 nodes). Nodes alike for the selector share one explanation
-(``offloading.liqo.peers.select_clusters``) and the view hands them the same ``terms`` list, so that
+(``liqo_rules.peers.select_clusters``) and the view hands them the same ``terms`` list, so that
 list is encoded once per distinct object and its bytes repeated, instead of 10,000 small objects
 encoded again. The answer is assembled as UTF-8 pieces joined once: a reason quotes "…", which makes a
 3 MB ``str`` two bytes a character, and every copy of it costs milliseconds.

@@ -10,11 +10,11 @@ from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
 from rest_framework.validators import ProhibitSurrogateCharactersValidator
 
+from liqo_rules import constants as liqo
+from liqo_rules.limits import selector_count_problems
+from liqo_rules.selectors.liqoctl import cluster_selector
+from liqo_rules.selectors.requirements import SelectorError
 from offloading.filtersets import validate_label_selector
-from offloading.liqo import constants as liqo
-from offloading.liqo.limits import selector_count_problems
-from offloading.liqo.selectors.liqoctl import cluster_selector
-from offloading.liqo.selectors.requirements import SelectorError
 from offloading.models import (
     AuditEvent,
     BulkRequest,
@@ -25,7 +25,7 @@ from offloading.models import (
     SnapshotState,
     VirtualNode,
 )
-from offloading.resourcesinfo import api_cluster, installed_version
+from offloading.snapshot.resources import api_cluster, installed_version
 
 
 def camel(name: str) -> str:
@@ -145,7 +145,7 @@ class ClusterStateSerializer(CamelCaseFields, serializers.ModelSerializer):
         fields = ["cluster_id", "selected", "state", "message", "since", "stale_ready"]
 
     def get_stale_ready(self, obj: ClusterOffloading) -> bool:
-        # Only a stale Ready keeps a not-selected row whose state is NotSelected (offloading.changes.rows).
+        # Only a stale Ready keeps a not-selected row whose state is NotSelected (offloading.snapshot.store).
         return not obj.selected and obj.state == "NotSelected"
 
 
@@ -178,7 +178,7 @@ class FindingSerializer(CamelCaseFields, serializers.Serializer):
 
 class NamespaceDetailSerializer(NamespaceSerializer):
     diagnosis = serializers.SerializerMethodField(
-        help_text="What is stuck and how to fix it, as on the namespace page (offloading.diagnosis)."
+        help_text="What is stuck and how to fix it, as on the namespace page (offloading.snapshot.diagnosis)."
     )
 
     class Meta(NamespaceSerializer.Meta):
@@ -186,7 +186,7 @@ class NamespaceDetailSerializer(NamespaceSerializer):
 
     @extend_schema_field(FindingSerializer(many=True))
     def get_diagnosis(self, obj: Namespace) -> list[dict[str, Any]]:
-        from offloading.diagnosis import diagnose
+        from offloading.snapshot.diagnosis import diagnose
 
         return FindingSerializer(diagnose(obj, notes=True), many=True).data  # type: ignore[return-value]
 

@@ -7,8 +7,8 @@ from typing import Any
 
 from rest_framework.response import Response
 
+from liqo_rules.spec import FIELD_MAPPING, FIELD_POD, FIELD_REMOTE_NAME, FIELD_SELECTOR
 from offloading.changes.errors import ChangeRejected
-from offloading.liqo.spec import FIELD_MAPPING, FIELD_POD, FIELD_REMOTE_NAME, FIELD_SELECTOR
 
 _SPEC_FIELDS = {FIELD_MAPPING, FIELD_REMOTE_NAME, FIELD_POD, FIELD_SELECTOR}
 

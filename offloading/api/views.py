@@ -32,10 +32,7 @@ from offloading.api.serializers import (
 )
 from offloading.api.status import refusal_response
 from offloading.changes.bulk import plan_bulk, request_bulk
-from offloading.changes.capacity import rooms
 from offloading.changes.errors import ChangeRejected
-from offloading.changes.impact import bulk_impact
-from offloading.changes.preview import preview
 from offloading.changes.requests import reapply, request_offload, request_unoffload, validate
 from offloading.context import current_actor
 from offloading.filtersets import ChangeRequestFilterSet, NamespaceFilterSet
@@ -48,6 +45,9 @@ from offloading.models import (
     SnapshotState,
     VirtualNode,
 )
+from offloading.whatif.capacity import rooms
+from offloading.whatif.impact import bulk_impact
+from offloading.whatif.preview import preview
 
 # The preview's answer is large at the selector limits: JSON through PreviewJSONRenderer (the same bytes).
 PREVIEW_RENDERERS = [PreviewJSONRenderer if r is JSONRenderer else r for r in api_settings.DEFAULT_RENDERER_CLASSES]

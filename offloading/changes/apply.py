@@ -16,21 +16,23 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from offloading import kube
-from offloading.changes import alerts, apihealth, groupcommit
+from liqo_rules.spec import normalize_spec
+from offloading.alerts import rules as alerts
+from offloading.changes import groupcommit
 from offloading.changes.authorize import identity_of_change
 from offloading.changes.push import Conflict, Waiting, push_delete, push_spec
 from offloading.changes.queue import enqueue_apply, enqueue_await_deletion
-from offloading.changes.rows import mark_namespace_unoffloaded, store_offloading
-from offloading.changes.snapshot import trigger_refresh, watcher_keeps_snapshot
 from offloading.choices import AuditAction, ChangeAction, ChangeState
-from offloading.kubeidentity import acting_as
-from offloading.liqo.spec import normalize_spec
+from offloading.cluster import breaker as apihealth
+from offloading.cluster import kube
+from offloading.cluster.identity import acting_as
 from offloading.models import (
     AuditEvent,
     ChangeRequest,
     Namespace,
 )
+from offloading.snapshot.refresh import trigger_refresh, watcher_keeps_snapshot
+from offloading.snapshot.store import mark_namespace_unoffloaded, store_offloading
 
 log = logging.getLogger(__name__)
 

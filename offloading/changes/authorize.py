@@ -26,12 +26,12 @@ from django.contrib.auth import get_user_model
 from access import policy
 from access.impersonation import Identity, identity_for
 from access.review import review_change
-from offloading.changes.audit import record_refused
+from liqo_rules.constants import SELECTED_NAME
+from offloading.audit.events import record_refused
 from offloading.changes.errors import ChangeRejected, Refusal
 from offloading.choices import ChangeAction
+from offloading.cluster.errors import KubeError
 from offloading.context import Actor
-from offloading.kubeerrors import KubeError
-from offloading.liqo.constants import SELECTED_NAME
 from offloading.models import ChangeRequest, Namespace
 
 log = logging.getLogger(__name__)

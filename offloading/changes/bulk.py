@@ -11,8 +11,11 @@ from django.conf import settings
 from django.db import transaction
 
 from access import policy, roles
+from liqo_rules.selectors.parse import parse_requirements
+from liqo_rules.selectors.requirements import SelectorError
+from liqo_rules.spec import apply_defaults
+from offloading.audit.events import record_bulk_requested
 from offloading.changes import authorize
-from offloading.changes.audit import record_bulk_requested
 from offloading.changes.errors import ChangeRejected, Refusal
 from offloading.changes.queue import enqueue_bulk
 from offloading.changes.requests import (
@@ -23,18 +26,15 @@ from offloading.changes.requests import (
     dry_run_refusal,
     save_and_enqueue,
 )
-from offloading.changes.snapshot import local_cluster_id
 from offloading.choices import ChangeAction, Source
+from offloading.cluster.identity import acting_as
 from offloading.context import Actor
-from offloading.kubeidentity import acting_as
-from offloading.liqo.selectors.parse import parse_requirements
-from offloading.liqo.selectors.requirements import SelectorError
-from offloading.liqo.spec import apply_defaults
 from offloading.models import (
     BulkRequest,
     ChangeRequest,
     Namespace,
 )
+from offloading.snapshot.refresh import local_cluster_id
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +53,7 @@ class BulkPlan:
 
 def namespace_ids_matching(requirements: list[Any]) -> list[int]:
     """Ids of the snapshot namespaces whose labels satisfy parsed label-selector requirements (matched
-    here with offloading.liqo, as the API server would)."""
+    here with liqo_rules, as the API server would)."""
     return [
         pk
         for pk, labels in Namespace.objects.values_list("pk", "labels")

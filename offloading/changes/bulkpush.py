@@ -13,11 +13,11 @@ from django.conf import settings
 from django.db import connections
 from django.utils import timezone
 
-from offloading import kube
 from offloading.changes import groupcommit
 from offloading.changes.apply import apply_change
 from offloading.changes.queue import enqueue_bulk, runs_eagerly
 from offloading.choices import ChangeState
+from offloading.cluster import kube
 from offloading.models import ChangeRequest
 
 log = logging.getLogger(__name__)

@@ -12,10 +12,10 @@ import json
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
-from offloading.changes.impact import field_text
-from offloading.liqo.selectors.format import format_term
-from offloading.liqo.selectors.requirements import UnformattableTermError
-from offloading.liqo.spec import FIELD_MAPPING, FIELD_POD, FIELD_REMOTE_NAME, FIELD_SELECTOR, apply_defaults
+from liqo_rules.selectors.format import format_term
+from liqo_rules.selectors.requirements import UnformattableTermError
+from liqo_rules.spec import FIELD_MAPPING, FIELD_POD, FIELD_REMOTE_NAME, FIELD_SELECTOR, apply_defaults
+from offloading.whatif.impact import field_text
 
 FIELDS = (FIELD_MAPPING, FIELD_REMOTE_NAME, FIELD_POD, FIELD_SELECTOR)
 MINE, THEIRS = "mine", "theirs"

@@ -20,10 +20,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from offloading import kube
+from liqo_rules import constants as liqo
+from liqo_rules.manifest import manifest
 from offloading.choices import ChangeAction
-from offloading.liqo import constants as liqo
-from offloading.liqo.manifest import manifest
+from offloading.cluster import kube
 from offloading.models import (
     ChangeRequest,
     Namespace,

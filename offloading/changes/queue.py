@@ -83,7 +83,7 @@ def enqueue_refresh(countdown: float = 0.5) -> None:
 
 
 def enqueue_probe(countdown: float = 1.0) -> None:
-    """Ask whether the API server answers again (see offloading.changes.apihealth). Not in eager mode
+    """Ask whether the API server answers again (see offloading.cluster.breaker). Not in eager mode
     (tests): a probe run in place could only fail again and again; the beat's periodic probe and the
     tests call it instead."""
     if current_app.conf.task_always_eager:

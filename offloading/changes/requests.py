@@ -5,7 +5,7 @@ transaction, sent to the worker after commit (the outbox), or raises a
 :class:`~offloading.changes.errors.ChangeRejected` and records nothing. The rules, the same for every
 entry point:
 
-- Liqo's rules (``offloading.liqo.admission``) refuse an invalid spec: ``INVALID`` (form: field errors,
+- Liqo's rules (``liqo_rules.admission``) refuse an invalid spec: ``INVALID`` (form: field errors,
   API: 422 ``Status``, bulk: the namespace is skipped with the reason).
 - Precondition: a change based on a version of the namespace that the snapshot already knows is stale
   (an older generation, or offloaded/unoffloaded since) is refused up front: ``STALE`` (form: an error
@@ -34,26 +34,26 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
+from liqo_rules.admission import field_of_message as field_of_webhook_message
+from liqo_rules.admission import validate_spec
+from liqo_rules.constants import SCHEDULING_LABEL, SELECTED_NAME
+from liqo_rules.spec import normalize_spec
+from offloading.audit.events import record_requested
 from offloading.changes import authorize
-from offloading.changes.audit import record_requested
-from offloading.changes.collisions import collisions
 from offloading.changes.errors import ChangeRejected, Refusal
 from offloading.changes.merge import merged, three_way
-from offloading.changes.preview import dry_run
 from offloading.changes.queue import enqueue_apply
-from offloading.changes.snapshot import local_cluster_id
 from offloading.choices import ChangeAction, ChangeState
+from offloading.cluster.identity import acting_as
 from offloading.context import Actor
-from offloading.kubeidentity import acting_as
-from offloading.liqo.admission import field_of_message as field_of_webhook_message
-from offloading.liqo.admission import validate_spec
-from offloading.liqo.constants import SCHEDULING_LABEL, SELECTED_NAME
-from offloading.liqo.spec import normalize_spec
 from offloading.models import (
     BulkRequest,
     ChangeRequest,
     Namespace,
 )
+from offloading.snapshot.refresh import local_cluster_id
+from offloading.whatif.collisions import collisions
+from offloading.whatif.preview import dry_run
 
 log = logging.getLogger(__name__)
 
@@ -159,7 +159,7 @@ def offload_change(
 
 def refuse_collisions(namespace: Namespace, spec: dict[str, Any], local_id: str | None = None) -> None:
     """Refuse a spec whose remote namespace another local namespace already uses on a peer both would
-    use (``offloading.changes.collisions``). An existing offloading keeps its remote name (Liqo's
+    use (``offloading.whatif.collisions``). An existing offloading keeps its remote name (Liqo's
     webhook locks it), so only a new one is checked."""
     if namespace.offloaded:
         return

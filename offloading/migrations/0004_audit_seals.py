@@ -11,7 +11,7 @@ def seal_existing(apps, schema_editor):  # noqa: ANN001 - the migration API
     import hashlib
     import json
 
-    from offloading import auditseal
+    from offloading.models import seal as auditseal
 
     event_model = apps.get_model("offloading", "AuditEvent")
     head_model = apps.get_model("offloading", "AuditChainHead")

@@ -6,8 +6,8 @@ from typing import Any
 
 from django import template
 
-from offloading import resourcesinfo
-from offloading.liqo import versions
+from liqo_rules import versions
+from offloading.snapshot import resources as resourcesinfo
 
 register = template.Library()
 

@@ -8,8 +8,8 @@ import yaml
 from django import template
 from django.utils.html import format_html
 
-from offloading.changes.capacity import binary_bytes
-from offloading.liqo.reflectobjects import plural
+from liqo_rules.reflectobjects import plural
+from offloading.whatif.capacity import binary_bytes
 
 register = template.Library()
 

@@ -15,7 +15,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from offloading.auditfilters import AuditFilterSet
+from offloading.audit.filters import AuditFilterSet
 from offloading.choices import AuditAction
 from offloading.models import AuditEvent
 
@@ -36,7 +36,7 @@ def _said(field: str, value: Any) -> Any:
     """A spec field as people read it: the cluster selector in liqoctl syntax (its terms ORed)."""
     if field != "clusterSelector" or not isinstance(value, dict):
         return value
-    from offloading.changes.impact import _term_text
+    from offloading.whatif.impact import _term_text
 
     terms = value.get("nodeSelectorTerms") or []
     return " OR ".join(_term_text(term) for term in terms) or "(every cluster)"

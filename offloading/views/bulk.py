@@ -14,9 +14,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HttpResponseStopPolling
 
 from offloading.changes.bulk import plan_bulk, request_bulk, retry_failed
-from offloading.changes.capacity import rooms
 from offloading.changes.errors import ChangeRejected, Refusal
-from offloading.changes.impact import BulkImpact, bulk_impact
 from offloading.choices import ChangeState
 from offloading.context import current_actor
 from offloading.forms import BulkForm
@@ -24,6 +22,8 @@ from offloading.models import (
     BulkRequest,
 )
 from offloading.views.common import capped, fleet_placeholders, form_status, page_refusal, reject_into
+from offloading.whatif.capacity import rooms
+from offloading.whatif.impact import BulkImpact, bulk_impact
 
 
 def _bulk_call(form: BulkForm, service: Any) -> Any:

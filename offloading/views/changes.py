@@ -13,17 +13,14 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect, HttpResponseStopPolling
 
+from liqo_rules.constants import REMOTE, SCHEDULING_LABEL
+from liqo_rules.spec import FIELD_POD, apply_defaults
 from offloading.changes.errors import ChangeRejected, Refusal
-from offloading.changes.impact import field_changes
 from offloading.changes.merge import three_way
-from offloading.changes.podimpact import pod_impact, running_pods
-from offloading.changes.preview import preview as compute_preview
 from offloading.changes.requests import reapply, request_offload, request_unoffload
 from offloading.choices import ChangeAction, ChangeState
 from offloading.context import current_actor
 from offloading.forms import MAPPING_HELP, POD_HELP, OffloadForm, UnoffloadForm
-from offloading.liqo.constants import REMOTE, SCHEDULING_LABEL
-from offloading.liqo.spec import FIELD_POD, apply_defaults
 from offloading.models import (
     ChangeRequest,
     Namespace,
@@ -39,6 +36,9 @@ from offloading.views.common import (
 )
 from offloading.views.previewhtml import cluster_table
 from offloading.views.rows import status_context
+from offloading.whatif.impact import field_changes
+from offloading.whatif.pods import pod_impact, running_pods
+from offloading.whatif.preview import preview as compute_preview
 
 
 def _offload_context(form: OffloadForm) -> dict[str, Any]:

@@ -10,11 +10,11 @@ from django.shortcuts import render
 from django_htmx.middleware import HtmxDetails
 
 from access import policy, roles
-from offloading.changes.audit import record_refused
+from liqo_rules import constants as liqo_constants
+from offloading.audit.events import record_refused
 from offloading.changes.errors import ChangeRejected, Refusal
 from offloading.context import current_actor
 from offloading.forms import SPEC_FIELD_TO_FORM
-from offloading.liqo import constants as liqo_constants
 from offloading.models import Namespace
 
 # libyaml's emitter when PyYAML was built with it: the same text, many times faster on large selectors.
@@ -82,7 +82,7 @@ def fleet_placeholders(form: Any) -> None:
     selector."""
     from collections import Counter
 
-    from offloading.liqo import constants as liqo_constants
+    from liqo_rules import constants as liqo_constants
     from offloading.models import VirtualNode
 
     if "cluster_selector" in form.fields:
@@ -112,7 +112,7 @@ def annotate_inventory(namespaces: Any) -> None:
     """Set ``pods_local``, ``pods_remote`` and ``warnings`` on each namespace of a page (two queries)."""
     from django.db.models import Count, Q
 
-    from offloading.inventory_models import KubeEvent, Pod
+    from offloading.models.inventory import KubeEvent, Pod
 
     rows = list(namespaces)
     names = [ns.name for ns in rows]
@@ -142,8 +142,8 @@ def inventory_context(namespace_name: str, since: Any = None, request: HttpReque
     (``?pods=`` and ``?events=`` in ``request``'s query string), with how many there are in all."""
     from django.db.models import Case, IntegerField, When
 
-    from offloading.inventory_models import KubeEvent, Pod
     from offloading.models import VirtualNode
+    from offloading.models.inventory import KubeEvent, Pod
 
     events = KubeEvent.objects.filter(namespace=namespace_name)
     if since is not None:

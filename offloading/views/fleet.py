@@ -17,7 +17,6 @@ from django_htmx.http import HttpResponseStopPolling
 
 from access import policy
 from offloading.choices import ChangeState
-from offloading.diagnosis import diagnose
 from offloading.filtersets import NamespaceFilterSet
 from offloading.models import (
     ChangeRequest,
@@ -27,6 +26,7 @@ from offloading.models import (
     StatusTransition,
     VirtualNode,
 )
+from offloading.snapshot.diagnosis import diagnose
 from offloading.templatetags.offloading_extras import tone
 from offloading.views.common import (
     HtmxHttpRequest,

@@ -13,14 +13,14 @@ from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
 from access import roles
-from offloading.changes import alerts
-from offloading.changes.capacity import rooms
+from liqo_rules import constants as liqo
+from liqo_rules.peers import MODULE_UNHEALTHY
+from offloading.alerts import rules as alerts
 from offloading.choices import ChangeState
-from offloading.inventory_models import KubeEvent, Pod
-from offloading.liqo import constants as liqo
-from offloading.liqo.peers import MODULE_UNHEALTHY
 from offloading.models import ChangeRequest, Cluster, ClusterOffloading, Namespace, SnapshotState, VirtualNode
+from offloading.models.inventory import KubeEvent, Pod
 from offloading.views.common import annotate_inventory, capped, split_labels
+from offloading.whatif.capacity import rooms
 
 SIZE, CENTER, RADIUS = 640, 320, 240  # the topology picture's square, its centre, the peers' circle
 # From this many peers on, horizontal labels would collide near the top and bottom of the circle: the
@@ -187,7 +187,7 @@ def tenant_side(cluster: Cluster) -> dict[str, object]:
     """The other direction, as far as this cluster sees it: when the peer consumes our resources, Liqo
     creates here the twins of the namespaces it offloads (labelled with its cluster id) and keeps a
     tenant namespace for the peering."""
-    from offloading.liqo import constants as liqo
+    from liqo_rules import constants as liqo
 
     twins = Namespace.objects.filter(**{f"labels__{liqo.REMOTE_CLUSTER_ID_LABEL}": cluster.cluster_id}).exclude(
         name__startswith=liqo.TENANT_NAMESPACE_PREFIX

@@ -26,7 +26,7 @@ from offloading.models import LiveVersion
 # that database triggers bump in the same transaction as the rows they count (migration 0013,
 # docs/live-pages.md), so an idle open page costs the same at any fleet size.
 
-# Every kind of data a live region may show (offloading.livetriggers counts the writes to its tables).
+# Every kind of data a live region may show (offloading.models.livetriggers counts the writes to its tables).
 KINDS: tuple[str, ...] = (
     "access",  # access.Scope, the users' groups: the controls a user may use
     "alerts",  # Alert: the overview's notifications line

@@ -21,7 +21,7 @@ from typing import Any
 from django.template.defaultfilters import floatformat
 from django.utils.safestring import SafeString, mark_safe
 
-from offloading.changes.capacity import RESOURCES, Quota, Room, binary_bytes
+from offloading.whatif.capacity import RESOURCES, Quota, Room, binary_bytes
 
 # Excluded clusters sharing a reason: up to this many are listed in the row, more are folded.
 SHOWN_IDS = 3

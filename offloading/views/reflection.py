@@ -1,5 +1,5 @@
 """The namespace page's reflection section, loaded after the page (it reads the cluster live:
-``offloading.reflectioninfo``), as the signed-in user when impersonation is on."""
+``offloading.snapshot.reflection``), as the signed-in user when impersonation is on."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
 from access.impersonation import identity_for
-from offloading.kubeidentity import acting_as
+from offloading.cluster.identity import acting_as
 from offloading.models import Namespace
-from offloading.reflectioninfo import READ_LIMIT, report
+from offloading.snapshot.reflection import READ_LIMIT, report
 
 
 @login_required

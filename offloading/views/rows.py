@@ -24,8 +24,8 @@ from django.template.loader import get_template
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
-from offloading.liqo import constants as liqo_constants
-from offloading.liqo.spec import is_system_namespace
+from liqo_rules import constants as liqo_constants
+from liqo_rules.spec import is_system_namespace
 from offloading.templatetags.offloading_extras import tone
 from offloading.views.common import split_labels
 
@@ -286,7 +286,7 @@ class StatusRow(NamedTuple):
 def _tearing_down(namespace: Any) -> set[str]:
     """The clusters whose NamespaceMap still reports a remote namespace of ``namespace`` (a currentMapping
     entry) among those it no longer selects and shows as NotSelected (a stale Ready, or not yet)."""
-    from offloading.mapping_models import MappingEntry
+    from offloading.models.mapping import MappingEntry
 
     candidates = list(
         namespace.cluster_states.filter(selected=False, state="NotSelected").values_list("cluster_id", flat=True)
@@ -301,7 +301,7 @@ def status_context(namespace: Any) -> dict[str, Any]:
     """``namespace`` and its per-cluster status rows (``status_rows``, rendered)."""
     from django.contrib.humanize.templatetags.humanize import naturaltime
 
-    from offloading.diagnosis import creating_hint
+    from offloading.snapshot.diagnosis import creating_hint
 
     rows = []
     if namespace.offloaded:

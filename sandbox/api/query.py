@@ -8,8 +8,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from offloading.liqo.selectors.parse import parse_requirements
-from offloading.liqo.selectors.requirements import SelectorError
+from liqo_rules.selectors.parse import parse_requirements
+from liqo_rules.selectors.requirements import SelectorError
 from sandbox import errors
 from sandbox.kinds import Kind
 from sandbox.store import Obj

@@ -1,6 +1,6 @@
 """Simulated Liqo: one module per simulated controller, wired to the sandbox's store; every Liqo rule
 (defaults, schema, webhook, naming, selector matching, conditions, phase, roles) comes from
-`offloading.liqo` (liqo-semantics.md a.5, a.6, b.2, c.1-c.5).
+`liqo_rules` (liqo-semantics.md a.5, a.6, b.2, c.1-c.5).
 
 * `context`: what the controllers share (`LiqoContext`, `Peer`, the typed `Mapping` / `Condition`).
 * `simulation`: `LiqoSimulation`, which wires admission and the controllers and enqueues work on changes.

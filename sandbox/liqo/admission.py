@@ -1,13 +1,13 @@
 """Admission of NamespaceOffloadings: the CRD's structural defaults and schema, and Liqo's validating
-webhook (liqo-semantics.md a.2, b.2). The rules come from `offloading.liqo`; this module plugs them into
+webhook (liqo-semantics.md a.2, b.2). The rules come from `liqo_rules`; this module plugs them into
 the API server's defaulting, validation and admission hooks."""
 
 from __future__ import annotations
 
-from offloading.liqo import constants as c
-from offloading.liqo.admission import webhook_admission
-from offloading.liqo.schema import schema_errors
-from offloading.liqo.spec import apply_defaults
+from liqo_rules import constants as c
+from liqo_rules.admission import webhook_admission
+from liqo_rules.schema import schema_errors
+from liqo_rules.spec import apply_defaults
 from sandbox.apiserver import ApiServer
 from sandbox.errors import ApiError
 from sandbox.kinds import NAMESPACE_OFFLOADINGS, Kind

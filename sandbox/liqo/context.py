@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from offloading.liqo import constants as c
-from offloading.liqo.peers import ROLE_PROVIDER, is_local_namespace_map
+from liqo_rules import constants as c
+from liqo_rules.peers import ROLE_PROVIDER, is_local_namespace_map
 from sandbox.apicommon import PATCH_MERGE, now_iso
 from sandbox.apiserver import ApiServer
 from sandbox.kinds import NAMESPACE_MAPS, NAMESPACE_OFFLOADINGS, NAMESPACES, Kind

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import uuid
 
-from offloading.liqo import constants as c
+from liqo_rules import constants as c
 from sandbox.apicommon import now_iso
 from sandbox.kinds import EVENTS
 from sandbox.liqo.context import LiqoContext

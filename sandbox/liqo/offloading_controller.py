@@ -1,6 +1,6 @@
 """The NamespaceOffloading controller (liqo-semantics.md a.3-a.6): finalizer, cluster selection per
 VirtualNode, desiredMapping patches, the scheduling label, the deletion flow and the deferred status write.
-Selection and status come from `offloading.liqo`; this module reads and writes the store."""
+Selection and status come from `liqo_rules`; this module reads and writes the store."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ import json
 import logging
 from typing import Any
 
-from offloading.liqo import constants as c
-from offloading.liqo import versions
-from offloading.liqo.peers import node_of, select_clusters
-from offloading.liqo.selectors.match import virtual_node_labels
-from offloading.liqo.spec import remote_namespace_name
-from offloading.liqo.status import compute_status
+from liqo_rules import constants as c
+from liqo_rules import versions
+from liqo_rules.peers import node_of, select_clusters
+from liqo_rules.selectors.match import virtual_node_labels
+from liqo_rules.spec import remote_namespace_name
+from liqo_rules.status import compute_status
 from sandbox.apicommon import now_iso
 from sandbox.errors import ApiError
 from sandbox.kinds import DEPLOYMENTS, NAMESPACE_MAPS, NAMESPACE_OFFLOADINGS, NAMESPACES, NODES, VIRTUAL_NODES

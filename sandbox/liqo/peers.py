@@ -1,12 +1,12 @@
 """Peers going up and down (the `peer_down` fault): the status of each ForeignCluster, its VirtualNodes
 and their Nodes (liqo-semantics.md c.1, c.2, g). What counts as healthy is read back by
-`offloading.liqo.peers`; the roles come from there too."""
+`liqo_rules.peers`; the roles come from there too."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from offloading.liqo.peers import CONSUMER_ROLES, PROVIDER_ROLES, tenant_namespace_name
+from liqo_rules.peers import CONSUMER_ROLES, PROVIDER_ROLES, tenant_namespace_name
 from sandbox.apicommon import now_iso
 from sandbox.kinds import FOREIGN_CLUSTERS, NODES, VIRTUAL_NODES
 from sandbox.liqo.context import Condition, LiqoContext, Peer

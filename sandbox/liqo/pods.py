@@ -1,6 +1,6 @@
 """Demo pods: a stand-in scheduler and kubelet that bind pending pods to nodes (a.6, e).
 
-Where a pod may run comes from `offloading.liqo`: the pod as Liqo's mutating webhook leaves it
+Where a pod may run comes from `liqo_rules`: the pod as Liqo's mutating webhook leaves it
 (`mutate_pod`: the virtual-node toleration and the imposed node affinity, in namespaces with the
 scheduling label) and Kubernetes node-selector matching (`selectors.match.matches`). The sandbox adds
 only what a real cluster adds: taints, room (`scheduling.py`), and virtual nodes run pods once the remote
@@ -13,11 +13,11 @@ import hashlib
 from decimal import Decimal
 from typing import Any
 
-from offloading.liqo import constants as c
-from offloading.liqo.stuckpods import REFLECTION_DISABLED
-from offloading.liqo.tenancy import FAILED_REFLECTION
-from offloading.liqo.versions import OFFLOADING_ABORTED, OFFLOADING_BACKOFF
-from offloading.liqo.webhook import MutationError, mutate_pod
+from liqo_rules import constants as c
+from liqo_rules.stuckpods import REFLECTION_DISABLED
+from liqo_rules.tenancy import FAILED_REFLECTION
+from liqo_rules.versions import OFFLOADING_ABORTED, OFFLOADING_BACKOFF
+from liqo_rules.webhook import MutationError, mutate_pod
 from sandbox.apicommon import now_iso
 from sandbox.kinds import NAMESPACE_OFFLOADINGS, NAMESPACES, NODES, PODS
 from sandbox.liqo import resources

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import uuid
 
-from offloading.liqo import constants as c
-from offloading.liqo.spec import is_dns1123_label
+from liqo_rules import constants as c
+from liqo_rules.spec import is_dns1123_label
 from sandbox.apicommon import now_iso
 from sandbox.errors import ApiError
 from sandbox.kinds import NAMESPACE_MAPS, NAMESPACES

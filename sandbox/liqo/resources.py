@@ -21,10 +21,10 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from offloading.liqo import constants as c
-from offloading.liqo import tenancy
-from offloading.liqo.peers import PROVIDER_ROLES, tenant_namespace_name
-from offloading.liqo.versions import CONTROLLER_MANAGER_LABELS, LIQO_NAMESPACE
+from liqo_rules import constants as c
+from liqo_rules import tenancy
+from liqo_rules.peers import PROVIDER_ROLES, tenant_namespace_name
+from liqo_rules.versions import CONTROLLER_MANAGER_LABELS, LIQO_NAMESPACE
 from sandbox.apicommon import now_iso
 from sandbox.apiserver import ApiServer
 from sandbox.kinds import DEPLOYMENTS, NAMESPACES, NODES, PODS, QUOTAS, RESOURCE_SLICES, TENANTS

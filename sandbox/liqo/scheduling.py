@@ -10,8 +10,8 @@ from collections import Counter
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from offloading.liqo.selectors.match import matches
-from offloading.liqo.selectors.requirements import SelectorError
+from liqo_rules.selectors.match import matches
+from liqo_rules.selectors.requirements import SelectorError
 from sandbox.store import Obj
 
 _BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from offloading.liqo import constants as c
+from liqo_rules import constants as c
 from sandbox.apiserver import ApiServer
 from sandbox.kinds import NAMESPACE_MAPS, NAMESPACE_OFFLOADINGS, NAMESPACES, NODES, PODS, VIRTUAL_NODES, Kind
 from sandbox.liqo import admission

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from offloading.liqo import constants as c
-from offloading.liqo.peers import tenant_namespace_name
+from liqo_rules import constants as c
+from liqo_rules.peers import tenant_namespace_name
 from sandbox.apicommon import now_iso
 from sandbox.kinds import NAMESPACE_MAPS, NAMESPACES, NODES, VIRTUAL_NODES
 from sandbox.liqo.context import Condition, LiqoContext

@@ -10,7 +10,7 @@ import pytest
 
 from access import roles
 from access.models import Scope
-from offloading import kube
+from offloading.cluster import kube
 
 
 @pytest.fixture(autouse=True)
@@ -47,7 +47,7 @@ def make_user(django_user_model: Any) -> Callable[..., Any]:
 
 
 def offloading_body(namespace: str) -> dict[str, Any]:
-    from offloading.liqo.manifest import manifest
+    from liqo_rules.manifest import manifest
 
     body = manifest(namespace, {})
     body.pop("status", None)

@@ -10,11 +10,11 @@ import pytest
 from rest_framework.test import APIClient
 
 from access.models import ApiToken
-from offloading import kube
 from offloading.changes.apply import apply_change
-from offloading.changes.snapshot import refresh
 from offloading.choices import AuditAction, ChangeAction, ChangeState
+from offloading.cluster import kube
 from offloading.models import AuditEvent, ChangeRequest
+from offloading.snapshot.refresh import refresh
 
 pytestmark = pytest.mark.django_db
 

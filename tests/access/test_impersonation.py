@@ -15,8 +15,8 @@ from access import roles
 from access.impersonation import Identity, identity_for
 from access.policy import can_change
 from access.review import checks_for, review_change
-from offloading import kube
-from offloading.kubeerrors import KubeError
+from offloading.cluster import kube
+from offloading.cluster.errors import KubeError
 from tests.access.conftest import offloading_body
 
 pytestmark = pytest.mark.django_db

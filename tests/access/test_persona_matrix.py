@@ -17,10 +17,10 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from rest_framework.test import APIClient
 
 from access.models import ApiToken
-from offloading.changes.snapshot import refresh
+from liqo_rules.constants import GROUP, PLURAL, VERSION
 from offloading.choices import AuditAction, ChangeAction, ChangeState
-from offloading.liqo.constants import GROUP, PLURAL, VERSION
 from offloading.models import AuditEvent, BulkRequest, ChangeRequest
+from offloading.snapshot.refresh import refresh
 
 pytestmark = pytest.mark.django_db
 

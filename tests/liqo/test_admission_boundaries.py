@@ -1,12 +1,12 @@
-"""Edges of offloading.liqo.admission: Liqo's validating webhook on updates (b.2), which field each problem
+"""Edges of liqo_rules.admission: Liqo's validating webhook on updates (b.2), which field each problem
 is attached to, and the exact texts of the dashboard's early checks (shown next to the form fields)."""
 
 from __future__ import annotations
 
 import pytest
 
-from offloading.liqo.admission import validate_spec, webhook_admission
-from offloading.liqo.spec import Problem
+from liqo_rules.admission import validate_spec, webhook_admission
+from liqo_rules.spec import Problem
 
 REMOTE_IMMUTABLE = "The RemoteNamespaceName value cannot be modified after creation"
 MAPPING_IMMUTABLE = "The NamespaceMappingStrategy value cannot be modified after creation"

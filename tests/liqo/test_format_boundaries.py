@@ -1,4 +1,4 @@
-"""Edges of offloading.liqo.selectors.format: why a NodeSelectorTerm cannot be written as selector text
+"""Edges of liqo_rules.selectors.format: why a NodeSelectorTerm cannot be written as selector text
 (the dashboard shows these reasons), and the text it writes at the edges of each form."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from offloading.liqo.selectors.format import describe_expr, format_requirement, format_term, term_text
-from offloading.liqo.selectors.requirements import UnformattableTermError
+from liqo_rules.selectors.format import describe_expr, format_requirement, format_term, term_text
+from liqo_rules.selectors.requirements import UnformattableTermError
 
 
 def reason(fn: Any, arg: Any) -> str:
@@ -91,7 +91,7 @@ def test_describe_expr() -> None:
 
 
 def test_describe_expr_cuts_a_long_list_of_values_only_when_asked() -> None:
-    from offloading.liqo.selectors.format import describe_expr
+    from liqo_rules.selectors.format import describe_expr
 
     ten = {"key": "region", "operator": "In", "values": [f"r{i}" for i in range(10)]}
     eleven = {**ten, "values": [f"r{i}" for i in range(11)]}
@@ -104,7 +104,7 @@ def test_describe_expr_cuts_a_long_list_of_values_only_when_asked() -> None:
 
 
 def test_a_reason_quotes_ten_values_and_the_clusters_own() -> None:
-    from offloading.liqo.selectors.match import REASON_VALUES, explain
+    from liqo_rules.selectors.match import REASON_VALUES, explain
 
     assert REASON_VALUES == 10
     values = [f"zone-{i:03d}" for i in range(100)]

@@ -1,11 +1,11 @@
-"""offloading.liqo.goformat: the bytes Go's encoding/json (MarshalIndent) and sigs.k8s.io/yaml (go-yaml v2)
+"""liqo_rules.goformat: the bytes Go's encoding/json (MarshalIndent) and sigs.k8s.io/yaml (go-yaml v2)
 write, so that a previewed manifest is exactly what ``liqoctl ... -o json|yaml`` and kubectl print."""
 
 from __future__ import annotations
 
 import pytest
 
-from offloading.liqo.goformat import go_json, go_yaml, yaml_scalar
+from liqo_rules.goformat import go_json, go_yaml, yaml_scalar
 
 # --- JSON ------------------------------------------------------------------------------------------
 

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from offloading.liqo import stuckpods, tenancy, versions
-from offloading.liqo.stuckpods import PodFacts, classify
-from offloading.liqo.versions import Release, behaviour, parse_release
+from liqo_rules import stuckpods, tenancy, versions
+from liqo_rules.stuckpods import PodFacts, classify
+from liqo_rules.versions import Release, behaviour, parse_release
 
 # -- versions ---------------------------------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""Edges of offloading.liqo.limits: the caps on selector size, exactly at and one past each limit."""
+"""Edges of liqo_rules.limits: the caps on selector size, exactly at and one past each limit."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from offloading.liqo import limits
-from offloading.liqo.admission import validate_spec
-from offloading.liqo.selectors.parse import parse_requirements
-from offloading.liqo.spec import Problem
+from liqo_rules import limits
+from liqo_rules.admission import validate_spec
+from liqo_rules.selectors.parse import parse_requirements
+from liqo_rules.spec import Problem
 
 
 def _expression(values: int) -> dict[str, Any]:
@@ -98,8 +98,8 @@ def test_validate_spec_checks_the_limits_first_and_alone() -> None:
 
 
 def test_explaining_with_prepared_terms_is_explaining_without() -> None:
-    from offloading.liqo.peers import select_clusters
-    from offloading.liqo.selectors.match import explain, prepare_terms
+    from liqo_rules.peers import select_clusters
+    from liqo_rules.selectors.match import explain, prepare_terms
 
     selector = {"nodeSelectorTerms": [{"matchExpressions": [_expression(3)]}, {"matchFields": [
         {"key": "metadata.name", "operator": "In", "values": ["vn-b"]}]}, {}, "bad"]}  # fmt: skip
@@ -116,8 +116,8 @@ def test_explaining_with_prepared_terms_is_explaining_without() -> None:
 
 
 def test_nodes_alike_for_the_selector_share_one_explanation() -> None:
-    from offloading.liqo.peers import select_clusters
-    from offloading.liqo.selectors.match import explain, explanation_key, explanation_reads, prepare_terms
+    from liqo_rules.peers import select_clusters
+    from liqo_rules.selectors.match import explain, explanation_key, explanation_reads, prepare_terms
 
     selector = {"nodeSelectorTerms": [{"matchExpressions": [_expression(2), {"key": "tier", "operator": "Exists"}]}]}
     prepared = prepare_terms(selector)

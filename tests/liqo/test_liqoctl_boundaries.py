@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from offloading.liqo.manifest import manifest, render_manifest
-from offloading.liqo.selectors.liqoctl import cluster_selector, cluster_selector_notes
-from offloading.liqo.selectors.requirements import SelectorError
+from liqo_rules.manifest import manifest, render_manifest
+from liqo_rules.selectors.liqoctl import cluster_selector, cluster_selector_notes
+from liqo_rules.selectors.requirements import SelectorError
 
 
 def test_repeating_an_equality_with_another_value_is_noted_and_the_last_value_kept() -> None:

@@ -1,4 +1,4 @@
-"""offloading.liqo.mapping and the RuntimeClass notes of offloading.liqo.webhook (issue 27, items 1-4).
+"""liqo_rules.mapping and the RuntimeClass notes of liqo_rules.webhook (issue 27, items 1-4).
 
 Cases from liqotech/liqo 557c199cf: namespaceoffloading-controller/status.go
 (setRemoteConditionsForEveryCluster never removes Ready), namespaceoffloading_controller.go (the deferred
@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from offloading.liqo.mapping import (
+from liqo_rules.mapping import (
     CAUSE_INVALID_NAME,
     CAUSE_NAME_TAKEN,
     GAP_NO_NAMESPACE_MAP,
@@ -29,8 +29,8 @@ from offloading.liqo.mapping import (
     stale_ready_message,
     stale_ready_reason,
 )
-from offloading.liqo.status import cluster_status_table, compute_status, condition_list
-from offloading.liqo.webhook import mutate_pod, runtime_class_notes
+from liqo_rules.status import cluster_status_table, compute_status, condition_list
+from liqo_rules.webhook import mutate_pod, runtime_class_notes
 
 NOW = "2026-01-01T00:00:00Z"
 LATER = "2026-01-01T01:00:00Z"

@@ -1,4 +1,4 @@
-"""Edges of offloading.liqo.selectors.match (selector-semantics.md 6, liqo-semantics.md c.5): the errors
+"""Edges of liqo_rules.selectors.match (selector-semantics.md 6, liqo-semantics.md c.5): the errors
 of malformed terms, matchFields In/NotIn, how several errors are aggregated (Go's "[a, b]"), and what
 explain() reports per term."""
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from offloading.liqo.selectors.match import (
+from liqo_rules.selectors.match import (
     cluster_matches,
     explain,
     matches,
@@ -16,7 +16,7 @@ from offloading.liqo.selectors.match import (
     validate_term,
     virtual_node_labels,
 )
-from offloading.liqo.selectors.requirements import SelectorError
+from liqo_rules.selectors.requirements import SelectorError
 
 T = "nodeSelectorTerms[0]"
 SUPPORTED = '"DoesNotExist", "Exists", "Gt", "In", "Lt", "NotIn"'

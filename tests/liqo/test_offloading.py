@@ -11,14 +11,14 @@ from typing import Any
 import pytest
 import yaml
 
-from offloading.liqo import constants as c
-from offloading.liqo.admission import validate_spec, webhook_admission
-from offloading.liqo.manifest import render_manifest
-from offloading.liqo.schema import schema_errors
-from offloading.liqo.selectors.liqoctl import cluster_selector
-from offloading.liqo.selectors.match import cluster_matches
-from offloading.liqo.selectors.requirements import SelectorError
-from offloading.liqo.spec import (
+from liqo_rules import constants as c
+from liqo_rules.admission import validate_spec, webhook_admission
+from liqo_rules.manifest import render_manifest
+from liqo_rules.schema import schema_errors
+from liqo_rules.selectors.liqoctl import cluster_selector
+from liqo_rules.selectors.match import cluster_matches
+from liqo_rules.selectors.requirements import SelectorError
+from liqo_rules.spec import (
     Problem,
     apply_defaults,
     json_copy,
@@ -27,7 +27,7 @@ from offloading.liqo.spec import (
     normalize_spec,
     remote_namespace_name,
 )
-from offloading.liqo.status import (
+from liqo_rules.status import (
     cluster_status_table,
     compute_status,
     condition_list,
@@ -649,7 +649,7 @@ def test_the_local_cluster_id_is_read_back_from_a_default_name(
 
 
 def test_webhook_messages_name_their_field_also_when_the_api_server_wraps_them() -> None:
-    from offloading.liqo.admission import field_of_message
+    from liqo_rules.admission import field_of_message
 
     wrapped = f'admission webhook "nsoff.validate.liqo.io" denied the request: {c.WEBHOOK_MAPPING_IMMUTABLE_MESSAGE}'
     assert field_of_message(wrapped) == "namespaceMappingStrategy"

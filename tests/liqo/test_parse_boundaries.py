@@ -1,12 +1,12 @@
-"""The error of every parser state of offloading.liqo.selectors.parse: apimachinery's text (what kubectl -l
+"""The error of every parser state of liqo_rules.selectors.parse: apimachinery's text (what kubectl -l
 and liqoctl --selector print, selector-semantics.md 1-3), where it points, and what the exception carries."""
 
 from __future__ import annotations
 
 import pytest
 
-from offloading.liqo.selectors.parse import label_selector_matches, lex, parse_label_selector, parse_requirements
-from offloading.liqo.selectors.requirements import SelectorError
+from liqo_rules.selectors.parse import label_selector_matches, lex, parse_label_selector, parse_requirements
+from liqo_rules.selectors.requirements import SelectorError
 
 REQ = "unable to parse requirement: "
 OPS = "in, notin, =, ==, !=, gt, lt"
@@ -121,7 +121,7 @@ def test_keywords_used_as_keys_keep_their_position() -> None:
 
 
 def test_parse_operator_errors() -> None:
-    from offloading.liqo.selectors.parse import parse_operator
+    from liqo_rules.selectors.parse import parse_operator
 
     assert parse_operator("notin") == "notin"
     assert parse_operator(" != ") == "!="

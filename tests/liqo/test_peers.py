@@ -1,4 +1,4 @@
-"""offloading.liqo.peers against liqo-semantics.md: module status and virtual node health as
+"""liqo_rules.peers against liqo-semantics.md: module status and virtual node health as
 ``liqoctl info`` reports them (g), the Node of a VirtualNode (c.3, c.5) and cluster selection (a.5, c.5, i)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from offloading.liqo.peers import module_status, node_of, select_clusters, virtual_node_healthy
+from liqo_rules.peers import module_status, node_of, select_clusters, virtual_node_healthy
 
 CLUSTER_ID = "liqo.io/remote-cluster-id"
 

@@ -1,4 +1,4 @@
-"""Hypothesis properties of offloading.liqo.selectors and webhook."""
+"""Hypothesis properties of liqo_rules.selectors and webhook."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from offloading.liqo.selectors.format import format_term
-from offloading.liqo.selectors.liqoctl import cluster_selector
-from offloading.liqo.selectors.match import cluster_matches, explain, matches, validate_node_selector
-from offloading.liqo.selectors.parse import parse_label_selector, parse_requirements
-from offloading.liqo.selectors.requirements import SelectorError
-from offloading.liqo.webhook import mutate_pod
+from liqo_rules.selectors.format import format_term
+from liqo_rules.selectors.liqoctl import cluster_selector
+from liqo_rules.selectors.match import cluster_matches, explain, matches, validate_node_selector
+from liqo_rules.selectors.parse import parse_label_selector, parse_requirements
+from liqo_rules.selectors.requirements import SelectorError
+from liqo_rules.webhook import mutate_pod
 
 SETTINGS = settings(max_examples=200, deadline=None)
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import yaml
 
-from offloading.liqo.reflection import (
+from liqo_rules.reflection import (
     ReflectionError,
     anti_affinity_labels,
     event_is_reflected,

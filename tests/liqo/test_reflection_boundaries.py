@@ -1,4 +1,4 @@
-"""Edges of offloading.liqo.reflection (liqo-semantics.md f): the exact Liqo error texts, the reasons the
+"""Edges of liqo_rules.reflection (liqo-semantics.md f): the exact Liqo error texts, the reasons the
 dashboard shows for each decision, kinds with their own rules, and inputs that must not be modified."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from offloading.liqo.reflection import anti_affinity_labels, reflection_decision, remote_affinity
+from liqo_rules.reflection import anti_affinity_labels, reflection_decision, remote_affinity
 
 ALLOW = "liqo.io/allow-reflection"
 SKIP = "liqo.io/skip-reflection"

@@ -1,4 +1,4 @@
-"""Object-by-object reflection and the references of pods (offloading.liqo.reflectobjects)."""
+"""Object-by-object reflection and the references of pods (liqo_rules.reflectobjects)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from offloading.liqo.reflection import ReflectionError
-from offloading.liqo.reflectobjects import (
+from liqo_rules.reflection import ReflectionError
+from liqo_rules.reflectobjects import (
     ObjectVerdict,
     Reference,
     ReferenceWarning,

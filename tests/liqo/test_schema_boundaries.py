@@ -1,4 +1,4 @@
-"""offloading.liqo.schema: what the NamespaceOffloading CRD's structural schema rejects, with the field path
+"""liqo_rules.schema: what the NamespaceOffloading CRD's structural schema rejects, with the field path
 and the JSON type names the API server reports ("Invalid value: \"<type>\": <path> in body must be of type <T>").
 The tail of some API-server messages varies by version, so these tests pin path, type names and the
 "in body must be of type" phrase rather than whole strings."""
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from offloading.liqo.schema import schema_errors
+from liqo_rules.schema import schema_errors
 
 SEL = "spec.clusterSelector"
 

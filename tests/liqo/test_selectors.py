@@ -1,4 +1,4 @@
-"""Conformance of offloading.liqo.selectors with apimachinery, component-helpers and liqoctl (data-driven)."""
+"""Conformance of liqo_rules.selectors with apimachinery, component-helpers and liqoctl (data-driven)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 import yaml
 
-from offloading.liqo.selectors.format import format_term
-from offloading.liqo.selectors.liqoctl import cluster_selector, cluster_selector_notes
-from offloading.liqo.selectors.match import (
+from liqo_rules.selectors.format import format_term
+from liqo_rules.selectors.liqoctl import cluster_selector, cluster_selector_notes
+from liqo_rules.selectors.match import (
     cluster_matches,
     explain,
     matches,
@@ -19,14 +19,14 @@ from offloading.liqo.selectors.match import (
     validate_term,
     virtual_node_labels,
 )
-from offloading.liqo.selectors.parse import (
+from liqo_rules.selectors.parse import (
     label_selector_matches,
     lex,
     parse_label_selector,
     parse_operator,
     parse_requirements,
 )
-from offloading.liqo.selectors.requirements import (
+from liqo_rules.selectors.requirements import (
     Requirement,
     SelectorError,
     UnformattableTermError,
@@ -420,7 +420,7 @@ def test_nul_byte_ends_the_lexer_like_go() -> None:
 
 
 def test_the_selector_and_its_notes_come_from_one_parse() -> None:
-    from offloading.liqo.selectors.liqoctl import cluster_selector_with_notes
+    from liqo_rules.selectors.liqoctl import cluster_selector_with_notes
 
     texts = ["region!=eu,tier>2", "a=1,a=2", "zone in (x)"]
     selector, notes = cluster_selector_with_notes(texts)
@@ -453,7 +453,7 @@ ID = "IdentifierToken"
     ],
 )  # fmt: skip
 def test_the_lexer_splits_identifiers_where_apimachinery_does(data: bytes, tokens: list[tuple[str, str, int]]) -> None:
-    from offloading.liqo.selectors.parse import _lex
+    from liqo_rules.selectors.parse import _lex
 
     lexed = _lex(data)
     assert lexed[:-1] == tokens

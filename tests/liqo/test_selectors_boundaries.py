@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from offloading.liqo.selectors.labels import (
+from liqo_rules.selectors.labels import (
     byte_len,
     is_label_key,
     is_label_value,
@@ -17,9 +17,9 @@ from offloading.liqo.selectors.labels import (
     label_value_errors,
     parse_go_int64,
 )
-from offloading.liqo.selectors.match import matches
-from offloading.liqo.selectors.parse import label_selector_matches
-from offloading.liqo.selectors.requirements import (
+from liqo_rules.selectors.match import matches
+from liqo_rules.selectors.parse import label_selector_matches
+from liqo_rules.selectors.requirements import (
     SelectorError,
     new_requirement,
     requirement_errors,

@@ -1,4 +1,4 @@
-"""Rules of offloading.liqo that the sandbox now takes instead of its own copies (issue 9)."""
+"""Rules of liqo_rules that the sandbox now takes instead of its own copies (issue 9)."""
 
 from __future__ import annotations
 
@@ -6,15 +6,15 @@ import itertools
 
 import pytest
 
-from offloading.liqo import constants as c
-from offloading.liqo.peers import (
+from liqo_rules import constants as c
+from liqo_rules.peers import (
     CONSUMER_ROLES,
     PROVIDER_ROLES,
     is_local_namespace_map,
     select_clusters,
     tenant_namespace_name,
 )
-from offloading.liqo.status import compute_status, phase_from_namespace_maps
+from liqo_rules.status import compute_status, phase_from_namespace_maps
 
 
 def test_system_namespaces_are_kubernetes_ones_liqo_install_namespace_and_liqo_system():

@@ -1,4 +1,4 @@
-"""Edges of offloading.liqo.spec (liqo-semantics.md a.2, b.1): namespace names at the 63-character limit,
+"""Edges of liqo_rules.spec (liqo-semantics.md a.2, b.1): namespace names at the 63-character limit,
 the canonical form we store and compare (Go's omitempty), defaults, and inputs left untouched."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from offloading.liqo.spec import (
+from liqo_rules.spec import (
     apply_defaults,
     dns1123_problems,
     is_dns1123_label,
@@ -183,7 +183,7 @@ def test_system_namespaces(ns: str, system: bool) -> None:
 
 
 def test_selected_name_without_a_name_gives_an_empty_remote_name() -> None:
-    from offloading.liqo.spec import remote_namespace_name
+    from liqo_rules.spec import remote_namespace_name
 
     assert remote_namespace_name("foo", "rome", {"namespaceMappingStrategy": "SelectedName"}) == ""
     assert (

@@ -1,4 +1,4 @@
-"""offloading.liqo.status phase computation from NamespaceMaps (liqo-semantics.md a.4, a.6): every counter
+"""liqo_rules.status phase computation from NamespaceMaps (liqo-semantics.md a.4, a.6): every counter
 and every rule at its edge, including maps that report a phase without being required."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from offloading.liqo.status import cluster_status_table, offloading_phase, phase_from_namespace_maps, phase_is_settled
+from liqo_rules.status import cluster_status_table, offloading_phase, phase_from_namespace_maps, phase_is_settled
 
 NS = "demo"
 

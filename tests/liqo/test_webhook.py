@@ -1,4 +1,4 @@
-"""Conformance of offloading.liqo.webhook with Liqo's pod mutating webhook (pkg/webhooks/pod/pod_test.go)."""
+"""Conformance of liqo_rules.webhook with Liqo's pod mutating webhook (pkg/webhooks/pod/pod_test.go)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from offloading.liqo.webhook import (
+from liqo_rules.webhook import (
     MutationError,
     fill_pod_node_selector,
     imposed_node_selector,

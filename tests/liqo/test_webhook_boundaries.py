@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from offloading.liqo.webhook import (
+from liqo_rules.webhook import (
     MutationError,
     fill_pod_node_selector,
     imposed_node_selector,
@@ -142,7 +142,7 @@ def test_unknown_strategy_message() -> None:
 
 
 def test_merge_node_selectors_output_shares_nothing_with_its_inputs() -> None:
-    from offloading.liqo.webhook import merge_node_selectors
+    from liqo_rules.webhook import merge_node_selectors
 
     pod_sel = {"nodeSelectorTerms": [{"matchExpressions": [{"key": "disk", "operator": "In", "values": ["ssd"]}]}, {}]}
     imposed = {

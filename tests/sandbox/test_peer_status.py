@@ -1,11 +1,11 @@
 """The ForeignCluster and VirtualNode status the sandbox writes reads back, through the dashboard's own rules
-(`offloading.liqo.peers`), as the health the peer was given: one vocabulary for writer and reader."""
+(`liqo_rules.peers`), as the health the peer was given: one vocabulary for writer and reader."""
 
 from __future__ import annotations
 
 import pytest
 
-from offloading.liqo.peers import (
+from liqo_rules.peers import (
     ROLE_CONSUMER,
     ROLE_CONSUMER_AND_PROVIDER,
     ROLE_PROVIDER,

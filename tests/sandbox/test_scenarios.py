@@ -165,7 +165,7 @@ def test_a_generated_fleet_refuses_a_fraction_above_one() -> None:
 
 
 def test_a_generated_fleet_with_pods_binds_every_pod_where_its_namespace_allows() -> None:
-    from offloading.liqo import constants as c
+    from liqo_rules import constants as c
     from sandbox.kinds import PODS
 
     fleet = scenarios.load("generated:40x3@0.5+2")

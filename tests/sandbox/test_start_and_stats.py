@@ -8,7 +8,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from offloading.liqo import constants as c
+from liqo_rules import constants as c
 from sandbox import Sandbox, scenarios
 from sandbox.kinds import NAMESPACE_MAPS, NAMESPACE_OFFLOADINGS, NAMESPACES
 from tests.sandbox.conftest import Clients

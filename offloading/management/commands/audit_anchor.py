@@ -9,7 +9,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from offloading.changes.audittrail import anchor
+from offloading.audit.trail import anchor
 
 
 class Command(BaseCommand):

@@ -9,7 +9,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
-from offloading.changes.audittrail import prune
+from offloading.audit.trail import prune
 
 
 class Command(BaseCommand):

@@ -14,7 +14,7 @@ from typing import Any
 import redis
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from offloading.changes.audit import remember
+from offloading.audit.events import remember
 
 
 class Command(BaseCommand):
@@ -28,7 +28,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        from offloading.changes.audittrail import verify
+        from offloading.audit.trail import verify
 
         verdict = verify()
         if not options["no_cache"]:

@@ -1,0 +1,1 @@
+"""Notifications: which subjects are told to the outgoing webhook and when (rules), and their delivery."""

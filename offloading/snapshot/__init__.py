@@ -1,0 +1,1 @@
+"""The observe side: the watcher engine and informer, the full refresh, the snapshot rows, drift, the inventory of pods and events, NamespaceMaps and Liqo resources, and what the pages read from them (diagnosis, reflection, peer resources)."""

@@ -1,0 +1,352 @@
+"""The snapshot kept like an informer: what each watched kind writes into the snapshot.
+
+Every kind the watcher follows is one :class:`KindSync` in ``SYNCED`` (``register`` adds one): it gets
+batches of watch events (``ADDED``/``MODIFIED``/``DELETED``), pages of a relist (as ``ADDED`` events,
+``relist=True``) and, at the end of a relist, the keys it saw (rows of objects that were not seen are
+removed). Only changed objects are written; each batch is one transaction (see watch_cluster).
+
+Adding a kind (pods in offloaded namespaces, events) is a subclass with ``kind``, ``apply`` and
+``relisted``, one ``register(...)`` call in ``reset()``, and the kind's list method in
+``kube._list_method`` plus its name in ``kube.WATCHED_KINDS``. Pods: list/watch all pods (or with a
+label selector) and keep only those whose namespace is offloaded (``Namespace.offloaded``; set
+``after = ("namespaces", "namespaceoffloadings")`` so those rows exist first); events: a field
+selector on ``involvedObject.kind`` keeps the stream small, and rows can be capped per object.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from django.db.models import Q
+
+from liqo_rules import constants as liqo
+from offloading.cluster import kube
+from offloading.models import Cluster, Namespace, SnapshotState, VirtualNode
+from offloading.snapshot.drift import record_drift, record_label_drift
+from offloading.snapshot.offloadings import offloading_page_size
+from offloading.snapshot.refresh import (
+    CLUSTER_FIELDS,
+    VIRTUAL_NODE_FIELDS,
+    cluster_row,
+    discover_local_cluster_id,
+    virtual_node_row,
+)
+from offloading.snapshot.store import parse_time, replace_offloading_rows
+
+Event = tuple[str, dict[str, Any]]
+_CHUNK = 500
+
+
+def _meta(obj: dict[str, Any]) -> dict[str, Any]:
+    return obj.get("metadata") or {}
+
+
+def _older(obj: dict[str, Any], known: str) -> bool:
+    """Whether ``obj`` predates the version the snapshot holds (etcd's versions are increasing
+    integers; anything else is never called older)."""
+    version = _meta(obj).get("resourceVersion", "")
+    return version.isdigit() and known.isdigit() and int(version) < int(known)
+
+
+def _chunks(items: list[str]) -> list[list[str]]:
+    return [items[i : i + _CHUNK] for i in range(0, len(items), _CHUNK)]
+
+
+class KindSync:
+    """One watched kind: how its objects become snapshot rows."""
+
+    kind = ""
+    after: tuple[str, ...] = ()  # kinds whose first relist must be written before this kind lists
+
+    def page_size(self) -> int:
+        """Items per relist page (one page is held at a time): the API server's usual 500 for kinds of a
+        few kB an object (namespaces, pods, events, nodes, peers); offloadings, which carry two conditions
+        per peer, override it."""
+        return kube.LIST_PAGE_SIZE
+
+    def key(self, obj: dict[str, Any]) -> str:
+        meta = _meta(obj)
+        return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+
+    def apply(self, events: list[Event], now: Any, relist: bool = False) -> None:
+        raise NotImplementedError
+
+    def relisted(self, seen: set[str], now: Any) -> None:
+        """A relist ended: ``seen`` are the keys it listed; forget everything else."""
+        raise NotImplementedError
+
+
+SYNCED: dict[str, KindSync] = {}
+# Registrations of kinds kept elsewhere (offloading.snapshot.inventory: pods, events), run by reset().
+EXTRA_KINDS: list[Callable[[], None]] = []
+
+
+def register(sync: KindSync) -> KindSync:
+    SYNCED[sync.kind] = sync
+    return sync
+
+
+class NamespaceSync(KindSync):
+    kind = "namespaces"
+
+    def key(self, obj: dict[str, Any]) -> str:
+        return str(_meta(obj).get("name", ""))
+
+    def apply(self, events: list[Event], now: Any, relist: bool = False) -> None:
+        latest = {self.key(obj): (event, obj) for event, obj in events}
+        existing = {
+            n.name: n
+            for n in Namespace.objects.filter(name__in=list(latest)).only(
+                "name", "labels", "status_phase", "created_at", "offloaded", "offloading_spec", "offloading_deleting"
+            )
+        }
+        learned = SnapshotState.get().last_success_at is not None  # the first sync only learns
+        rows, gone = [], []
+        for name, (event, obj) in latest.items():
+            if event == "DELETED":
+                gone.append(name)
+                continue
+            meta = _meta(obj)
+            row = Namespace(
+                name=name,
+                labels=meta.get("labels") or {},
+                status_phase=(obj.get("status") or {}).get("phase", ""),
+                created_at=parse_time(meta.get("creationTimestamp")),
+                refreshed_at=now,
+            )
+            old = existing.get(name)
+            if learned and old is not None and old.labels != row.labels:
+                record_label_drift(old, obj, _offloading_of(old))
+            if old is None or (old.labels, old.status_phase, old.created_at) != (
+                row.labels,
+                row.status_phase,
+                row.created_at,
+            ):
+                rows.append(row)
+        Namespace.objects.bulk_create(
+            rows,
+            update_conflicts=True,
+            unique_fields=["name"],
+            update_fields=["labels", "status_phase", "created_at", "refreshed_at"],
+            batch_size=_CHUNK,
+        )
+        if gone:
+            Namespace.objects.filter(name__in=gone).delete()
+        new = [row.name for row in rows if row.name not in existing]
+        if new:
+            OFFLOADINGS.namespaces_added(new, now)
+
+    def relisted(self, seen: set[str], now: Any) -> None:
+        gone = [name for name in Namespace.objects.values_list("name", flat=True) if name not in seen]
+        for chunk in _chunks(gone):
+            Namespace.objects.filter(name__in=chunk).delete()
+
+
+def _offloading_of(namespace: Namespace) -> dict[str, Any] | None:
+    """The namespace's offloading as the snapshot knows it, in the shape drift checks read."""
+    if not namespace.offloaded:
+        return None
+    meta = {"deletionTimestamp": "deleting"} if namespace.offloading_deleting else {}
+    return {"metadata": meta, "spec": namespace.offloading_spec or {}}
+
+
+class OffloadingSync(KindSync):
+    """NamespaceOffloadings named ``offloading``: the namespace's offloading fields, its per-cluster rows,
+    transitions and drift. An offloading whose namespace is not in the snapshot yet waits for it."""
+
+    kind = "namespaceoffloadings"
+    after = ("namespaces", "foreignclusters")  # the peers are counted to size the pages
+
+    def page_size(self) -> int:
+        # Two conditions per peer in every offloading: fewer per page as the peers grow (about 3 MB a page).
+        return offloading_page_size()
+
+    def __init__(self) -> None:
+        self.pending: dict[str, dict[str, Any]] = {}
+
+    def key(self, obj: dict[str, Any]) -> str:
+        return str(_meta(obj).get("namespace", ""))
+
+    def apply(self, events: list[Event], now: Any, relist: bool = False) -> None:
+        latest = {
+            self.key(obj): (None if event == "DELETED" else obj)
+            for event, obj in events
+            if _meta(obj).get("name") == liqo.OFFLOADING_NAME
+        }
+        if not latest:
+            return
+        known = dict(Namespace.objects.filter(name__in=list(latest)).values_list("name", "offloading_resource_version"))
+        changed: dict[str, dict[str, Any] | None] = {}
+        for name, obj in latest.items():
+            if name not in known:
+                if obj is None:
+                    self.pending.pop(name, None)
+                else:
+                    self.pending[name] = obj
+                continue
+            version = _meta(obj).get("resourceVersion", "") if obj else ""
+            if version != known[name] or not relist:
+                changed[name] = obj
+        self._write(changed, now)
+        if not SnapshotState.get().local_cluster_id:
+            found = discover_local_cluster_id([obj for obj in latest.values() if obj])
+            if found:
+                SnapshotState.objects.filter(pk=1).update(local_cluster_id=found)
+
+    def _write(self, changed: dict[str, dict[str, Any] | None], now: Any) -> None:
+        """What observe_offloading does for one object, for a batch: rows locked in name order, late
+        events skipped, drift recorded, then one replace_offloading_rows for all."""
+        if not changed:
+            return
+        if SnapshotState.get().last_success_at is None:
+            replace_offloading_rows(changed, now, history=False)  # the first sync learns, it reports nothing
+            return
+        rows = {
+            n.name: n for n in Namespace.objects.select_for_update().filter(name__in=list(changed)).order_by("name")
+        }
+        current: dict[str, dict[str, Any] | None] = {}
+        for name, obj in changed.items():
+            old = rows.get(name)
+            if old is None or (obj is not None and _older(obj, old.offloading_resource_version)):  # late event
+                continue
+            record_drift(old, obj, now)
+            current[name] = obj
+        replace_offloading_rows(current, now)
+
+    def namespaces_added(self, names: list[str], now: Any) -> None:
+        waiting = {name: self.pending.pop(name) for name in names if name in self.pending}
+        self._write(dict(waiting), now)
+
+    def relisted(self, seen: set[str], now: Any) -> None:
+        offloaded = Namespace.objects.filter(Q(offloaded=True) | ~Q(offloading_resource_version=""))
+        gone = [name for name in offloaded.values_list("name", flat=True) if name not in seen]
+        self._write(dict.fromkeys(gone), now)
+        self.pending = {name: obj for name, obj in self.pending.items() if name in seen}
+
+
+class ClusterSync(KindSync):
+    """ForeignClusters: the peer and its per-module conditions."""
+
+    kind = "foreignclusters"
+
+    def key(self, obj: dict[str, Any]) -> str:
+        return str((obj.get("spec") or {}).get("clusterID") or _meta(obj).get("name", ""))
+
+    def apply(self, events: list[Event], now: Any, relist: bool = False) -> None:
+        latest = {self.key(obj): (event, obj) for event, obj in events}
+        versions = dict(
+            Cluster.objects.filter(cluster_id__in=list(latest)).values_list("cluster_id", "resource_version")
+        )
+        rows = [
+            cluster_row(obj, now)
+            for key, (event, obj) in latest.items()
+            if event != "DELETED" and versions.get(key) != _meta(obj).get("resourceVersion", "")
+        ]
+        Cluster.objects.bulk_create(
+            rows, update_conflicts=True, unique_fields=["cluster_id"], update_fields=CLUSTER_FIELDS
+        )
+        gone = [key for key, (event, _) in latest.items() if event == "DELETED"]
+        if gone:
+            Cluster.objects.filter(cluster_id__in=gone).delete()
+
+    def relisted(self, seen: set[str], now: Any) -> None:
+        gone = [cid for cid in Cluster.objects.values_list("cluster_id", flat=True) if cid not in seen]
+        Cluster.objects.filter(cluster_id__in=gone).delete()
+
+
+class VirtualNodeState:
+    """VirtualNodes and their Nodes, kept in memory (a few hundred at most): a VirtualNode's row needs
+    both, and either may change alone."""
+
+    def __init__(self) -> None:
+        self.virtual_nodes: dict[str, dict[str, Any]] = {}
+        self.nodes: dict[str, dict[str, Any]] = {}
+
+    def write(self, keys: list[str] | None, now: Any) -> None:
+        """Rewrite the rows of ``keys`` (all VirtualNodes when None)."""
+        chosen = self.virtual_nodes if keys is None else {k: self.virtual_nodes[k] for k in keys}
+        rows = [virtual_node_row(vn, self.nodes, now) for vn in chosen.values()]
+        VirtualNode.objects.bulk_create(
+            rows, update_conflicts=True, unique_fields=["namespace", "name"], update_fields=VIRTUAL_NODE_FIELDS
+        )
+
+
+class VirtualNodeSync(KindSync):
+    kind = "virtualnodes"
+
+    def __init__(self, state: VirtualNodeState) -> None:
+        self.state = state
+
+    def apply(self, events: list[Event], now: Any, relist: bool = False) -> None:
+        changed, gone = [], []
+        for event, obj in events:
+            key = self.key(obj)
+            if event == "DELETED":
+                self.state.virtual_nodes.pop(key, None)
+                gone.append(key)
+            else:
+                self.state.virtual_nodes[key] = obj
+                changed.append(key)
+        self.state.write([k for k in dict.fromkeys(changed) if k in self.state.virtual_nodes], now)
+        for key in gone:
+            namespace, _, name = key.partition("/")
+            VirtualNode.objects.filter(namespace=namespace, name=name).delete()
+
+    def relisted(self, seen: set[str], now: Any) -> None:
+        self.state.virtual_nodes = {k: v for k, v in self.state.virtual_nodes.items() if k in seen}
+        stale = [
+            pk
+            for pk, ns, name in VirtualNode.objects.values_list("pk", "namespace", "name")
+            if f"{ns}/{name}" not in seen
+        ]
+        VirtualNode.objects.filter(pk__in=stale).delete()
+
+
+class NodeSync(KindSync):
+    """The Nodes of VirtualNodes (``offloading.cluster.kube`` lists only those): their labels reach the rows."""
+
+    kind = "nodes"
+
+    def __init__(self, state: VirtualNodeState) -> None:
+        self.state = state
+
+    def key(self, obj: dict[str, Any]) -> str:
+        return str(_meta(obj).get("name", ""))
+
+    def apply(self, events: list[Event], now: Any, relist: bool = False) -> None:
+        names = set()
+        for event, obj in events:
+            name = self.key(obj)
+            names.add(name)
+            if event == "DELETED":
+                self.state.nodes.pop(name, None)
+            else:
+                self.state.nodes[name] = obj
+        keys = [k for k, vn in self.state.virtual_nodes.items() if _meta(vn).get("name") in names]
+        self.state.write(keys, now)
+
+    def relisted(self, seen: set[str], now: Any) -> None:
+        self.state.nodes = {k: v for k, v in self.state.nodes.items() if k in seen}
+        self.state.write(None, now)
+
+
+OFFLOADINGS = OffloadingSync()
+
+
+def reset() -> None:
+    """Register the built-in kinds afresh (what a new watcher process starts with)."""
+    global OFFLOADINGS
+    SYNCED.clear()
+    virtual_nodes = VirtualNodeState()
+    register(NamespaceSync())
+    OFFLOADINGS = OffloadingSync()
+    register(OFFLOADINGS)
+    register(ClusterSync())
+    register(VirtualNodeSync(virtual_nodes))
+    register(NodeSync(virtual_nodes))
+    for extra in EXTRA_KINDS:
+        extra()
+
+
+reset()

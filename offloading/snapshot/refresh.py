@@ -1,0 +1,237 @@
+"""The snapshot refresh: a constant number of paginated LISTs written into the snapshot tables."""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.core.cache import cache
+from django.db import transaction
+from django.utils import timezone
+
+from liqo_rules import peers as liqo_peers
+from liqo_rules.selectors.match import virtual_node_labels
+from liqo_rules.spec import local_cluster_id_from
+from offloading.changes.queue import enqueue_refresh
+from offloading.cluster import kube
+from offloading.models import (
+    Cluster,
+    SnapshotState,
+    VirtualNode,
+)
+from offloading.snapshot.namespacemaps import refresh_maps
+from offloading.snapshot.offloadings import NamespaceRefresh, offloading_page_size
+
+log = logging.getLogger(__name__)
+
+
+_REFRESH_LOCK = "liqo-dash:refresh-lock"
+
+
+_REFRESH_REQUESTED = "liqo-dash:refresh-requested"
+
+
+_REFRESH_AGAIN = "liqo-dash:refresh-again"
+
+
+def local_cluster_id() -> str:
+    """The configured local cluster id, else the one the refresh discovered (may be empty)."""
+    return settings.LIQO_DASH["LOCAL_CLUSTER_ID"] or SnapshotState.get().local_cluster_id
+
+
+_INFORMER_ALIVE = "liqo-dash:informer-alive"
+
+
+def informer_alive(seconds: float | None) -> None:
+    """The watcher keeps every kind synced (for ``seconds``; None: it stopped): refreshes are not needed."""
+    if seconds:
+        cache.set(_INFORMER_ALIVE, 1, timeout=seconds)
+    else:
+        cache.delete(_INFORMER_ALIVE)
+
+
+def watcher_keeps_snapshot() -> bool:
+    """Whether the watcher keeps every kind synced now (see :func:`informer_alive`)."""
+    return bool(cache.get(_INFORMER_ALIVE))
+
+
+def trigger_refresh() -> None:
+    """Ask for a refresh soon; many triggers within a second coalesce into one refresh. Nothing while
+    the watcher keeps the snapshot (it brings the change itself; a full refresh would re-read all)."""
+    if cache.get(_INFORMER_ALIVE):
+        return
+    if cache.add(_REFRESH_REQUESTED, 1, timeout=5):
+        transaction.on_commit(lambda: enqueue_refresh(countdown=0.5))
+
+
+@dataclass
+class RefreshReport:
+    ok: bool
+    list_calls: int = 0
+    clusters: int = 0
+    namespaces: int = 0
+    offloadings: int = 0
+    changed: int = 0
+    drift: int = 0
+    error: str = ""
+
+
+def refresh_once() -> RefreshReport | None:
+    """Run :func:`refresh` unless one is already running anywhere; a refresh asked for meanwhile
+    runs right after the current one (so no trigger is lost). Returns None when it only queued."""
+    owner = f"{time.monotonic()}:{random.random()}"
+    # Why 60 s: a killed worker's lock must not hold refreshes back for long; a refresh of 10,000
+    # namespaces takes a few seconds, and an expired lock only allows two refreshes at once.
+    if not cache.add(_REFRESH_LOCK, owner, timeout=60):
+        cache.set(_REFRESH_AGAIN, 1, timeout=300)
+        return None
+    # A trigger that arrives from now on must schedule another refresh: this one may list too early.
+    cache.delete(_REFRESH_REQUESTED)
+    try:
+        return refresh()
+    finally:
+        if cache.get(_REFRESH_LOCK) == owner:
+            cache.delete(_REFRESH_LOCK)
+        if cache.delete(_REFRESH_AGAIN):
+            enqueue_refresh(countdown=0.2)
+
+
+def refresh() -> RefreshReport:
+    """Rebuild the snapshot from a constant number of paginated LIST calls; record drift."""
+    started = time.monotonic()
+    now = timezone.now()
+    SnapshotState.objects.get_or_create(pk=1)
+    SnapshotState.objects.filter(pk=1).update(last_attempt_at=now)
+    try:
+        listed = {
+            "fc": kube.list_foreign_clusters(),
+            "vn": kube.list_virtual_nodes(),
+            "nodes": kube.list_virtual_node_nodes(),
+            "ns": kube.list_namespaces(),
+        }
+    except kube.KubeError as exc:
+        SnapshotState.objects.filter(pk=1).update(last_error=exc.message)
+        return RefreshReport(ok=False, error=exc.message)
+    calls = sum(result.calls for result in listed.values())
+    report = RefreshReport(ok=True)
+    with transaction.atomic():
+        report.clusters = _store_clusters(listed["fc"].items, listed["vn"].items, listed["nodes"].items, now)
+    namespaces = NamespaceRefresh(now)
+    namespaces.namespaces(listed["ns"].items)
+    report.namespaces = len(listed["ns"].items)
+    del listed  # the offloadings are read a page at a time (see nsrefresh): memory stays flat
+    try:
+        for page, _version in kube.list_pages("namespaceoffloadings", offloading_page_size(report.clusters)):
+            calls += 1
+            namespaces.offloadings_page(page)
+    except kube.KubeError as exc:
+        # The pages written so far hold what was listed; the namespaces not reached wait for the next refresh.
+        SnapshotState.objects.filter(pk=1).update(last_error=exc.message)
+        return RefreshReport(ok=False, list_calls=calls, error=exc.message)
+    namespaces.finish()
+    try:
+        calls += refresh_maps(now)
+    except kube.KubeError as exc:
+        log.warning("NamespaceMaps not listed: %s", exc.message)  # the offloadings are still good
+    report.list_calls = calls
+    report.offloadings, report.changed, report.drift = namespaces.offloadings, namespaces.changed, namespaces.drift
+    updates: dict[str, Any] = {
+        "last_success_at": now,
+        "last_error": "",
+        "last_duration_ms": int((time.monotonic() - started) * 1000),
+        "last_list_calls": calls,
+    }
+    if namespaces.local_cluster_id:
+        updates["local_cluster_id"] = namespaces.local_cluster_id
+    SnapshotState.objects.filter(pk=1).update(**updates)
+    return report
+
+
+CLUSTER_FIELDS = [
+    "name", "role", "networking_status", "authentication_status", "offloading_status", "modules",
+    "api_server_url", "resource_version", "refreshed_at",
+]  # fmt: skip
+VIRTUAL_NODE_FIELDS = ["cluster_id", "labels", "has_node", "capacity", "healthy", "conditions", "refreshed_at"]
+
+
+def cluster_row(fc: dict[str, Any], now: Any) -> Cluster:
+    """The snapshot row of one ForeignCluster (peer conditions summed up per module)."""
+    meta, spec, status = fc.get("metadata") or {}, fc.get("spec") or {}, fc.get("status") or {}
+    modules = status.get("modules") or {}
+    summary: dict[str, dict[str, Any]] = {}
+    for module in ("networking", "authentication", "offloading"):
+        state, alerts = liqo_peers.module_status(modules.get(module))
+        summary[module] = {
+            "status": state,
+            "alerts": alerts,
+            "conditions": (modules.get(module) or {}).get("conditions") or [],
+        }
+    return Cluster(
+        cluster_id=spec.get("clusterID") or meta.get("name", ""),
+        name=meta.get("name", ""),
+        role=status.get("role", "Unknown"),
+        networking_status=summary["networking"]["status"],
+        authentication_status=summary["authentication"]["status"],
+        offloading_status=summary["offloading"]["status"],
+        modules=summary,
+        api_server_url=status.get("apiServerUrl", "") or "",
+        resource_version=meta.get("resourceVersion", ""),
+        refreshed_at=now,
+    )
+
+
+def virtual_node_row(vn: dict[str, Any], nodes_by_name: dict[str, dict[str, Any]], now: Any) -> VirtualNode:
+    """The snapshot row of one VirtualNode, with the labels of its Node (when there is one)."""
+    meta, spec = vn.get("metadata") or {}, vn.get("spec") or {}
+    node = liqo_peers.node_of(vn, nodes_by_name)
+    return VirtualNode(
+        namespace=meta.get("namespace", ""),
+        name=meta.get("name", ""),
+        cluster_id=spec.get("clusterID", ""),
+        labels=virtual_node_labels(vn, node),
+        has_node=node is not None,
+        capacity=(spec.get("resourceQuota") or {}).get("hard") or {},
+        healthy=liqo_peers.virtual_node_healthy(vn),
+        conditions=(vn.get("status") or {}).get("conditions") or [],
+        refreshed_at=now,
+    )
+
+
+def _store_clusters(
+    foreign_clusters: list[dict[str, Any]], virtual_nodes: list[dict[str, Any]], nodes: list[dict[str, Any]], now: Any
+) -> int:
+    rows = [cluster_row(fc, now) for fc in foreign_clusters]
+    Cluster.objects.bulk_create(rows, update_conflicts=True, unique_fields=["cluster_id"], update_fields=CLUSTER_FIELDS)
+    Cluster.objects.exclude(cluster_id__in=[r.cluster_id for r in rows]).delete()
+
+    nodes_by_name = {str((n.get("metadata") or {}).get("name", "")): n for n in nodes}
+    vn_rows = [virtual_node_row(vn, nodes_by_name, now) for vn in virtual_nodes]
+    VirtualNode.objects.bulk_create(
+        vn_rows,
+        update_conflicts=True,
+        unique_fields=["namespace", "name"],
+        update_fields=VIRTUAL_NODE_FIELDS,
+    )
+    keep = {(v.namespace, v.name) for v in vn_rows}
+    stale = [
+        pk for pk, ns, name in VirtualNode.objects.values_list("pk", "namespace", "name") if (ns, name) not in keep
+    ]
+    VirtualNode.objects.filter(pk__in=stale).delete()
+    return len(rows)
+
+
+def discover_local_cluster_id(offloadings: list[dict[str, Any]]) -> str:
+    """The local cluster id, read from the first DefaultName offloading Liqo has named."""
+    for obj in offloadings:
+        found = local_cluster_id_from(
+            (obj.get("metadata") or {}).get("namespace", ""),
+            obj.get("spec") or {},
+            (obj.get("status") or {}).get("remoteNamespaceName", ""),
+        )
+        if found:
+            return found
+    return ""
