@@ -33,13 +33,19 @@ RUNS = ("pages", "sync", "pods", "recovery", "throughput", "viewers")
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[1])
     parser.add_argument(
-        "--quick", action="store_true",
-        help="reduced size for CI: fleets " + ", ".join(f"{n}x{c}" for n, c in FLEETS[:2]) + ", shorter windows, 100 offloads",
-    )  # fmt: skip
+        "--quick",
+        action="store_true",
+        help="reduced size for CI: fleets "
+        + ", ".join(f"{n}x{c}" for n, c in FLEETS[:2])
+        + ", shorter windows, 100 offloads",
+    )
     parser.add_argument(
-        "--fleet", action="append", type=_fleet, metavar="NSxCLUSTERS",
+        "--fleet",
+        action="append",
+        type=_fleet,
+        metavar="NSxCLUSTERS",
         help="a fleet to measure (repeatable); default: " + ", ".join(f"{n}x{c}" for n, c in FLEETS),
-    )  # fmt: skip
+    )
     parser.add_argument(
         "--repeat",
         type=int,
@@ -47,41 +53,59 @@ def main(argv: list[str] | None = None) -> int:
         help="rounds of timed runs of every page on every fleet (median shown); default 15",
     )
     parser.add_argument(
-        "--no-mass-change", dest="mass_change", action="store_false",
+        "--no-mass-change",
+        dest="mass_change",
+        action="store_false",
         help="skip the refresh after every Ready offloading changed status (the slowest step)",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--no-recovery", dest="recovery", action="store_false",
+        "--no-recovery",
+        dest="recovery",
+        action="store_false",
         help="skip the recovery runs (a bulk through an API server outage and a 5xx storm)",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--json", metavar="FILE", nargs="?", const="-",
+        "--json",
+        metavar="FILE",
+        nargs="?",
+        const="-",
         help="also write every figure as one JSON object (to FILE; without FILE: to stdout, the table to stderr)",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--no-sync", dest="sync", action="store_false",
+        "--no-sync",
+        dest="sync",
+        action="store_false",
         help="skip the informer-style sync run (watcher process on the biggest fleet)",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--no-pods", dest="pods", action="store_false",
+        "--no-pods",
+        dest="pods",
+        action="store_false",
         help="skip the pods run (2 pods in every namespace of the biggest fleet, followed by the watcher)",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--no-throughput", dest="throughput", action="store_false",
+        "--no-throughput",
+        dest="throughput",
+        action="store_false",
         help="skip the bulk against kubectl apply run (and the worker's memory and the list against kubectl get)",
-    )  # fmt: skip
+    )
     parser.add_argument(
         "--no-cold", dest="cold", action="store_false", help="skip the cold renders (a process per page)"
     )
     parser.add_argument(
-        "--no-viewers", dest="viewers", action="store_false",
+        "--no-viewers",
+        dest="viewers",
+        action="store_false",
         help="skip the viewers run (open live pages polling one gunicorn web pod while nothing changes)",
-    )  # fmt: skip
+    )
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory (database, logs)")
     parser.add_argument(
-        "--only", action="append", choices=RUNS, metavar="RUN",
+        "--only",
+        action="append",
+        choices=RUNS,
+        metavar="RUN",
         help="run only this part (repeatable): " + ", ".join(RUNS) + "; e.g. --only throughput",
-    )  # fmt: skip
+    )
     args = parser.parse_args(argv)
     if args.only:
         for run in RUNS:
@@ -108,10 +132,14 @@ def main(argv: list[str] | None = None) -> int:
             log(f"fleet {namespaces} namespaces / {clusters} clusters")
             results.append(
                 measures.measure_fleet(
-                    namespaces, clusters, var_dir, mass_change=args.mass_change, log=log,
+                    namespaces,
+                    clusters,
+                    var_dir,
+                    mass_change=args.mass_change,
+                    log=log,
                     cold=args.cold and index == len(fleets) - 1,
                 )
-            )  # fmt: skip
+            )
         if results:
             measures.measure_side_by_side(results, max(1, args.repeat))
             log(f"pages and previews measured side by side, {max(1, args.repeat)} rounds")

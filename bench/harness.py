@@ -126,11 +126,26 @@ class Fleet:
         out = self.var_dir / f"{name}.log"
         with open(out, "wb") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "sandbox", "serve", "--port", "0", "--scenario", str(scenario),
-                 "--kubeconfig", str(self.kubeconfig), "--service-kubeconfig", str(self.service_kubeconfig),
-                 "--controller-delay", str(FROZEN)],
-                cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-            )  # fmt: skip
+                [
+                    sys.executable,
+                    "-m",
+                    "sandbox",
+                    "serve",
+                    "--port",
+                    "0",
+                    "--scenario",
+                    str(scenario),
+                    "--kubeconfig",
+                    str(self.kubeconfig),
+                    "--service-kubeconfig",
+                    str(self.service_kubeconfig),
+                    "--controller-delay",
+                    str(FROZEN),
+                ],
+                cwd=ROOT,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
         deadline = time.monotonic() + SANDBOX_START_TIMEOUT
         while not self.url:
             match = re.search(r"sandbox listening on (\S+)", out.read_text(errors="replace"))
@@ -143,8 +158,10 @@ class Fleet:
                 time.sleep(0.2)
         self.startup_s = time.perf_counter() - started
         settings.LIQO_DASH = {
-            **settings.LIQO_DASH, "KUBECONFIG": str(self.kubeconfig), "KUBE_CONFIG_MODE": "kubeconfig",
-        }  # fmt: skip
+            **settings.LIQO_DASH,
+            "KUBECONFIG": str(self.kubeconfig),
+            "KUBE_CONFIG_MODE": "kubeconfig",
+        }
         kube.reset_client()
         return self
 
@@ -174,9 +191,13 @@ class Fleet:
 
     def _get(self, path: str, **query: Any) -> dict[str, Any]:
         response = self._api().call_api(
-            path, "GET", query_params=list(query.items()), auth_settings=["BearerToken"],
-            _preload_content=False, _return_http_data_only=True,
-        )  # fmt: skip
+            path,
+            "GET",
+            query_params=list(query.items()),
+            auth_settings=["BearerToken"],
+            _preload_content=False,
+            _return_http_data_only=True,
+        )
         return json.loads(response.data)
 
     def object_counts(self) -> dict[str, int]:
@@ -228,14 +249,21 @@ class Fleet:
         for obj in candidates[::step][:count]:
             ready = _ready_condition(obj)
             assert ready is not None
-            ready.update(status="False", reason=liqo.MAPPING_CREATION_LOOP_BACKOFF,
-                         message="bench: simulated creation failure")  # fmt: skip
+            ready.update(
+                status="False", reason=liqo.MAPPING_CREATION_LOOP_BACKOFF, message="bench: simulated creation failure"
+            )
             obj["status"]["offloadingPhase"] = liqo.PHASE_SOME_FAILED
             namespace = obj["metadata"]["namespace"]
             custom.replace_namespaced_custom_object_status(
-                liqo.GROUP, liqo.VERSION, namespace, "namespaceoffloadings", liqo.OFFLOADING_NAME, obj,
-                field_manager="liqo-controller-manager", _preload_content=False,
-            )  # fmt: skip
+                liqo.GROUP,
+                liqo.VERSION,
+                namespace,
+                "namespaceoffloadings",
+                liqo.OFFLOADING_NAME,
+                obj,
+                field_manager="liqo-controller-manager",
+                _preload_content=False,
+            )
             changed.append(namespace)
         return changed
 

@@ -31,7 +31,7 @@ def selector_at_the_limits() -> list[str]:
                 *(f"!absent-{t}-{e}" for e in range(MAX_EXPRESSIONS - 1)),
                 f"topology.kubernetes.io/region in ({','.join(regions)})",
             ]
-        )  # fmt: skip
+        )
         for t in range(MAX_TERMS)
     ]
 
@@ -231,13 +231,28 @@ def plan_pages() -> tuple[list[PageRun], str]:
         ("namespace detail", "GET", detail, None, True),
         ("namespace status (polled)", "GET", reverse("offloading:namespace_status", args=[namespace.name]), None, True),
         ("offload form", "GET", reverse("offloading:namespace_offload", args=[namespace.name]), None, False),
-        ("offload preview POST", "POST", reverse("offloading:namespace_offload_preview", args=[namespace.name]),
-         preview_form, True),
-        ("offload preview POST, selector at the limits", "POST",
-         reverse("offloading:namespace_offload_preview", args=[namespace.name]), limits_form, True),
-        ("API preview POST, selector at the limits", "POST",
-         reverse("api:namespace-preview", args=[namespace.name]), limits_json, True),
-    ]  # fmt: skip
+        (
+            "offload preview POST",
+            "POST",
+            reverse("offloading:namespace_offload_preview", args=[namespace.name]),
+            preview_form,
+            True,
+        ),
+        (
+            "offload preview POST, selector at the limits",
+            "POST",
+            reverse("offloading:namespace_offload_preview", args=[namespace.name]),
+            limits_form,
+            True,
+        ),
+        (
+            "API preview POST, selector at the limits",
+            "POST",
+            reverse("api:namespace-preview", args=[namespace.name]),
+            limits_json,
+            True,
+        ),
+    ]
     return [
         PageRun(name=name, url=url, method=method, status=0, queries=0, seconds=0.0, per_cluster=per_cluster, data=data)
         for name, method, url, data, per_cluster in pages

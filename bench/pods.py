@@ -117,11 +117,23 @@ def measure(
 
 def lines(figures: dict[str, Any]) -> list[str]:
     out = [f"Pods of offloaded namespaces ({figures['pods_fleet']}; one cluster-wide watch, filtered on arrival):"]
-    out += figure_lines(figures, GOALS, (
-        "pods_in_cluster", "pods_expected", "pods_followed", "foreign_pods_kept", "pods_sandbox_start_s",
-        "pods_cold_sync_s", "pods_cold_sync_bytes", "foreign_pod_event_bytes", "pod_visible_p50_s",
-        "pods_watcher_peak_rss_mb",
-    ), 26)  # fmt: skip
+    out += figure_lines(
+        figures,
+        GOALS,
+        (
+            "pods_in_cluster",
+            "pods_expected",
+            "pods_followed",
+            "foreign_pods_kept",
+            "pods_sandbox_start_s",
+            "pods_cold_sync_s",
+            "pods_cold_sync_bytes",
+            "foreign_pod_event_bytes",
+            "pod_visible_p50_s",
+            "pods_watcher_peak_rss_mb",
+        ),
+        26,
+    )
     if figures.get("pods_followed") != figures.get("pods_expected") or figures.get("foreign_pods_kept"):
         out.append("  MISMATCH: the pods followed are not exactly those of offloaded namespaces")
     return out

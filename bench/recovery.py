@@ -85,7 +85,7 @@ class _Pipeline:
                 cwd=var_dir,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
-            )  # fmt: skip
+            )
         ]
         self.env = {
             **os.environ,
@@ -115,7 +115,7 @@ class _Pipeline:
                     env=self.env,
                     stdout=log,
                     stderr=subprocess.STDOUT,
-                )  # fmt: skip
+                )
             )
 
     def stop(self) -> None:

@@ -88,11 +88,29 @@ def table(results: list[FleetResult]) -> str:
         if several and len(runs) == len(results):
             a, b = runs[0], runs[-1]
             rows.append(
-                ["", ratio_label, _ratio(a.list_calls, b.list_calls), "", _ratio(a.response_bytes, b.response_bytes),
-                 _ratio(a.queries, b.queries), "", _ratio(a.seconds, b.seconds), ""]
-            )  # fmt: skip
-    headers = ["REFRESH", "fleet", "LIST (expected)", "other API", "MB read", "SQL", "S/I/U/D", "time",
-               "rewritten / transitions"]  # fmt: skip
+                [
+                    "",
+                    ratio_label,
+                    _ratio(a.list_calls, b.list_calls),
+                    "",
+                    _ratio(a.response_bytes, b.response_bytes),
+                    _ratio(a.queries, b.queries),
+                    "",
+                    _ratio(a.seconds, b.seconds),
+                    "",
+                ]
+            )
+    headers = [
+        "REFRESH",
+        "fleet",
+        "LIST (expected)",
+        "other API",
+        "MB read",
+        "SQL",
+        "S/I/U/D",
+        "time",
+        "rewritten / transitions",
+    ]
     lines += [""] + _grid(headers, rows)
 
     headers = ["PAGE (50 per page)"]
@@ -105,8 +123,11 @@ def table(results: list[FleetResult]) -> str:
         row = [page.name] + [_num(p.queries) for p in pages] + [_seconds(p.seconds) for p in pages]
         if several:
             grows = pages[-1].queries > pages[0].queries
-            row += [_ratio(pages[0].queries, pages[-1].queries), _ratio(pages[0].seconds, pages[-1].seconds),
-                    "YES" if grows else "no"]  # fmt: skip
+            row += [
+                _ratio(pages[0].queries, pages[-1].queries),
+                _ratio(pages[0].seconds, pages[-1].seconds),
+                "YES" if grows else "no",
+            ]
         rows.append(row)
     previews = [r.preview for r in results]
     if all(previews):

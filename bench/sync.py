@@ -68,8 +68,11 @@ class Watcher:
         with open(self.log, "wb") as out:
             self.proc = subprocess.Popen(
                 [sys.executable, "manage.py", "watch_cluster", "--timeout-seconds", "300"],
-                cwd=harness.ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
-            )  # fmt: skip
+                cwd=harness.ROOT,
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
         self.peak_mb = 0.0
         self._stop = threading.Event()
         self._sampler = threading.Thread(target=self._sample, daemon=True)
@@ -104,9 +107,13 @@ def _status_latency(fleet: harness.Fleet, samples: int, log: Any, flip: int = 0)
     for i, name in enumerate(names):
         phase = "SomeFailed" if (i + flip) % 2 == 0 else "Ready"
         obj = custom.patch_namespaced_custom_object_status(
-            "offloading.liqo.io", "v1beta1", name, "namespaceoffloadings", "offloading",
+            "offloading.liqo.io",
+            "v1beta1",
+            name,
+            "namespaceoffloadings",
+            "offloading",
             {"status": {"offloadingPhase": phase}},
-        )  # fmt: skip
+        )
         version = int(obj["metadata"]["resourceVersion"])
 
         def seen(name: str = name, version: int = version) -> bool:
@@ -129,9 +136,11 @@ def _burst(fleet: harness.Fleet, count: int, done: threading.Event) -> threading
     custom = client.CustomObjectsApi(fleet._api())
     names = list(Namespace.objects.filter(offloaded=False).order_by("name").values_list("name", flat=True)[:count])
     body = {
-        "apiVersion": "offloading.liqo.io/v1beta1", "kind": "NamespaceOffloading",
-        "metadata": {"name": "offloading"}, "spec": {"podOffloadingStrategy": "LocalAndRemote"},
-    }  # fmt: skip
+        "apiVersion": "offloading.liqo.io/v1beta1",
+        "kind": "NamespaceOffloading",
+        "metadata": {"name": "offloading"},
+        "spec": {"podOffloadingStrategy": "LocalAndRemote"},
+    }
 
     def create(name: str) -> None:
         custom.create_namespaced_custom_object("offloading.liqo.io", "v1beta1", name, "namespaceoffloadings", body)
@@ -210,7 +219,17 @@ def figure_lines(figures: dict[str, Any], goals: dict[str, float], others: tuple
 
 def lines(figures: dict[str, Any]) -> list[str]:
     out = [f"Informer-style sync ({figures['fleet']}, watcher process, sandbox per-client byte counter):"]
-    return out + figure_lines(figures, GOALS, (
-        "cold_sync_s", "cold_sync_bytes", "status_latency_p50_s", "status_latency_quiet_p95_s",
-        "status_latency_bulk_p95_s", "status_latency_bulk_max_s", "bulk_created",
-    ), 24)  # fmt: skip
+    return out + figure_lines(
+        figures,
+        GOALS,
+        (
+            "cold_sync_s",
+            "cold_sync_bytes",
+            "status_latency_p50_s",
+            "status_latency_quiet_p95_s",
+            "status_latency_bulk_p95_s",
+            "status_latency_bulk_max_s",
+            "bulk_created",
+        ),
+        24,
+    )

@@ -161,10 +161,22 @@ class _Sandbox:
         self.log = var_dir / "throughput-sandbox.log"
         with open(self.log, "wb") as out:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "sandbox", "serve", "--port", "0", "--scenario", "minimal",
-                 "--kubeconfig", str(self.kubeconfig)],
-                cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
-            )  # fmt: skip
+                [
+                    sys.executable,
+                    "-m",
+                    "sandbox",
+                    "serve",
+                    "--port",
+                    "0",
+                    "--scenario",
+                    "minimal",
+                    "--kubeconfig",
+                    str(self.kubeconfig),
+                ],
+                cwd=ROOT,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
         self.url = ""
         deadline = time.monotonic() + 60
         while not self.url:
@@ -230,10 +242,14 @@ class _RssSampler:
 
 def _manifests(names: list[str]) -> str:
     documents = [
-        {"apiVersion": "offloading.liqo.io/v1beta1", "kind": "NamespaceOffloading",
-         "metadata": {"name": "offloading", "namespace": name}, "spec": SPEC}
+        {
+            "apiVersion": "offloading.liqo.io/v1beta1",
+            "kind": "NamespaceOffloading",
+            "metadata": {"name": "offloading", "namespace": name},
+            "spec": SPEC,
+        }
         for name in names
-    ]  # fmt: skip
+    ]
     import yaml
 
     return yaml.safe_dump_all(documents)
@@ -380,9 +396,13 @@ class _StatusProbe:
                 phase = "SomeFailed" if index % 2 == 0 else "Ready"
                 index += 1
                 obj = self._custom.patch_namespaced_custom_object_status(
-                    "offloading.liqo.io", "v1beta1", name, "namespaceoffloadings", "offloading",
+                    "offloading.liqo.io",
+                    "v1beta1",
+                    name,
+                    "namespaceoffloadings",
+                    "offloading",
                     {"status": {"offloadingPhase": phase}},
-                )  # fmt: skip
+                )
                 version = int(obj["metadata"]["resourceVersion"])
                 started = time.monotonic()
                 while not self._stop.is_set() and time.monotonic() - started < 30:
@@ -434,9 +454,11 @@ class _Watcher:
         with open(self.log, "wb") as out:
             self.proc = subprocess.Popen(
                 [sys.executable, "manage.py", "watch_cluster", "--timeout-seconds", "300"],
-                cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
+                cwd=ROOT,
+                stdout=out,
+                stderr=subprocess.STDOUT,
                 env={**env, "KUBECONFIG": str(kubeconfig), "LIQO_DASH_LEADER_ELECTION": "false"},
-            )  # fmt: skip
+            )
 
     def stop(self) -> None:
         if self.proc.poll() is None:

@@ -100,11 +100,28 @@ class WebPod:
         self.log = var_dir / "web.log"
         with open(self.log, "wb") as out:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "gunicorn", "liqo_dash.wsgi", "-c", "deploy/gunicorn.conf.py",
-                 "--bind", f"127.0.0.1:{self.port}", "--workers", "2", "--threads", "4",
-                 "--access-logfile", "-"],
-                cwd=harness.ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-            )  # fmt: skip
+                [
+                    sys.executable,
+                    "-m",
+                    "gunicorn",
+                    "liqo_dash.wsgi",
+                    "-c",
+                    "deploy/gunicorn.conf.py",
+                    "--bind",
+                    f"127.0.0.1:{self.port}",
+                    "--workers",
+                    "2",
+                    "--threads",
+                    "4",
+                    "--access-logfile",
+                    "-",
+                ],
+                cwd=harness.ROOT,
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         deadline = time.monotonic() + 120
         while self.log.read_text(errors="replace").count("Booting worker") < 2:
             if self.proc.poll() is not None or time.monotonic() > deadline:

@@ -90,9 +90,11 @@ def verdict(kind: str, obj: dict[str, Any], config: ReflectionConfig) -> ObjectV
         return ObjectVerdict(kind, name, False, "API server support is disabled: no token reaches the peers")
     try:
         decision = r.reflection_decision(
-            kind, meta.get("annotations") or {}, config.policy(kind) if kind in r.CUSTOMIZABLE_KINDS else r.DENY_LIST,
+            kind,
+            meta.get("annotations") or {},
+            config.policy(kind) if kind in r.CUSTOMIZABLE_KINDS else r.DENY_LIST,
             name=f"{meta.get('namespace', '')}/{name}",
-        )  # fmt: skip
+        )
     except r.ReflectionError as exc:
         return ObjectVerdict(kind, name, False, str(exc), str(exc))
     return ObjectVerdict(kind, name, decision.reflected, decision.reason, decision.error)

@@ -169,8 +169,9 @@ LEASES = Kind(
 )
 CONFIG_MAPS = Kind("", "v1", "ConfigMap", "configmaps", "configmap", True, ("cm",), columns=(AGE,))
 # What Liqo reflects besides pods (the dashboard reads them for the namespace page's reflection section).
-SECRETS = Kind("", "v1", "Secret", "secrets", "secret", True, columns=(Column("Type", "type"), AGE),
-               field_selectors=("type",))  # fmt: skip
+SECRETS = Kind(
+    "", "v1", "Secret", "secrets", "secret", True, columns=(Column("Type", "type"), AGE), field_selectors=("type",)
+)
 SERVICES = Kind("", "v1", "Service", "services", "service", True, ("svc",), ("all",), columns=(AGE,))
 SERVICE_ACCOUNTS = Kind("", "v1", "ServiceAccount", "serviceaccounts", "serviceaccount", True, ("sa",), columns=(AGE,))
 FOREIGN_CLUSTERS = Kind(

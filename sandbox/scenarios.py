@@ -43,9 +43,12 @@ def load(scenario: str | Path | dict[str, Any]) -> dict[str, Any]:
     if generated:  # generated:10000x200 (@0.6: 60 % offloaded; ~0.9: 90 % of those on every peer; +2: 2 pods each)
         fraction, everywhere = (float(generated.group(n)) if generated.group(n) else None for n in (3, 4))
         return generate(
-            int(generated.group(1)), int(generated.group(2)), offloaded=0.1 if fraction is None else fraction,
-            everywhere=everywhere or 0.0, pods=int(generated.group(5) or 0),
-        )  # fmt: skip
+            int(generated.group(1)),
+            int(generated.group(2)),
+            offloaded=0.1 if fraction is None else fraction,
+            everywhere=everywhere or 0.0,
+            pods=int(generated.group(5) or 0),
+        )
     path = Path(scenario)
     if not path.exists() and (BUILTIN_DIR / f"{scenario}.yaml").exists():
         path = BUILTIN_DIR / f"{scenario}.yaml"
@@ -369,9 +372,15 @@ ENVS = ("prod", "staging", "dev", "test")
 
 
 def generate(
-    namespaces: int, clusters: int, *, offloaded: float = 0.1, everywhere: float = 0.0, pods: int = 0, seed: int = 42,
+    namespaces: int,
+    clusters: int,
+    *,
+    offloaded: float = 0.1,
+    everywhere: float = 0.0,
+    pods: int = 0,
+    seed: int = 42,
     local_id: str = "rome",
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     """A large fleet: `clusters` peers over a few regions and providers, `namespaces` namespaces of which a
     fraction is offloaded with region / provider selectors, and `everywhere` of those with no selector
     (every peer); with `pods`, that many small pods in every namespace, and local workers enough to run

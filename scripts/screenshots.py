@@ -37,8 +37,14 @@ from typing import Any
 from playwright.sync_api import sync_playwright
 
 ROOT = Path(__file__).resolve().parent.parent
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--no-first-run"]  # fmt: skip
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 WIDTHS = (1440, 420)
 # The link of the peer hosting the most namespaces (the last column of the cluster list).
 BUSIEST_PEER = """() => {
@@ -66,8 +72,13 @@ def _first_link(page: Any, base: str, path: str, selector: str) -> str | None:
 def insight_pages(page: Any, base: str, out: Path, width: int) -> None:
     """The pages every size must keep readable, at one width."""
     page.set_viewport_size({"width": width, "height": 900})
-    for path, name in (("/", "overview"), ("/clusters/", "clusters"), ("/namespaces/", "namespaces"),
-                       ("/matrix/", "matrix"), ("/audit/", "audit")):  # fmt: skip
+    for path, name in (
+        ("/", "overview"),
+        ("/clusters/", "clusters"),
+        ("/namespaces/", "namespaces"),
+        ("/matrix/", "matrix"),
+        ("/audit/", "audit"),
+    ):
         page.goto(f"{base}{path}")
         _shot(page, out, name, width)
     page.goto(f"{base}/clusters/")
@@ -205,10 +216,23 @@ def fleet_dashboard(fleet: str) -> Iterator[tuple[str, str]]:
     try:
         scenario = "demo" if fleet == "demo" else f"generated:{fleet}"
         started = time.monotonic()
-        start("sandbox", "-m", "sandbox", "serve", "--port", "0", "--scenario", scenario,
-              "--kubeconfig", str(work / "kubeconfig"))  # fmt: skip
-        for command in (["migrate", "--verbosity", "0"], ["collectstatic", "--noinput", "--verbosity", "0"],
-                        ["ensure_admin"]):  # fmt: skip
+        start(
+            "sandbox",
+            "-m",
+            "sandbox",
+            "serve",
+            "--port",
+            "0",
+            "--scenario",
+            scenario,
+            "--kubeconfig",
+            str(work / "kubeconfig"),
+        )
+        for command in (
+            ["migrate", "--verbosity", "0"],
+            ["collectstatic", "--noinput", "--verbosity", "0"],
+            ["ensure_admin"],
+        ):
             subprocess.run([sys.executable, "manage.py", *command], cwd=ROOT, env=env, check=True)
         _wait("the sandbox", lambda: "listening on" in (work / "sandbox.log").read_text(), 600)
         print(f"sandbox up in {time.monotonic() - started:.0f}s", flush=True)
@@ -219,8 +243,22 @@ def fleet_dashboard(fleet: str) -> Iterator[tuple[str, str]]:
         if fleet != "demo":  # a generated fleet is all healthy: one peer's offloading module goes down
             _unhealthy_peer(work, "cluster-0003")
         port = _free_port()
-        start("web", "-m", "gunicorn", "liqo_dash.wsgi", "-c", "deploy/gunicorn.conf.py",
-              "--bind", f"127.0.0.1:{port}", "--workers", "2", "--threads", "4", "--timeout", "120")  # fmt: skip
+        start(
+            "web",
+            "-m",
+            "gunicorn",
+            "liqo_dash.wsgi",
+            "-c",
+            "deploy/gunicorn.conf.py",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            "2",
+            "--threads",
+            "4",
+            "--timeout",
+            "120",
+        )
         _wait("gunicorn", lambda: "Booting worker" in (work / "web.log").read_text(), 60)
         yield f"http://127.0.0.1:{port}", password
     finally:

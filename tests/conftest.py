@@ -165,9 +165,17 @@ class Processes:
 
     def start_worker(self, name: str = "worker") -> subprocess.Popen[bytes]:
         proc = self.start(
-            name, "worker", "-l", "info", "--concurrency", "2", "-n", f"{name}-{os.getpid()}@%h",
-            "--without-gossip", "--without-mingle",
-        )  # fmt: skip
+            name,
+            "worker",
+            "-l",
+            "info",
+            "--concurrency",
+            "2",
+            "-n",
+            f"{name}-{os.getpid()}@%h",
+            "--without-gossip",
+            "--without-mingle",
+        )
         wait_until(lambda: "ready." in self.log(name) or proc.poll() is not None, 60, message=f"{name} ready")
         assert proc.poll() is None, self.log(name)
         return proc

@@ -147,14 +147,32 @@ def test_bulk_dry_run_says_what_the_changes_do_to_pods_and_room(api: APIClient, 
 
     Namespace.objects.filter(name="shop").update(labels={"env": "prod"})
     for name, cluster in (("web-1", "milan"), ("web-2", "milan"), ("web-3", "")):
-        Pod.objects.create(namespace="shop", name=name, node_name=cluster or "rome-worker-1", cluster_id=cluster,
-                           phase="Running", cpu_millis=500)  # fmt: skip
+        Pod.objects.create(
+            namespace="shop",
+            name=name,
+            node_name=cluster or "rome-worker-1",
+            cluster_id=cluster,
+            phase="Running",
+            cpu_millis=500,
+        )
     body = {
-        "action": "offload", "namespaceSelector": "env=prod", "dryRun": True,
-        "spec": {"podOffloadingStrategy": "Remote", "namespaceMappingStrategy": "EnforceSameName",
-                 "clusterSelector": {"nodeSelectorTerms": [{"matchExpressions": [
-            {"key": "topology.kubernetes.io/region", "operator": "In", "values": ["eu-south"]}]}]}},
-    }  # fmt: skip
+        "action": "offload",
+        "namespaceSelector": "env=prod",
+        "dryRun": True,
+        "spec": {
+            "podOffloadingStrategy": "Remote",
+            "namespaceMappingStrategy": "EnforceSameName",
+            "clusterSelector": {
+                "nodeSelectorTerms": [
+                    {
+                        "matchExpressions": [
+                            {"key": "topology.kubernetes.io/region", "operator": "In", "values": ["eu-south"]}
+                        ]
+                    }
+                ]
+            },
+        },
+    }
     dry = api.post("/api/v1/bulk/", body, format="json")
     assert dry.status_code == 200, dry.content
     answer = dry.json()

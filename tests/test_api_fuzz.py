@@ -33,7 +33,7 @@ def _schema(seed: int) -> Any:
             "checks": {
                 "positive_data_acceptance": {
                     "expected-statuses": ["2xx", "400", "401", "403", "404", "409", "412", "422", "429"]
-                },  # fmt: skip
+                },
             },
         }
     )

@@ -60,10 +60,10 @@ def test_the_url_conf_has_api_routes_to_fuzz() -> None:
         st.sampled_from(["selector", "phase", "offloaded", "limit", "offset", "q", "cluster", "x"]) | _token,
         _latin1,
         max_size=3,
-    ),  # fmt: skip
+    ),
     headers=st.dictionaries(
         st.sampled_from(["If-Match", "X-Request-ID", "Accept", "Content-Type", "X-Forwarded-For"]), _latin1, max_size=3
-    ),  # fmt: skip
+    ),
 )
 def test_no_query_or_header_makes_a_route_answer_5xx(
     route: str,

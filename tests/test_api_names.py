@@ -103,13 +103,21 @@ def _answers(api: APIClient, ids: dict[str, int]) -> dict[str, Any]:
         answers[f"GET {url}"] = json.loads(response.getvalue())
     posts = [
         ("/api/v1/namespaces/payments/preview/", {"selectors": ["topology.kubernetes.io/region=eu-west"]}),
-        ("/api/v1/namespaces/shop/preview/", {"podOffloadingStrategy": "Remote", "pod": {"metadata": {
-            "labels": {"app_name": "x"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}}),
+        (
+            "/api/v1/namespaces/shop/preview/",
+            {
+                "podOffloadingStrategy": "Remote",
+                "pod": {
+                    "metadata": {"labels": {"app_name": "x"}},
+                    "spec": {"containers": [{"name": "c", "image": "i"}]},
+                },
+            },
+        ),
         ("/api/v1/namespaces/payments/preview/", {"namespaceMappingStrategy": "Nope"}),
         ("/api/v1/bulk/", {"action": "offload", "namespaceSelector": "team=pay", "spec": {}, "dryRun": True}),
         ("/api/v1/bulk/", {"action": "unoffload", "namespaceSelector": "!team", "dryRun": True}),
         ("/api/v1/bulk/", {"action": "offload", "namespaceSelector": "team in (pay"}),
-    ]  # fmt: skip
+    ]
     for url, body in posts:
         response = api.post(url, body, format="json")
         assert response.status_code in (200, 400), (url, response.content)
@@ -144,10 +152,14 @@ def test_the_old_request_names_are_accepted(api: APIClient, fleet: Any) -> None:
     """Requests were camelCase already; snake_case spellings of their fields are read as aliases."""
     dry = api.post(
         "/api/v1/bulk/",
-        {"action": "offload", "namespace_selector": "team=pay", "spec": {"pod_offloading_strategy": "Remote"},
-         "dry_run": True},
+        {
+            "action": "offload",
+            "namespace_selector": "team=pay",
+            "spec": {"pod_offloading_strategy": "Remote"},
+            "dry_run": True,
+        },
         format="json",
-    )  # fmt: skip
+    )
     assert dry.status_code == 200, dry.content
     assert dry.json()["namespaces"] == ["payments"] and not BulkRequest.objects.exists()
     put = api.put(

@@ -136,8 +136,16 @@ def test_an_inserted_row_is_found() -> None:
     _sql(
         "INSERT INTO offloading_auditevent (seq, time, user_name, source, request_id, action, namespace, outcome, "
         "message, prev_hash, hash, key_id) VALUES (%s, %s, %s, %s, '', %s, %s, '', '', %s, %s, %s)",
-        3, timezone.now(), "mallory", "web", "applied", "x", fake.prev_hash, fake.hash, fake.key_id,
-    )  # fmt: skip
+        3,
+        timezone.now(),
+        "mallory",
+        "web",
+        "applied",
+        "x",
+        fake.prev_hash,
+        fake.hash,
+        fake.key_id,
+    )
     assert verify().problem == "event #3 was edited (or inserted): its seal does not verify"
 
 

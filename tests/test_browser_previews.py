@@ -22,8 +22,11 @@ from tests.test_browser import SCREENSHOTS, browser_page, htmx_idle, login  # no
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-MILAN = {"nodeSelectorTerms": [{"matchExpressions": [
-    {"key": "topology.kubernetes.io/region", "operator": "In", "values": ["eu-south-1"]}]}]}  # fmt: skip
+MILAN = {
+    "nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "topology.kubernetes.io/region", "operator": "In", "values": ["eu-south-1"]}]}
+    ]
+}
 
 
 def _sync_pods() -> None:

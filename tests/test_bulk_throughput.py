@@ -253,10 +253,17 @@ def test_a_namespace_refused_by_the_cluster_mid_bulk_fails_with_its_reason(
     # created any more), and another one gets an offloading from someone else.
     k8s.core.delete_namespace(names[1])
     k8s.custom.create_namespaced_custom_object(
-        GROUP, VERSION, names[4], PLURAL,
-        {"apiVersion": f"{GROUP}/{VERSION}", "kind": "NamespaceOffloading", "metadata": {"name": "offloading"},
-         "spec": {**SPEC, "podOffloadingStrategy": "Local"}},
-    )  # fmt: skip
+        GROUP,
+        VERSION,
+        names[4],
+        PLURAL,
+        {
+            "apiVersion": f"{GROUP}/{VERSION}",
+            "kind": "NamespaceOffloading",
+            "metadata": {"name": "offloading"},
+            "spec": {**SPEC, "podOffloadingStrategy": "Local"},
+        },
+    )
     _push(bulk)
     states = dict(ChangeRequest.objects.filter(bulk=bulk).values_list("namespace", "state"))
     assert states == {
@@ -283,10 +290,17 @@ def test_a_namespace_the_request_checks_refuse_is_reported_with_the_reason(
     # Someone else offloads one with EnforceSameName after our snapshot: the dry-run meets their object,
     # and Liqo's webhook refuses to change its mapping strategy.
     k8s.custom.create_namespaced_custom_object(
-        GROUP, VERSION, names[2], PLURAL,
-        {"apiVersion": f"{GROUP}/{VERSION}", "kind": "NamespaceOffloading", "metadata": {"name": "offloading"},
-         "spec": {**SPEC, "namespaceMappingStrategy": "EnforceSameName"}},
-    )  # fmt: skip
+        GROUP,
+        VERSION,
+        names[2],
+        PLURAL,
+        {
+            "apiVersion": f"{GROUP}/{VERSION}",
+            "kind": "NamespaceOffloading",
+            "metadata": {"name": "offloading"},
+            "spec": {**SPEC, "namespaceMappingStrategy": "EnforceSameName"},
+        },
+    )
     bulk = request_bulk(ChangeAction.OFFLOAD, "bulk=checked", dict(SPEC), SYSTEM)
     assert bulk.total == 3
     assert [s["namespace"] for s in bulk.skipped] == [names[2]]

@@ -39,8 +39,17 @@ def test_the_scheduling_label_missing(fleet: Any) -> None:  # noqa: F811
 
 def test_a_selector_that_matches_no_cluster_names_the_closest(fleet: Any) -> None:  # noqa: F811
     _healthy()
-    spec = {"clusterSelector": {"nodeSelectorTerms": [{"matchExpressions": [
-        {"key": "topology.kubernetes.io/region", "operator": "In", "values": ["us-east"]}]}]}}  # fmt: skip
+    spec = {
+        "clusterSelector": {
+            "nodeSelectorTerms": [
+                {
+                    "matchExpressions": [
+                        {"key": "topology.kubernetes.io/region", "operator": "In", "values": ["us-east"]}
+                    ]
+                }
+            ]
+        }
+    }
     Namespace.objects.filter(name="shop").update(offloading_spec=spec, offloading_phase="NoClusterSelected")
     (finding,) = [f for f in diagnose(Namespace.objects.get(name="shop")) if f.rule == "no-cluster"]
     assert "The closest is milan" in finding.explanation and "us-east" in finding.explanation

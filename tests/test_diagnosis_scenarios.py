@@ -31,10 +31,16 @@ pytestmark = pytest.mark.django_db
 
 # The order the watcher lists in (each kind after those its rows refer to).
 KINDS = ("namespaces", "namespaceoffloadings", "foreignclusters", "virtualnodes", "nodes", "pods", "events")
-MILAN = {"nodeSelectorTerms": [{"matchExpressions": [
-    {"key": "topology.kubernetes.io/region", "operator": "In", "values": ["eu-south-1"]}]}]}  # fmt: skip
-FLORENCE = {"nodeSelectorTerms": [{"matchExpressions": [
-    {"key": "topology.kubernetes.io/region", "operator": "In", "values": ["europe-west8"]}]}]}  # fmt: skip
+MILAN = {
+    "nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "topology.kubernetes.io/region", "operator": "In", "values": ["eu-south-1"]}]}
+    ]
+}
+FLORENCE = {
+    "nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "topology.kubernetes.io/region", "operator": "In", "values": ["europe-west8"]}]}
+    ]
+}
 
 
 def sync_snapshot(kinds: tuple[str, ...] = KINDS) -> None:
@@ -84,8 +90,13 @@ def test_the_healthy_control_has_no_finding_even_at_a_zero_threshold(
     sandbox: Any, k8s: Any, control: str, settings: Any
 ) -> None:
     _stuck_after(settings, 0)
-    k8s.core.create_namespaced_pod("alpha", {"metadata": {"name": "web"}, "spec": {"containers": [
-        {"name": "c", "image": "nginx", "resources": {"requests": {"cpu": "1"}}}]}})  # fmt: skip
+    k8s.core.create_namespaced_pod(
+        "alpha",
+        {
+            "metadata": {"name": "web"},
+            "spec": {"containers": [{"name": "c", "image": "nginx", "resources": {"requests": {"cpu": "1"}}}]},
+        },
+    )
     sandbox.wait_idle(10)
     sync_snapshot()
     assert Pod.objects.get(namespace="alpha", name="web").phase == "Running"
@@ -94,8 +105,11 @@ def test_the_healthy_control_has_no_finding_even_at_a_zero_threshold(
 
 
 def test_a_selector_that_matches_no_cluster(sandbox: Any, k8s: Any, control: str) -> None:
-    us_east = {"nodeSelectorTerms": [{"matchExpressions": [
-        {"key": "topology.kubernetes.io/region", "operator": "In", "values": ["us-east-1"]}]}]}  # fmt: skip
+    us_east = {
+        "nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "topology.kubernetes.io/region", "operator": "In", "values": ["us-east-1"]}]}
+        ]
+    }
     _offload(k8s, "beta", {"clusterSelector": us_east})
     sandbox.wait_idle(10)
     assert _phase(sandbox, "beta") == "NoClusterSelected"
@@ -244,17 +258,24 @@ def test_pods_pending_for_room_but_not_for_an_affinity_no_node_matches(
     k8s.core.create_namespaced_pod("beta", {"metadata": {"name": "big"}, "spec": {"containers": [big]}})
     # In the control, a pod pinned to a local node while its pods must run remote: Pending, but for
     # its affinity, not for room (Remote imposes virtual nodes).
-    pinned = {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [
-        {"key": "kubernetes.io/hostname", "operator": "In", "values": ["rome-worker-1"]}]}]}}  # fmt: skip
+    pinned = {
+        "requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [
+                {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": ["rome-worker-1"]}]}
+            ]
+        }
+    }
     k8s.custom.patch_namespaced_custom_object(
         GROUP, VERSION, "alpha", PLURAL, "offloading", {"spec": {"podOffloadingStrategy": "Remote"}}
     )
     sandbox.wait_idle(10)
     k8s.core.create_namespaced_pod(
         "alpha",
-        {"metadata": {"name": "pinned"}, "spec": {"containers": [{"name": "c", "image": "x"}],
-                                                   "affinity": {"nodeAffinity": pinned}}},
-    )  # fmt: skip
+        {
+            "metadata": {"name": "pinned"},
+            "spec": {"containers": [{"name": "c", "image": "x"}], "affinity": {"nodeAffinity": pinned}},
+        },
+    )
     sandbox.wait_idle(10)
     sync_snapshot()
     pod = Pod.objects.get(namespace="beta", name="big")

@@ -26,8 +26,14 @@ from tests.conftest import ROOT
 SOURCES = ("access", "offloading", "liqo_dash", "sandbox", "deploy/gunicorn.conf.py", "manage.py")
 NOT_PRODUCT = ("liqo_dash/settings_test.py",)
 # liqo_dash.env's readers and what their default is.
-READERS = {"string": "string", "boolean": "boolean", "integer": "integer", "number": "number",
-           "string_list": "list", "raw": "string"}  # fmt: skip
+READERS = {
+    "string": "string",
+    "boolean": "boolean",
+    "integer": "integer",
+    "number": "number",
+    "string_list": "list",
+    "raw": "string",
+}
 SECRET_READERS = {"_secret"}  # settings: the value, else a key generated once into var/
 _MISSING = object()
 # Names whose readers default differently, on purpose; .env.example writes one of the defaults.
@@ -87,8 +93,12 @@ def _literal(node: ast.AST | None, constants: dict[str, Any]) -> Any:
 
 
 def _is_os_environ(node: ast.AST) -> bool:
-    return (isinstance(node, ast.Attribute) and node.attr == "environ" and isinstance(node.value, ast.Name)
-            and node.value.id == "os")  # fmt: skip
+    return (
+        isinstance(node, ast.Attribute)
+        and node.attr == "environ"
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "os"
+    )
 
 
 def _environ_get(node: ast.AST) -> bool:
@@ -125,8 +135,12 @@ def reads() -> list[Read]:
                 for keyword in node.keywords:
                     if keyword.arg == "default":
                         default_node = keyword.value
-                if (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "env"
-                        and func.attr in READERS):  # fmt: skip
+                if (
+                    isinstance(func, ast.Attribute)
+                    and isinstance(func.value, ast.Name)
+                    and func.value.id == "env"
+                    and func.attr in READERS
+                ):
                     kind = READERS[func.attr]
                     default = _literal(default_node, constants)
                     if default is _MISSING and default_node is None:
@@ -138,8 +152,7 @@ def reads() -> list[Read]:
                     if id(node) in or_defaults:
                         default_node = or_defaults[id(node)]
                     found.append(Read(name, "string", _literal(default_node, constants), where))
-            elif (isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load)
-                  and _is_os_environ(node.value)):  # fmt: skip
+            elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and _is_os_environ(node.value):
                 name = _literal(node.slice, constants)
                 if isinstance(name, str):
                     found.append(Read(name, "string", _MISSING, where))
@@ -225,8 +238,9 @@ def test_the_defaults_are_the_codes() -> None:
         agree = [_same(read.kind, value, read.default) for read in found]
         if not (any(agree) if name in SEVERAL_DEFAULTS else all(agree)):
             read = found[agree.index(False)]
-            wrong.append(f"  .env.example:{line} {name}={value}, the code ({read.where}): "
-                         f"{_written(read.kind, read.default)!r}")  # fmt: skip
+            wrong.append(
+                f"  .env.example:{line} {name}={value}, the code ({read.where}): {_written(read.kind, read.default)!r}"
+            )
     assert not wrong, "defaults that differ from the code's:\n" + "\n".join(wrong)
 
 
@@ -261,8 +275,9 @@ def test_each_variable_has_one_literal_default_in_the_code() -> None:
         ("env.string(name)", []),
     ],
 )
-def test_the_collector_on_shapes(source: str, expected: list[tuple[str, str, Any]], tmp_path: Path,
-                                 monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_the_collector_on_shapes(
+    source: str, expected: list[tuple[str, str, Any]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     sample = tmp_path / "sample.py"
     sample.write_text(source + "\n")
     monkeypatch.setattr(sys.modules[__name__], "_python_files", lambda: [sample])

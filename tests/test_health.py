@@ -150,9 +150,13 @@ def test_metrics_change_durations_api_reachability_and_watch_restarts(
     now = timezone.now()
     for seconds in (1, 2, 3, 10):
         ChangeRequest.objects.create(
-            namespace="ns", action=ChangeAction.OFFLOAD, state=ChangeState.APPLIED, requester_name="x",
-            created_at=now - timedelta(seconds=seconds), finished_at=now,
-        )  # fmt: skip
+            namespace="ns",
+            action=ChangeAction.OFFLOAD,
+            state=ChangeState.APPLIED,
+            requester_name="x",
+            created_at=now - timedelta(seconds=seconds),
+            finished_at=now,
+        )
     _count_restart("namespaces")
     _count_restart("namespaces")
     text = client.get("/metrics").content.decode()

@@ -56,9 +56,14 @@ def test_a_few_peers_keep_horizontal_labels_around_the_big_circle() -> None:
 
 def test_the_cluster_page_shows_capacity_hosted_namespaces_and_pods(admin_client: Any, fleet: Any) -> None:  # noqa: F811
     Pod.objects.create(
-        namespace="shop", name="web-1", node_name="milan", cluster_id="milan", phase="Running",
-        cpu_millis=2000, memory_bytes=8 * 1024**3,
-    )  # fmt: skip
+        namespace="shop",
+        name="web-1",
+        node_name="milan",
+        cluster_id="milan",
+        phase="Running",
+        cpu_millis=2000,
+        memory_bytes=8 * 1024**3,
+    )
     page = admin_client.get(reverse("offloading:cluster_detail", args=["milan"])).content.decode()
     assert "CPU <strong>2</strong> of 8 (25%)" in page
     assert "<strong>8Gi</strong> of 32Gi (25%)" in page

@@ -121,10 +121,16 @@ def test_creation_loop_backoff_says_its_likely_cause(sandbox: Any, k8s: Any, adm
 
 
 def test_two_namespaces_with_one_remote_name_share_it(sandbox: Any, k8s: Any, admin_client: Any) -> None:
-    _offload(k8s, "alpha", {"namespaceMappingStrategy": "SelectedName", "remoteNamespaceName": "shared",
-                            "clusterSelector": FLORENCE})  # fmt: skip
-    _offload(k8s, "beta", {"namespaceMappingStrategy": "SelectedName", "remoteNamespaceName": "shared",
-                           "clusterSelector": FLORENCE})  # fmt: skip
+    _offload(
+        k8s,
+        "alpha",
+        {"namespaceMappingStrategy": "SelectedName", "remoteNamespaceName": "shared", "clusterSelector": FLORENCE},
+    )
+    _offload(
+        k8s,
+        "beta",
+        {"namespaceMappingStrategy": "SelectedName", "remoteNamespaceName": "shared", "clusterSelector": FLORENCE},
+    )
     sandbox.wait_idle(10)
     # As in Liqo: one NamespaceMap per consumer, so the second is Accepted into the same remote namespace.
     assert _phase(sandbox, "alpha") == "Ready" and _phase(sandbox, "beta") == "Ready"

@@ -25,9 +25,18 @@ from tests.test_diagnosis_scenarios import sync_snapshot as relist
 pytestmark = pytest.mark.django_db
 
 KINDS = (
-    "namespaces", "namespaceoffloadings", "foreignclusters", "virtualnodes", "nodes", "pods", "events",
-    "resourceslices", "tenants", "quotas", "deployments",
-)  # fmt: skip
+    "namespaces",
+    "namespaceoffloadings",
+    "foreignclusters",
+    "virtualnodes",
+    "nodes",
+    "pods",
+    "events",
+    "resourceslices",
+    "tenants",
+    "quotas",
+    "deployments",
+)
 
 
 def sync_snapshot() -> None:
@@ -119,8 +128,12 @@ def test_the_preview_says_a_selected_peer_refuses_pods(tenancy: Any, admin_user:
     assert preview["valid"], preview
     refusing = {row["clusterId"]: row["reasons"] for row in preview["refusingClusters"]}
     assert set(refusing) == {"florence"} and "cordoned" in refusing["florence"][0]
-    form = {"namespace_mapping_strategy": "DefaultName", "pod_offloading_strategy": "LocalAndRemote",
-            "cluster_selector": body["selectors"][0], "expected_generation": 0}  # fmt: skip
+    form = {
+        "namespace_mapping_strategy": "DefaultName",
+        "pod_offloading_strategy": "LocalAndRemote",
+        "cluster_selector": body["selectors"][0],
+        "expected_generation": 0,
+    }
     page = admin_client.post(reverse("offloading:namespace_offload_preview", args=["batch"]), form).content.decode()
     assert "selected, but it refuses new pods from this cluster" in page
 
@@ -150,12 +163,20 @@ def test_the_sandbox_v11_controller_selects_nothing_while_a_namespace_map_is_orp
     core, custom = k8s_client.CoreV1Api(api), k8s_client.CustomObjectsApi(api)
     core.create_namespace({"metadata": {"name": "liqo-tenant-venice"}})
     labels = {REPLICATION_LABEL: "true", REMOTE_ID_LABEL: "venice", REMOTE_CLUSTER_ID_LABEL: "venice"}
-    nm = {"apiVersion": "offloading.liqo.io/v1beta1", "kind": "NamespaceMap",
-          "metadata": {"name": "venice", "labels": labels}, "spec": {}}  # fmt: skip
+    nm = {
+        "apiVersion": "offloading.liqo.io/v1beta1",
+        "kind": "NamespaceMap",
+        "metadata": {"name": "venice", "labels": labels},
+        "spec": {},
+    }
     custom.create_namespaced_custom_object("offloading.liqo.io", "v1beta1", "liqo-tenant-venice", "namespacemaps", nm)
     core.create_namespace({"metadata": {"name": "fresh"}})
-    body = {"apiVersion": "offloading.liqo.io/v1beta1", "kind": "NamespaceOffloading",
-            "metadata": {"name": "offloading"}, "spec": {}}  # fmt: skip
+    body = {
+        "apiVersion": "offloading.liqo.io/v1beta1",
+        "kind": "NamespaceOffloading",
+        "metadata": {"name": "offloading"},
+        "spec": {},
+    }
     custom.create_namespaced_custom_object("offloading.liqo.io", "v1beta1", "fresh", "namespaceoffloadings", body)
     wait_until(
         lambda: any(ns == "fresh" and "does not match that of NamespaceMaps" in m for ns, m in tenancy.liqo.swallowed),

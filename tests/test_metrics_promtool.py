@@ -47,12 +47,21 @@ def _every_family_has_samples(settings: Any, redis_url: str) -> None:
     settings.CELERY_BROKER_URL = redis_url
     fresh_snapshot(age=5.0)
     now = timezone.now()
-    for state, seconds in ((ChangeState.APPLIED, 1), (ChangeState.APPLIED, 2), (ChangeState.APPLIED, 3),
-                           (ChangeState.APPLIED, 10), (ChangeState.FAILED, 7)):  # fmt: skip
+    for state, seconds in (
+        (ChangeState.APPLIED, 1),
+        (ChangeState.APPLIED, 2),
+        (ChangeState.APPLIED, 3),
+        (ChangeState.APPLIED, 10),
+        (ChangeState.FAILED, 7),
+    ):
         ChangeRequest.objects.create(
-            namespace="ns", action=ChangeAction.OFFLOAD, state=state, requester_name="x",
-            created_at=now - timedelta(seconds=seconds), finished_at=now,
-        )  # fmt: skip
+            namespace="ns",
+            action=ChangeAction.OFFLOAD,
+            state=state,
+            requester_name="x",
+            created_at=now - timedelta(seconds=seconds),
+            finished_at=now,
+        )
     ChangeRequest.objects.create(namespace="ns", action=ChangeAction.OFFLOAD, state=ChangeState.QUEUED)
     _count_restart("namespaces")
     verify_and_remember()

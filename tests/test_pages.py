@@ -262,16 +262,24 @@ def test_a_bulk_update_that_loses_clusters_shows_them_and_asks_for_the_count(adm
 
 
 def test_a_bulk_offload_that_loses_nothing_needs_no_confirmation(admin_client: Any, fleet: Any) -> None:
-    form = {"action": "offload", "namespace_selector": "team=pay", "namespace_mapping_strategy": "DefaultName",
-            "pod_offloading_strategy": "LocalAndRemote"}  # fmt: skip
+    form = {
+        "action": "offload",
+        "namespace_selector": "team=pay",
+        "namespace_mapping_strategy": "DefaultName",
+        "pod_offloading_strategy": "LocalAndRemote",
+    }
     assert "to confirm" not in admin_client.post(reverse("offloading:bulk_preview"), form).content.decode()
     assert admin_client.post(reverse("offloading:bulk"), form).status_code == 302
 
 
 def test_a_late_bulk_preview_keeps_a_typed_count_only_while_it_still_matches(admin_client: Any, fleet: Any) -> None:
     Namespace.objects.filter(name="shop").update(labels={"env": "prod"})
-    form = {"action": "unoffload", "namespace_selector": "env=prod", "namespace_mapping_strategy": "DefaultName",
-            "pod_offloading_strategy": "LocalAndRemote"}  # fmt: skip
+    form = {
+        "action": "unoffload",
+        "namespace_selector": "env=prod",
+        "namespace_mapping_strategy": "DefaultName",
+        "pod_offloading_strategy": "LocalAndRemote",
+    }
 
     def box(typed: str) -> str:
         body = admin_client.post(reverse("offloading:bulk_preview"), {**form, "confirm_count": typed}).content.decode()
@@ -289,9 +297,13 @@ def test_bulk_rejects_an_empty_or_invalid_selector_on_the_field(admin_client: An
     for selector in ("", "team in (pay"):
         response = admin_client.post(
             reverse("offloading:bulk"),
-            {"action": "unoffload", "namespace_selector": selector, "namespace_mapping_strategy": "DefaultName",
-             "pod_offloading_strategy": "LocalAndRemote"},
-        )  # fmt: skip
+            {
+                "action": "unoffload",
+                "namespace_selector": selector,
+                "namespace_mapping_strategy": "DefaultName",
+                "pod_offloading_strategy": "LocalAndRemote",
+            },
+        )
         assert response.status_code == 200
         assert response.context["form"].errors.get("namespace_selector"), selector
     assert not ChangeRequest.objects.exists()
@@ -300,8 +312,12 @@ def test_bulk_rejects_an_empty_or_invalid_selector_on_the_field(admin_client: An
 def test_bulk_unoffload_records_one_change_per_namespace_and_shows_progress(admin_client: Any, fleet: Any) -> None:
     Namespace.objects.filter(name="shop").update(labels={"env": "prod"})
     Namespace.objects.create(name="cart", labels={"env": "prod"})  # not offloaded: skipped
-    form = {"action": "unoffload", "namespace_selector": "env=prod", "namespace_mapping_strategy": "DefaultName",
-            "pod_offloading_strategy": "LocalAndRemote"}  # fmt: skip
+    form = {
+        "action": "unoffload",
+        "namespace_selector": "env=prod",
+        "namespace_mapping_strategy": "DefaultName",
+        "pod_offloading_strategy": "LocalAndRemote",
+    }
     # Unoffloading deletes the remote namespaces: not without the typed count of namespaces.
     for typed, says in (("", "type 1 (the number of namespaces) to confirm"), ("2", "You typed 2, but 1 namespaces")):
         refused = admin_client.post(reverse("offloading:bulk"), {**form, "confirm_count": typed})
@@ -357,9 +373,14 @@ def test_absurd_hidden_values_are_form_errors_not_500s(admin_client: Any, fleet:
 def test_bulk_refuses_one_selected_name_for_many_namespaces(admin_client: Any, fleet: Any) -> None:
     response = admin_client.post(
         reverse("offloading:bulk"),
-        {"action": "offload", "namespace_selector": "team=pay", "namespace_mapping_strategy": "SelectedName",
-         "remote_namespace_name": "shared", "pod_offloading_strategy": "LocalAndRemote"},
-    )  # fmt: skip
+        {
+            "action": "offload",
+            "namespace_selector": "team=pay",
+            "namespace_mapping_strategy": "SelectedName",
+            "remote_namespace_name": "shared",
+            "pod_offloading_strategy": "LocalAndRemote",
+        },
+    )
     assert response.status_code == 200 and not ChangeRequest.objects.exists()
     assert "SelectedName" in str(response.context["form"].errors)
 
@@ -422,8 +443,18 @@ def test_reapply_keeps_the_fields_only_the_other_writer_changed(admin_client: An
     from offloading.choices import ChangeAction
 
     base = {**READY_SPEC, "podOffloadingStrategy": "LocalAndRemote"}
-    theirs = {**base, "clusterSelector": {"nodeSelectorTerms": [{"matchExpressions": [
-        {"key": "topology.kubernetes.io/region", "operator": "In", "values": ["eu-south"]}]}]}}  # fmt: skip
+    theirs = {
+        **base,
+        "clusterSelector": {
+            "nodeSelectorTerms": [
+                {
+                    "matchExpressions": [
+                        {"key": "topology.kubernetes.io/region", "operator": "In", "values": ["eu-south"]}
+                    ]
+                }
+            ]
+        },
+    }
     Namespace.objects.filter(name="shop").update(offloading_spec=theirs, offloading_generation=4)
     conflicted = ChangeRequest.objects.create(
         namespace="shop",

@@ -347,14 +347,25 @@ def test_an_object_deleted_and_created_again_is_a_conflict_even_at_the_same_gene
         message="gone",
     )
     k8s.custom.create_namespaced_custom_object(
-        GROUP, VERSION, "reborn", PLURAL,
-        {"apiVersion": f"{GROUP}/{VERSION}", "kind": "NamespaceOffloading", "metadata": {"name": "offloading"},
-         "spec": _spec(podOffloadingStrategy="Local")},
-    )  # fmt: skip
+        GROUP,
+        VERSION,
+        "reborn",
+        PLURAL,
+        {
+            "apiVersion": f"{GROUP}/{VERSION}",
+            "kind": "NamespaceOffloading",
+            "metadata": {"name": "offloading"},
+            "spec": _spec(podOffloadingStrategy="Local"),
+        },
+    )
     change = ChangeRequest.objects.create(
-        namespace="reborn", action="update", desired_spec=_spec(podOffloadingStrategy="Remote"),
-        base_generation=seen.offloading_generation, base_uid=seen.offloading_uid, requester_name="alice",
-    )  # fmt: skip
+        namespace="reborn",
+        action="update",
+        desired_spec=_spec(podOffloadingStrategy="Remote"),
+        base_generation=seen.offloading_generation,
+        base_uid=seen.offloading_uid,
+        requester_name="alice",
+    )
     assert apply_change(change.pk) == ChangeState.CONFLICT
     change.refresh_from_db()
     assert "deleted and created again" in change.message
@@ -366,10 +377,17 @@ def test_a_conflicting_offload_leaves_the_namespace_unlabelled(sandbox: Any, k8s
     _make_namespace(k8s, "racey")
     # Someone else offloads it (Local: Liqo does not label the namespace) before our change runs.
     k8s.custom.create_namespaced_custom_object(
-        GROUP, VERSION, "racey", PLURAL,
-        {"apiVersion": f"{GROUP}/{VERSION}", "kind": "NamespaceOffloading", "metadata": {"name": "offloading"},
-         "spec": _spec(podOffloadingStrategy="Local")},
-    )  # fmt: skip
+        GROUP,
+        VERSION,
+        "racey",
+        PLURAL,
+        {
+            "apiVersion": f"{GROUP}/{VERSION}",
+            "kind": "NamespaceOffloading",
+            "metadata": {"name": "offloading"},
+            "spec": _spec(podOffloadingStrategy="Local"),
+        },
+    )
     change = request_offload("racey", _spec(), ALICE, label_namespace=True)
     change.refresh_from_db()
     assert change.state == ChangeState.CONFLICT

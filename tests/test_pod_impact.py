@@ -60,10 +60,21 @@ def test_a_change_that_loses_no_pod_says_so() -> None:
 
 
 def _pods() -> None:
-    for name, cluster, phase in (("web-1", "milan", "Running"), ("web-2", "milan", "Running"),
-                                 ("web-3", "milan", "Pending"), ("db-0", "", "Running")):  # fmt: skip
-        Pod.objects.create(namespace="shop", name=name, node_name=cluster or "local-1", cluster_id=cluster,
-                           phase=phase, cpu_millis=3000, memory_bytes=1024**3)  # fmt: skip
+    for name, cluster, phase in (
+        ("web-1", "milan", "Running"),
+        ("web-2", "milan", "Running"),
+        ("web-3", "milan", "Pending"),
+        ("db-0", "", "Running"),
+    ):
+        Pod.objects.create(
+            namespace="shop",
+            name=name,
+            node_name=cluster or "local-1",
+            cluster_id=cluster,
+            phase=phase,
+            cpu_millis=3000,
+            memory_bytes=1024**3,
+        )
 
 
 @pytest.mark.django_db
@@ -134,14 +145,23 @@ def test_the_unoffload_page_counts_the_pods_that_go(admin_client: Any, fleet: An
 def test_the_bulk_preview_counts_pods_per_namespace_and_shows_the_room(admin_client: Any, fleet: Any) -> None:  # noqa: F811
     _pods()
     Namespace.objects.filter(name="shop").update(labels={"env": "prod"})
-    form = {"action": "offload", "namespace_selector": "env=prod", "namespace_mapping_strategy": "EnforceSameName",
-            "pod_offloading_strategy": "Local", "cluster_selector": "topology.kubernetes.io/region in (eu-south)"}  # fmt: skip
+    form = {
+        "action": "offload",
+        "namespace_selector": "env=prod",
+        "namespace_mapping_strategy": "EnforceSameName",
+        "pod_offloading_strategy": "Local",
+        "cluster_selector": "topology.kubernetes.io/region in (eu-south)",
+    }
     body = admin_client.post(reverse("offloading:bulk_preview"), form).content.decode()
     assert "<strong>2 running pods</strong> on those clusters will be deleted there" in body
     assert "<strong>2</strong> deleted (milan: 2)" in body
     assert 'id="bulk-rooms"><strong>The spec selects 1 cluster</strong>' in body and ">naples</a></th>" in body
-    unoffload = {"action": "unoffload", "namespace_selector": "env=prod", "namespace_mapping_strategy": "DefaultName",
-                 "pod_offloading_strategy": "LocalAndRemote"}  # fmt: skip
+    unoffload = {
+        "action": "unoffload",
+        "namespace_selector": "env=prod",
+        "namespace_mapping_strategy": "DefaultName",
+        "pod_offloading_strategy": "LocalAndRemote",
+    }
     body = admin_client.post(reverse("offloading:bulk_preview"), unoffload).content.decode()
     assert "<strong>2</strong> deleted (milan: 2)" in body and 'id="bulk-rooms"' not in body
 

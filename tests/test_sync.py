@@ -96,10 +96,14 @@ def _offload(sb: Sandbox, namespace: str) -> None:
     sb.server.create(
         NAMESPACE_OFFLOADINGS,
         namespace,
-        {"apiVersion": f"{GROUP}/{VERSION}", "kind": "NamespaceOffloading", "metadata": {"name": "offloading"},
-         "spec": {"podOffloadingStrategy": "Remote"}},
+        {
+            "apiVersion": f"{GROUP}/{VERSION}",
+            "kind": "NamespaceOffloading",
+            "metadata": {"name": "offloading"},
+            "spec": {"podOffloadingStrategy": "Remote"},
+        },
         manager="liqoctl",
-    )  # fmt: skip
+    )
 
 
 def test_a_cold_sync_lists_each_kind_once_and_marks_the_snapshot_fresh(fleet: Sandbox, synced: Informer) -> None:

@@ -38,9 +38,14 @@ def test_bytes_in_binary_units(value: Any, text: str) -> None:
 def test_the_peer_page_says_the_quota_as_it_is_written(admin_client: Any, fleet: Any) -> None:  # noqa: F811
     VirtualNode.objects.filter(name="milan").update(capacity={"cpu": "8", "memory": "128Gi"})
     Pod.objects.create(
-        namespace="shop", name="web-1", node_name="milan", cluster_id="milan", phase="Running",
-        cpu_millis=500, memory_bytes=512 * 1024**2,
-    )  # fmt: skip
+        namespace="shop",
+        name="web-1",
+        node_name="milan",
+        cluster_id="milan",
+        phase="Running",
+        cpu_millis=500,
+        memory_bytes=512 * 1024**2,
+    )
     page = admin_client.get(reverse("offloading:cluster_detail", args=["milan"])).content.decode()
     assert "memory: 128Gi" in page, "the virtual node's quota"
     assert "<strong>512Mi</strong> of 128Gi" in page, "the room, in the same units"
@@ -49,9 +54,14 @@ def test_the_peer_page_says_the_quota_as_it_is_written(admin_client: Any, fleet:
 
 def test_the_namespace_page_says_pod_requests_in_binary_units(admin_client: Any, fleet: Any) -> None:  # noqa: F811
     Pod.objects.create(
-        namespace="shop", name="web-1", node_name="milan", cluster_id="milan", phase="Running",
-        cpu_millis=250, memory_bytes=64 * 1024**2,
-    )  # fmt: skip
+        namespace="shop",
+        name="web-1",
+        node_name="milan",
+        cluster_id="milan",
+        phase="Running",
+        cpu_millis=250,
+        memory_bytes=64 * 1024**2,
+    )
     page = admin_client.get(reverse("offloading:namespace_detail", args=["shop"])).content.decode()
     assert "250m CPU · 64Mi" in page and not re.search(r"\d\s?[KMGT]B\b", page)
 

@@ -16,9 +16,16 @@ pytestmark = pytest.mark.django_db
 UNPRINTABLE = {
     "namespaceMappingStrategy": "EnforceSameName",
     "podOffloadingStrategy": "LocalAndRemote",
-    "clusterSelector": {"nodeSelectorTerms": [{"matchExpressions": [
-        {"key": "topology.kubernetes.io/region", "operator": "In", "values": ["eu south 1", "eu-west"]}]}]},
-}  # fmt: skip
+    "clusterSelector": {
+        "nodeSelectorTerms": [
+            {
+                "matchExpressions": [
+                    {"key": "topology.kubernetes.io/region", "operator": "In", "values": ["eu south 1", "eu-west"]}
+                ]
+            }
+        ]
+    },
+}
 
 
 @pytest.fixture
@@ -29,8 +36,12 @@ def unprintable(fleet: Any) -> None:  # noqa: F811
 def test_bulk_dry_run_of_an_offloading_with_an_unprintable_selector_answers(unprintable: None, admin_user: Any) -> None:
     client = APIClient()
     client.force_authenticate(admin_user)
-    body = {"action": "offload", "namespaceSelector": "team=shop", "dryRun": True,
-            "spec": {"namespaceMappingStrategy": "EnforceSameName", "clusterSelector": {"nodeSelectorTerms": []}}}  # fmt: skip
+    body = {
+        "action": "offload",
+        "namespaceSelector": "team=shop",
+        "dryRun": True,
+        "spec": {"namespaceMappingStrategy": "EnforceSameName", "clusterSelector": {"nodeSelectorTerms": []}},
+    }
     response = client.post("/api/v1/bulk/", body, format="json")
     assert response.status_code == 200, response.content
     assert response.json()["namespaces"] == ["shop"]
@@ -38,8 +49,13 @@ def test_bulk_dry_run_of_an_offloading_with_an_unprintable_selector_answers(unpr
 
 
 def test_the_bulk_page_preview_of_it_renders(unprintable: None, admin_client: Any) -> None:
-    data = {"action": "offload", "namespace_selector": "team=shop", "namespace_mapping_strategy": "EnforceSameName",
-            "pod_offloading_strategy": "LocalAndRemote", "cluster_selector": ""}  # fmt: skip
+    data = {
+        "action": "offload",
+        "namespace_selector": "team=shop",
+        "namespace_mapping_strategy": "EnforceSameName",
+        "pod_offloading_strategy": "LocalAndRemote",
+        "cluster_selector": "",
+    }
     page = admin_client.post("/bulk/preview/", data, HTTP_HX_REQUEST="true")
     assert page.status_code == 200
     assert b"eu south 1" in page.content and b"liqoctl cannot print this term" in page.content

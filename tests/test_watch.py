@@ -40,10 +40,14 @@ def test_an_offloading_created_elsewhere_reaches_the_snapshot_through_the_watch(
         VERSION,
         "watched",
         PLURAL,
-        {"apiVersion": f"{GROUP}/{VERSION}", "kind": "NamespaceOffloading", "metadata": {"name": "offloading"},
-         "spec": {"podOffloadingStrategy": "Remote"}},
+        {
+            "apiVersion": f"{GROUP}/{VERSION}",
+            "kind": "NamespaceOffloading",
+            "metadata": {"name": "offloading"},
+            "spec": {"podOffloadingStrategy": "Remote"},
+        },
         field_manager="liqoctl",
-    )  # fmt: skip
+    )
     ready = wait_until(
         lambda: Namespace.objects.filter(name="watched", offloading_phase="Ready").first(),
         60,
@@ -83,9 +87,13 @@ def test_the_watch_survives_an_outage_and_resumes(
         VERSION,
         "resumed",
         PLURAL,
-        {"apiVersion": f"{GROUP}/{VERSION}", "kind": "NamespaceOffloading", "metadata": {"name": "offloading"},
-         "spec": {}},
-    )  # fmt: skip
+        {
+            "apiVersion": f"{GROUP}/{VERSION}",
+            "kind": "NamespaceOffloading",
+            "metadata": {"name": "offloading"},
+            "spec": {},
+        },
+    )
     wait_until(lambda: Namespace.objects.get(name="resumed").offloaded, 40, message="the event after the outage")
     # It resumed from the resourceVersion it had, without listing again.
     assert watcher.lists == 1

@@ -205,9 +205,13 @@ def stuck_candidates() -> list[str]:
     )
     pending = set(Pod.objects.filter(phase="Pending").values_list("namespace", flat=True).distinct())
     rows = Namespace.objects.filter(offloaded=True).values_list(
-        "name", "labels", "offloading_phase", "offloading_deleting", "offloading_generation",
+        "name",
+        "labels",
+        "offloading_phase",
+        "offloading_deleting",
+        "offloading_generation",
         "offloading_observed_generation",
-    )  # fmt: skip
+    )
     return [
         name
         for name, labels, phase, deleting, generation, observed in rows

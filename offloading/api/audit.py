@@ -28,8 +28,21 @@ from offloading.api.views import NamedNotFoundMixin
 from offloading.audit.filters import AuditFilterSet
 from offloading.models import AuditEvent
 
-COLUMNS = ("seq", "time", "userName", "source", "action", "namespace", "change", "outcome", "message",
-           "before", "after", "requestId", "hash")  # fmt: skip
+COLUMNS = (
+    "seq",
+    "time",
+    "userName",
+    "source",
+    "action",
+    "namespace",
+    "change",
+    "outcome",
+    "message",
+    "before",
+    "after",
+    "requestId",
+    "hash",
+)
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 

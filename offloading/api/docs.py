@@ -80,7 +80,10 @@ _LINKS: dict[tuple[str, str, str], dict[str, Any]] = {
         "GetBulk": {"operationId": "v1_bulk_retrieve", "parameters": {"id": "$response.body#/id"}},
     },
     ("/api/v1/namespaces/{name}/", "get", "200"): {
-        "PreviewNamespace": {"operationId": "v1_namespaces_preview_create", "parameters": {"name": "$response.body#/name"}},
+        "PreviewNamespace": {
+            "operationId": "v1_namespaces_preview_create",
+            "parameters": {"name": "$response.body#/name"},
+        },
         "OffloadNamespace": {
             "operationId": "v1_namespaces_offloading_update",
             "parameters": {"name": "$response.body#/name", "header.If-Match": "$response.header.ETag"},
@@ -90,7 +93,7 @@ _LINKS: dict[tuple[str, str, str], dict[str, Any]] = {
         "ReapplyChange": {"operationId": "v1_changes_reapply_create", "parameters": {"id": "$response.body#/id"}},
         "GetNamespace": {"operationId": "v1_namespaces_retrieve", "parameters": {"name": "$response.body#/namespace"}},
     },
-}  # fmt: skip
+}
 _ETAG = {
     "ETag": {
         "description": 'The namespace\'s offloading generation in quotes (`"3"`): send it back as If-Match.',

@@ -97,10 +97,12 @@ def _at_most(limit: int) -> str:
     digits = str(limit)
     shorter = f"[0-9]{{1,{len(digits) - 1}}}"
     alternatives = [
-        digits[:i] + (f"[0-{int(d) - 1}]" if d != "1" else "0") + (f"[0-9]{{{len(digits) - i - 1}}}" if i < len(digits) - 1 else "")
+        digits[:i]
+        + (f"[0-{int(d) - 1}]" if d != "1" else "0")
+        + (f"[0-9]{{{len(digits) - i - 1}}}" if i < len(digits) - 1 else "")
         for i, d in enumerate(digits)
         if d != "0"
-    ]  # fmt: skip
+    ]
     return "|".join([shorter, *alternatives, digits])
 
 

@@ -83,8 +83,16 @@ class SnapshotSerializer(CamelCaseFields, serializers.ModelSerializer):
 
     class Meta:
         model = SnapshotState
-        fields = ["last_success_at", "last_attempt_at", "last_error", "last_duration_ms", "last_list_calls",
-                  "local_cluster_id", "stale", "liqo_version"]  # fmt: skip
+        fields = [
+            "last_success_at",
+            "last_attempt_at",
+            "last_error",
+            "last_duration_ms",
+            "last_list_calls",
+            "local_cluster_id",
+            "stale",
+            "liqo_version",
+        ]
 
     def get_stale(self, obj: SnapshotState) -> bool:
         return obj.is_stale()
@@ -106,8 +114,19 @@ class ClusterSerializer(CamelCaseFields, serializers.ModelSerializer):
 
     class Meta:
         model = Cluster
-        fields = ["cluster_id", "role", "networking_status", "authentication_status", "offloading_status", "modules",
-                  "api_server_url", "virtual_nodes", "hosted_namespaces", "refreshed_at", "resources"]  # fmt: skip
+        fields = [
+            "cluster_id",
+            "role",
+            "networking_status",
+            "authentication_status",
+            "offloading_status",
+            "modules",
+            "api_server_url",
+            "virtual_nodes",
+            "hosted_namespaces",
+            "refreshed_at",
+            "resources",
+        ]
 
     def get_virtual_nodes(self, obj: Cluster) -> Any:
         nodes = self.context.get("virtual_nodes", {}).get(obj.cluster_id)
@@ -161,8 +180,21 @@ class NamespaceSerializer(CamelCaseFields, serializers.ModelSerializer):
 
     class Meta:
         model = Namespace
-        fields = ["name", "labels", "offloaded", "phase", "spec", "remote_namespace_name", "generation",
-                  "observed_generation", "status_stale", "deleting", "last_written_by", "clusters", "refreshed_at"]  # fmt: skip
+        fields = [
+            "name",
+            "labels",
+            "offloaded",
+            "phase",
+            "spec",
+            "remote_namespace_name",
+            "generation",
+            "observed_generation",
+            "status_stale",
+            "deleting",
+            "last_written_by",
+            "clusters",
+            "refreshed_at",
+        ]
 
 
 class FindingSerializer(CamelCaseFields, serializers.Serializer):
@@ -202,10 +234,30 @@ class ChangeRequestSerializer(CamelCaseFields, serializers.ModelSerializer):
 
     class Meta:
         model = ChangeRequest
-        fields = ["id", "namespace", "action", "state", "desired_spec", "base_spec", "base_generation", "label_namespace",
-                  "requester_name", "source", "request_id", "created_at", "updated_at", "finished_at", "attempts",
-                  "message", "warnings", "result_generation", "conflict_spec", "bulk", "waiting",
-                  "retrying_since"]  # fmt: skip
+        fields = [
+            "id",
+            "namespace",
+            "action",
+            "state",
+            "desired_spec",
+            "base_spec",
+            "base_generation",
+            "label_namespace",
+            "requester_name",
+            "source",
+            "request_id",
+            "created_at",
+            "updated_at",
+            "finished_at",
+            "attempts",
+            "message",
+            "warnings",
+            "result_generation",
+            "conflict_spec",
+            "bulk",
+            "waiting",
+            "retrying_since",
+        ]
 
     @extend_schema_field(WaitingSerializer(allow_null=True))
     def get_waiting(self, obj: ChangeRequest) -> dict[str, Any] | None:
@@ -220,8 +272,19 @@ class BulkRequestSerializer(CamelCaseFields, serializers.ModelSerializer):
 
     class Meta:
         model = BulkRequest
-        fields = ["id", "action", "namespace_selector", "desired_spec", "requester_name", "source", "request_id",
-                  "created_at", "total", "skipped", "progress"]  # fmt: skip
+        fields = [
+            "id",
+            "action",
+            "namespace_selector",
+            "desired_spec",
+            "requester_name",
+            "source",
+            "request_id",
+            "created_at",
+            "total",
+            "skipped",
+            "progress",
+        ]
 
     def get_progress(self, obj: BulkRequest) -> dict[str, int]:
         return obj.progress()
@@ -230,8 +293,24 @@ class BulkRequestSerializer(CamelCaseFields, serializers.ModelSerializer):
 class AuditEventSerializer(CamelCaseFields, serializers.ModelSerializer):
     class Meta:
         model = AuditEvent
-        fields = ["id", "seq", "time", "user_name", "source", "request_id", "action", "namespace", "change", "before",
-                  "after", "outcome", "message", "prev_hash", "hash", "key_id"]  # fmt: skip
+        fields = [
+            "id",
+            "seq",
+            "time",
+            "user_name",
+            "source",
+            "request_id",
+            "action",
+            "namespace",
+            "change",
+            "before",
+            "after",
+            "outcome",
+            "message",
+            "prev_hash",
+            "hash",
+            "key_id",
+        ]
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")

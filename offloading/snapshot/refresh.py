@@ -152,9 +152,16 @@ def refresh() -> RefreshReport:
 
 
 CLUSTER_FIELDS = [
-    "name", "role", "networking_status", "authentication_status", "offloading_status", "modules",
-    "api_server_url", "resource_version", "refreshed_at",
-]  # fmt: skip
+    "name",
+    "role",
+    "networking_status",
+    "authentication_status",
+    "offloading_status",
+    "modules",
+    "api_server_url",
+    "resource_version",
+    "refreshed_at",
+]
 VIRTUAL_NODE_FIELDS = ["cluster_id", "labels", "has_node", "capacity", "healthy", "conditions", "refreshed_at"]
 
 

@@ -96,11 +96,20 @@ def topology(clusters: list[Cluster], hosted: dict[str, int], pods: dict[str, in
         count = hosted.get(cluster.cluster_id, 0)
         nodes.append(
             PeerNode(
-                cluster, round(x, 1), round(y, 1), round(lx, 1), round(ly, 1), anchor, round(rotate, 1), count,
-                pods.get(cluster.cluster_id, 0), not unhealthy(cluster),
-                round(1 + 7 * count / most, 1) if count else 0.6, i % every == 0 or unhealthy(cluster),
+                cluster,
+                round(x, 1),
+                round(y, 1),
+                round(lx, 1),
+                round(ly, 1),
+                anchor,
+                round(rotate, 1),
+                count,
+                pods.get(cluster.cluster_id, 0),
+                not unhealthy(cluster),
+                round(1 + 7 * count / most, 1) if count else 0.6,
+                i % every == 0 or unhealthy(cluster),
             )
-        )  # fmt: skip
+        )
     return nodes
 
 

@@ -111,10 +111,16 @@ def freshness(request: HttpRequest) -> HttpResponse:
     state = context["snapshot"]
     outage = context["api_outage"]
     shown = (
-        state.last_success_at, state.last_attempt_at, state.last_error, context["snapshot_stale"],
-        outage and (outage.since, outage.error), context["freshness_level"], context["freshness_reason"],
-        context["freshness_interval"], _who(request),
-    )  # fmt: skip
+        state.last_success_at,
+        state.last_attempt_at,
+        state.last_error,
+        context["snapshot_stale"],
+        outage and (outage.since, outage.error),
+        context["freshness_level"],
+        context["freshness_reason"],
+        context["freshness_interval"],
+        _who(request),
+    )
     etag = '"' + hashlib.sha256(json.dumps(shown, default=str).encode()).hexdigest()[:32] + '"'
     if request.headers.get("X-Live-Poll") == "1" and etag in request.headers.get("If-None-Match", ""):
         response = HttpResponse(status=304)

@@ -213,9 +213,18 @@ class ListedNamespace:
     warnings: int = 0
 
     FIELDS: ClassVar[tuple[str, ...]] = (
-        "pk", "name", "labels_text", "offloaded", "offloading_deleting", "offloading_phase",
-        "offloading_generation", "offloading_observed_generation", "remote_namespace_name", "mapping", "pod_strategy",
-    )  # fmt: skip
+        "pk",
+        "name",
+        "labels_text",
+        "offloaded",
+        "offloading_deleting",
+        "offloading_phase",
+        "offloading_generation",
+        "offloading_observed_generation",
+        "remote_namespace_name",
+        "mapping",
+        "pod_strategy",
+    )
 
     @classmethod
     def values(cls, queryset: Any) -> Any:

@@ -210,10 +210,25 @@ def web(transactional_db: Any, tmp_path: Path) -> Iterator[str]:
     env.pop("API_TOKEN_PEPPER", None)
     log = open(tmp_path / "web.log", "wb")  # noqa: SIM115 - closed below
     proc = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "liqo_dash.wsgi", "-c", "deploy/gunicorn.conf.py",
-         "--bind", f"127.0.0.1:{port}", "--workers", "1", "--threads", "2"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "liqo_dash.wsgi",
+            "-c",
+            "deploy/gunicorn.conf.py",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            "1",
+            "--threads",
+            "2",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         wait_until(lambda: proc.poll() is not None or _answers(f"{base}/healthz"), 60, message="gunicorn")

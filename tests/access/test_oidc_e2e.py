@@ -43,11 +43,19 @@ CLIENT_SECRET = "liqo-dash-test-secret-0123456789"
 TIMEOUT_MS = 20_000
 
 # Provider A's accounts. "mallory" calls herself admin and claims the local admin's email address.
-OLGA = {"sub": "0001-olga", "preferred_username": "olga", "email": "olga@example.com",
-        "groups": ["dash-operators", "team-a", "unrelated"]}  # fmt: skip
+OLGA = {
+    "sub": "0001-olga",
+    "preferred_username": "olga",
+    "email": "olga@example.com",
+    "groups": ["dash-operators", "team-a", "unrelated"],
+}
 VERA = {"sub": "0002-vera", "preferred_username": "vera", "email": "vera@example.com", "groups": []}
-MALLORY = {"sub": "0003-mallory", "preferred_username": "admin", "email": "admin@example.com",
-           "groups": ["dash-viewers"]}  # fmt: skip
+MALLORY = {
+    "sub": "0003-mallory",
+    "preferred_username": "admin",
+    "email": "admin@example.com",
+    "groups": ["dash-viewers"],
+}
 SAM_A = {"sub": "0004-shared", "preferred_username": "sam", "email": "sam@a.example", "groups": ["dash-viewers"]}
 # Provider B (another issuer) has an account with the same sub.
 SAM_B = {"sub": "0004-shared", "preferred_username": "sam", "email": "sam@b.example", "groups": ["dash-operators"]}
@@ -122,8 +130,18 @@ class Stack:
         accounts_file = self.tmp_path / f"{name}-accounts.json"
         accounts_file.write_text(json.dumps(accounts))
         log = self.tmp_path / f"{name}.log"
-        args = [NODE, str(PROVIDER_SCRIPT), "--port", str(port), "--client-id", CLIENT_ID,
-                "--client-secret", CLIENT_SECRET, "--accounts", str(accounts_file)]  # fmt: skip
+        args = [
+            NODE,
+            str(PROVIDER_SCRIPT),
+            "--port",
+            str(port),
+            "--client-id",
+            CLIENT_ID,
+            "--client-secret",
+            CLIENT_SECRET,
+            "--accounts",
+            str(accounts_file),
+        ]
         for uri in redirect_uris:
             args += ["--redirect-uri", uri]
         proc = self._popen(args, log, {**os.environ})
@@ -160,10 +178,25 @@ class Stack:
         }
         log = self.tmp_path / f"{name}.log"
         proc = self._popen(
-            [sys.executable, "-m", "gunicorn", "liqo_dash.wsgi", "-c", "deploy/gunicorn.conf.py",
-             "--bind", f"127.0.0.1:{port}", "--workers", "1", "--threads", "4", "--access-logfile", "-"],
-            log, env,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "gunicorn",
+                "liqo_dash.wsgi",
+                "-c",
+                "deploy/gunicorn.conf.py",
+                "--bind",
+                f"127.0.0.1:{port}",
+                "--workers",
+                "1",
+                "--threads",
+                "4",
+                "--access-logfile",
+                "-",
+            ],
+            log,
+            env,
+        )
         url = f"http://127.0.0.1:{port}"
         wait_until(lambda: proc.poll() is not None or _answers(f"{url}/healthz"), 60, message=f"dashboard {name}")
         assert proc.poll() is None, log.read_text()

@@ -19,10 +19,16 @@ from tests.test_pages import fleet  # noqa: F401 - two peers (milan eu-west, nap
 
 pytestmark = pytest.mark.django_db
 
-WEST = {"nodeSelectorTerms": [{"matchExpressions": [
-    {"key": "topology.kubernetes.io/region", "operator": "In", "values": ["eu-west"]}]}]}  # fmt: skip
-SOUTH = {"nodeSelectorTerms": [{"matchExpressions": [
-    {"key": "topology.kubernetes.io/region", "operator": "In", "values": ["eu-south"]}]}]}  # fmt: skip
+WEST = {
+    "nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "topology.kubernetes.io/region", "operator": "In", "values": ["eu-west"]}]}
+    ]
+}
+SOUTH = {
+    "nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "topology.kubernetes.io/region", "operator": "In", "values": ["eu-south"]}]}
+    ]
+}
 
 
 def _client(user: Any) -> APIClient:

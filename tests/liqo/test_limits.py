@@ -61,7 +61,7 @@ def test_one_value_too_many_names_the_expression() -> None:
         {"nodeSelectorTerms": "x"},
         {"nodeSelectorTerms": ["x", {"matchExpressions": 5}]},
         {"nodeSelectorTerms": [{"matchExpressions": ["x", {"values": "abc" * 200}]}]},
-    ],  # fmt: skip
+    ],
 )
 def test_shapes_it_cannot_read_are_left_to_the_schema(selector: Any) -> None:
     assert limits.node_selector_limit_problems(selector) == []
@@ -88,10 +88,11 @@ def test_validate_spec_checks_the_limits_first_and_alone() -> None:
     errors, warnings = validate_spec("ns", spec)
     assert errors == [
         Problem(
-            "clusterSelector", "cluster selector too large: nodeSelectorTerms has 51 terms; at most 50 are allowed",
+            "clusterSelector",
+            "cluster selector too large: nodeSelectorTerms has 51 terms; at most 50 are allowed",
             "dashboard",
         )
-    ]  # fmt: skip
+    ]
     assert warnings == []
     errors, _ = validate_spec("ns", {"clusterSelector": _selector(50, 50, 100)})
     assert errors == []
@@ -101,8 +102,14 @@ def test_explaining_with_prepared_terms_is_explaining_without() -> None:
     from liqo_rules.peers import select_clusters
     from liqo_rules.selectors.match import explain, prepare_terms
 
-    selector = {"nodeSelectorTerms": [{"matchExpressions": [_expression(3)]}, {"matchFields": [
-        {"key": "metadata.name", "operator": "In", "values": ["vn-b"]}]}, {}, "bad"]}  # fmt: skip
+    selector = {
+        "nodeSelectorTerms": [
+            {"matchExpressions": [_expression(3)]},
+            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["vn-b"]}]},
+            {},
+            "bad",
+        ]
+    }
     prepared = prepare_terms(selector)
     assert [text for _term, text in prepared][:2] == ["region in (v0,v1,v2)", "field metadata.name In (vn-b)"]
     for labels, name in (({"region": "v1"}, "vn-a"), ({"region": "x"}, "vn-b"), ({}, "vn-c")):
@@ -125,8 +132,12 @@ def test_nodes_alike_for_the_selector_share_one_explanation() -> None:
     assert reads == (frozenset({"region", "tier"}), False)
     assert explanation_key(reads, {"region": "v1", "other": "x"}, "a") == ((("region", "v1"),), None)
     assert explanation_key(reads, {"tier": "1", "region": "v0"}, "a") == ((("region", "v0"), ("tier", "1")), None)
-    nodes = [("a", "vn-a", {"region": "v1", "x": "1"}), ("b", "vn-b", {"region": "v1", "x": "2"}),
-             ("c", "vn-c", {"region": "v1", "tier": "t"}), ("d", "vn-d", {"region": "zz", "tier": "t"})]  # fmt: skip
+    nodes = [
+        ("a", "vn-a", {"region": "v1", "x": "1"}),
+        ("b", "vn-b", {"region": "v1", "x": "2"}),
+        ("c", "vn-c", {"region": "v1", "tier": "t"}),
+        ("d", "vn-d", {"region": "zz", "tier": "t"}),
+    ]
     chosen = select_clusters(selector, nodes)
     whys = {cid: chosen[cid]["explanations"][0][1] for cid in "abcd"}
     assert whys["a"] is whys["b"] and whys["a"] is not whys["c"]

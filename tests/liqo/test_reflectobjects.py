@@ -79,7 +79,10 @@ POD = {
         "volumes": [
             {"name": "conf", "configMap": {"name": "app-config"}},
             {"name": "creds", "secret": {"secretName": "db", "optional": True}},
-            {"name": "api", "projected": {"sources": [{"configMap": {"name": "kube-root-ca.crt"}}, {"serviceAccountToken": {}}]}},
+            {
+                "name": "api",
+                "projected": {"sources": [{"configMap": {"name": "kube-root-ca.crt"}}, {"serviceAccountToken": {}}]},
+            },
         ],
         "initContainers": [{"name": "init", "envFrom": [{"secretRef": {"name": "init-env"}}]}],
         "containers": [
@@ -95,7 +98,7 @@ POD = {
             }
         ],
     },
-}  # fmt: skip
+}
 
 
 def test_every_reference_of_a_pod_is_found() -> None:
@@ -241,16 +244,21 @@ def test_optional_references_and_nameless_ones() -> None:
             "imagePullSecrets": [{}],
             "volumes": [
                 {"name": "v", "configMap": {"name": "cm", "optional": True}},
-                {"name": "p", "projected": {"sources": [{"secret": {"name": "ps", "optional": True}}, {"configMap": {}}]}},
+                {
+                    "name": "p",
+                    "projected": {"sources": [{"secret": {"name": "ps", "optional": True}}, {"configMap": {}}]},
+                },
                 {"name": "nameless", "secret": {}},
             ],
-            "containers": [{
-                "name": "c",
-                "envFrom": [{"configMapRef": {"name": "ef", "optional": True}}, {"secretRef": {"name": "es"}}],
-                "env": [{"name": "K", "valueFrom": {"configMapKeyRef": {"name": "kr", "optional": True}}}],
-            }],
+            "containers": [
+                {
+                    "name": "c",
+                    "envFrom": [{"configMapRef": {"name": "ef", "optional": True}}, {"secretRef": {"name": "es"}}],
+                    "env": [{"name": "K", "valueFrom": {"configMapKeyRef": {"name": "kr", "optional": True}}}],
+                }
+            ],
         },
-    }  # fmt: skip
+    }
     assert pod_references(pod) == [
         Reference("opt", "configmap", "cm", "volume v", True),
         Reference("opt", "secret", "ps", "volume p", True),
@@ -287,10 +295,13 @@ def test_warnings_whole() -> None:
     # A required use first and an optional one after: the required one stays.
     twice: dict[str, Any] = {
         "metadata": {"name": "t"},
-        "spec": {"volumes": [
-            {"name": "a", "secret": {"secretName": "gone"}}, {"name": "b", "secret": {"secretName": "gone", "optional": True}},
-        ]},
-    }  # fmt: skip
+        "spec": {
+            "volumes": [
+                {"name": "a", "secret": {"secretName": "gone"}},
+                {"name": "b", "secret": {"secretName": "gone", "optional": True}},
+            ]
+        },
+    }
     assert reference_warnings([twice], {}, {"secret"}) == [
         ReferenceWarning(Reference("t", "secret", "gone", "volume a"), "missing", "no secret gone in the namespace")
     ]
@@ -299,5 +310,8 @@ def test_warnings_whole() -> None:
 
 def test_plurals() -> None:
     assert [plural(k) for k in ("class", "policy", "pod", "endpointslice")] == [
-        "classes", "policies", "pods", "endpointslices",
-    ]  # fmt: skip
+        "classes",
+        "policies",
+        "pods",
+        "endpointslices",
+    ]

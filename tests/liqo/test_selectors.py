@@ -443,15 +443,31 @@ ID = "IdentifierToken"
         (b"a=b\x00,c", [(ID, "a", 0), ("EqualsToken", "=", 1), (ID, "b", 2), ("CommaToken", ",", 4), (ID, "c", 5)]),
         (b"\x00a", []),
         (b"a\tb\r\nc d", [(ID, "a", 0), (ID, "b", 2), (ID, "c", 5), (ID, "d", 7)]),
-        (b"k!=v,x>1,y<2", [(ID, "k", 0), ("NotEqualsToken", "!=", 1), (ID, "v", 3), ("CommaToken", ",", 4),
-                           (ID, "x", 5), ("GreaterThanToken", ">", 6), (ID, "1", 7), ("CommaToken", ",", 8),
-                           (ID, "y", 9), ("LessThanToken", "<", 10), (ID, "2", 11)]),
+        (
+            b"k!=v,x>1,y<2",
+            [
+                (ID, "k", 0),
+                ("NotEqualsToken", "!=", 1),
+                (ID, "v", 3),
+                ("CommaToken", ",", 4),
+                (ID, "x", 5),
+                ("GreaterThanToken", ">", 6),
+                (ID, "1", 7),
+                ("CommaToken", ",", 8),
+                (ID, "y", 9),
+                ("LessThanToken", "<", 10),
+                (ID, "2", 11),
+            ],
+        ),
         # "in" and "notin" are keywords only where an operator is expected: the parser decides (lex() names them).
-        (b"x in (a)", [(ID, "x", 0), (ID, "in", 2), ("OpenParToken", "(", 5), (ID, "a", 6), ("ClosedParToken", ")", 7)]),
+        (
+            b"x in (a)",
+            [(ID, "x", 0), (ID, "in", 2), ("OpenParToken", "(", 5), (ID, "a", 6), ("ClosedParToken", ")", 7)],
+        ),
         # Bytes that are not UTF-8 are replaced, lone surrogates (from text) kept.
         (b"a\xffb=\xed\xa0\x80", [(ID, "a\ufffdb", 0), ("EqualsToken", "=", 3), (ID, "\ud800", 4)]),
     ],
-)  # fmt: skip
+)
 def test_the_lexer_splits_identifiers_where_apimachinery_does(data: bytes, tokens: list[tuple[str, str, int]]) -> None:
     from liqo_rules.selectors.parse import _lex
 

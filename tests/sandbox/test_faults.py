@@ -276,8 +276,13 @@ def test_peers_over_http_take_a_name_and_turn_the_offloading_module_unhealthy(ku
     kube.sb.wait_idle(10)
     fc = kube.custom.get_cluster_custom_object("core.liqo.io", "v1beta1", "foreignclusters", "milan")
     assert {c["status"] for c in fc["status"]["modules"]["offloading"]["conditions"]} == {"Ready"}
-    for bad in ({"cluster": "nowhere"}, {"cluster": "milan", "offloadingHealthy": "no"}, {"namespaces": ["x"]},
-                {"cluster": "milan", "surprise": 1}, {"cluster": "milan", "namespaces": "x"}):  # fmt: skip
+    for bad in (
+        {"cluster": "nowhere"},
+        {"cluster": "milan", "offloadingHealthy": "no"},
+        {"namespaces": ["x"]},
+        {"cluster": "milan", "surprise": 1},
+        {"cluster": "milan", "namespaces": "x"},
+    ):
         code, body = http(url, "PATCH", bad)
         assert code == 400 and body["error"], bad
     assert http(url, "DELETE")[0] == 405

@@ -110,8 +110,14 @@ def test_a_pod_no_node_has_room_for_is_unschedulable_with_the_schedulers_message
     kube.sb.wait_idle(10)
 
     def pod(name: str, cpu: str) -> dict[str, Any]:
-        return {"metadata": {"name": name}, "spec": {"containers": [
-            {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}]}}  # fmt: skip
+        return {
+            "metadata": {"name": name},
+            "spec": {
+                "containers": [
+                    {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}
+                ]
+            },
+        }
 
     kube.core.create_namespaced_pod("alpha", pod("first", "20"))
     kube.sb.wait_idle(10)

@@ -43,8 +43,16 @@ def test_a_withdrawn_twin_terminates_then_goes_and_a_new_one_appears() -> None:
         assert terminating is not None and terminating["status"]["phase"] == "Terminating"
         sb.wait_idle(10)
         assert sb.get("namespaces", "", "reports-bologna") is None
-        assert tenants.offload_here(sb.server, sb.liqo, "turin", "builds", {"namespaceMappingStrategy": "SelectedName",
-                                                   "remoteNamespaceName": "turin-builds"}) == "turin-builds"  # fmt: skip
+        assert (
+            tenants.offload_here(
+                sb.server,
+                sb.liqo,
+                "turin",
+                "builds",
+                {"namespaceMappingStrategy": "SelectedName", "remoteNamespaceName": "turin-builds"},
+            )
+            == "turin-builds"
+        )
         assert twins(sb)["turin-builds"] == "turin"
 
 
