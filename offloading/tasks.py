@@ -1,6 +1,6 @@
 """Thin Celery wrappers around the use cases in offloading.changes: ids in, no model instances.
 
-Nothing imports this module: work is sent by task name (offloading/changes/queue.py), and Celery finds
+Nothing imports this module: work is sent by task name (offloading/queue.py), and Celery finds
 these tasks by autodiscovery.
 """
 
@@ -16,8 +16,8 @@ from offloading.audit import events as audit
 from offloading.audit import trail as audittrail
 from offloading.changes import apply, bulkpush
 from offloading.changes import sweep as sweeper
-from offloading.changes.queue import APPLY_BULK, APPLY_CHANGE, AWAIT_DELETION, DELIVER_ALERT, PROBE_API, REFRESH
 from offloading.cluster import breaker as apihealth
+from offloading.queue import APPLY_BULK, APPLY_CHANGE, AWAIT_DELETION, DELIVER_ALERT, PROBE_API, REFRESH
 from offloading.snapshot import refresh as snapshot
 
 

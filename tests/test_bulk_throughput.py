@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
+from offloading import queue as work_queue
 from offloading.changes import bulkpush
-from offloading.changes import queue as work_queue
 from offloading.changes.apply import apply_change
 from offloading.changes.bulk import request_bulk
 from offloading.choices import ChangeAction, ChangeState, Source

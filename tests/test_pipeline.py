@@ -508,8 +508,8 @@ def test_an_eager_requeue_loop_stops_and_leaves_the_change_queued(monkeypatch: p
     unraisable exception). It now stops EAGER_NESTING_LIMIT deep and the change waits for the sweeper."""
     from django.core.cache import cache
 
+    from offloading import queue
     from offloading.changes import apply as apply_module
-    from offloading.changes import queue
 
     change = ChangeRequest.objects.create(namespace="held", action="offload", desired_spec=_spec(), requester_name="a")
     cache.add(apply_module._lock_key("held"), "another-worker", timeout=60)

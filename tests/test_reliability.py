@@ -34,12 +34,12 @@ from kubernetes.client.rest import ApiException
 
 from liqo_rules.spec import normalize_spec
 from offloading.changes.apply import apply_change
-from offloading.changes.queue import enqueue_apply
 from offloading.changes.requests import request_offload
 from offloading.choices import AuditAction, ChangeAction, ChangeState, Source
 from offloading.cluster import kube
 from offloading.context import Actor
 from offloading.models import AuditEvent, ChangeRequest, Namespace, SnapshotState
+from offloading.queue import enqueue_apply
 from offloading.snapshot.refresh import refresh
 from tests.conftest import wait_until
 

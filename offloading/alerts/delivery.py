@@ -27,9 +27,9 @@ from django.conf import settings
 from django.db.models import F, Q
 from django.utils import timezone
 
-from offloading.changes.queue import enqueue_alert
 from offloading.choices import AlertState
 from offloading.models import Alert
+from offloading.queue import enqueue_alert
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,6 @@ from offloading.alerts import rules as alerts
 from offloading.changes import groupcommit
 from offloading.changes.authorize import identity_of_change
 from offloading.changes.push import Conflict, Waiting, push_delete, push_spec
-from offloading.changes.queue import enqueue_apply, enqueue_await_deletion
 from offloading.choices import AuditAction, ChangeAction, ChangeState
 from offloading.cluster import breaker as apihealth
 from offloading.cluster import kube
@@ -31,6 +30,7 @@ from offloading.models import (
     ChangeRequest,
     Namespace,
 )
+from offloading.queue import enqueue_apply, enqueue_await_deletion
 from offloading.snapshot.refresh import trigger_refresh, watcher_keeps_snapshot
 from offloading.snapshot.store import mark_namespace_unoffloaded, store_offloading
 

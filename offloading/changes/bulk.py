@@ -17,7 +17,6 @@ from liqo_rules.spec import apply_defaults
 from offloading.audit.events import record_bulk_requested
 from offloading.changes import authorize
 from offloading.changes.errors import ChangeRejected, Refusal
-from offloading.changes.queue import enqueue_bulk
 from offloading.changes.requests import (
     NOTHING_TO_CHANGE,
     ChangeInput,
@@ -34,6 +33,7 @@ from offloading.models import (
     ChangeRequest,
     Namespace,
 )
+from offloading.queue import enqueue_bulk
 from offloading.snapshot.refresh import local_cluster_id
 
 log = logging.getLogger(__name__)

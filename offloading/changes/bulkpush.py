@@ -15,10 +15,10 @@ from django.utils import timezone
 
 from offloading.changes import groupcommit
 from offloading.changes.apply import apply_change
-from offloading.changes.queue import enqueue_bulk, runs_eagerly
 from offloading.choices import ChangeState
 from offloading.cluster import kube
 from offloading.models import ChangeRequest
+from offloading.queue import enqueue_bulk, runs_eagerly
 
 log = logging.getLogger(__name__)
 

@@ -42,7 +42,6 @@ from offloading.audit.events import record_requested
 from offloading.changes import authorize
 from offloading.changes.errors import ChangeRejected, Refusal
 from offloading.changes.merge import merged, three_way
-from offloading.changes.queue import enqueue_apply
 from offloading.choices import ChangeAction, ChangeState
 from offloading.cluster.identity import acting_as
 from offloading.context import Actor
@@ -51,6 +50,7 @@ from offloading.models import (
     ChangeRequest,
     Namespace,
 )
+from offloading.queue import enqueue_apply
 from offloading.snapshot.refresh import local_cluster_id
 from offloading.whatif.collisions import collisions
 from offloading.whatif.preview import dry_run

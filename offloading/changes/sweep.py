@@ -9,12 +9,12 @@ from django.conf import settings
 from django.db.models import Count
 from django.utils import timezone
 
-from offloading.changes.queue import enqueue_apply
 from offloading.choices import ChangeState
 from offloading.models import (
     ChangeRequest,
     StatusTransition,
 )
+from offloading.queue import enqueue_apply
 
 log = logging.getLogger(__name__)
 

@@ -19,10 +19,10 @@ from django.db.models import QuerySet
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from offloading.changes.queue import enqueue_apply, enqueue_probe
 from offloading.choices import ChangeState
 from offloading.cluster import kube
 from offloading.models import ChangeRequest
+from offloading.queue import enqueue_apply, enqueue_probe
 
 log = logging.getLogger(__name__)
 

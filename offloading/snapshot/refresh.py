@@ -16,13 +16,13 @@ from django.utils import timezone
 from liqo_rules import peers as liqo_peers
 from liqo_rules.selectors.match import virtual_node_labels
 from liqo_rules.spec import local_cluster_id_from
-from offloading.changes.queue import enqueue_refresh
 from offloading.cluster import kube
 from offloading.models import (
     Cluster,
     SnapshotState,
     VirtualNode,
 )
+from offloading.queue import enqueue_refresh
 from offloading.snapshot.namespacemaps import refresh_maps
 from offloading.snapshot.offloadings import NamespaceRefresh, offloading_page_size
 
