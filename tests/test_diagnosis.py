@@ -10,9 +10,9 @@ from django.urls import reverse
 from django.utils import timezone
 
 from liqo_rules.constants import SCHEDULING_LABEL
+from offloading.insight.diagnosis import diagnose
 from offloading.models import Cluster, ClusterOffloading, Namespace, StatusTransition
 from offloading.models.inventory import Pod
-from offloading.snapshot.diagnosis import diagnose
 from tests.test_pages import fleet  # noqa: F401
 
 pytestmark = pytest.mark.django_db

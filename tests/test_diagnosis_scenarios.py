@@ -20,11 +20,11 @@ from django.utils import timezone
 
 from liqo_rules.constants import GROUP, PLURAL, SCHEDULING_LABEL, VERSION
 from offloading.cluster import kube
+from offloading.insight.diagnosis import Finding, diagnose
 from offloading.models import Namespace
 from offloading.models.inventory import Pod
 from offloading.snapshot import informer
 from offloading.snapshot import inventory as _inventory  # noqa: F401 - registers pods and events
-from offloading.snapshot.diagnosis import Finding, diagnose
 from tests.conftest import wait_until
 
 pytestmark = pytest.mark.django_db

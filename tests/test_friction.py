@@ -120,8 +120,8 @@ def test_a_signed_in_non_admin_gets_a_refusal_at_admin(client: Any, django_user_
 
 
 def test_a_cluster_in_creating_says_what_liqo_does_from_the_start(admin_client: Any, fleet: Any) -> None:  # noqa: F811
+    from offloading.insight.diagnosis import CREATING_CHECK, CREATING_DOING, diagnose
     from offloading.models import ClusterOffloading
-    from offloading.snapshot.diagnosis import CREATING_CHECK, CREATING_DOING, diagnose
 
     ClusterOffloading.objects.filter(cluster_id="milan").update(state="Creating")
     Namespace.objects.filter(name="shop").update(offloading_phase="InProgress")

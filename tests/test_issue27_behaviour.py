@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 from django.urls import reverse
 
+from offloading.insight.diagnosis import diagnose
 from offloading.models import Namespace
 from offloading.models.mapping import MappingEntry
 from offloading.snapshot import namespacemaps_watch as _namespacemap_watch  # noqa: F401 - registers NamespaceMaps
-from offloading.snapshot.diagnosis import diagnose
 from tests.test_diagnosis_scenarios import FLORENCE, KINDS, MILAN, _offload, _phase
 from tests.test_diagnosis_scenarios import sync_snapshot as _sync
 

@@ -12,12 +12,12 @@ import pytest
 from django.urls import reverse
 
 from offloading.cluster import kube
+from offloading.insight.diagnosis import diagnose
 from offloading.models import Cluster, Namespace
 from offloading.models.inventory import LiqoResource
 from offloading.snapshot import inventory as _inventory  # noqa: F401 - registers pods and events
 from offloading.snapshot import liqo_resources as _liqoresources  # noqa: F401 - slices, tenants, quotas, version
 from offloading.snapshot import resources as resourcesinfo
-from offloading.snapshot.diagnosis import diagnose
 from sandbox import Sandbox
 from tests.conftest import wait_until
 from tests.test_diagnosis_scenarios import sync_snapshot as relist

@@ -9,8 +9,8 @@ import pytest
 
 from offloading.cluster import kube
 from offloading.cluster.errors import KubeError
+from offloading.insight import reflection as reflectioninfo
 from offloading.models import Namespace
-from offloading.snapshot import reflection as reflectioninfo
 
 pytestmark = pytest.mark.django_db
 
@@ -69,7 +69,7 @@ def test_the_section_lists_policies_exclusions_and_references_left_behind(
     assert "CustomLiqo" in body and "deployments" in body and "not read" in body
     from django.utils.html import escape
 
-    from offloading.snapshot.reflection import KIND_NOTES
+    from offloading.insight.reflection import KIND_NOTES
 
     assert [kind for kind, note in KIND_NOTES.items() if escape(note) not in body] == [], "every kind's note"
     assert "c2VjcmV0" not in body and "eA==" not in body, "no secret data"

@@ -28,10 +28,10 @@ from django.utils import timezone
 from liqo_rules import constants as liqo
 from offloading.alerts import delivery as alertsend
 from offloading.choices import AlertKind, AlertState
+from offloading.insight.diagnosis import diagnose
 from offloading.models import Alert, ChangeRequest, Cluster, ClusterOffloading, Namespace, SnapshotState
 from offloading.models.inventory import Pod
 from offloading.queue import enqueue_alert
-from offloading.snapshot.diagnosis import diagnose
 
 log = logging.getLogger(__name__)
 

@@ -218,7 +218,7 @@ class NamespaceDetailSerializer(NamespaceSerializer):
 
     @extend_schema_field(FindingSerializer(many=True))
     def get_diagnosis(self, obj: Namespace) -> list[dict[str, Any]]:
-        from offloading.snapshot.diagnosis import diagnose
+        from offloading.insight.diagnosis import diagnose
 
         return FindingSerializer(diagnose(obj, notes=True), many=True).data  # type: ignore[return-value]
 

@@ -18,6 +18,7 @@ from django_htmx.http import HttpResponseStopPolling
 from access import policy
 from offloading.choices import ChangeState
 from offloading.filtersets import NamespaceFilterSet
+from offloading.insight.diagnosis import diagnose
 from offloading.models import (
     ChangeRequest,
     Cluster,
@@ -26,7 +27,6 @@ from offloading.models import (
     StatusTransition,
     VirtualNode,
 )
-from offloading.snapshot.diagnosis import diagnose
 from offloading.templatetags.offloading_extras import tone
 from offloading.views.common import (
     HtmxHttpRequest,

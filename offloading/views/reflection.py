@@ -10,8 +10,8 @@ from django.views.decorators.http import require_GET
 
 from access.impersonation import identity_for
 from offloading.cluster.identity import acting_as
+from offloading.insight.reflection import READ_LIMIT, report
 from offloading.models import Namespace
-from offloading.snapshot.reflection import READ_LIMIT, report
 
 
 @login_required

@@ -310,7 +310,7 @@ def status_context(namespace: Any) -> dict[str, Any]:
     """``namespace`` and its per-cluster status rows (``status_rows``, rendered)."""
     from django.contrib.humanize.templatetags.humanize import naturaltime
 
-    from offloading.snapshot.diagnosis import creating_hint
+    from offloading.insight.diagnosis import creating_hint
 
     rows = []
     if namespace.offloaded:

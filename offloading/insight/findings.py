@@ -1,5 +1,5 @@
-"""What the diagnosis says about a namespace: one finding per rule that fires (``offloading.snapshot.diagnosis``
-and the resource rules of ``offloading.snapshot.resources`` both produce them)."""
+"""What the diagnosis says about a namespace: one finding per rule that fires (``offloading.insight.diagnosis``
+and the resource rules of ``offloading.insight.resourcerules`` both produce them)."""
 
 from __future__ import annotations
 

@@ -19,7 +19,9 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
+from django.contrib.humanize.templatetags.humanize import naturaltime
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 from django.utils.text import capfirst
 
 from liqo_rules import constants as liqo
@@ -27,11 +29,14 @@ from liqo_rules import mapping
 from liqo_rules import peers as liqo_peers
 from liqo_rules.peers import MODULE_HEALTHY
 from liqo_rules.webhook import runtime_class_notes
-from offloading.models import Cluster, Namespace, StatusTransition, VirtualNode
+from offloading.insight.findings import Finding
+from offloading.insight.resourcerules import diagnose_resources  # refusing peers, stuck pods (issue 27)
+from offloading.models import ChangeRequest, Cluster, Namespace, StatusTransition, VirtualNode
 from offloading.models.inventory import Pod
 from offloading.models.mapping import MappingEntry, PeerNamespaceMap
-from offloading.snapshot.findings import Finding
-from offloading.snapshot.resources import diagnose_resources  # refusing peers, stuck pods (issue 27)
+from offloading.snapshot.refresh import local_cluster_id
+from offloading.whatif.collisions import collisions
+from offloading.whatif.preview import preview
 
 _INSUFFICIENT = re.compile(r"Insufficient [\w./-]+")
 
@@ -54,8 +59,6 @@ def _no_cluster(namespace: Namespace) -> Finding | None:
     selector = (namespace.offloading_spec or {}).get("clusterSelector") or {}
     if namespace.offloading_phase != "NoClusterSelected" or not selector.get("nodeSelectorTerms"):
         return None
-    from offloading.whatif.preview import preview
-
     rows = [r for r in preview(namespace, namespace.offloading_spec or {}).clusters if not r["selected"]]
     closest = ""
     for row in rows:
@@ -152,9 +155,6 @@ def _loop_backoff(namespace: Namespace) -> Finding | None:
 
 def _shared_remote(namespace: Namespace) -> Finding | None:
     """Other local namespaces mapped to the same remote name on a peer: Liqo accepts both (issue 27)."""
-    from offloading.snapshot.refresh import local_cluster_id
-    from offloading.whatif.collisions import collisions
-
     if not namespace.remote_namespace_name or namespace.offloading_deleting:
         return None
     mine = set(namespace.cluster_states.filter(selected=True).values_list("cluster_id", flat=True))
@@ -201,10 +201,6 @@ def _stale_ready(namespace: Namespace) -> Finding | None:
 
 def _gap_since(namespace: Namespace, cluster_id: str) -> Any:
     """When the cluster's OffloadingRequired condition last moved, or the latest change applied, if later."""
-    from django.utils.dateparse import parse_datetime
-
-    from offloading.models import ChangeRequest
-
     conditions = ((namespace.offloading_status or {}).get("remoteNamespacesConditions") or {}).get(cluster_id) or []
     times = [
         parse_datetime(cond.get("lastTransitionTime") or "")
@@ -240,8 +236,6 @@ def _controller_gaps(namespace: Namespace) -> Finding | None:
     )
     if not gaps:
         return None
-    from django.contrib.humanize.templatetags.humanize import naturaltime
-
     parts = []
     for gap in gaps:
         since = _gap_since(namespace, gap.cluster_id)
