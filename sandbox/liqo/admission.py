@@ -15,9 +15,9 @@ from sandbox.store import Obj
 
 
 def install(server: ApiServer) -> None:
-    server.defaulters[NAMESPACE_OFFLOADINGS.key] = defaulter
-    server.validators[NAMESPACE_OFFLOADINGS.key] = validator
-    server.admission.append(admission)
+    server.admission.defaulters[NAMESPACE_OFFLOADINGS.key] = defaulter
+    server.admission.validators[NAMESPACE_OFFLOADINGS.key] = validator
+    server.admission.webhooks.append(admission)
 
 
 def defaulter(obj: Obj) -> None:

@@ -87,6 +87,7 @@ def test_without_the_parameter_the_server_warns(kube: Clients) -> None:
 
 def test_update_and_patches_prune_too(kube: Clients) -> None:
     kube.create_nsoff("alpha", SPEC)
+    kube.sb.wait_idle(10)  # Liqo's controller adds its finalizer and status: read after it, replace what is stored
     current = kube.get_nsoff("alpha")
     current["spec"]["sneaky"] = True
     current["status"] = {"offloadingPhase": "Ready", "bogus": 1}

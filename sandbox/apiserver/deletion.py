@@ -1,24 +1,21 @@
-"""The API server's write path, shared by the HTTP layer and the simulated controllers.
-
-Create / update / patch / apply / delete with Kubernetes' rules: server-set metadata, resourceVersion
-preconditions (409), generation bumped on spec changes only, the status subresource, finalizers and
-deletionTimestamp, defaulting and schema validation per kind (422), validating admission webhooks
-(denials and warnings), managedFields and dry-run."""
+"""DELETE as kube-apiserver does it: uid and resourceVersion preconditions; an object with finalizers (and
+every namespace) is only marked, with deletionTimestamp and a bumped generation, until its finalizers are
+gone; the namespace controller's last step removes a finalized namespace."""
 
 from __future__ import annotations
 
 from sandbox import errors
 from sandbox.apicommon import Result, now_iso
-from sandbox.apipatches import PatchingServer
 from sandbox.kinds import NAMESPACES, Kind
-from sandbox.store import Obj, clone
+from sandbox.store import Obj, Store, clone
 
 
-class ApiServer(PatchingServer):
-    """The stateful rules of kube-apiserver on top of `Store`: checks (apichecks), create and update
-    (apiwrites), patch and apply (apipatches), and here delete with finalizers."""
+class Deleter:
+    """Delete with preconditions, finalizers and deletionTimestamp."""
 
-    # -- delete ----------------------------------------------------------------------------------
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
     def delete(
         self, kind: Kind, namespace: str, name: str, *, options: Obj | None = None, dry_run: bool = False
     ) -> Result:

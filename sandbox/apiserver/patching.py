@@ -1,4 +1,5 @@
-"""Patches and server-side apply (part of ApiServer)."""
+"""PATCH: a merge, JSON or strategic-merge patch applied to the stored object, or server-side apply
+(the applied configuration merged by field ownership, `apply`); then the update path (`Writer.write`)."""
 
 from __future__ import annotations
 
@@ -8,18 +9,27 @@ import yaml
 
 from sandbox import errors, strict
 from sandbox.apicommon import PATCH_APPLY, PATCH_APPLY_CBOR, PATCH_JSON, PATCH_MERGE, PATCH_STRATEGIC, Result, now_iso
-from sandbox.apiwrites import WritingServer
+from sandbox.apiserver.admission import check_type_meta, decode
+from sandbox.apiserver.apply import server_side_apply
+from sandbox.apiserver.patch import json_patch, merge_patch, strategic_merge_patch
+from sandbox.apiserver.writes import Writer
 from sandbox.errors import ApiError
-from sandbox.fields import server_side_apply
 from sandbox.kinds import Kind
-from sandbox.patch import json_patch, merge_patch, strategic_merge_patch
-from sandbox.store import clone
+from sandbox.store import Store, clone
+
+UNSUPPORTED_PATCH = (
+    f"the body of the request was in an unknown format - accepted media types include: "
+    f"{PATCH_JSON}, {PATCH_MERGE}, {PATCH_APPLY}, {PATCH_APPLY_CBOR}"
+)
 
 
-class PatchingServer(WritingServer):
-    """Merge, JSON and strategic patches, and server-side apply."""
+class Patcher:
+    """Patches and server-side apply, finished by the writer's update path."""
 
-    # -- patch -----------------------------------------------------------------------------------
+    def __init__(self, store: Store, writer: Writer) -> None:
+        self.store = store
+        self.writer = writer
+
     def patch(
         self,
         kind: Kind,
@@ -47,20 +57,10 @@ class PatchingServer(WritingServer):
                 dry_run=dry_run,
                 field_validation=field_validation,
             )
-        if patch_type == PATCH_STRATEGIC and kind.custom:
-            raise ApiError(
-                415,
-                "UnsupportedMediaType",
-                f"the body of the request was in an unknown format - accepted media types include: "
-                f"{PATCH_JSON}, {PATCH_MERGE}, {PATCH_APPLY}, {PATCH_APPLY_CBOR}",
-            )
-        if patch_type not in (PATCH_MERGE, PATCH_JSON, PATCH_STRATEGIC):
-            raise ApiError(
-                415,
-                "UnsupportedMediaType",
-                f"the body of the request was in an unknown format - accepted media types include: "
-                f"{PATCH_JSON}, {PATCH_MERGE}, {PATCH_APPLY}, {PATCH_APPLY_CBOR}",
-            )
+        if patch_type not in (PATCH_MERGE, PATCH_JSON, PATCH_STRATEGIC) or (
+            patch_type == PATCH_STRATEGIC and kind.custom
+        ):
+            raise ApiError(415, "UnsupportedMediaType", UNSUPPORTED_PATCH)
         with self.store.lock:
             current = self.store.must_get(kind, namespace, name)
             doc = clone(current)
@@ -92,9 +92,11 @@ class PatchingServer(WritingServer):
                         }
                     ],
                 )
-            self._type_meta(kind, patched)
-            decoded = self._decode(kind, patched, field_validation, duplicates)
-            result = self._write(kind, current, patched, manager=manager, subresource=subresource, dry_run=dry_run)
+            check_type_meta(kind, patched)
+            decoded = decode(kind, patched, field_validation, duplicates)
+            result = self.writer.write(
+                kind, current, patched, manager=manager, subresource=subresource, dry_run=dry_run
+            )
             result.warnings[:0] = decoded
             return result
 
@@ -126,7 +128,7 @@ class PatchingServer(WritingServer):
         if not applied.get("apiVersion") or not applied.get("kind"):
             raise errors.bad_request("invalid object type: apiVersion and kind must be set")
         applied = clone(applied)
-        decoded = self._decode(kind, applied, field_validation, None)
+        decoded = decode(kind, applied, field_validation, None)
         meta = applied.get("metadata") or {}
         if meta.get("name") and meta["name"] != name:
             raise errors.bad_request(
@@ -143,16 +145,16 @@ class PatchingServer(WritingServer):
                 if kind.namespaced:
                     merged["metadata"]["namespace"] = namespace
                 managed = merged["metadata"].pop("managedFields")
-                result = self.create(kind, namespace, merged, manager=manager, dry_run=dry_run, managed=managed)
+                result = self.writer.create(kind, namespace, merged, manager=manager, dry_run=dry_run, managed=managed)
                 result.warnings[:0] = decoded
                 return result
-            self._type_meta(kind, dict(applied))
+            check_type_meta(kind, dict(applied))
             merged = server_side_apply(current, applied, kind, manager, force, now_iso(), subresource=subresource)
             rv = meta.get("resourceVersion")
             if rv and rv != current["metadata"]["resourceVersion"]:
                 raise errors.conflict(kind, name)
             merged["apiVersion"], merged["kind"] = kind.api_version, kind.kind
-            result = self._write(
+            result = self.writer.write(
                 kind,
                 current,
                 merged,

@@ -196,13 +196,3 @@ def json_patch(doc: Any, ops: Any) -> Any:
                 f"the server rejected our request due to an error in our request: Unexpected kind: {kind}"
             )
     return doc
-
-
-def deep_merge(target: Any, applied: Any) -> Any:
-    """Server-side apply merge: maps merge recursively, lists and scalars are replaced (atomic)."""
-    if not isinstance(applied, dict) or not isinstance(target, dict):
-        return clone(applied)
-    result = dict(target)
-    for key, value in applied.items():
-        result[key] = deep_merge(result.get(key), value)
-    return result
