@@ -1,43 +1,25 @@
-"""Small template helpers: status badges and YAML rendering."""
+"""Small template helpers: status badges and YAML rendering.
+
+Loaded by the template engine by name, never imported by the views: they sit above the views and use
+their helpers (the colour table, a peer's room, the diff of an audit row)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import yaml
 from django import template
 from django.utils.html import format_html
 
+from access import policy
 from liqo_rules.reflectobjects import plural
+from offloading.views.audit import diff
+from offloading.views.previewhtml import room_html
+from offloading.views.tones import tone
 from offloading.whatif.capacity import binary_bytes
 
 register = template.Library()
-
-TONES = {
-    # offloading phases
-    "Ready": "ok",
-    "NoClusterSelected": "muted",
-    "InProgress": "info",
-    "SomeFailed": "warn",
-    "AllFailed": "bad",
-    "Terminating": "purple",
-    # change states
-    "queued": "muted",
-    "applying": "info",
-    "applied": "ok",
-    "failed": "bad",
-    "conflict": "warn",
-    # per-cluster Ready reasons
-    "NamespaceCreated": "ok",
-    "Creating": "info",
-    "CreationLoopBackOff": "bad",
-    # module health
-    "Healthy": "ok",
-    "Unhealthy": "bad",
-    "Disabled": "muted",
-    # namespace phases (Terminating is above)
-    "Active": "ok",
-}
 
 
 @register.simple_tag
@@ -45,17 +27,15 @@ def badge(value: str, title: str = "") -> str:
     """A coloured badge for a phase, a change state, a cluster state or a module status."""
     if not value:
         return format_html('<span class="badge muted">{}</span>', "not offloaded")
-    return format_html('<span class="badge {}" title="{}">{}</span>', TONES.get(value, "muted"), title, value)
+    return format_html('<span class="badge {}" title="{}">{}</span>', tone(value), title, value)
 
 
 # A memory size in binary units (capacity.binary_bytes), as quotas are written.
 register.filter("binary_bytes", binary_bytes)
 
 
-@register.filter
-def tone(value: str) -> str:
-    """The colour class of a phase, state or status (the same as its badge)."""
-    return TONES.get(value, "muted")
+# The colour class of a phase, state or status (the same as its badge: views.tones).
+register.filter("tone", tone)
 
 
 @register.filter
@@ -68,8 +48,6 @@ def as_yaml(value: Any) -> str:
 @register.filter
 def room_line(room: Any) -> str:
     """A peer's room (``capacity.Room``): requested of allocatable per resource, and "nearly full"."""
-    from offloading.views.previewhtml import room_html
-
     return room_html(room)
 
 
@@ -105,8 +83,6 @@ def field_label(form: Any, name: str) -> str:
 def may_change(context: Any, namespace: Any, action: str = "") -> Any:
     """The access decision for the signed-in user on ``namespace`` (truthy when allowed; ``.reason``
     says why not): ``{% may_change ns as allowed %}``. ``action`` defaults to offload or edit."""
-    from access import policy
-
     request = context.get("request")
     user = getattr(request, "user", None)
     return policy.can_change(
@@ -117,8 +93,6 @@ def may_change(context: Any, namespace: Any, action: str = "") -> Any:
 @register.filter
 def compact_json(value: Any) -> str:
     """A value in one short line: strings as they are, the rest as compact JSON."""
-    import json
-
     if value is None:
         return ""
     if isinstance(value, str):
@@ -129,6 +103,4 @@ def compact_json(value: Any) -> str:
 @register.simple_tag
 def diff_rows(before: Any, after: Any) -> list[tuple[str, Any, Any]]:
     """(field, before, after) for every top-level field that differs (``{% diff_rows a b as rows %}``)."""
-    from offloading.views.audit import diff
-
     return diff(before, after)

@@ -27,7 +27,6 @@ from offloading.models import (
     StatusTransition,
     VirtualNode,
 )
-from offloading.templatetags.offloading_extras import tone
 from offloading.views.common import (
     HtmxHttpRequest,
     annotate_inventory,
@@ -44,6 +43,7 @@ from offloading.views.rows import (
     selected_clusters,
     status_context,
 )
+from offloading.views.tones import tone
 
 CLUSTERS_PER_PAGE = 50
 MATRIX_COLUMNS = 20  # what fits across 1440 px

@@ -26,8 +26,8 @@ from django.utils.safestring import SafeString, mark_safe
 
 from liqo_rules import constants as liqo_constants
 from liqo_rules.spec import is_system_namespace
-from offloading.templatetags.offloading_extras import tone
 from offloading.views.common import split_labels
+from offloading.views.tones import tone
 
 # Rows kept per process (each 1-3 kB): every row of 40 pages of 50, a few MB at most.
 ROWS_KEPT = 2048
