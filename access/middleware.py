@@ -15,6 +15,7 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 
 from access import roles
+from liqo_dash.statusbody import status_data  # the API's error body, a Kubernetes-style Status
 
 OPEN_PREFIXES = ("/accounts/login/", "/accounts/logout/", "/healthz", "/readyz", "/metrics", "/oidc/")
 PASSWORD_RESET_PREFIXES = ("/accounts/password_reset/", "/accounts/reset/")
@@ -42,7 +43,5 @@ class AccessMiddleware:
         if path.startswith(OPEN_PREFIXES) or path.startswith(static_url):
             return None
         if path.startswith("/api/"):
-            from offloading.api.errors import status_data  # the API's error body, a Kubernetes-style Status
-
             return JsonResponse(status_data(403, "your account has no role: ask an admin to grant you one"), status=403)
         return render(request, "access/no_role.html", status=403)

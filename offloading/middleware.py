@@ -8,6 +8,7 @@ from collections.abc import Callable
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 
+from liqo_dash.statusbody import status_data
 from offloading import context
 
 
@@ -28,8 +29,6 @@ def _body_refusal(request: HttpRequest) -> HttpResponse | None:
 
 
 def _status_response(code: int, message: str) -> HttpResponse:
-    from offloading.api.errors import status_data  # the API's body shape, without loading DRF for pages
-
     return HttpResponse(json.dumps(status_data(code, message)), status=code, content_type="application/json")
 
 

@@ -13,20 +13,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-REASONS = {
-    400: "BadRequest",
-    401: "Unauthorized",
-    403: "Forbidden",
-    404: "NotFound",
-    405: "MethodNotAllowed",
-    406: "NotAcceptable",
-    409: "Conflict",
-    412: "PreconditionFailed",
-    413: "RequestEntityTooLarge",
-    415: "UnsupportedMediaType",
-    422: "Invalid",
-    429: "TooManyRequests",
-}
+from liqo_dash.statusbody import REASONS, status_data  # the body, shared with the middlewares
+
 _INT64_MAX = 2**63 - 1
 
 
@@ -34,27 +22,6 @@ class RequestTooLarge(exceptions.APIException):
     status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
     default_detail = "the request body is too large"
     default_code = "too_large"
-
-
-def status_data(
-    code: int, message: str, causes: list[dict[str, str]] | None = None, *, name: str = "", kind: str = ""
-) -> dict[str, Any]:
-    """A ``Status`` body as the Kubernetes API server writes it."""
-    details: dict[str, Any] = {"causes": causes or []}
-    if name:
-        details["name"] = name
-    if kind:
-        details["kind"] = kind
-    return {
-        "kind": "Status",
-        "apiVersion": "v1",
-        "metadata": {},
-        "status": "Failure",
-        "message": message,
-        "reason": REASONS.get(code, "Unknown"),
-        "details": details,
-        "code": code,
-    }
 
 
 def _causes(detail: Any, prefix: str = "") -> list[dict[str, str]]:
