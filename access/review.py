@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from access.impersonation import Identity, identity_for
 from access.policy import Decision
+from offloading.cluster import kube
 
 OFFLOADINGS = ("offloading.liqo.io", "namespaceoffloadings")
 NAMESPACES = ("", "namespaces")
@@ -60,7 +61,5 @@ def review_change(
     if identity is None:
         return Decision(True, "impersonation is off: the dashboard acts as itself")
     if reviewer is None:
-        from offloading.cluster import kube
-
         reviewer = kube.subject_access_review
     return review(identity, checks_for(action, namespace, label=label), reviewer)

@@ -10,8 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
+from django.db.models import Q
 
 from access import scopes as scope_rules
+from access.models import Scope
 
 VIEWER = "viewer"
 OPERATOR = "operator"
@@ -75,10 +77,6 @@ def role_of(user: Any) -> str | None:
 
 def scopes_of(user: Any) -> list[scope_rules.Scope]:
     """The user's operator scopes: their own plus those of every group they are in."""
-    from django.db.models import Q
-
-    from access.models import Scope
-
     if user is None or not getattr(user, "is_authenticated", False):
         return []
     role = role_of(user)  # fills the cache

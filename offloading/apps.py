@@ -6,6 +6,8 @@ class OffloadingConfig(AppConfig):
     verbose_name = "Namespace offloading"
 
     def ready(self) -> None:
+        # Imported here, not at the top: this module is loaded before the app registry is ready (no model
+        # may be imported yet), and ready() is Django's documented place to connect signal handlers.
         from django.db.models.signals import post_migrate
 
         from offloading.models import livetriggers
