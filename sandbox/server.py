@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from sandbox import admin, persistence, scenarios
-from sandbox.api import Api, SandboxHTTPServer
+from sandbox.api import Api, ApiHTTPServer, Handler
 from sandbox.apiserver import ApiServer
 from sandbox.faults import Faults
 from sandbox.kinds import BY_KEY
@@ -60,7 +60,7 @@ class Sandbox:
         )
         # an outage also ends the watches that are open
         self.faults.add_listener(lambda settings: self.store.close_watchers() if settings.outage else None)
-        self._http: SandboxHTTPServer | None = None
+        self._http: ApiHTTPServer | None = None
         self._http_thread: threading.Thread | None = None
         self._persist_stop = threading.Event()
         self._persist_thread: threading.Thread | None = None
@@ -83,7 +83,7 @@ class Sandbox:
             self.liqo.controller_delay = delay
         self.store.reset_history()
         self.controller.start()
-        self._http = SandboxHTTPServer((self.host, self.requested_port), self.api)
+        self._http = ApiHTTPServer((self.host, self.requested_port), self.api, Handler)
         self._http_thread = threading.Thread(
             target=self._http.serve_forever, kwargs={"poll_interval": 0.2}, name="sandbox-http", daemon=True
         )

@@ -1,5 +1,5 @@
-"""What every request handler shares: the `Api` (store, API server, policy, faults), the HTTP server
-that tracks its connections, and small query helpers."""
+"""What every request shares: the `Api` (store, API server, policy, faults, traffic, admin endpoints), the
+HTTP server that tracks its connections, and small query helpers."""
 
 from __future__ import annotations
 
@@ -8,16 +8,13 @@ import socket
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sandbox.api.traffic import Traffic
 from sandbox.apiserver import ApiServer
+from sandbox.faults import Faults
 from sandbox.rbac import Policy
 from sandbox.store import Store
-
-if TYPE_CHECKING:
-    from sandbox.faults import Faults
-
 
 TRUE_VALUES = ("1", "t", "T", "true", "TRUE", "True")
 
