@@ -1,5 +1,5 @@
-"""Shared fixtures: personas, the sandbox cluster, and the real Redis / Celery processes used by the
-end-to-end tests."""
+"""Shared fixtures: personas, the page tests' snapshot (``fleet``), the API client, the browser page,
+the sandbox cluster, and the real Redis / Celery processes used by the end-to-end tests."""
 
 from __future__ import annotations
 
@@ -14,8 +14,11 @@ from typing import Any
 
 import pytest
 from django.conf import settings as django_settings
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
 
 from offloading.cluster import kube
+from offloading.models import Cluster, ClusterOffloading, Namespace, SnapshotState, VirtualNode
 
 ROOT = Path(__file__).resolve().parent.parent
 ADMIN_PASSWORD = "admin-pass-for-tests"
@@ -41,6 +44,101 @@ def _fresh_shared_cache() -> Iterator[None]:
 def admin_client(client: Any, admin_user: Any) -> Any:
     client.force_login(admin_user)
     return client
+
+
+READY_SPEC = {
+    "namespaceMappingStrategy": "EnforceSameName",
+    "podOffloadingStrategy": "LocalAndRemote",
+    "clusterSelector": {
+        "nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "topology.kubernetes.io/region", "operator": "In", "values": ["eu-west"]}]}
+        ]
+    },
+}
+
+
+@pytest.fixture
+def fleet(db: Any) -> dict[str, Any]:
+    """Two peers (milan in eu-west, naples in eu-south), a plain namespace and an offloaded one."""
+    SnapshotState.objects.update_or_create(pk=1, defaults={"local_cluster_id": "rome"})
+    for cluster_id, region, healthy in (("milan", "eu-west", "Healthy"), ("naples", "eu-south", "Unhealthy")):
+        Cluster.objects.create(
+            cluster_id=cluster_id,
+            name=cluster_id,
+            role="Provider",
+            networking_status="Healthy",
+            authentication_status="Healthy",
+            offloading_status=healthy,
+            modules={"offloading": {"status": healthy, "alerts": [] if healthy == "Healthy" else ["node not ready"]}},
+        )
+        VirtualNode.objects.create(
+            namespace=f"liqo-tenant-{cluster_id}",
+            name=cluster_id,
+            cluster_id=cluster_id,
+            labels={
+                "liqo.io/type": "virtual-node",
+                "liqo.io/remote-cluster-id": cluster_id,
+                "topology.kubernetes.io/region": region,
+            },
+            capacity={"cpu": "8", "memory": "32Gi"},
+            healthy=True,
+        )
+    plain = Namespace.objects.create(name="payments", labels={"team": "pay"})
+    shop = Namespace.objects.create(
+        name="shop",
+        offloaded=True,
+        offloading_spec=READY_SPEC,
+        offloading_phase="Ready",
+        offloading_generation=3,
+        offloading_observed_generation=3,
+        offloading_resource_version="42",
+        remote_namespace_name="shop",
+    )
+    ClusterOffloading.objects.create(namespace=shop, cluster_id="milan", selected=True, state="NamespaceCreated")
+    ClusterOffloading.objects.create(namespace=shop, cluster_id="naples", selected=False, state="")
+    return {"plain": plain, "shop": shop}
+
+
+@pytest.fixture
+def api(admin_user: Any) -> APIClient:
+    """A REST API client with the admin's token."""
+    client = APIClient()
+    token = Token.objects.create(user=admin_user)
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    return client
+
+
+@pytest.fixture
+def browser_page() -> Iterator[Any]:
+    """A Chromium page (1440 x 900) driven by Playwright; helpers are in tests/browser.py."""
+    # Playwright's sync API runs an event loop in this thread; the live server's database calls are
+    # still synchronous, in their own thread.
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    from playwright.sync_api import expect, sync_playwright
+
+    # tests.browser imports this module (for the admin password): import it when the fixture runs.
+    from tests.browser import CHROMIUM, EXPECT_TIMEOUT_MS, TRACK_INPUT
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(
+            executable_path=CHROMIUM,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+            ],
+        )
+        expect.set_options(timeout=EXPECT_TIMEOUT_MS)
+        page = browser.new_page(viewport={"width": 1440, "height": 900})
+        page.add_init_script(TRACK_INPUT)
+        try:
+            yield page
+        finally:
+            browser.close()
+    os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
 
 
 @pytest.fixture

@@ -26,7 +26,6 @@ from offloading.context import Actor
 from offloading.models import Alert, ChangeRequest, Cluster, Namespace, SnapshotState
 from offloading.snapshot.refresh import refresh
 from tests.conftest import free_port, wait_until
-from tests.test_pages import fleet  # noqa: F401
 
 DASHBOARD = "https://dash.example.com"
 
@@ -93,7 +92,7 @@ def _snapshot_taken() -> None:
     SnapshotState.objects.filter(pk=1).update(last_success_at=timezone.now())
 
 
-def _peer_only(fleet: Any) -> None:  # noqa: F811
+def _peer_only(fleet: Any) -> None:
     """The fleet with shop healthy: the one thing to tell is naples' unhealthy offloading module."""
     Namespace.objects.filter(name="shop").update(labels={SCHEDULING_LABEL: "true"})
     _snapshot_taken()
@@ -147,7 +146,7 @@ def test_a_failed_change_is_posted_once_with_its_json_and_text(sandbox: Any, k8s
 
 
 @pytest.mark.django_db
-def test_a_stuck_state_found_twice_is_told_once_and_its_recovery_once(fleet: Any, receiver: Receiver) -> None:  # noqa: F811
+def test_a_stuck_state_found_twice_is_told_once_and_its_recovery_once(fleet: Any, receiver: Receiver) -> None:
     Cluster.objects.filter(cluster_id="naples").update(offloading_status="Healthy")
     _snapshot_taken()  # shop lacks the scheduling label: the diagnosis flags it
 
@@ -175,7 +174,7 @@ def test_a_stuck_state_found_twice_is_told_once_and_its_recovery_once(fleet: Any
 
 
 @pytest.mark.django_db
-def test_a_peer_down_on_one_namespace_is_told_as_the_peer_not_per_namespace(fleet: Any, receiver: Receiver) -> None:  # noqa: F811
+def test_a_peer_down_on_one_namespace_is_told_as_the_peer_not_per_namespace(fleet: Any, receiver: Receiver) -> None:
     _peer_only(fleet)
     Namespace.objects.get(name="shop").cluster_states.update(selected=True)  # shop now uses naples too
     alerts.check()
@@ -217,7 +216,7 @@ def test_a_peer_going_down_is_told_once_and_its_recovery_once(sandbox: Any, rece
 
 
 @pytest.mark.django_db
-def test_a_state_gone_within_the_grace_is_never_told(fleet: Any, receiver: Receiver, settings: Any) -> None:  # noqa: F811
+def test_a_state_gone_within_the_grace_is_never_told(fleet: Any, receiver: Receiver, settings: Any) -> None:
     _peer_only(fleet)
     _configure(settings, receiver.url, grace=60.0)
     assert alerts.check()["opened"] == 1
@@ -230,7 +229,7 @@ def test_a_state_gone_within_the_grace_is_never_told(fleet: Any, receiver: Recei
 
 
 @pytest.mark.django_db
-def test_a_state_lasting_past_the_grace_is_told_then(fleet: Any, receiver: Receiver, settings: Any) -> None:  # noqa: F811
+def test_a_state_lasting_past_the_grace_is_told_then(fleet: Any, receiver: Receiver, settings: Any) -> None:
     _peer_only(fleet)
     _configure(settings, receiver.url, grace=60.0)
     alerts.check()
@@ -245,7 +244,7 @@ def test_a_state_lasting_past_the_grace_is_told_then(fleet: Any, receiver: Recei
 
 
 @pytest.mark.django_db
-def test_a_receiver_answering_500_twice_gets_the_alert_on_the_third_attempt(fleet: Any, receiver: Receiver) -> None:  # noqa: F811
+def test_a_receiver_answering_500_twice_gets_the_alert_on_the_third_attempt(fleet: Any, receiver: Receiver) -> None:
     _peer_only(fleet)
     receiver.script = [(500, {}), (500, {})]
     alerts.check()
@@ -258,7 +257,7 @@ def test_a_receiver_answering_500_twice_gets_the_alert_on_the_third_attempt(flee
 
 
 @pytest.mark.django_db
-def test_retry_after_on_429_and_503_is_honoured(fleet: Any, receiver: Receiver) -> None:  # noqa: F811
+def test_retry_after_on_429_and_503_is_honoured(fleet: Any, receiver: Receiver) -> None:
     _peer_only(fleet)
     receiver.script = [(503, {"Retry-After": "600"})]
     alerts.check()
@@ -287,7 +286,7 @@ def test_retry_after_reads_seconds_and_http_dates() -> None:
 
 @pytest.mark.django_db
 def test_a_receiver_that_is_down_gets_the_alert_from_the_periodic_check_once_up(
-    fleet: Any,  # noqa: F811
+    fleet: Any,
     settings: Any,
 ) -> None:
     _peer_only(fleet)
@@ -313,7 +312,7 @@ def test_a_receiver_that_is_down_gets_the_alert_from_the_periodic_check_once_up(
 
 
 @pytest.mark.django_db
-def test_a_redirect_is_not_followed_and_not_retried_soon(fleet: Any, receiver: Receiver) -> None:  # noqa: F811
+def test_a_redirect_is_not_followed_and_not_retried_soon(fleet: Any, receiver: Receiver) -> None:
     _peer_only(fleet)
     receiver.script = [(302, {"Location": "http://127.0.0.1:1/elsewhere"})]
     alerts.check()
@@ -323,7 +322,7 @@ def test_a_redirect_is_not_followed_and_not_retried_soon(fleet: Any, receiver: R
 
 
 @pytest.mark.django_db
-def test_off_when_the_webhook_url_is_empty(fleet: Any, receiver: Receiver, settings: Any) -> None:  # noqa: F811
+def test_off_when_the_webhook_url_is_empty(fleet: Any, receiver: Receiver, settings: Any) -> None:
     _snapshot_taken()
     _configure(settings, "")
     assert alerts.check() == {}
@@ -333,7 +332,7 @@ def test_off_when_the_webhook_url_is_empty(fleet: Any, receiver: Receiver, setti
 
 
 @pytest.mark.django_db
-def test_nothing_is_found_before_the_first_snapshot(fleet: Any, receiver: Receiver) -> None:  # noqa: F811
+def test_nothing_is_found_before_the_first_snapshot(fleet: Any, receiver: Receiver) -> None:
     SnapshotState.objects.filter(pk=1).update(last_success_at=None)
     assert alerts.check()["opened"] == 0 and receiver.posts == []
 
@@ -344,7 +343,7 @@ def test_nothing_is_found_before_the_first_snapshot(fleet: Any, receiver: Receiv
 
 @pytest.mark.django_db
 def test_the_overview_tells_admins_how_the_webhook_fares(
-    fleet: Any,  # noqa: F811
+    fleet: Any,
     receiver: Receiver,
     admin_client: Any,
     django_user_model: Any,

@@ -6,21 +6,11 @@ from typing import Any
 
 import pytest
 from django.urls import reverse
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from offloading.models import ChangeRequest, Namespace
-from tests.test_pages import fleet  # noqa: F401 - the same snapshot as the page tests
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def api(admin_user: Any) -> APIClient:
-    client = APIClient()
-    token = Token.objects.create(user=admin_user)
-    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
-    return client
 
 
 def test_the_schema_is_served_and_lists_the_offloading_endpoints(api: APIClient) -> None:
@@ -32,12 +22,12 @@ def test_the_schema_is_served_and_lists_the_offloading_endpoints(api: APIClient)
     assert api.get("/api/docs/").status_code == 200
 
 
-def test_the_api_needs_authentication(fleet: Any) -> None:  # noqa: F811
+def test_the_api_needs_authentication(fleet: Any) -> None:
     response = APIClient().get("/api/v1/namespaces/")
     assert response.status_code in (401, 403)
 
 
-def test_namespaces_are_listed_with_filters_and_freshness_headers(api: APIClient, fleet: Any) -> None:  # noqa: F811
+def test_namespaces_are_listed_with_filters_and_freshness_headers(api: APIClient, fleet: Any) -> None:
     response = api.get("/api/v1/namespaces/", {"phase": "Ready"})
     assert response.status_code == 200
     names = [n["name"] for n in response.json()["results"]]
@@ -49,7 +39,7 @@ def test_namespaces_are_listed_with_filters_and_freshness_headers(api: APIClient
     assert body["phase"] == "Ready" and body["clusters"][0]["clusterId"] == "milan"
 
 
-def test_put_offloading_queues_a_change_and_answers_202(api: APIClient, fleet: Any) -> None:  # noqa: F811
+def test_put_offloading_queues_a_change_and_answers_202(api: APIClient, fleet: Any) -> None:
     response = api.put(
         "/api/v1/namespaces/payments/offloading/",
         {"podOffloadingStrategy": "Remote", "selectors": ["topology.kubernetes.io/region=eu-west"]},
@@ -71,7 +61,7 @@ def _status_fields(response: Any) -> list[str]:
     return [cause["field"] for cause in body["details"]["causes"]]
 
 
-def test_bad_input_gets_an_error_on_the_field(api: APIClient, fleet: Any) -> None:  # noqa: F811
+def test_bad_input_gets_an_error_on_the_field(api: APIClient, fleet: Any) -> None:
     # Malformed requests (types, enums, selector syntax) are the serializer's: 400 on the field.
     cases = [
         ({"podOffloadingStrategy": "Anywhere"}, "podOffloadingStrategy"),
@@ -93,7 +83,7 @@ def test_bad_input_gets_an_error_on_the_field(api: APIClient, fleet: Any) -> Non
     assert not ChangeRequest.objects.exists()
 
 
-def test_editing_keeps_omitted_fields_and_refuses_immutable_changes(api: APIClient, fleet: Any) -> None:  # noqa: F811
+def test_editing_keeps_omitted_fields_and_refuses_immutable_changes(api: APIClient, fleet: Any) -> None:
     response = api.put("/api/v1/namespaces/shop/offloading/", {"podOffloadingStrategy": "Local"}, format="json")
     assert response.status_code == 202
     change = ChangeRequest.objects.get()
@@ -105,7 +95,7 @@ def test_editing_keeps_omitted_fields_and_refuses_immutable_changes(api: APIClie
     assert response.status_code == 422 and _status_fields(response) == ["spec.namespaceMappingStrategy"]
 
 
-def test_if_match_with_an_old_generation_fails_with_412(api: APIClient, fleet: Any) -> None:  # noqa: F811
+def test_if_match_with_an_old_generation_fails_with_412(api: APIClient, fleet: Any) -> None:
     response = api.put(
         "/api/v1/namespaces/shop/offloading/", {"podOffloadingStrategy": "Local"}, format="json", HTTP_IF_MATCH='"2"'
     )
@@ -115,7 +105,7 @@ def test_if_match_with_an_old_generation_fails_with_412(api: APIClient, fleet: A
     assert ChangeRequest.objects.get().base_generation == 3
 
 
-def test_preview_reports_clusters_and_errors(api: APIClient, fleet: Any) -> None:  # noqa: F811
+def test_preview_reports_clusters_and_errors(api: APIClient, fleet: Any) -> None:
     ok = api.post(
         "/api/v1/namespaces/payments/preview/", {"selectors": ["topology.kubernetes.io/region=eu-south"]}, format="json"
     ).json()
@@ -130,7 +120,7 @@ def test_preview_reports_clusters_and_errors(api: APIClient, fleet: Any) -> None
     assert not ChangeRequest.objects.exists()
 
 
-def test_bulk_dry_run_and_create(api: APIClient, fleet: Any) -> None:  # noqa: F811
+def test_bulk_dry_run_and_create(api: APIClient, fleet: Any) -> None:
     body = {"action": "offload", "namespaceSelector": "team=pay", "spec": {"podOffloadingStrategy": "Remote"}}
     dry = api.post("/api/v1/bulk/", {**body, "dryRun": True}, format="json")
     assert dry.status_code == 200 and dry.json()["namespaces"] == ["payments"]
@@ -142,7 +132,7 @@ def test_bulk_dry_run_and_create(api: APIClient, fleet: Any) -> None:  # noqa: F
     assert bad.status_code == 400
 
 
-def test_bulk_dry_run_says_what_the_changes_do_to_pods_and_room(api: APIClient, fleet: Any) -> None:  # noqa: F811
+def test_bulk_dry_run_says_what_the_changes_do_to_pods_and_room(api: APIClient, fleet: Any) -> None:
     from offloading.models.inventory import Pod
 
     Namespace.objects.filter(name="shop").update(labels={"env": "prod"})
@@ -188,7 +178,7 @@ def test_bulk_dry_run_says_what_the_changes_do_to_pods_and_room(api: APIClient, 
     assert not ChangeRequest.objects.exists()
 
 
-def test_clusters_and_audit_are_readable(api: APIClient, fleet: Any) -> None:  # noqa: F811
+def test_clusters_and_audit_are_readable(api: APIClient, fleet: Any) -> None:
     clusters = api.get("/api/v1/clusters/").json()["results"]
     milan = next(c for c in clusters if c["clusterId"] == "milan")
     assert (
@@ -200,7 +190,7 @@ def test_clusters_and_audit_are_readable(api: APIClient, fleet: Any) -> None:  #
     assert [e["action"] for e in events] == ["requested"] and events[0]["source"] == "api"
 
 
-def test_absurd_input_is_a_400_or_an_invalid_preview_never_a_500(api: APIClient, fleet: Any) -> None:  # noqa: F811
+def test_absurd_input_is_a_400_or_an_invalid_preview_never_a_500(api: APIClient, fleet: Any) -> None:
     response = api.put("/api/v1/namespaces/payments/offloading/", {"expectedGeneration": 10**30}, format="json")
     assert response.status_code == 400 and _status_fields(response) == ["expectedGeneration"]
     for pod in ("x", {"spec": 5}, {"spec": {"affinity": "none", "tolerations": 3}}):
@@ -219,14 +209,14 @@ def test_absurd_input_is_a_400_or_an_invalid_preview_never_a_500(api: APIClient,
     )
 
 
-def test_the_api_filters_namespaces_by_label_selector_and_rejects_a_bad_one(api: APIClient, fleet: Any) -> None:  # noqa: F811
+def test_the_api_filters_namespaces_by_label_selector_and_rejects_a_bad_one(api: APIClient, fleet: Any) -> None:
     names = [n["name"] for n in api.get("/api/v1/namespaces/", {"selector": "team"}).json()["results"]]
     assert names == ["payments"]
     bad = api.get("/api/v1/namespaces/", {"selector": "team in (pay"})
     assert bad.status_code == 400 and _status_fields(bad) == ["selector"]
 
 
-def test_reapply_only_takes_a_change_in_conflict(api: APIClient, fleet: Any) -> None:  # noqa: F811
+def test_reapply_only_takes_a_change_in_conflict(api: APIClient, fleet: Any) -> None:
     queued = api.put("/api/v1/namespaces/payments/offloading/", {}, format="json").json()
     response = api.post(f"/api/v1/changes/{queued['id']}/reapply/")
     assert response.status_code == 409 and _status_fields(response) == ["change"]
@@ -238,7 +228,7 @@ def test_reapply_only_takes_a_change_in_conflict(api: APIClient, fleet: Any) -> 
 
 def test_listing_bulk_requests_costs_the_same_queries_for_one_or_many(
     api: APIClient,
-    fleet: Any,  # noqa: F811
+    fleet: Any,
     django_assert_max_num_queries: Any,
 ) -> None:
     for team in ("a", "b", "c", "d"):
@@ -249,7 +239,7 @@ def test_listing_bulk_requests_costs_the_same_queries_for_one_or_many(
     assert len(results) == 4 and all(r["progress"]["queued"] == 1 and r["progress"]["total"] == 1 for r in results)
 
 
-def test_selector_lines_are_checked_as_drf_checks_text(api: APIClient, fleet: Any) -> None:  # noqa: F811
+def test_selector_lines_are_checked_as_drf_checks_text(api: APIClient, fleet: Any) -> None:
     from rest_framework import serializers
 
     from offloading.api.serializers import SelectorLineField

@@ -9,7 +9,6 @@ import pytest
 from rest_framework.test import APIClient
 
 from access.models import ApiToken
-from tests.test_pages import fleet  # noqa: F401 - objects that exist, beside the ones asked for
 
 pytestmark = pytest.mark.django_db
 
@@ -39,7 +38,7 @@ def api(admin_user: Any) -> APIClient:
 )
 def test_a_404_names_the_object_and_its_kind(
     api: APIClient,
-    fleet: Any,  # noqa: F811
+    fleet: Any,
     method: str,
     url: str,
     kind: str,
@@ -53,6 +52,6 @@ def test_a_404_names_the_object_and_its_kind(
     assert body["details"]["name"] == name and body["details"]["kind"] == kind
 
 
-def test_the_objects_that_exist_are_found(api: APIClient, fleet: Any) -> None:  # noqa: F811
+def test_the_objects_that_exist_are_found(api: APIClient, fleet: Any) -> None:
     assert api.get("/api/v1/namespaces/shop/").status_code == 200
     assert api.get("/api/v1/clusters/milan/").status_code == 200

@@ -14,7 +14,6 @@ from drf_spectacular.generators import SchemaGenerator
 from hypothesis import HealthCheck, settings
 
 from access.models import ApiToken
-from tests.test_pages import fleet  # noqa: F401 - a realistic snapshot to hit
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -62,7 +61,7 @@ def bearer(admin_user: Any) -> dict[str, str]:
 def _stateless(seed: int) -> Any:
     @_schema(seed).parametrize()
     @FUZZ
-    def test(case: Any, live_server: Any, bearer: dict[str, str], fleet: Any) -> None:  # noqa: F811
+    def test(case: Any, live_server: Any, bearer: dict[str, str], fleet: Any) -> None:
         case.call_and_validate(base_url=live_server.url, headers=bearer)
 
     test.__name__ = f"test_every_operation_conforms_to_the_schema_whatever_it_is_sent_seed_{seed}"
@@ -80,7 +79,7 @@ def test_the_schema_has_links_for_the_stateful_mode() -> None:
 
 
 @pytest.mark.parametrize("seed", SEEDS)
-def test_stateful_runs_over_the_links(live_server: Any, bearer: dict[str, str], fleet: Any, seed: int) -> None:  # noqa: F811
+def test_stateful_runs_over_the_links(live_server: Any, bearer: dict[str, str], fleet: Any, seed: int) -> None:
     class Workflow(_schema(seed).as_state_machine()):  # type: ignore[misc]
         def get_call_kwargs(self, case: Any) -> dict[str, Any]:
             return {"base_url": live_server.url, "headers": bearer}

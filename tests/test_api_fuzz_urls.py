@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 from rest_framework.test import APIClient
 
 from access.models import ApiToken
-from tests.test_pages import fleet  # noqa: F401 - something for the routes to find
 
 pytestmark = pytest.mark.django_db
 
@@ -71,7 +70,7 @@ def test_no_query_or_header_makes_a_route_answer_5xx(
     query: dict[str, str],
     headers: dict[str, str],
     admin_user: Any,
-    fleet: Any,  # noqa: F811
+    fleet: Any,
 ) -> None:
     client = APIClient()
     _row, text = ApiToken.issue(admin_user, "fuzz")

@@ -13,7 +13,6 @@ from rest_framework.test import APIClient
 
 from access.models import ApiToken
 from offloading.models import AuditEvent, BulkRequest, ChangeRequest, Namespace, VirtualNode
-from tests.test_pages import fleet  # noqa: F401 - the snapshot to read
 
 pytestmark = pytest.mark.django_db
 
@@ -67,7 +66,7 @@ def api(admin_user: Any) -> APIClient:
 
 
 @pytest.fixture
-def history(api: APIClient, fleet: Any) -> dict[str, int]:  # noqa: F811
+def history(api: APIClient, fleet: Any) -> dict[str, int]:
     """A change, a bulk request with its change, and their audit events."""
     Namespace.objects.filter(name="payments").update(labels={"team": "pay", "app.kubernetes.io/part_of": "shop"})
     VirtualNode.objects.filter(cluster_id="milan").update(capacity={"cpu": "8", "ephemeral-storage": "1Ti"})
@@ -148,7 +147,7 @@ def test_the_old_names_are_gone_from_answers_and_the_schema(api: APIClient, hist
             assert CAMEL.match(field), (name, field)
 
 
-def test_the_old_request_names_are_accepted(api: APIClient, fleet: Any) -> None:  # noqa: F811
+def test_the_old_request_names_are_accepted(api: APIClient, fleet: Any) -> None:
     """Requests were camelCase already; snake_case spellings of their fields are read as aliases."""
     dry = api.post(
         "/api/v1/bulk/",

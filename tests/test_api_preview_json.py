@@ -12,8 +12,6 @@ from rest_framework.test import APIClient
 
 from offloading.api.renderers import PreviewJSONRenderer
 from offloading.models import Cluster, VirtualNode
-from tests.test_api import api  # noqa: F401 - the token client of the API tests
-from tests.test_pages import fleet  # noqa: F401 - the same snapshot as the page tests
 
 PREVIEW = "/api/v1/namespaces/payments/preview/"
 
@@ -61,8 +59,8 @@ def test_shapes_are_written_as_json_renderer_writes_them() -> None:
 
 @pytest.mark.django_db
 def test_the_api_preview_answer_is_json_renderer_s_with_alike_nodes_sharing_their_terms(
-    api: APIClient,  # noqa: F811
-    fleet: Any,  # noqa: F811
+    api: APIClient,
+    fleet: Any,
 ) -> None:
     for cluster_id in ("turin", "venice", "bari"):
         region = "eu-south" if cluster_id == "bari" else "eu-west"

@@ -3,109 +3,24 @@ preview follow the selector as it is typed, submit, and keep screenshots of the 
 
 from __future__ import annotations
 
-import os
-import shutil
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from offloading.changes import requests as change_requests
 from offloading.models import ChangeRequest, Namespace
-from tests.conftest import ADMIN_PASSWORD, wait_until
+from tests.browser import SCREENSHOTS, htmx_idle, login
+from tests.conftest import wait_until
 from tests.test_e2e import _free_namespace
-from tests.test_pages import fleet  # noqa: F401 - the same snapshot as the page tests
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-SCREENSHOTS = Path(os.environ.get("LIQO_DASH_SCREENSHOTS", Path(__file__).resolve().parent.parent / "screenshots"))
-# What a slow CI machine needs for an ``expect`` (Playwright's default is 5 s); one that holds returns at once.
-EXPECT_TIMEOUT_MS = 20_000
-
-# Added to every page before its own scripts: when the user last typed or changed a field, and when a
-# trigger with a delay (``input changed delay:300ms``) last fired, so that ``htmx_idle`` also knows about
-# a request htmx has not sent yet because its delay is still running.
-TRACK_INPUT = """(() => {
-  window.__liqoInputAt = -Infinity;
-  window.__liqoDelayedAt = -Infinity;
-  const mark = () => { window.__liqoInputAt = performance.now(); };
-  document.addEventListener("input", mark, true);
-  document.addEventListener("change", mark, true);
-  document.addEventListener("htmx:trigger", (event) => {
-    const spec = (event.target && event.target.getAttribute && event.target.getAttribute("hx-trigger")) || "";
-    if (spec.includes("delay:")) window.__liqoDelayedAt = performance.now();
-  }, true);
-})();"""
-
-# Idle: the page has loaded, no htmx request is in flight or queued (htmx marks the element that sent
-# one with ``htmx-request`` until its response is swapped in, and sends a queued one in the same task),
-# and no delayed trigger can still fire: either one fired after the last input (a later trigger of the
-# same element cancels a pending delay), or the longest delay on the page, plus a second, has passed.
-HTMX_IDLE = """() => {
-  if (document.readyState !== "complete" || document.querySelector(".htmx-request")) return false;
-  const inputAt = window.__liqoInputAt ?? -Infinity;
-  if ((window.__liqoDelayedAt ?? -Infinity) >= inputAt) return true;
-  let longest = 0;
-  for (const el of document.querySelectorAll("[hx-trigger]")) {
-    for (const m of el.getAttribute("hx-trigger").matchAll(/delay:([0-9.]+)(ms|s|m)?/g)) {
-      longest = Math.max(longest, Number(m[1]) * ({ ms: 1, s: 1000, m: 60000 }[m[2]] ?? 1));  // as htmx reads it
-    }
-  }
-  return longest === 0 || performance.now() - inputAt > longest + 1000;
-}"""
-
-
-@pytest.fixture
-def browser_page() -> Iterator[Any]:
-    # Playwright's sync API runs an event loop in this thread; the live server's database calls are
-    # still synchronous, in their own thread.
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    from playwright.sync_api import expect, sync_playwright
-
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(
-            executable_path=CHROMIUM,
-            args=[
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--no-first-run",
-            ],
-        )
-        expect.set_options(timeout=EXPECT_TIMEOUT_MS)
-        page = browser.new_page(viewport={"width": 1440, "height": 900})
-        page.add_init_script(TRACK_INPUT)
-        try:
-            yield page
-        finally:
-            browser.close()
-    os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
-
-
-def login(page: Any, live_server: Any) -> None:
-    page.goto(f"{live_server.url}/accounts/login/")
-    page.fill("input[name=username]", "admin")
-    page.fill("input[name=password]", ADMIN_PASSWORD)
-    page.click("main button[type=submit]")
-    page.wait_for_url(f"{live_server.url}/")  # signing in lands on the overview
-    page.goto(f"{live_server.url}/namespaces/")
-
-
-def htmx_idle(page: Any) -> None:
-    """Wait until htmx has nothing in flight, queued or about to be sent (see HTMX_IDLE): after it, what
-    the page shows is the answer to what was typed last, and no late response replaces an element."""
-    page.wait_for_function(HTMX_IDLE, polling=100)
 
 
 def test_live_preview_follows_the_selector_and_submit_records_a_change(
     browser_page: Any,
     live_server: Any,
     admin_user: Any,
-    fleet: Any,  # noqa: F811
+    fleet: Any,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # No worker here: record what would be sent (the live server runs in this process).
@@ -181,7 +96,7 @@ def test_htmx_idle_waits_for_a_preview_whose_delay_still_runs(
     browser_page: Any,
     live_server: Any,
     admin_user: Any,
-    fleet: Any,  # noqa: F811
+    fleet: Any,
 ) -> None:
     Namespace.objects.filter(name="shop").update(labels={"env": "prod"})
     page = browser_page

@@ -18,8 +18,7 @@ from playwright.sync_api import expect
 from offloading.changes import requests as change_requests
 from offloading.choices import ChangeState
 from offloading.models import ChangeRequest, Namespace
-from tests.test_browser import CHROMIUM, EXPECT_TIMEOUT_MS, TRACK_INPUT, browser_page, htmx_idle, login  # noqa: F401
-from tests.test_pages import fleet  # noqa: F401
+from tests.browser import CHROMIUM, EXPECT_TIMEOUT_MS, TRACK_INPUT, htmx_idle, login
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -77,7 +76,7 @@ def test_two_tabs_merge_in_place(
     context: Any,
     live_server: Any,
     admin_user: Any,
-    fleet: Any,  # noqa: F811
+    fleet: Any,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(change_requests, "enqueue_apply", _applied_when_enqueued)
@@ -121,7 +120,7 @@ def test_a_field_both_tabs_changed_needs_a_choice(
     context: Any,
     live_server: Any,
     admin_user: Any,
-    fleet: Any,  # noqa: F811
+    fleet: Any,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(change_requests, "enqueue_apply", _applied_when_enqueued)
@@ -170,10 +169,10 @@ def test_a_field_both_tabs_changed_needs_a_choice(
 
 
 def test_the_unoffload_button_waits_for_the_name(
-    browser_page: Any,  # noqa: F811
+    browser_page: Any,
     live_server: Any,
     admin_user: Any,
-    fleet: Any,  # noqa: F811
+    fleet: Any,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(change_requests, "enqueue_apply", lambda change_id, countdown=0: None)

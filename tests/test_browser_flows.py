@@ -17,9 +17,8 @@ from offloading.models import ChangeRequest, Namespace
 from offloading.snapshot import informer
 from offloading.snapshot import inventory as _inventory  # noqa: F401 - registers events
 from offloading.snapshot.refresh import refresh
-from tests.conftest import wait_until
-from tests.test_browser import browser_page, htmx_idle, login  # noqa: F401 - the browser fixture
-from tests.test_pages import READY_SPEC, fleet  # noqa: F401
+from tests.browser import htmx_idle, login
+from tests.conftest import READY_SPEC, wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -35,10 +34,10 @@ BOTH_REGIONS = {
 
 
 def test_bulk_unoffload_needs_the_typed_count(
-    browser_page: Any,  # noqa: F811
+    browser_page: Any,
     live_server: Any,
     admin_user: Any,
-    fleet: Any,  # noqa: F811
+    fleet: Any,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(change_requests, "enqueue_apply", lambda change_id, countdown=0: None)
@@ -66,10 +65,10 @@ def test_bulk_unoffload_needs_the_typed_count(
 
 
 def test_a_conflict_is_resolved_field_by_field(
-    browser_page: Any,  # noqa: F811
+    browser_page: Any,
     live_server: Any,
     admin_user: Any,
-    fleet: Any,  # noqa: F811
+    fleet: Any,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(change_requests, "enqueue_apply", lambda change_id, countdown=0: None)
@@ -102,7 +101,7 @@ def test_a_conflict_is_resolved_field_by_field(
 
 
 def test_liqos_warning_event_shows_on_the_namespace_page(
-    browser_page: Any,  # noqa: F811
+    browser_page: Any,
     live_server: Any,
     admin_user: Any,
     sandbox: Any,

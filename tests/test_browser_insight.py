@@ -15,7 +15,7 @@ from playwright.sync_api import expect
 
 from offloading.cluster import kube
 from offloading.models import Cluster
-from tests.test_browser import browser_page, login  # noqa: F401 - the browser fixture
+from tests.browser import login
 from tests.test_diagnosis_scenarios import sync_snapshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -39,7 +39,7 @@ def demo(tmp_path: Path, settings: Any) -> Iterator[Any]:
 
 
 def test_the_overview_draws_every_peer_marks_the_unhealthy_one_and_links_to_its_page(
-    browser_page: Any,  # noqa: F811
+    browser_page: Any,
     live_server: Any,
     admin_user: Any,
     demo: Any,
@@ -73,7 +73,7 @@ def test_the_overview_draws_every_peer_marks_the_unhealthy_one_and_links_to_its_
 
 
 def test_the_cluster_page_shows_modules_virtual_nodes_hosted_namespaces_and_pods(
-    browser_page: Any,  # noqa: F811
+    browser_page: Any,
     live_server: Any,
     admin_user: Any,
     demo: Any,
@@ -101,7 +101,7 @@ def test_the_cluster_page_shows_modules_virtual_nodes_hosted_namespaces_and_pods
 
 
 def test_the_namespace_page_lists_its_pods_and_says_what_is_stuck_with_the_fix(
-    browser_page: Any,  # noqa: F811
+    browser_page: Any,
     live_server: Any,
     admin_user: Any,
     demo: Any,

@@ -17,8 +17,8 @@ from offloading.models.inventory import Pod
 from offloading.snapshot import informer
 from offloading.snapshot import inventory as _inventory  # noqa: F401 - registers pods
 from offloading.snapshot.refresh import refresh
+from tests.browser import SCREENSHOTS, htmx_idle, login
 from tests.conftest import wait_until
-from tests.test_browser import SCREENSHOTS, browser_page, htmx_idle, login  # noqa: F401 - the browser fixture
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -60,7 +60,7 @@ def _fleet(k8s: Any) -> None:
 
 
 def test_previews_show_the_pods_hit_and_the_room_and_the_page_its_reflection(
-    browser_page: Any,  # noqa: F811
+    browser_page: Any,
     live_server: Any,
     admin_user: Any,
     sandbox: Any,

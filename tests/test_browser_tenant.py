@@ -18,8 +18,8 @@ from playwright.sync_api import expect
 from offloading.models import Cluster, Namespace
 from sandbox import Sandbox, tenants
 from sandbox.kinds import CONFIG_MAPS, NAMESPACES
+from tests.browser import SCREENSHOTS, login
 from tests.conftest import wait_until
-from tests.test_browser import SCREENSHOTS, browser_page, login  # noqa: F401 - the browser fixture
 from tests.test_sync import Informer, _point_at
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -53,7 +53,7 @@ def _twins(page: Any) -> Any:
 
 
 def test_a_consumers_page_lists_its_twins_here_and_follows_them(
-    browser_page: Any,  # noqa: F811
+    browser_page: Any,
     live_server: Any,
     admin_user: Any,
     watched_demo: Sandbox,
@@ -120,7 +120,7 @@ def test_a_consumers_page_lists_its_twins_here_and_follows_them(
 
 
 def test_a_peer_that_only_provides_has_no_tenant_table(
-    browser_page: Any,  # noqa: F811
+    browser_page: Any,
     live_server: Any,
     admin_user: Any,
     watched_demo: Sandbox,
@@ -142,7 +142,7 @@ def test_a_peer_that_only_provides_has_no_tenant_table(
 
 
 def test_the_peer_list_points_at_what_a_consumer_offloads_here(
-    browser_page: Any,  # noqa: F811
+    browser_page: Any,
     live_server: Any,
     admin_user: Any,
     watched_demo: Sandbox,

@@ -13,7 +13,7 @@ import pytest
 from django.urls import reverse
 
 from offloading.models import ChangeRequest, Namespace
-from tests.test_pages import READY_SPEC, fleet  # noqa: F401 - the same snapshot as the page tests
+from tests.conftest import READY_SPEC
 
 pytestmark = pytest.mark.django_db
 
@@ -48,7 +48,7 @@ def no_queue(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(change_requests, "enqueue_apply", lambda change_id, countdown=0: None)
 
 
-def test_the_edit_form_carries_the_spec_it_was_loaded_from(admin_client: Any, fleet: Any) -> None:  # noqa: F811
+def test_the_edit_form_carries_the_spec_it_was_loaded_from(admin_client: Any, fleet: Any) -> None:
     loaded = _shown(admin_client.get(EDIT))
     assert json.loads(loaded["base_spec"]) == READY_SPEC
     assert loaded["expected_generation"] == "3"
@@ -57,7 +57,7 @@ def test_the_edit_form_carries_the_spec_it_was_loaded_from(admin_client: Any, fl
 
 def test_a_stale_edit_comes_back_merged_and_applies_both_changes(
     admin_client: Any,
-    fleet: Any,  # noqa: F811
+    fleet: Any,
     no_queue: None,
 ) -> None:
     loaded = _shown(admin_client.get(EDIT))
@@ -98,7 +98,7 @@ def test_a_stale_edit_comes_back_merged_and_applies_both_changes(
 @pytest.mark.parametrize(("choice", "expected"), [("mine", "Local"), ("theirs", "Remote")])
 def test_a_field_both_changed_needs_a_choice(
     admin_client: Any,
-    fleet: Any,  # noqa: F811
+    fleet: Any,
     no_queue: None,
     choice: str,
     expected: str,
@@ -129,7 +129,7 @@ def test_a_field_both_changed_needs_a_choice(
     ]
 
 
-def test_the_preview_follows_the_choice(admin_client: Any, fleet: Any) -> None:  # noqa: F811
+def test_the_preview_follows_the_choice(admin_client: Any, fleet: Any) -> None:
     loaded = _shown(admin_client.get(EDIT))
     _someone_else_sets(podOffloadingStrategy="Remote")
     response = admin_client.post(EDIT, {**loaded, "pod_offloading_strategy": "Local"})
@@ -145,7 +145,7 @@ def test_the_preview_follows_the_choice(admin_client: Any, fleet: Any) -> None: 
 
 def test_a_stale_edit_already_in_the_cluster_says_nothing_is_left(
     admin_client: Any,
-    fleet: Any,  # noqa: F811
+    fleet: Any,
     no_queue: None,
 ) -> None:
     loaded = _shown(admin_client.get(EDIT))
@@ -161,7 +161,7 @@ def test_a_stale_edit_already_in_the_cluster_says_nothing_is_left(
 
 def test_an_edit_of_an_offloading_removed_since_becomes_an_offload(
     admin_client: Any,
-    fleet: Any,  # noqa: F811
+    fleet: Any,
     no_queue: None,
 ) -> None:
     loaded = _shown(admin_client.get(EDIT))
@@ -178,14 +178,14 @@ def test_an_edit_of_an_offloading_removed_since_becomes_an_offload(
     assert form["pod_offloading_strategy"].value() == "Local"  # what was asked for is kept
 
 
-def test_a_tampered_merge_view_is_ignored(admin_client: Any, fleet: Any, no_queue: None) -> None:  # noqa: F811
+def test_a_tampered_merge_view_is_ignored(admin_client: Any, fleet: Any, no_queue: None) -> None:
     loaded = _shown(admin_client.get(EDIT))
     response = admin_client.post(EDIT, {**loaded, "pod_offloading_strategy": "Local", "merge": '["not", "a view"]'})
     assert response.status_code == 302
     assert (ChangeRequest.objects.get().desired_spec or {})["podOffloadingStrategy"] == "Local"
 
 
-def test_the_edit_preview_lists_every_field_change(admin_client: Any, fleet: Any) -> None:  # noqa: F811
+def test_the_edit_preview_lists_every_field_change(admin_client: Any, fleet: Any) -> None:
     response = admin_client.post(
         PREVIEW,
         {"pod_offloading_strategy": "Remote", "cluster_selector": BOTH_REGIONS, "expected_generation": "3"},
@@ -212,7 +212,7 @@ def test_the_edit_preview_lists_every_field_change(admin_client: Any, fleet: Any
     assert "Pods already running on local nodes" not in local.content.decode()
 
 
-def test_the_offload_preview_lists_the_namespace_label(admin_client: Any, fleet: Any) -> None:  # noqa: F811
+def test_the_offload_preview_lists_the_namespace_label(admin_client: Any, fleet: Any) -> None:
     response = admin_client.post(
         reverse("offloading:namespace_offload_preview", args=["payments"]),
         {"namespace_mapping_strategy": "DefaultName", "pod_offloading_strategy": "Remote", "label_namespace": "on"},
@@ -232,7 +232,7 @@ GARBAGE = [
 @pytest.mark.parametrize("url", [EDIT, PREVIEW])
 def test_hidden_base_and_view_that_are_not_specs_are_never_a_500(
     admin_client: Any,
-    fleet: Any,  # noqa: F811
+    fleet: Any,
     no_queue: None,
     garbage: dict[str, Any],
     url: str,

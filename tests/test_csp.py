@@ -7,12 +7,11 @@ from typing import Any
 
 import pytest
 
-from tests.test_browser import browser_page, login  # noqa: F401 - the browser fixture
-from tests.test_pages import fleet  # noqa: F401 - the same snapshot as the page tests
+from tests.browser import login
 
 
 @pytest.mark.django_db
-def test_every_page_carries_the_policy_without_unsafe_inline(admin_client: Any, fleet: Any) -> None:  # noqa: F811
+def test_every_page_carries_the_policy_without_unsafe_inline(admin_client: Any, fleet: Any) -> None:
     for url in ("/namespaces/", "/namespaces/payments/offload/", "/accounts/login/", "/audit/", "/bulk/"):
         policy = admin_client.get(url)["Content-Security-Policy"]
         assert "script-src 'self'" in policy and "style-src 'self'" in policy, url
@@ -26,10 +25,10 @@ def test_every_page_carries_the_policy_without_unsafe_inline(admin_client: Any, 
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
 def test_htmx_pages_and_the_api_docs_run_under_the_policy(
-    browser_page: Any,  # noqa: F811
+    browser_page: Any,
     live_server: Any,
     admin_user: Any,
-    fleet: Any,  # noqa: F811
+    fleet: Any,
 ) -> None:
     page = browser_page
     violations: list[str] = []

@@ -13,7 +13,6 @@ from liqo_rules.constants import SCHEDULING_LABEL
 from offloading.insight.diagnosis import diagnose
 from offloading.models import Cluster, ClusterOffloading, Namespace, StatusTransition
 from offloading.models.inventory import Pod
-from tests.test_pages import fleet  # noqa: F401
 
 pytestmark = pytest.mark.django_db
 
@@ -27,17 +26,17 @@ def _healthy(name: str = "shop") -> None:
     Cluster.objects.filter(cluster_id="naples").update(offloading_status="Healthy")
 
 
-def test_a_healthy_offloading_has_no_finding(fleet: Any) -> None:  # noqa: F811
+def test_a_healthy_offloading_has_no_finding(fleet: Any) -> None:
     _healthy()
     assert _rules() == set()
     assert _rules("payments") == set(), "not offloaded: nothing to diagnose"
 
 
-def test_the_scheduling_label_missing(fleet: Any) -> None:  # noqa: F811
+def test_the_scheduling_label_missing(fleet: Any) -> None:
     assert "scheduling-label" in _rules()
 
 
-def test_a_selector_that_matches_no_cluster_names_the_closest(fleet: Any) -> None:  # noqa: F811
+def test_a_selector_that_matches_no_cluster_names_the_closest(fleet: Any) -> None:
     _healthy()
     spec = {
         "clusterSelector": {
@@ -55,7 +54,7 @@ def test_a_selector_that_matches_no_cluster_names_the_closest(fleet: Any) -> Non
     assert "The closest is milan" in finding.explanation and "us-east" in finding.explanation
 
 
-def test_not_ready_for_too_long_gives_the_per_cluster_reason(fleet: Any) -> None:  # noqa: F811
+def test_not_ready_for_too_long_gives_the_per_cluster_reason(fleet: Any) -> None:
     _healthy()
     Namespace.objects.filter(name="shop").update(offloading_phase="SomeFailed")
     ClusterOffloading.objects.filter(cluster_id="milan").update(state="CreationLoopBackOff", message="name taken")
@@ -68,7 +67,7 @@ def test_not_ready_for_too_long_gives_the_per_cluster_reason(fleet: Any) -> None
     assert "not-ready" not in _rules(), "not yet stuck"
 
 
-def test_terminating_for_too_long_names_what_holds_it(fleet: Any) -> None:  # noqa: F811
+def test_terminating_for_too_long_names_what_holds_it(fleet: Any) -> None:
     _healthy()
     Namespace.objects.filter(name="shop").update(offloading_deleting=True, offloading_phase="Terminating")
     StatusTransition.objects.create(namespace="shop", new="Terminating", time=timezone.now() - timedelta(hours=1))
@@ -76,14 +75,14 @@ def test_terminating_for_too_long_names_what_holds_it(fleet: Any) -> None:  # no
     assert "still held on milan" in finding.explanation
 
 
-def test_an_unhealthy_selected_peer_and_a_stale_generation(fleet: Any) -> None:  # noqa: F811
+def test_an_unhealthy_selected_peer_and_a_stale_generation(fleet: Any) -> None:
     _healthy()
     Cluster.objects.filter(cluster_id="milan").update(offloading_status="Unhealthy")
     Namespace.objects.filter(name="shop").update(offloading_generation=4)
     assert {"peer-unhealthy", "generation-stale"} <= _rules()
 
 
-def test_pods_pending_for_room(fleet: Any, admin_client: Any) -> None:  # noqa: F811
+def test_pods_pending_for_room(fleet: Any, admin_client: Any) -> None:
     _healthy()
     Pod.objects.create(
         namespace="shop", name="big", phase="Pending", reason="Unschedulable: 0/4 nodes: Insufficient cpu"

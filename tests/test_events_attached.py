@@ -15,7 +15,6 @@ from django.utils import timezone
 from offloading.models import Namespace
 from offloading.models.inventory import KubeEvent, event_subject_namespace
 from offloading.snapshot.inventory import EventSync
-from tests.test_pages import fleet  # noqa: F401
 
 pytestmark = pytest.mark.django_db
 
@@ -39,7 +38,7 @@ def test_the_subject_of_an_event() -> None:
     assert event_subject_namespace({"kind": "NamespaceOffloading", "name": "offloading"}, "shop") == "shop"
 
 
-def test_a_namespace_event_recorded_in_default_reaches_the_namespace_page(admin_client: Any, fleet: Any) -> None:  # noqa: F811
+def test_a_namespace_event_recorded_in_default_reaches_the_namespace_page(admin_client: Any, fleet: Any) -> None:
     Namespace.objects.create(name="default")
     EventSync().apply(
         [
@@ -59,7 +58,7 @@ def test_a_namespace_event_recorded_in_default_reaches_the_namespace_page(admin_
     assert "2 warnings" in listing, "both warnings are counted on shop's row"
 
 
-def test_an_update_moves_an_event_stored_before_under_its_subject(fleet: Any) -> None:  # noqa: F811
+def test_an_update_moves_an_event_stored_before_under_its_subject(fleet: Any) -> None:
     KubeEvent.objects.create(
         uid="old", namespace="default", involved_kind="Namespace", involved_name="shop", type="Warning"
     )
@@ -67,7 +66,7 @@ def test_an_update_moves_an_event_stored_before_under_its_subject(fleet: Any) ->
     assert KubeEvent.objects.get(uid="old").namespace == "shop"
 
 
-def test_the_migration_files_stored_events_under_their_subject(fleet: Any) -> None:  # noqa: F811
+def test_the_migration_files_stored_events_under_their_subject(fleet: Any) -> None:
     KubeEvent.objects.create(
         uid="a", namespace="default", involved_kind="Namespace", involved_name="shop", type="Warning"
     )

@@ -9,12 +9,11 @@ import pytest
 from django.urls import reverse
 from playwright.sync_api import expect
 
-from tests.test_browser import browser_page, login  # noqa: F401 - the browser fixture
-from tests.test_pages import fleet  # noqa: F401
+from tests.browser import login
 
 
 @pytest.mark.django_db
-def test_a_remote_name_with_another_strategy_is_refused_on_its_field(admin_client: Any, fleet: Any) -> None:  # noqa: F811
+def test_a_remote_name_with_another_strategy_is_refused_on_its_field(admin_client: Any, fleet: Any) -> None:
     response = admin_client.post(
         reverse("offloading:namespace_offload", args=["payments"]),
         {
@@ -32,7 +31,7 @@ def test_a_remote_name_with_another_strategy_is_refused_on_its_field(admin_clien
 
 
 @pytest.mark.django_db
-def test_placeholders_match_labels_of_the_fleet(admin_client: Any, fleet: Any) -> None:  # noqa: F811
+def test_placeholders_match_labels_of_the_fleet(admin_client: Any, fleet: Any) -> None:
     offload = admin_client.get(reverse("offloading:namespace_offload", args=["payments"]))
     placeholder = offload.context["form"].fields["cluster_selector"].widget.attrs["placeholder"]
     assert placeholder == "topology.kubernetes.io/region in (eu-south, eu-west)"
@@ -43,10 +42,10 @@ def test_placeholders_match_labels_of_the_fleet(admin_client: Any, fleet: Any) -
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
 def test_the_remote_name_is_enabled_only_for_selected_name(
-    browser_page: Any,  # noqa: F811
+    browser_page: Any,
     live_server: Any,
     admin_user: Any,
-    fleet: Any,  # noqa: F811
+    fleet: Any,
 ) -> None:
     page = browser_page
     login(page, live_server)

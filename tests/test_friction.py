@@ -10,7 +10,6 @@ from django.urls import reverse
 
 from offloading.models import ChangeRequest, Namespace, StatusTransition
 from offloading.models.inventory import KubeEvent, Pod
-from tests.test_pages import fleet  # noqa: F401
 
 pytestmark = pytest.mark.django_db
 
@@ -22,7 +21,7 @@ def _pods(n: int, namespace: str = "shop", cluster_id: str = "milan") -> None:
     )
 
 
-def test_a_namespace_with_300_pods_says_so_and_links_to_the_rest(admin_client: Any, fleet: Any) -> None:  # noqa: F811
+def test_a_namespace_with_300_pods_says_so_and_links_to_the_rest(admin_client: Any, fleet: Any) -> None:
     _pods(300)
     url = reverse("offloading:namespace_detail", args=["shop"])
     page = admin_client.get(url).content.decode()
@@ -32,7 +31,7 @@ def test_a_namespace_with_300_pods_says_so_and_links_to_the_rest(admin_client: A
     assert "201–300 of 300 pods" in rest and "web-0299" in rest and "web-0199" not in rest
 
 
-def test_events_history_and_changes_of_a_namespace_say_what_is_not_shown(admin_client: Any, fleet: Any) -> None:  # noqa: F811
+def test_events_history_and_changes_of_a_namespace_say_what_is_not_shown(admin_client: Any, fleet: Any) -> None:
     KubeEvent.objects.bulk_create(
         KubeEvent(uid=f"e{i}", namespace="shop", involved_kind="Namespace", involved_name="shop", type="Normal")
         for i in range(60)
@@ -48,13 +47,13 @@ def test_events_history_and_changes_of_a_namespace_say_what_is_not_shown(admin_c
     assert "The 10 newest of 12 changes" in page and "/audit/?namespace=shop" in page
 
 
-def test_a_peer_page_says_how_many_pods_run_there(admin_client: Any, fleet: Any) -> None:  # noqa: F811
+def test_a_peer_page_says_how_many_pods_run_there(admin_client: Any, fleet: Any) -> None:
     _pods(301)
     page = admin_client.get(reverse("offloading:cluster_detail", args=["milan"])).content.decode()
     assert "1–300 of 301 pods" in page and 'href="?pods=2#pods"' in page
 
 
-def test_the_overview_says_what_its_short_lists_leave_out(admin_client: Any, fleet: Any) -> None:  # noqa: F811
+def test_the_overview_says_what_its_short_lists_leave_out(admin_client: Any, fleet: Any) -> None:
     for i in range(25):
         Namespace.objects.create(name=f"broken-{i:02d}", offloaded=True, offloading_phase="AllFailed")
     for i in range(12):
@@ -119,7 +118,7 @@ def test_a_signed_in_non_admin_gets_a_refusal_at_admin(client: Any, django_user_
     assert client.get("/admin/").status_code == 200
 
 
-def test_a_cluster_in_creating_says_what_liqo_does_from_the_start(admin_client: Any, fleet: Any) -> None:  # noqa: F811
+def test_a_cluster_in_creating_says_what_liqo_does_from_the_start(admin_client: Any, fleet: Any) -> None:
     from offloading.insight.diagnosis import CREATING_CHECK, CREATING_DOING, diagnose
     from offloading.models import ClusterOffloading
 
@@ -184,7 +183,7 @@ def test_a_bulk_is_one_entry_of_the_trail_with_its_namespaces_folded(sandbox: An
     assert ">team-a-1</a>" in details and ">team-a-2</a>" in details and "change #" in details
 
 
-def test_a_bulk_of_150_says_how_many_changes_and_links_to_the_rest(admin_client: Any, fleet: Any) -> None:  # noqa: F811
+def test_a_bulk_of_150_says_how_many_changes_and_links_to_the_rest(admin_client: Any, fleet: Any) -> None:
     from offloading.models import BulkRequest
 
     bulk = BulkRequest.objects.create(
@@ -223,7 +222,7 @@ def test_topology_names_are_never_under_12_units_and_never_overlap(count: int) -
         assert min(gaps, default=count) * 2 * math.pi * radius / count >= size, "side by side along the circle"
 
 
-def test_the_namespace_list_says_how_many_it_holds_and_which_are_on_the_page(admin_client: Any, fleet: Any) -> None:  # noqa: F811
+def test_the_namespace_list_says_how_many_it_holds_and_which_are_on_the_page(admin_client: Any, fleet: Any) -> None:
     Namespace.objects.bulk_create(Namespace(name=f"team-{i:03d}") for i in range(60))
     page = admin_client.get(reverse("offloading:namespace_list")).content.decode()
     assert "62 namespaces ·" in page and "62 shown" not in page

@@ -12,7 +12,6 @@ from rest_framework.test import APIClient
 
 from liqo_rules import limits
 from offloading.models import ChangeRequest
-from tests.test_pages import fleet  # noqa: F401 - a realistic snapshot
 
 pytestmark = pytest.mark.django_db
 
@@ -36,12 +35,12 @@ def _causes(body: dict[str, Any]) -> list[str]:
     return [cause["field"] for cause in body["details"]["causes"]]
 
 
-def test_a_percent_selector_is_a_400_on_the_field(api: APIClient, fleet: Any) -> None:  # noqa: F811
+def test_a_percent_selector_is_a_400_on_the_field(api: APIClient, fleet: Any) -> None:
     response = api.get("/api/v1/namespaces/?selector=%25")
     assert _causes(_status(response, 400)) == ["selector"]
 
 
-def test_an_if_match_with_non_ascii_bytes_is_a_400(api: APIClient, fleet: Any) -> None:  # noqa: F811
+def test_an_if_match_with_non_ascii_bytes_is_a_400(api: APIClient, fleet: Any) -> None:
     for value in ('"3é"', "\u00b3", "３"):
         response = api.delete("/api/v1/namespaces/shop/offloading/", HTTP_IF_MATCH=value)
         assert _causes(_status(response, 400)) == ["If-Match"], value
@@ -51,7 +50,7 @@ def test_an_if_match_with_non_ascii_bytes_is_a_400(api: APIClient, fleet: Any) -
     assert not ChangeRequest.objects.exists()
 
 
-def test_json_nested_a_thousand_deep_is_a_400_not_a_500(api: APIClient, fleet: Any) -> None:  # noqa: F811
+def test_json_nested_a_thousand_deep_is_a_400_not_a_500(api: APIClient, fleet: Any) -> None:
     for depth in (33, 1_000, 100_000):
         body = "[" * depth + "]" * depth
         response = api.put("/api/v1/namespaces/shop/offloading/", body, content_type="application/json")
@@ -61,7 +60,7 @@ def test_json_nested_a_thousand_deep_is_a_400_not_a_500(api: APIClient, fleet: A
     assert response.status_code == 200
 
 
-def test_a_body_over_one_mib_is_a_413(api: APIClient, fleet: Any) -> None:  # noqa: F811
+def test_a_body_over_one_mib_is_a_413(api: APIClient, fleet: Any) -> None:
     body = json.dumps({"remoteNamespaceName": "x" * (1024 * 1024)})
     response = api.put("/api/v1/namespaces/shop/offloading/", body, content_type="application/json")
     assert "1048576" in _status(response, 413)["message"]
@@ -84,7 +83,7 @@ def _selector(terms: int, expressions: int, values: int) -> dict[str, Any]:
 )
 def test_selector_limits_hold_in_the_api_the_preview_and_bulk(
     api: APIClient,
-    fleet: Any,  # noqa: F811
+    fleet: Any,
     shape: tuple[int, int, int],
     words: str,
 ) -> None:
@@ -100,7 +99,7 @@ def test_selector_limits_hold_in_the_api_the_preview_and_bulk(
     assert not ChangeRequest.objects.exists()
 
 
-def test_a_selector_at_the_limits_is_accepted(api: APIClient, fleet: Any) -> None:  # noqa: F811
+def test_a_selector_at_the_limits_is_accepted(api: APIClient, fleet: Any) -> None:
     # All three at once would be a body over 1 MiB: every term and expression at the limit, then the values.
     for shape in ((limits.MAX_TERMS, limits.MAX_EXPRESSIONS, 20), (1, 1, limits.MAX_VALUES)):
         spec = {"clusterSelector": _selector(*shape)}
@@ -108,7 +107,7 @@ def test_a_selector_at_the_limits_is_accepted(api: APIClient, fleet: Any) -> Non
         assert preview["valid"] is True, preview["errors"]
 
 
-def test_label_selectors_in_queries_and_bulk_have_the_same_limits(api: APIClient, fleet: Any) -> None:  # noqa: F811
+def test_label_selectors_in_queries_and_bulk_have_the_same_limits(api: APIClient, fleet: Any) -> None:
     many = ",".join(f"k{i}" for i in range(limits.MAX_EXPRESSIONS + 1))
     assert "expressions" in _status(api.get("/api/v1/namespaces/", {"selector": many}), 400)["message"]
     wide = "team in (" + ",".join(f"v{i}" for i in range(limits.MAX_VALUES + 1)) + ")"
@@ -123,7 +122,7 @@ def test_label_selectors_in_queries_and_bulk_have_the_same_limits(api: APIClient
     assert '"%"' in response.json()["message"] and "%%" not in response.json()["message"]
 
 
-def test_unknown_query_parameters_are_a_400_listing_the_accepted_ones(api: APIClient, fleet: Any) -> None:  # noqa: F811
+def test_unknown_query_parameters_are_a_400_listing_the_accepted_ones(api: APIClient, fleet: Any) -> None:
     body = _status(api.get("/api/v1/namespaces/", {"phse": "Ready"}), 400)
     assert _causes(body) == ["phse"]
     for accepted in ("q", "phase", "cluster", "selector", "offloaded", "limit", "offset"):
@@ -132,7 +131,7 @@ def test_unknown_query_parameters_are_a_400_listing_the_accepted_ones(api: APICl
     assert api.get("/api/v1/namespaces/", {"phase": "Ready", "limit": "5"}).status_code == 200
 
 
-def test_namespaces_filter_by_offloaded(api: APIClient, fleet: Any) -> None:  # noqa: F811
+def test_namespaces_filter_by_offloaded(api: APIClient, fleet: Any) -> None:
     on = {n["name"] for n in api.get("/api/v1/namespaces/", {"offloaded": "true"}).json()["results"]}
     off = {n["name"] for n in api.get("/api/v1/namespaces/", {"offloaded": "false"}).json()["results"]}
     assert "shop" in on and "payments" in off and not on & off

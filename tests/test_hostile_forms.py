@@ -10,7 +10,6 @@ from django.urls import reverse
 
 from liqo_rules import limits
 from offloading.models import ChangeRequest
-from tests.test_pages import fleet  # noqa: F401 - a realistic snapshot
 
 pytestmark = pytest.mark.django_db
 
@@ -31,7 +30,7 @@ def _values(n: int) -> str:
 )
 def test_the_offload_form_and_its_preview_refuse_a_selector_over_the_limits(
     admin_client: Any,
-    fleet: Any,  # noqa: F811
+    fleet: Any,
     text: str,
     words: str,
 ) -> None:
@@ -44,7 +43,7 @@ def test_the_offload_form_and_its_preview_refuse_a_selector_over_the_limits(
     assert not ChangeRequest.objects.exists()
 
 
-def test_a_selector_at_the_limits_previews(admin_client: Any, fleet: Any) -> None:  # noqa: F811
+def test_a_selector_at_the_limits_previews(admin_client: Any, fleet: Any) -> None:
     line = ",".join([_values(limits.MAX_VALUES)] + [f"k{i}" for i in range(limits.MAX_EXPRESSIONS - 1)])
     data = {**SPEC, "cluster_selector": "\n".join([line] * limits.MAX_TERMS)}
     preview = admin_client.post(reverse("offloading:namespace_offload_preview", args=["payments"]), data)
@@ -52,7 +51,7 @@ def test_a_selector_at_the_limits_previews(admin_client: Any, fleet: Any) -> Non
     assert "Fix before submitting" not in preview.content.decode()
 
 
-def test_the_bulk_form_refuses_a_namespace_selector_over_the_limits(admin_client: Any, fleet: Any) -> None:  # noqa: F811
+def test_the_bulk_form_refuses_a_namespace_selector_over_the_limits(admin_client: Any, fleet: Any) -> None:
     for selector, words in ((_values(limits.MAX_VALUES + 1), "101 values"), ("%", '"%"')):
         response = admin_client.post(
             reverse("offloading:bulk"), {**SPEC, "action": "unoffload", "namespace_selector": selector}
@@ -62,7 +61,7 @@ def test_the_bulk_form_refuses_a_namespace_selector_over_the_limits(admin_client
     assert not ChangeRequest.objects.exists()
 
 
-def test_the_namespaces_page_filters_by_offloaded_with_the_api_filterset(admin_client: Any, fleet: Any) -> None:  # noqa: F811
+def test_the_namespaces_page_filters_by_offloaded_with_the_api_filterset(admin_client: Any, fleet: Any) -> None:
     page = admin_client.get(reverse("offloading:namespace_list"), {"offloaded": "true"})
     names = [ns.name for ns in page.context["filterset"].qs]
     assert names == ["shop"] and 'name="offloaded"' in page.content.decode()

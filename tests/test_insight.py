@@ -9,12 +9,11 @@ from django.urls import reverse
 
 from offloading.models.inventory import Pod
 from offloading.views.insight import CENTER, RADIAL_RADIUS, RADIUS, ring, topology
-from tests.test_pages import fleet  # noqa: F401
 
 pytestmark = pytest.mark.django_db
 
 
-def test_the_overview_draws_the_peers_around_the_local_cluster(admin_client: Any, fleet: Any) -> None:  # noqa: F811
+def test_the_overview_draws_the_peers_around_the_local_cluster(admin_client: Any, fleet: Any) -> None:
     Pod.objects.create(namespace="shop", name="web-1", node_name="milan", cluster_id="milan", phase="Running")
     page = admin_client.get(reverse("offloading:home")).content.decode()
     assert "<svg" in page and 'role="group"' in page
@@ -54,7 +53,7 @@ def test_a_few_peers_keep_horizontal_labels_around_the_big_circle() -> None:
     assert {n.rotate for n in nodes} == {0.0} and {n.anchor for n in nodes} == {"start", "end", "middle"}
 
 
-def test_the_cluster_page_shows_capacity_hosted_namespaces_and_pods(admin_client: Any, fleet: Any) -> None:  # noqa: F811
+def test_the_cluster_page_shows_capacity_hosted_namespaces_and_pods(admin_client: Any, fleet: Any) -> None:
     Pod.objects.create(
         namespace="shop",
         name="web-1",
@@ -72,7 +71,7 @@ def test_the_cluster_page_shows_capacity_hosted_namespaces_and_pods(admin_client
     assert admin_client.get(reverse("offloading:cluster_detail", args=["nowhere"])).status_code == 404
 
 
-def test_the_cluster_page_shows_what_a_consumer_peer_offloads_here(admin_client: Any, fleet: Any) -> None:  # noqa: F811
+def test_the_cluster_page_shows_what_a_consumer_peer_offloads_here(admin_client: Any, fleet: Any) -> None:
     from offloading.models import Cluster, Namespace
 
     url = reverse("offloading:cluster_detail", args=["milan"])

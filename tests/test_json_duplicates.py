@@ -10,15 +10,13 @@ import pytest
 from rest_framework.test import APIClient
 
 from offloading.models import BulkRequest, ChangeRequest
-from tests.test_api import api  # noqa: F401 - the token-authenticated client
-from tests.test_pages import fleet  # noqa: F401 - the same snapshot as the page tests
 
 pytestmark = pytest.mark.django_db
 
 OFFLOADING = "/api/v1/namespaces/payments/offloading/"
 
 
-def _send(api: APIClient, method: str, url: str, raw: str) -> Any:  # noqa: F811
+def _send(api: APIClient, method: str, url: str, raw: str) -> Any:
     return getattr(api, method)(url, data=raw, content_type="application/json")
 
 
@@ -33,13 +31,13 @@ def _duplicate(response: Any, key: str, field: str) -> None:
     ]
 
 
-def test_put_with_a_duplicated_top_level_key(api: APIClient, fleet: Any) -> None:  # noqa: F811
+def test_put_with_a_duplicated_top_level_key(api: APIClient, fleet: Any) -> None:
     raw = '{"podOffloadingStrategy": "Local", "podOffloadingStrategy": "Remote"}'
     _duplicate(_send(api, "put", OFFLOADING, raw), "podOffloadingStrategy", "podOffloadingStrategy")
     assert not ChangeRequest.objects.exists()
 
 
-def test_put_with_a_duplicated_nested_key(api: APIClient, fleet: Any) -> None:  # noqa: F811
+def test_put_with_a_duplicated_nested_key(api: APIClient, fleet: Any) -> None:
     raw = """{"clusterSelector": {"nodeSelectorTerms": [{"matchExpressions": [
         {"key": "topology.kubernetes.io/region", "operator": "In", "operator": "NotIn", "values": ["eu-west"]}
     ]}]}}"""
@@ -51,7 +49,7 @@ def test_put_with_a_duplicated_nested_key(api: APIClient, fleet: Any) -> None:  
     assert not ChangeRequest.objects.exists()
 
 
-def test_post_with_duplicated_keys(api: APIClient, fleet: Any) -> None:  # noqa: F811
+def test_post_with_duplicated_keys(api: APIClient, fleet: Any) -> None:
     top = '{"action": "offload", "namespaceSelector": "team=pay", "namespaceSelector": "team=shop"}'
     _duplicate(_send(api, "post", "/api/v1/bulk/", top), "namespaceSelector", "namespaceSelector")
     nested = '{"action": "offload", "namespaceSelector": "team=pay", "spec": {"podOffloadingStrategy": "Remote", "podOffloadingStrategy": "Local"}}'  # noqa: E501
@@ -61,7 +59,7 @@ def test_post_with_duplicated_keys(api: APIClient, fleet: Any) -> None:  # noqa:
     _duplicate(_send(api, "post", "/api/v1/namespaces/payments/preview/", preview), "selectors", "selectors")
 
 
-def test_the_same_bodies_without_duplicates_still_work(api: APIClient, fleet: Any) -> None:  # noqa: F811
+def test_the_same_bodies_without_duplicates_still_work(api: APIClient, fleet: Any) -> None:
     """Equal keys in different objects are not duplicates."""
     raw = '{"action": "offload", "namespaceSelector": "team=pay", "dryRun": true, "spec": {"podOffloadingStrategy": "Remote"}}'  # noqa: E501
     assert _send(api, "post", "/api/v1/bulk/", raw).status_code == 200

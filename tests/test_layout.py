@@ -15,9 +15,8 @@ import pytest
 
 from offloading.choices import AuditAction, ChangeAction, ChangeState
 from offloading.models import AuditEvent, BulkRequest, ChangeRequest, Namespace
+from tests.browser import CHROMIUM, SCREENSHOTS, TRACK_INPUT, htmx_idle
 from tests.conftest import ADMIN_PASSWORD
-from tests.test_browser import CHROMIUM, SCREENSHOTS, TRACK_INPUT, htmx_idle
-from tests.test_pages import fleet  # noqa: F401 - the same snapshot as the page tests
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -101,7 +100,7 @@ def test_no_page_scrolls_sideways_and_axe_finds_nothing_serious(
     context: Any,
     live_server: Any,
     admin_user: Any,
-    fleet: Any,  # noqa: F811
+    fleet: Any,
     width: int,
 ) -> None:
     assert AXE.exists(), "run `npm ci` (package-lock.json) to get axe-core"

@@ -16,8 +16,7 @@ from playwright.sync_api import expect
 
 from offloading.models import SnapshotState
 from offloading.snapshot.refresh import refresh
-from tests.test_browser import browser_page, login  # noqa: F401 - the browser fixture
-from tests.test_pages import fleet  # noqa: F401
+from tests.browser import login
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -46,7 +45,7 @@ spec: {namespaceMappingStrategy: DefaultName, podOffloadingStrategy: LocalAndRem
 
 
 def test_the_list_follows_a_kubectl_change_and_polls_cheaply(
-    browser_page: Any,  # noqa: F811
+    browser_page: Any,
     live_server: Any,
     admin_user: Any,
     sandbox: Any,
@@ -79,10 +78,10 @@ def test_the_list_follows_a_kubectl_change_and_polls_cheaply(
 
 
 def test_the_freshness_badge_ages_amber_then_red_without_a_reload(
-    browser_page: Any,  # noqa: F811
+    browser_page: Any,
     live_server: Any,
     admin_user: Any,
-    fleet: Any,  # noqa: F811
+    fleet: Any,
     settings: Any,
 ) -> None:
     settings.LIQO_DASH = {**settings.LIQO_DASH, "REFRESH_INTERVAL": 1.0, "STALE_AFTER": 60.0}

@@ -31,7 +31,6 @@ from offloading.models import (
 from offloading.models.inventory import KubeEvent, Pod
 from offloading.snapshot import informer
 from offloading.views import live
-from tests.test_pages import fleet  # noqa: F401 - two peers, a plain and an offloaded namespace
 
 pytestmark = pytest.mark.django_db
 
@@ -131,7 +130,7 @@ WRITERS: dict[str, tuple[Callable[[], None], str]] = {
 
 
 @pytest.fixture
-def change(fleet: Any) -> ChangeRequest:  # noqa: F811
+def change(fleet: Any) -> ChangeRequest:
     return ChangeRequest.objects.create(
         namespace="shop", action=ChangeAction.UPDATE, state=ChangeState.QUEUED, requester_name="alice"
     )
@@ -158,7 +157,7 @@ def test_a_write_rolled_back_bumps_nothing(change: Any) -> None:
     assert live.versions()["namespaces"] > before["namespaces"]
 
 
-def test_the_snapshot_heartbeat_is_not_a_change_but_its_error_is(fleet: Any) -> None:  # noqa: F811
+def test_the_snapshot_heartbeat_is_not_a_change_but_its_error_is(fleet: Any) -> None:
     before = live.versions()
     SnapshotState.objects.filter(pk=1).update(last_success_at=timezone.now(), last_attempt_at=timezone.now())
     assert live.versions() == before
@@ -166,7 +165,7 @@ def test_the_snapshot_heartbeat_is_not_a_change_but_its_error_is(fleet: Any) -> 
     assert live.versions()["snapshot"] > before["snapshot"]
 
 
-def test_scopes_and_group_membership_bump_access(fleet: Any, django_user_model: Any) -> None:  # noqa: F811
+def test_scopes_and_group_membership_bump_access(fleet: Any, django_user_model: Any) -> None:
     from django.contrib.auth.models import Group
 
     from access.models import Scope
@@ -312,13 +311,13 @@ def test_a_live_region_answers_304_until_what_it_shows_changes(admin_client: Any
     assert _poll(admin_client, url, moved["ETag"]).status_code == 304
 
 
-def test_an_ordinary_visit_is_always_rendered(admin_client: Any, fleet: Any) -> None:  # noqa: F811
+def test_an_ordinary_visit_is_always_rendered(admin_client: Any, fleet: Any) -> None:
     url = reverse("offloading:namespace_list")
     etag = _poll(admin_client, url)["ETag"]
     assert admin_client.get(url, HTTP_IF_NONE_MATCH=etag).status_code == 200
 
 
-def test_the_freshness_badge_answers_304_until_the_snapshot_moves(admin_client: Any, fleet: Any) -> None:  # noqa: F811
+def test_the_freshness_badge_answers_304_until_the_snapshot_moves(admin_client: Any, fleet: Any) -> None:
     now = timezone.now()
     SnapshotState.objects.filter(pk=1).update(last_success_at=now, last_attempt_at=now)
     url = reverse("offloading:freshness")
@@ -334,7 +333,7 @@ def test_the_freshness_badge_answers_304_until_the_snapshot_moves(admin_client: 
 # Scopes: the answer is per user; the version says nothing of what changed
 
 
-def test_a_change_out_of_scope_leaks_nothing_through_the_etag(client: Any, fleet: Any, django_user_model: Any) -> None:  # noqa: F811
+def test_a_change_out_of_scope_leaks_nothing_through_the_etag(client: Any, fleet: Any, django_user_model: Any) -> None:
     from django.contrib.auth.models import Group
 
     from access.models import Scope

@@ -19,7 +19,7 @@ from offloading.changes.requests import ChangeInput, NothingToChange, build_chan
 from offloading.choices import ChangeAction, Source
 from offloading.context import Actor
 from offloading.models import AuditEvent, ChangeRequest, Namespace
-from tests.test_pages import READY_SPEC, fleet  # noqa: F401 - the same snapshot as the page tests
+from tests.conftest import READY_SPEC
 
 pytestmark = pytest.mark.django_db
 
@@ -46,7 +46,7 @@ def _nothing_recorded() -> None:
     assert not AuditEvent.objects.filter(action="requested").exists()
 
 
-def test_the_contract_refuses_a_spec_the_namespace_already_has(fleet: Any) -> None:  # noqa: F811
+def test_the_contract_refuses_a_spec_the_namespace_already_has(fleet: Any) -> None:
     shop = Namespace.objects.get(name="shop")
     # Written another way: defaults left out, the selector as `in (...)`; the same spec once normalized.
     same = {
@@ -80,7 +80,7 @@ def test_the_contract_refuses_a_spec_the_namespace_already_has(fleet: Any) -> No
     assert stale.value.refusal is Refusal.STALE
 
 
-def test_the_form_says_nothing_to_change(admin_client: Any, fleet: Any, no_queue: None) -> None:  # noqa: F811
+def test_the_form_says_nothing_to_change(admin_client: Any, fleet: Any, no_queue: None) -> None:
     loaded = {
         "pod_offloading_strategy": "LocalAndRemote",
         "cluster_selector": "topology.kubernetes.io/region in (eu-west)",
@@ -106,7 +106,7 @@ def test_the_form_says_nothing_to_change(admin_client: Any, fleet: Any, no_queue
     assert ChangeRequest.objects.count() == 1
 
 
-def test_the_api_answers_409_nothing_to_change(api: APIClient, fleet: Any) -> None:  # noqa: F811
+def test_the_api_answers_409_nothing_to_change(api: APIClient, fleet: Any) -> None:
     response = api.put("/api/v1/namespaces/shop/offloading/", {}, format="json", HTTP_IF_MATCH='"3"')
     assert response.status_code == 409, response.json()
     body = response.json()
@@ -127,7 +127,7 @@ def test_the_schema_says_a_409_can_be_nothing_to_change(api: APIClient) -> None:
     assert "nothing to change" in put["responses"]["409"]["description"]
 
 
-def test_bulk_leaves_a_namespace_that_would_not_change_out(fleet: Any, no_queue: None) -> None:  # noqa: F811
+def test_bulk_leaves_a_namespace_that_would_not_change_out(fleet: Any, no_queue: None) -> None:
     Namespace.objects.filter(name__in=["shop", "payments"]).update(labels={"team": "pay"})
     plan = plan_bulk(ChangeAction.OFFLOAD, "team=pay", READY_SPEC, SYSTEM)
     assert plan.namespaces == ["payments"]
@@ -137,7 +137,7 @@ def test_bulk_leaves_a_namespace_that_would_not_change_out(fleet: Any, no_queue:
     assert bulk.skipped[0]["reason"] == "nothing to change"
 
 
-def test_bulk_dry_run_in_the_api_reports_the_skip(api: APIClient, fleet: Any) -> None:  # noqa: F811
+def test_bulk_dry_run_in_the_api_reports_the_skip(api: APIClient, fleet: Any) -> None:
     Namespace.objects.filter(name__in=["shop", "payments"]).update(labels={"team": "pay"})
     body = {"action": "offload", "namespaceSelector": "team=pay", "spec": READY_SPEC, "dryRun": True}
     dry = api.post("/api/v1/bulk/", body, format="json")

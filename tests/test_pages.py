@@ -9,61 +9,10 @@ import pytest
 from django.urls import reverse
 
 from offloading.choices import ChangeState
-from offloading.models import ChangeRequest, Cluster, ClusterOffloading, Namespace, SnapshotState, VirtualNode
+from offloading.models import ChangeRequest, Cluster, ClusterOffloading, Namespace, VirtualNode
+from tests.conftest import READY_SPEC
 
 pytestmark = pytest.mark.django_db
-
-READY_SPEC = {
-    "namespaceMappingStrategy": "EnforceSameName",
-    "podOffloadingStrategy": "LocalAndRemote",
-    "clusterSelector": {
-        "nodeSelectorTerms": [
-            {"matchExpressions": [{"key": "topology.kubernetes.io/region", "operator": "In", "values": ["eu-west"]}]}
-        ]
-    },
-}
-
-
-@pytest.fixture
-def fleet(db: Any) -> dict[str, Any]:
-    """Two peers (milan in eu-west, naples in eu-south), a plain namespace and an offloaded one."""
-    SnapshotState.objects.update_or_create(pk=1, defaults={"local_cluster_id": "rome"})
-    for cluster_id, region, healthy in (("milan", "eu-west", "Healthy"), ("naples", "eu-south", "Unhealthy")):
-        Cluster.objects.create(
-            cluster_id=cluster_id,
-            name=cluster_id,
-            role="Provider",
-            networking_status="Healthy",
-            authentication_status="Healthy",
-            offloading_status=healthy,
-            modules={"offloading": {"status": healthy, "alerts": [] if healthy == "Healthy" else ["node not ready"]}},
-        )
-        VirtualNode.objects.create(
-            namespace=f"liqo-tenant-{cluster_id}",
-            name=cluster_id,
-            cluster_id=cluster_id,
-            labels={
-                "liqo.io/type": "virtual-node",
-                "liqo.io/remote-cluster-id": cluster_id,
-                "topology.kubernetes.io/region": region,
-            },
-            capacity={"cpu": "8", "memory": "32Gi"},
-            healthy=True,
-        )
-    plain = Namespace.objects.create(name="payments", labels={"team": "pay"})
-    shop = Namespace.objects.create(
-        name="shop",
-        offloaded=True,
-        offloading_spec=READY_SPEC,
-        offloading_phase="Ready",
-        offloading_generation=3,
-        offloading_observed_generation=3,
-        offloading_resource_version="42",
-        remote_namespace_name="shop",
-    )
-    ClusterOffloading.objects.create(namespace=shop, cluster_id="milan", selected=True, state="NamespaceCreated")
-    ClusterOffloading.objects.create(namespace=shop, cluster_id="naples", selected=False, state="")
-    return {"plain": plain, "shop": shop}
 
 
 @pytest.mark.parametrize(

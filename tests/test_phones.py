@@ -9,8 +9,7 @@ from typing import Any
 import pytest
 
 from offloading.models import Cluster, ClusterOffloading, Namespace
-from tests.test_browser import browser_page, htmx_idle, login  # noqa: F401
-from tests.test_pages import fleet  # noqa: F401
+from tests.browser import htmx_idle, login
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -49,10 +48,10 @@ def _fits(rows: list[list[Any]], width: int, columns: tuple[int, ...]) -> list[A
 
 
 def test_phone_tables_show_name_and_state_or_action(
-    browser_page: Any,  # noqa: F811
+    browser_page: Any,
     live_server: Any,
     admin_user: Any,
-    fleet: Any,  # noqa: F811
+    fleet: Any,
 ) -> None:
     _long_fleet()
     page = browser_page
@@ -103,10 +102,10 @@ def test_phone_tables_show_name_and_state_or_action(
 
 
 def test_desktop_shows_every_column_and_large_topology_text(
-    browser_page: Any,  # noqa: F811
+    browser_page: Any,
     live_server: Any,
     admin_user: Any,
-    fleet: Any,  # noqa: F811
+    fleet: Any,
 ) -> None:
     _long_fleet()
     page = browser_page
@@ -122,10 +121,10 @@ def test_desktop_shows_every_column_and_large_topology_text(
 
 
 def test_the_preview_keeps_details_open_and_the_last_good_table(
-    browser_page: Any,  # noqa: F811
+    browser_page: Any,
     live_server: Any,
     admin_user: Any,
-    fleet: Any,  # noqa: F811
+    fleet: Any,
 ) -> None:
     """Typing in the offload form: the webhook and ClusterSelector sections stay as the user left them;
     a half-typed selector keeps the last good cluster table, greyed, under the error; a selector over

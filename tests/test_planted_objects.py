@@ -30,8 +30,8 @@ from offloading.snapshot import informer
 from offloading.snapshot import inventory as _inventory  # noqa: F401 - registers pods and events
 from offloading.snapshot.refresh import refresh
 from sandbox.crds import NAMESPACE_OFFLOADING_SPEC, SELECTOR_OPERATORS, Schema
+from tests.browser import CHROMIUM
 from tests.conftest import ADMIN_PASSWORD
-from tests.test_browser import CHROMIUM
 
 pytestmark = [pytest.mark.e2e]
 

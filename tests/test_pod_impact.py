@@ -16,7 +16,7 @@ from offloading.models import Cluster, Namespace, VirtualNode
 from offloading.models.inventory import Pod
 from offloading.whatif.pods import LOCAL, pod_impact, stricter
 from offloading.whatif.preview import preview
-from tests.test_pages import READY_SPEC, fleet  # noqa: F401
+from tests.conftest import READY_SPEC
 
 REMOTE = {**READY_SPEC, "podOffloadingStrategy": "Remote"}
 LOCAL_ONLY = {**READY_SPEC, "podOffloadingStrategy": "Local"}
@@ -80,7 +80,7 @@ def _pods() -> None:
 @pytest.mark.django_db
 def test_the_edit_preview_counts_the_pods_deleted_and_those_a_stricter_strategy_leaves_out(
     admin_client: Any,
-    fleet: Any,  # noqa: F811
+    fleet: Any,
 ) -> None:
     _pods()
     url = reverse("offloading:namespace_offload_preview", args=["shop"])
@@ -102,7 +102,7 @@ def test_the_edit_preview_counts_the_pods_deleted_and_those_a_stricter_strategy_
 
 
 @pytest.mark.django_db
-def test_the_offload_preview_shows_the_room_and_flags_nearly_full_clusters(admin_client: Any, fleet: Any) -> None:  # noqa: F811
+def test_the_offload_preview_shows_the_room_and_flags_nearly_full_clusters(admin_client: Any, fleet: Any) -> None:
     _pods()  # 6000m of milan's 8 CPUs: 75 %
     url = reverse("offloading:namespace_offload_preview", args=["payments"])
     form = {"namespace_mapping_strategy": "DefaultName", "pod_offloading_strategy": "LocalAndRemote"}
@@ -117,7 +117,7 @@ def test_the_offload_preview_shows_the_room_and_flags_nearly_full_clusters(admin
 
 
 @pytest.mark.django_db
-def test_the_preview_costs_the_same_queries_for_two_or_forty_clusters(fleet: Any) -> None:  # noqa: F811
+def test_the_preview_costs_the_same_queries_for_two_or_forty_clusters(fleet: Any) -> None:
     shop = Namespace.objects.get(name="shop")
     _pods()
     with CaptureQueriesContext(connection) as few:
@@ -132,7 +132,7 @@ def test_the_preview_costs_the_same_queries_for_two_or_forty_clusters(fleet: Any
 
 
 @pytest.mark.django_db
-def test_the_unoffload_page_counts_the_pods_that_go(admin_client: Any, fleet: Any) -> None:  # noqa: F811
+def test_the_unoffload_page_counts_the_pods_that_go(admin_client: Any, fleet: Any) -> None:
     _pods()
     page = admin_client.get(reverse("offloading:namespace_unoffload", args=["shop"])).content.decode()
     assert '<strong>2 running pods</strong> on <span class="chip bad">milan: 2</span> will be deleted there' in page
@@ -142,7 +142,7 @@ def test_the_unoffload_page_counts_the_pods_that_go(admin_client: Any, fleet: An
 
 
 @pytest.mark.django_db
-def test_the_bulk_preview_counts_pods_per_namespace_and_shows_the_room(admin_client: Any, fleet: Any) -> None:  # noqa: F811
+def test_the_bulk_preview_counts_pods_per_namespace_and_shows_the_room(admin_client: Any, fleet: Any) -> None:
     _pods()
     Namespace.objects.filter(name="shop").update(labels={"env": "prod"})
     form = {
@@ -167,7 +167,7 @@ def test_the_bulk_preview_counts_pods_per_namespace_and_shows_the_room(admin_cli
 
 
 @pytest.mark.django_db
-def test_the_api_preview_returns_the_pod_impact_and_the_room(admin_user: Any, fleet: Any) -> None:  # noqa: F811
+def test_the_api_preview_returns_the_pod_impact_and_the_room(admin_user: Any, fleet: Any) -> None:
     _pods()
     api = APIClient()
     api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=admin_user).key}")
@@ -201,7 +201,7 @@ def _json_schema(node: Any, components: dict[str, Any]) -> Any:
 
 
 @pytest.mark.django_db
-def test_the_api_preview_with_pods_and_a_nearly_full_cluster_matches_its_schema(admin_user: Any, fleet: Any) -> None:  # noqa: F811
+def test_the_api_preview_with_pods_and_a_nearly_full_cluster_matches_its_schema(admin_user: Any, fleet: Any) -> None:
     import jsonschema
     from drf_spectacular.generators import SchemaGenerator
 

@@ -18,7 +18,7 @@ from offloading.models import Cluster, Namespace, VirtualNode
 from offloading.views.previewhtml import SHOWN_IDS, cluster_table, room_html
 from offloading.whatif.capacity import Room, quota_of, room_of
 from offloading.whatif.preview import labels_of, preview
-from tests.test_pages import READY_SPEC, fleet  # noqa: F401
+from tests.conftest import READY_SPEC
 
 pytestmark = pytest.mark.django_db
 
@@ -56,7 +56,7 @@ def _grown_fleet() -> list[str]:
     return us_east
 
 
-def test_excluded_clusters_are_grouped_by_reason_and_every_id_stays_on_the_page(admin_client: Any, fleet: Any) -> None:  # noqa: F811
+def test_excluded_clusters_are_grouped_by_reason_and_every_id_stays_on_the_page(admin_client: Any, fleet: Any) -> None:
     us_east = _grown_fleet()
     url = reverse("offloading:namespace_offload_preview", args=["payments"])
     body = admin_client.post(url, {**FORM, "cluster_selector": f"{REGION} in (eu-west)"}).content.decode()
@@ -86,7 +86,7 @@ def test_excluded_clusters_are_grouped_by_reason_and_every_id_stays_on_the_page(
         assert cluster_id in body, f"{cluster_id} can be found on the page"
 
 
-def test_a_selector_error_and_the_clusters_not_reached_keep_their_words(fleet: Any) -> None:  # noqa: F811
+def test_a_selector_error_and_the_clusters_not_reached_keep_their_words(fleet: Any) -> None:
     # An integer comparison on a value that is not an integer: Liqo's evaluation fails at milan's node
     # (the first listed) and stops there; naples is not reached.
     VirtualNode.objects.filter(name="milan").update(labels={REGION: "eu-west", "size": "big"})
@@ -105,14 +105,14 @@ def test_a_selector_error_and_the_clusters_not_reached_keep_their_words(fleet: A
     assert "not evaluated: Liqo stopped at an earlier cluster" in html
 
 
-def test_what_the_snapshot_says_is_escaped(admin_client: Any, fleet: Any) -> None:  # noqa: F811
+def test_what_the_snapshot_says_is_escaped(admin_client: Any, fleet: Any) -> None:
     VirtualNode.objects.filter(name="naples").update(labels={REGION: "<b>south</b>"})
     url = reverse("offloading:namespace_offload_preview", args=["payments"])
     body = admin_client.post(url, {**FORM, "cluster_selector": f"{REGION} in (eu-west)"}).content.decode()
     assert "region=&lt;b&gt;south&lt;/b&gt;" in body and "<b>south</b>" not in body
 
 
-def test_the_preview_page_costs_the_same_queries_for_two_or_forty_clusters(admin_client: Any, fleet: Any) -> None:  # noqa: F811
+def test_the_preview_page_costs_the_same_queries_for_two_or_forty_clusters(admin_client: Any, fleet: Any) -> None:
     url = reverse("offloading:namespace_offload_preview", args=["shop"])
     form = {"pod_offloading_strategy": "LocalAndRemote", "cluster_selector": f"{REGION} in (eu-west, us-east)"}
     with CaptureQueriesContext(connection) as few:
@@ -125,7 +125,7 @@ def test_the_preview_page_costs_the_same_queries_for_two_or_forty_clusters(admin
     assert len(many) == len(few)
 
 
-def test_labels_and_quotas_are_read_only_and_follow_their_content(fleet: Any) -> None:  # noqa: F811
+def test_labels_and_quotas_are_read_only_and_follow_their_content(fleet: Any) -> None:
     labels = labels_of('{"a": "1"}')
     assert labels == {"a": "1"} and labels_of('{"a": "1"}') is labels, "the same text: the same mapping"
     with pytest.raises(TypeError):

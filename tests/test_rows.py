@@ -11,7 +11,6 @@ from django.urls import reverse
 
 from offloading.models import ClusterOffloading, Namespace, VirtualNode
 from offloading.views import rows
-from tests.test_pages import fleet  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.django_db
 
@@ -25,7 +24,7 @@ def _body(page: str) -> str:
     return page[page.index("<tbody>") : page.index("</tbody>")]
 
 
-def test_a_polled_page_reuses_its_rows_until_they_change(admin_client: Any, fleet: Any) -> None:  # noqa: F811
+def test_a_polled_page_reuses_its_rows_until_they_change(admin_client: Any, fleet: Any) -> None:
     url = reverse("offloading:cluster_list")
     first = admin_client.get(url).content.decode()
     hits = rows.render_row.cache_info().hits
@@ -40,7 +39,7 @@ def test_a_polled_page_reuses_its_rows_until_they_change(admin_client: Any, flee
     assert _row(changed, 'href="/clusters/naples/"') == _row(first, 'href="/clusters/naples/"')
 
 
-def test_every_value_a_cluster_row_shows_is_part_of_its_key(admin_client: Any, fleet: Any) -> None:  # noqa: F811
+def test_every_value_a_cluster_row_shows_is_part_of_its_key(admin_client: Any, fleet: Any) -> None:
     url = reverse("offloading:cluster_list")
     admin_client.get(url)
     VirtualNode.objects.filter(cluster_id="milan").update(capacity={"cpu": "7"}, healthy=False)
@@ -50,7 +49,7 @@ def test_every_value_a_cluster_row_shows_is_part_of_its_key(admin_client: Any, f
     assert re.search(r'\?cluster=milan">0</a>', milan)
 
 
-def test_a_namespace_row_follows_its_status_chips_and_pods(admin_client: Any, fleet: Any) -> None:  # noqa: F811
+def test_a_namespace_row_follows_its_status_chips_and_pods(admin_client: Any, fleet: Any) -> None:
     url = reverse("offloading:namespace_list")
     before = _row(admin_client.get(url).content.decode(), 'href="/namespaces/shop/"')
     assert "Ready" in before
@@ -65,7 +64,7 @@ def test_a_cached_row_never_shows_another_user_what_they_may_do(
     admin_client: Any,
     client: Any,
     django_user_model: Any,
-    fleet: Any,  # noqa: F811
+    fleet: Any,
 ) -> None:
     from django.contrib.auth.models import Group
 
@@ -78,7 +77,7 @@ def test_a_cached_row_never_shows_another_user_what_they_may_do(
     assert "read only" in row and ">Edit</a>" not in row
 
 
-def test_the_status_rows_follow_each_cluster_state(admin_client: Any, fleet: Any) -> None:  # noqa: F811
+def test_the_status_rows_follow_each_cluster_state(admin_client: Any, fleet: Any) -> None:
     url = reverse("offloading:namespace_status", args=["shop"])
     assert "CreationLoopBackOff" not in admin_client.get(url).content.decode()
     ClusterOffloading.objects.filter(namespace__name="shop", cluster_id="milan").update(

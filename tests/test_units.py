@@ -11,7 +11,6 @@ from django.urls import reverse
 from offloading.models import VirtualNode
 from offloading.models.inventory import Pod
 from offloading.templatetags.offloading_extras import binary_bytes
-from tests.test_pages import fleet  # noqa: F401
 
 pytestmark = pytest.mark.django_db
 
@@ -35,7 +34,7 @@ def test_bytes_in_binary_units(value: Any, text: str) -> None:
     assert binary_bytes(value) == text
 
 
-def test_the_peer_page_says_the_quota_as_it_is_written(admin_client: Any, fleet: Any) -> None:  # noqa: F811
+def test_the_peer_page_says_the_quota_as_it_is_written(admin_client: Any, fleet: Any) -> None:
     VirtualNode.objects.filter(name="milan").update(capacity={"cpu": "8", "memory": "128Gi"})
     Pod.objects.create(
         namespace="shop",
@@ -52,7 +51,7 @@ def test_the_peer_page_says_the_quota_as_it_is_written(admin_client: Any, fleet:
     assert "0.5Gi" not in page and not re.search(r"\d\s?[KMGT]B\b", page), "no decimal units anywhere"
 
 
-def test_the_namespace_page_says_pod_requests_in_binary_units(admin_client: Any, fleet: Any) -> None:  # noqa: F811
+def test_the_namespace_page_says_pod_requests_in_binary_units(admin_client: Any, fleet: Any) -> None:
     Pod.objects.create(
         namespace="shop",
         name="web-1",
@@ -66,7 +65,7 @@ def test_the_namespace_page_says_pod_requests_in_binary_units(admin_client: Any,
     assert "250m CPU · 64Mi" in page and not re.search(r"\d\s?[KMGT]B\b", page)
 
 
-def test_a_pod_without_requests_says_so_instead_of_zero_bytes(admin_client: Any, fleet: Any) -> None:  # noqa: F811
+def test_a_pod_without_requests_says_so_instead_of_zero_bytes(admin_client: Any, fleet: Any) -> None:
     Pod.objects.create(namespace="shop", name="bare", node_name="milan", cluster_id="milan", phase="Running")
     page = admin_client.get(reverse("offloading:namespace_detail", args=["shop"])).content.decode()
     assert "none requested" in page and "0m CPU" not in page

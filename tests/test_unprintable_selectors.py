@@ -9,7 +9,6 @@ import pytest
 from rest_framework.test import APIClient
 
 from offloading.models import Namespace
-from tests.test_pages import fleet  # noqa: F401 - two peers, shop offloaded
 
 pytestmark = pytest.mark.django_db
 
@@ -29,7 +28,7 @@ UNPRINTABLE = {
 
 
 @pytest.fixture
-def unprintable(fleet: Any) -> None:  # noqa: F811
+def unprintable(fleet: Any) -> None:
     Namespace.objects.filter(name="shop").update(offloading_spec=UNPRINTABLE, labels={"team": "shop"})
 
 

@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.test_browser import SCREENSHOTS, browser_page  # noqa: F401 - the browser fixture
-from tests.test_pages import fleet  # noqa: F401 - the same snapshot as the page tests
+from tests.browser import SCREENSHOTS
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -25,9 +24,9 @@ def _ensure_roles() -> None:
 
 
 def test_an_operator_sees_only_what_they_may_do(
-    browser_page: Any,  # noqa: F811
+    browser_page: Any,
     live_server: Any,
-    fleet: Any,  # noqa: F811
+    fleet: Any,
     make_user: Any,
 ) -> None:
     _ensure_roles()
@@ -78,9 +77,9 @@ def test_an_operator_sees_only_what_they_may_do(
 
 
 def test_a_viewer_has_no_bulk_and_no_controls(
-    browser_page: Any,  # noqa: F811
+    browser_page: Any,
     live_server: Any,
-    fleet: Any,  # noqa: F811
+    fleet: Any,
     make_user: Any,
 ) -> None:
     _ensure_roles()

@@ -15,7 +15,6 @@ from rest_framework.test import APIClient
 
 from offloading.choices import AuditAction
 from offloading.models import AuditEvent, ChangeRequest, ClusterOffloading, Namespace
-from tests.test_pages import fleet  # noqa: F401 - two peers (milan eu-west, naples eu-south), shop offloaded
 
 pytestmark = pytest.mark.django_db
 
@@ -42,7 +41,7 @@ def _selected_name(remote: str, selector: dict[str, Any] = WEST) -> dict[str, An
 
 
 @pytest.fixture
-def checkout(fleet: Any, make_user: Any) -> APIClient:  # noqa: F811
+def checkout(fleet: Any, make_user: Any) -> APIClient:
     for name, labels in (("checkout-a", {}), ("checkout-b", {}), ("billing", {"team": "billing"})):
         Namespace.objects.create(name=name, labels=labels)
     return _client(make_user("olga", "operator", globs=["checkout-*"]))
@@ -69,7 +68,7 @@ def test_a_remote_name_inside_the_scopes_is_accepted(checkout: APIClient) -> Non
     assert ChangeRequest.objects.get().desired_spec["remoteNamespaceName"] == "checkout-b"
 
 
-def test_label_scopes_are_read_on_the_local_namespace_of_that_name(fleet: Any, make_user: Any) -> None:  # noqa: F811
+def test_label_scopes_are_read_on_the_local_namespace_of_that_name(fleet: Any, make_user: Any) -> None:
     Namespace.objects.create(name="pay-a", labels={"team": "pay"})
     Namespace.objects.create(name="pay-b", labels={"team": "pay"})
     client = _client(make_user("paula", "operator", selectors=["team=pay"]))
@@ -79,7 +78,7 @@ def test_label_scopes_are_read_on_the_local_namespace_of_that_name(fleet: Any, m
     assert refused.status_code == 403
 
 
-def test_admins_choose_any_remote_name(fleet: Any, admin_user: Any) -> None:  # noqa: F811
+def test_admins_choose_any_remote_name(fleet: Any, admin_user: Any) -> None:
     Namespace.objects.create(name="checkout-a")
     response = _client(admin_user).put(
         "/api/v1/namespaces/checkout-a/offloading/", _selected_name("anything", SOUTH), format="json"
@@ -88,7 +87,7 @@ def test_admins_choose_any_remote_name(fleet: Any, admin_user: Any) -> None:  # 
 
 
 def test_two_namespaces_mapping_to_one_remote_name_on_one_peer_are_refused_naming_the_other(
-    fleet: Any,  # noqa: F811
+    fleet: Any,
     admin_user: Any,
 ) -> None:
     client = _client(admin_user)
@@ -110,7 +109,7 @@ def test_two_namespaces_mapping_to_one_remote_name_on_one_peer_are_refused_namin
     assert accepted.status_code in (201, 202), accepted.content
 
 
-def test_a_peer_that_still_holds_the_remote_namespace_counts(fleet: Any, admin_user: Any) -> None:  # noqa: F811
+def test_a_peer_that_still_holds_the_remote_namespace_counts(fleet: Any, admin_user: Any) -> None:
     # shop was de-selected on naples but Liqo is still deleting its remote namespace there.
     ClusterOffloading.objects.filter(namespace__name="shop", cluster_id="naples").update(state="Terminating")
     preview = (
@@ -121,7 +120,7 @@ def test_a_peer_that_still_holds_the_remote_namespace_counts(fleet: Any, admin_u
     assert [c["clusters"] for c in preview["remoteNameCollisions"]] == [["naples"]]
 
 
-def test_default_names_collide_with_a_selected_name_too(fleet: Any, admin_user: Any) -> None:  # noqa: F811
+def test_default_names_collide_with_a_selected_name_too(fleet: Any, admin_user: Any) -> None:
     # DefaultName gives <namespace>-<local cluster id>: payments-rome.
     shop = Namespace.objects.get(name="shop")
     shop.remote_namespace_name = "payments-rome"
@@ -136,7 +135,7 @@ def test_default_names_collide_with_a_selected_name_too(fleet: Any, admin_user: 
     assert "payments-rome" in causes["spec.namespaceMappingStrategy"]
 
 
-def test_the_offload_page_preview_warns_of_a_collision(fleet: Any, admin_client: Any) -> None:  # noqa: F811
+def test_the_offload_page_preview_warns_of_a_collision(fleet: Any, admin_client: Any) -> None:
     data = {
         "namespace_mapping_strategy": "SelectedName",
         "remote_namespace_name": "shop",
