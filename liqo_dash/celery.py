@@ -11,6 +11,8 @@ from typing import Any
 
 from celery import Celery, signals
 
+from liqo_dash import logs
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "liqo_dash.settings")
 
 app = Celery("liqo_dash")
@@ -39,7 +41,6 @@ app.conf.update(
 )
 app.autodiscover_tasks()
 
-_CHANGE_TASKS = {"offloading.tasks.apply_change", "offloading.tasks.await_deletion"}
 _tokens: dict[str, Any] = {}
 
 
@@ -53,25 +54,15 @@ def _use_django_logging(**_: Any) -> None:
 
 @signals.task_prerun.connect
 def _bind_task_context(task_id: str | None = None, task: Any = None, args: Any = None, **_: Any) -> None:
-    from liqo_dash import logs
-
-    fields: dict[str, Any] = {}
-    if task is not None and task.name in _CHANGE_TASKS and args:
-        fields["change_id"] = args[0]
-        try:
-            from offloading.models import ChangeRequest
-
-            fields["namespace"] = ChangeRequest.objects.filter(pk=args[0]).values_list("namespace", flat=True).first()
-        except Exception:  # noqa: BLE001 - logging context must never break a task
-            logging.getLogger(__name__).debug("no namespace for change %s", args[0], exc_info=True)
+    # The fields a task's records carry (the change and its namespace for a change's tasks) are named by
+    # the app that defines the task (logs.describe_task): this app knows no model.
     if task_id:
+        fields = logs.task_fields(task.name, tuple(args or ())) if task is not None else {}
         _tokens[task_id] = logs.bind(**fields)
 
 
 @signals.task_postrun.connect
 def _unbind_task_context(task_id: str | None = None, **_: Any) -> None:
-    from liqo_dash import logs
-
     token = _tokens.pop(task_id or "", None)
     if token is not None:
         # ValueError: bound in another context (an eager task run inside a request).

@@ -20,6 +20,11 @@ from access.clientip import client_address
 
 CONTEXT_FIELDS = ("request_id", "user", "client", "change_id", "namespace")
 
+# What the records of a Celery task say about it, by task name: the app that defines a task names its
+# fields (offloading.tasks: the change and its namespace); the Celery app binds them around each run.
+TaskFields = Callable[[tuple[Any, ...]], dict[str, Any]]
+_task_fields: dict[str, TaskFields] = {}
+
 _request: contextvars.ContextVar[Any] = contextvars.ContextVar("liqo_dash_log_request", default=None)
 _fields: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar("liqo_dash_log_fields", default={})  # noqa: B039
 
@@ -41,6 +46,24 @@ def bind(**fields: Any) -> contextvars.Token:
 
 def unbind(token: contextvars.Token) -> None:
     _fields.reset(token)
+
+
+def describe_task(name: str, fields: TaskFields) -> None:
+    """Have every record logged while task ``name`` runs carry ``fields(args)`` (its positional arguments)."""
+    _task_fields[name] = fields
+
+
+def task_fields(name: str, args: tuple[Any, ...]) -> dict[str, Any]:
+    """The fields the records of task ``name`` run with ``args`` carry (none for a task nobody described).
+    Logging context never breaks a task: a describer that fails gives no fields."""
+    describe = _task_fields.get(name)
+    if describe is None:
+        return {}
+    try:
+        return describe(args)
+    except Exception:  # noqa: BLE001 - logging context must never break a task
+        logging.getLogger(__name__).debug("no log fields for task %s%r", name, args, exc_info=True)
+        return {}
 
 
 def _request_user(request: Any) -> str | None:

@@ -6,10 +6,12 @@ these tasks by autodiscovery.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from celery import shared_task
 
+from liqo_dash import logs
 from offloading.alerts import delivery as alertsend
 from offloading.alerts import rules as alerts
 from offloading.audit import events as audit
@@ -17,8 +19,27 @@ from offloading.audit import trail as audittrail
 from offloading.changes import apply, bulkpush
 from offloading.changes import sweep as sweeper
 from offloading.cluster import breaker as apihealth
+from offloading.models import ChangeRequest
 from offloading.queue import APPLY_BULK, APPLY_CHANGE, AWAIT_DELETION, DELIVER_ALERT, PROBE_API, REFRESH
 from offloading.snapshot import refresh as snapshot
+
+log = logging.getLogger(__name__)
+
+
+def _change_fields(args: tuple[Any, ...]) -> dict[str, Any]:
+    """The change id and its namespace, on every record logged while a change's task runs."""
+    if not args:
+        return {}
+    fields: dict[str, Any] = {"change_id": args[0]}
+    try:
+        fields["namespace"] = ChangeRequest.objects.filter(pk=args[0]).values_list("namespace", flat=True).first()
+    except Exception:  # noqa: BLE001 - logging context must never break a task
+        log.debug("no namespace for change %s", args[0], exc_info=True)
+    return fields
+
+
+logs.describe_task(APPLY_CHANGE, _change_fields)
+logs.describe_task(AWAIT_DELETION, _change_fields)
 
 
 @shared_task(name=APPLY_CHANGE, acks_late=True)
