@@ -25,7 +25,7 @@ from rest_framework.request import Request
 from access.permissions import IsAdmin
 from offloading.api.serializers import AuditEventSerializer
 from offloading.api.views import NamedNotFoundMixin
-from offloading.audit.filters import AuditFilterSet
+from offloading.filtersets import AuditFilterSet
 from offloading.models import AuditEvent
 
 COLUMNS = (

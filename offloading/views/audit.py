@@ -15,8 +15,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from offloading.audit.filters import AuditFilterSet
 from offloading.choices import AuditAction
+from offloading.filtersets import AuditFilterSet
 from offloading.models import AuditEvent
 
 PAGE_SIZE = 50
