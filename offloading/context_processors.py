@@ -6,6 +6,8 @@ from django.conf import settings
 from django.http import HttpRequest
 from django.utils import timezone
 
+from access import roles
+from offloading.audit.events import last_verification
 from offloading.cluster import breaker as apihealth
 from offloading.models import SnapshotState
 
@@ -23,9 +25,6 @@ def snapshot_state(request: HttpRequest) -> dict[str, Any]:
 
 def _audit_alert(user: Any) -> str:
     """For admins: what is wrong with the audit trail, when the last verification found something."""
-    from access import roles
-    from offloading.audit.events import last_verification
-
     if roles.role_of(user) != roles.ADMIN:
         return ""
     verdict = last_verification()

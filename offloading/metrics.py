@@ -29,7 +29,11 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
 from liqo_dash import env
+from offloading.audit.events import last_verification
 from offloading.choices import ChangeState
+from offloading.cluster import breaker as apihealth
+from offloading.models import ChangeRequest, SnapshotState
+from offloading.snapshot.engine import watch_restarts
 
 REQUESTS = Counter(
     "liqo_dash_http_requests", "HTTP requests answered, by view, method and status.", ["view", "method", "status"]
@@ -53,8 +57,6 @@ class StateCollector(Collector):
     """Values read when Prometheus scrapes: nothing to keep in sync between processes."""
 
     def collect(self) -> Iterator[Metric]:
-        from offloading.models import ChangeRequest, SnapshotState
-
         changes = GaugeMetricFamily("liqo_dash_changes", "Change requests by state.", labels=["state"])
         counts = dict(ChangeRequest.objects.values_list("state").annotate(n=Count("id")).order_by())
         for name in ChangeState.values:
@@ -100,8 +102,6 @@ def _change_durations() -> Iterator[Metric]:
     """A summary by outcome: the quantiles (0.5, 0.95 and 1.0, the longest) of the seconds from request to
     outcome over the last DURATION_SAMPLE finished changes (a sliding window, as a client-side summary
     keeps), and the count and sum over every finished change (cumulative, as a summary's must be)."""
-    from offloading.models import ChangeRequest
-
     finished = ChangeRequest.objects.filter(finished_at__isnull=False)
     rows = finished.order_by("-finished_at")[:DURATION_SAMPLE]
     by_state: dict[str, list[float]] = {}
@@ -136,10 +136,6 @@ def _change_durations() -> Iterator[Metric]:
 
 
 def _api_and_watch() -> Iterator[Metric]:
-    from offloading.audit.events import last_verification
-    from offloading.cluster import breaker as apihealth
-    from offloading.snapshot.engine import watch_restarts
-
     verdict = last_verification()
     audit_ok = GaugeMetricFamily(
         "liqo_dash_audit_trail_ok", "1: the last verification of the audit trail passed, 0: it failed, -1: none yet."

@@ -20,6 +20,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from offloading.cluster import kube
 from offloading.models import AuditChainHead, AuditCheckpoint, AuditEvent
 from offloading.models import seal as auditseal
 
@@ -120,8 +121,6 @@ def anchor() -> dict[str, Any]:
     }
     kind, where = _target()
     if kind == "configmap":
-        from offloading.cluster import kube
-
         namespace, _, name = where.partition("/")
         kube.write_config_map(namespace, name, {"anchor": json.dumps(record)})
     else:
@@ -137,8 +136,6 @@ def last_anchor() -> dict[str, Any] | None:
     kind, where = _target()
     try:
         if kind == "configmap":
-            from offloading.cluster import kube
-
             namespace, _, name = where.partition("/")
             found = kube.read_config_map(namespace, name)
             text = ((found or {}).get("data") or {}).get("anchor")

@@ -16,7 +16,7 @@ from django.db import transaction
 
 from liqo_rules import constants as liqo
 from liqo_rules.spec import FIELD_POD, apply_defaults, local_cluster_id_from
-from offloading.models import Namespace, SnapshotState
+from offloading.models import Cluster, Namespace, SnapshotState
 from offloading.snapshot.drift import record_drift, record_label_drift
 from offloading.snapshot.store import NOT_OFFLOADED, parse_time, replace_offloading_rows
 
@@ -30,8 +30,6 @@ BYTES_PER_PEER = 300
 def offloading_page_size(peers: int | None = None) -> int:
     """Offloadings per LIST page for ``peers`` peered clusters (default: the snapshot's count)."""
     if peers is None:
-        from offloading.models import Cluster
-
         peers = Cluster.objects.count()
     return max(5, min(OFFLOADING_PAGE, PAGE_BYTES // (BYTES_PER_PEER * max(1, peers))))
 

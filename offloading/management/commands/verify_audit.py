@@ -15,6 +15,7 @@ import redis
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from offloading.audit.events import remember
+from offloading.audit.trail import verify
 
 
 class Command(BaseCommand):
@@ -28,8 +29,6 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        from offloading.audit.trail import verify
-
         verdict = verify()
         if not options["no_cache"]:
             try:
