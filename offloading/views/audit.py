@@ -1,6 +1,6 @@
 """The audit page: filters, a before/after diff per event, drift marked, fast at 100,000 events.
 
-Cluster selectors are said in liqoctl syntax (``impact._term_text``: the JSON form, saying so, for a term
+Cluster selectors are said in liqoctl syntax (``impact.field_text``: the JSON form, saying so, for a term
 liqoctl cannot print). A bulk request is one entry (``bulk_requested``) with its namespaces; the events of
 its changes that are on the same page fold under it (a ``<details>``), the others say which bulk they
 are part of."""
@@ -18,6 +18,7 @@ from django.views.decorators.http import require_GET
 from offloading.choices import AuditAction
 from offloading.filtersets import AuditFilterSet
 from offloading.models import AuditEvent
+from offloading.whatif.impact import field_text
 
 PAGE_SIZE = 50
 
@@ -36,10 +37,7 @@ def _said(field: str, value: Any) -> Any:
     """A spec field as people read it: the cluster selector in liqoctl syntax (its terms ORed)."""
     if field != "clusterSelector" or not isinstance(value, dict):
         return value
-    from offloading.whatif.impact import _term_text
-
-    terms = value.get("nodeSelectorTerms") or []
-    return " OR ".join(_term_text(term) for term in terms) or "(every cluster)"
+    return field_text(field, {field: value})
 
 
 def _bulk_of(event: AuditEvent) -> int | None:

@@ -196,8 +196,6 @@ def tenant_side(cluster: Cluster) -> dict[str, object]:
     """The other direction, as far as this cluster sees it: when the peer consumes our resources, Liqo
     creates here the twins of the namespaces it offloads (labelled with its cluster id) and keeps a
     tenant namespace for the peering."""
-    from liqo_rules import constants as liqo
-
     twins = Namespace.objects.filter(**{f"labels__{liqo.REMOTE_CLUSTER_ID_LABEL}": cluster.cluster_id}).exclude(
         name__startswith=liqo.TENANT_NAMESPACE_PREFIX
     )

@@ -19,13 +19,19 @@ from functools import lru_cache
 from html import escape
 from typing import Any, ClassVar, NamedTuple
 
-from django.db.models import Aggregate, Count, JSONField
+from django.contrib.humanize.templatetags.humanize import naturaltime
+from django.db.models import Aggregate, Count, JSONField, TextField
+from django.db.models.fields.json import KeyTextTransform
+from django.db.models.functions import Cast
 from django.template.loader import get_template
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
 from liqo_rules import constants as liqo_constants
 from liqo_rules.spec import is_system_namespace
+from offloading.insight.diagnosis import creating_hint
+from offloading.models import ClusterOffloading, generation_lags
+from offloading.models.mapping import MappingEntry
 from offloading.views.common import split_labels
 from offloading.views.tones import tone
 
@@ -177,8 +183,6 @@ def selected_clusters(namespace_ids: list[int]) -> dict[int, tuple[tuple[tuple[s
     selects (at 200 peers a namespace selects dozens; the row shows a few). One row per namespace,
     its clusters as one JSON array: a page's 50 namespaces select over a thousand clusters at 200
     peers, and reading them as rows cost twice as much."""
-    from offloading.models import ClusterOffloading
-
     grouped = (
         ClusterOffloading.objects.filter(selected=True, namespace_id__in=namespace_ids)
         .order_by()
@@ -229,10 +233,6 @@ class ListedNamespace:
     @classmethod
     def values(cls, queryset: Any) -> Any:
         """``queryset`` of Namespace as the values of FIELDS, in that order."""
-        from django.db.models import TextField
-        from django.db.models.fields.json import KeyTextTransform
-        from django.db.models.functions import Cast
-
         return queryset.annotate(
             labels_text=Cast("labels", output_field=TextField()),
             mapping=KeyTextTransform("namespaceMappingStrategy", "offloading_spec"),
@@ -249,8 +249,6 @@ class ListedNamespace:
 
     @property
     def status_is_stale(self) -> bool:
-        from offloading.models import generation_lags
-
         return generation_lags(self)
 
 
@@ -295,8 +293,6 @@ class StatusRow(NamedTuple):
 def _tearing_down(namespace: Any) -> set[str]:
     """The clusters whose NamespaceMap still reports a remote namespace of ``namespace`` (a currentMapping
     entry) among those it no longer selects and shows as NotSelected (a stale Ready, or not yet)."""
-    from offloading.models.mapping import MappingEntry
-
     candidates = list(
         namespace.cluster_states.filter(selected=False, state="NotSelected").values_list("cluster_id", flat=True)
     )
@@ -308,10 +304,6 @@ def _tearing_down(namespace: Any) -> set[str]:
 
 def status_context(namespace: Any) -> dict[str, Any]:
     """``namespace`` and its per-cluster status rows (``status_rows``, rendered)."""
-    from django.contrib.humanize.templatetags.humanize import naturaltime
-
-    from offloading.insight.diagnosis import creating_hint
-
     rows = []
     if namespace.offloaded:
         shown: dict[Any, str] = {}  # a fleet's clusters often share one time: said once
