@@ -1,4 +1,5 @@
-"""Audit events of the change flow."""
+"""Audit events: the one constructor of a row of the trail (:func:`record`) and what each kind of event
+says, and the verdict of the last verification of the trail."""
 
 from __future__ import annotations
 
@@ -9,41 +10,91 @@ from django.core.cache import cache
 from django.utils import timezone
 
 from offloading.audit.trail import Verdict, verify
-from offloading.choices import AuditAction, ChangeState
+from offloading.choices import AuditAction, ChangeAction, ChangeState, Source
 from offloading.context import Actor
 from offloading.models import AuditEvent, ChangeRequest
 
 log = logging.getLogger(__name__)
 
 
-def record_requested(change: ChangeRequest, actor: Actor, before: Any, after: Any, message: str = "") -> None:
-    AuditEvent.objects.create(
-        user_id=actor.user_id,
-        user_name=actor.user_name,
-        source=change.source,
-        request_id=actor.request_id,
-        action=AuditAction.REQUESTED,
-        namespace=change.namespace,
-        change=change,
-        before=before,
-        after=after,
-        outcome=ChangeState.QUEUED,
-        message=message,
-    )
-
-
-def record_bulk_requested(bulk: Any, actor: Actor, namespaces: list[str], retry_of: int | None = None) -> None:
-    """The bulk request itself, before the change of each of its namespaces (their own ``requested``
-    events follow, each with its change, whose ``bulk`` is this one): what was asked, of which
-    namespaces, by whom. Sealed like every event (``AuditEvent.save``)."""
-    what = f"retry of the failed changes of bulk #{retry_of}" if retry_of else f"bulk {bulk.action}"
-    AuditEvent.objects.create(
+def record(
+    actor: Actor,
+    action: str,
+    namespace: str,
+    *,
+    outcome: str,
+    change: ChangeRequest | None = None,
+    before: Any = None,
+    after: Any = None,
+    message: str = "",
+) -> AuditEvent:
+    """The one constructor of an audit row: every event of the trail (requested, bulk requested,
+    refused, applied/failed/conflict, drift, drift accepted) is written here, by ``actor`` (who, from
+    where, under which request id). Sealed by ``AuditEvent.save``, inside the caller's transaction."""
+    return AuditEvent.objects.create(
         user_id=actor.user_id,
         user_name=actor.user_name,
         source=actor.source,
         request_id=actor.request_id,
-        action=AuditAction.BULK_REQUESTED,
-        namespace="",
+        action=action,
+        namespace=namespace,
+        change=change,
+        before=before,
+        after=after,
+        outcome=outcome,
+        message=message,
+    )
+
+
+def requester_of(change: ChangeRequest) -> Actor:
+    """The actor a change was asked for by (its events keep the change's own source: ``bulk`` for the
+    children of a bulk request)."""
+    return Actor(change.requester_id, change.requester_name, change.source, change.request_id)
+
+
+def record_requested(change: ChangeRequest, actor: Actor, message: str = "") -> AuditEvent:
+    """A change was recorded and queued (in the same transaction)."""
+    return record(
+        Actor(actor.user_id, actor.user_name, change.source, actor.request_id),
+        AuditAction.REQUESTED,
+        change.namespace,
+        outcome=ChangeState.QUEUED,
+        change=change,
+        before=change.base_spec,
+        after=change.desired_spec,
+        message=message,
+    )
+
+
+def record_outcome(change: ChangeRequest, state: str, message: str) -> AuditEvent:
+    """How a change ended on the worker: applied, failed or conflict."""
+    action = {
+        ChangeState.APPLIED: AuditAction.APPLIED,
+        ChangeState.FAILED: AuditAction.FAILED,
+        ChangeState.CONFLICT: AuditAction.CONFLICT,
+    }[ChangeState(state)]
+    return record(
+        requester_of(change),
+        action,
+        change.namespace,
+        outcome=state,
+        change=change,
+        before=change.base_spec,
+        after=change.desired_spec if change.action != ChangeAction.UNOFFLOAD else None,
+        message=message,
+    )
+
+
+def record_bulk_requested(bulk: Any, actor: Actor, namespaces: list[str], retry_of: int | None = None) -> AuditEvent:
+    """The bulk request itself, before the change of each of its namespaces (their own ``requested``
+    events follow, each with its change, whose ``bulk`` is this one): what was asked, of which
+    namespaces, by whom."""
+    what = f"retry of the failed changes of bulk #{retry_of}" if retry_of else f"bulk {bulk.action}"
+    return record(
+        actor,
+        AuditAction.BULK_REQUESTED,
+        "",
+        outcome=ChangeState.QUEUED,
         after={
             "bulk": bulk.pk,
             "action": bulk.action,
@@ -53,24 +104,43 @@ def record_bulk_requested(bulk: Any, actor: Actor, namespaces: list[str], retry_
             "skipped": len(bulk.skipped or []),
             **({"retryOf": retry_of} if retry_of else {}),
         },
-        outcome=ChangeState.QUEUED,
         message=f"{what} of {len(namespaces)} namespace{'' if len(namespaces) == 1 else 's'} "
         f"matching {bulk.namespace_selector or '(every namespace)'} (bulk #{bulk.pk})",
     )
 
 
-def record_refused(actor: Actor, namespace: str, action: str, reason: str) -> None:
+def record_refused(actor: Actor, namespace: str, action: str, reason: str) -> AuditEvent:
     """A change the user was not allowed to ask for (by the dashboard's roles and scopes, or by the
-    cluster's RBAC): nothing was queued; the trail says who tried what and why it was refused."""
-    AuditEvent.objects.create(
-        user_id=actor.user_id,
-        user_name=actor.user_name,
-        source=actor.source,
-        request_id=actor.request_id,
-        action=AuditAction.REFUSED,
-        namespace=namespace,
-        outcome="forbidden",
-        message=f"{action} refused: {reason}",
+    cluster's RBAC): nothing was queued; the trail says who tried what and why it was refused. Written
+    only by ``offloading.changes.authorize.refuse``."""
+    return record(actor, AuditAction.REFUSED, namespace, outcome="forbidden", message=f"{action} refused: {reason}")
+
+
+def record_drift_observed(
+    action: str, namespace: str, field_manager: str, before: Any, after: Any, message: str
+) -> AuditEvent:
+    """A change of the offloading (or of the scheduling label) observed in the cluster, made without
+    liqo-dash: the writer is only known by its field manager."""
+    return record(
+        Actor(None, field_manager, Source.EXTERNAL, ""),
+        action,
+        namespace,
+        outcome="observed",
+        before=before,
+        after=after,
+        message=message,
+    )
+
+
+def record_drift_accepted(actor: Actor, namespace: str, spec: Any, drift_seq: int | None) -> AuditEvent:
+    """A user accepted a drift as it is (the answer to it; no change is made)."""
+    return record(
+        actor,
+        AuditAction.DRIFT_ACCEPTED,
+        namespace,
+        outcome="accepted",
+        after=spec,
+        message=f"Accepted the change made outside liqo-dash (audit event #{drift_seq}) as it is",
     )
 
 

@@ -18,15 +18,15 @@ from django.utils import timezone
 
 from liqo_rules.spec import normalize_spec
 from offloading.alerts import rules as alerts
+from offloading.audit.events import record_outcome
 from offloading.changes import groupcommit
 from offloading.changes.authorize import identity_of_change
 from offloading.changes.push import Conflict, Waiting, push_delete, push_spec
-from offloading.choices import AuditAction, ChangeAction, ChangeState
+from offloading.choices import ChangeAction, ChangeState
 from offloading.cluster import breaker as apihealth
 from offloading.cluster import kube
 from offloading.cluster.identity import acting_as
 from offloading.models import (
-    AuditEvent,
     ChangeRequest,
     Namespace,
 )
@@ -52,24 +52,7 @@ def _finish(change_id: int, state: str, message: str, **fields: Any) -> bool:
         if not done:
             return False
         change = ChangeRequest.objects.get(pk=change_id)
-        action = {
-            ChangeState.APPLIED: AuditAction.APPLIED,
-            ChangeState.FAILED: AuditAction.FAILED,
-            ChangeState.CONFLICT: AuditAction.CONFLICT,
-        }[ChangeState(state)]
-        AuditEvent.objects.create(
-            user_id=change.requester_id,
-            user_name=change.requester_name,
-            source=change.source,
-            request_id=change.request_id,
-            action=action,
-            namespace=change.namespace,
-            change=change,
-            before=change.base_spec,
-            after=change.desired_spec if change.action != ChangeAction.UNOFFLOAD else None,
-            outcome=state,
-            message=message,
-        )
+        record_outcome(change, state, message)
         if state == ChangeState.FAILED:
             alerts.change_failed(change)  # the webhook's outbox row, in this transaction
     return True

@@ -224,7 +224,7 @@ def save_and_enqueue(change: ChangeRequest, actor: Actor, *, enqueue: bool = Tru
     """Save the change and its audit event (inside the caller's transaction); enqueue after commit
     (``enqueue=False``: the caller sends them together, as bulk does)."""
     change.save()
-    record_requested(change, actor, change.base_spec, change.desired_spec)
+    record_requested(change, actor)
     if enqueue:
         transaction.on_commit(lambda: enqueue_apply(change.pk), robust=True)
     return change

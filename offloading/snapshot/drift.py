@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from liqo_rules import constants as liqo
 from liqo_rules.spec import normalize_spec
+from offloading.audit.events import record_drift_observed
 from offloading.choices import AuditAction, ChangeAction, ChangeState, Source
 from offloading.cluster import kube
 from offloading.models import (
@@ -68,20 +69,40 @@ def record_drift(old: Namespace | None, obj: dict[str, Any] | None, now: Any) ->
             return False
         action = AuditAction.DRIFT_DELETED
         actor = "unknown"
-    AuditEvent.objects.create(
-        user_name=actor,
-        source=Source.EXTERNAL,
-        action=action,
-        namespace=name,
-        before=old_spec,
-        after=new_spec,
-        outcome="observed",
-        message=(
-            f"{AuditAction(action).label}{' (deleted and created again)' if recreated else ''}: field manager "
-            f"{actor}; the user behind it is unknown unless the cluster's audit log says more"
-        ),
+    detail = " (deleted and created again)" if recreated else ""
+    message = (
+        f"{AuditAction(action).label}{detail}: field manager {actor}; the user behind it is unknown unless the "
+        "cluster's audit log says more"
     )
+    record_drift_observed(action, name, actor, old_spec, new_spec, message)
     return True
+
+
+def open_drift(namespace: Namespace) -> dict[str, Any]:
+    """The newest drift of the namespace not yet answered (by a change of ours or an acceptance):
+    ``{"drift": the event, "drift_mine": our last applied change (or None)}``, or {} when none is open."""
+    drift = (
+        AuditEvent.objects.filter(namespace=namespace.name, source=Source.EXTERNAL)
+        .exclude(action=AuditAction.DRIFT_ACCEPTED)
+        .order_by("-seq")
+        .first()
+    )
+    if drift is None:
+        return {}
+    answered = AuditEvent.objects.filter(
+        namespace=namespace.name,
+        seq__gt=drift.seq,
+        action__in=[AuditAction.DRIFT_ACCEPTED, AuditAction.REQUESTED],
+    ).exists()
+    if answered:
+        return {}
+    mine = (
+        ChangeRequest.objects.filter(namespace=namespace.name, state=ChangeState.APPLIED)
+        .exclude(action=ChangeAction.UNOFFLOAD)
+        .order_by("-finished_at", "-id")
+        .first()
+    )
+    return {"drift": drift, "drift_mine": mine}
 
 
 LABEL_SETTLE_SECONDS = 60  # how long after one of our changes a removed scheduling label is Liqo's upkeep
@@ -118,19 +139,15 @@ def record_label_drift(
     if actor in (settings.LIQO_DASH["FIELD_MANAGER"], liqo.CONTROLLER_MANAGER):
         return False  # ours, or Liqo's controller keeping the label in line with the pod strategy
     what = "set" if after is not None else "removed"
-    AuditEvent.objects.create(
-        user_name=actor,
-        source=Source.EXTERNAL,
-        action=AuditAction.DRIFT_UPDATED,
-        namespace=old.name,
-        before={"labels": {liqo.SCHEDULING_LABEL: before}},
-        after={"labels": {liqo.SCHEDULING_LABEL: after}},
-        outcome="observed",
-        message=(
-            f"Scheduling label {liqo.SCHEDULING_LABEL} {what} outside liqo-dash (field manager: {actor}; "
-            "the user behind it is unknown unless the cluster's audit log says more)"
-        ),
+    message = (
+        f"Scheduling label {liqo.SCHEDULING_LABEL} {what} outside liqo-dash (field manager: {actor}; "
+        "the user behind it is unknown unless the cluster's audit log says more)"
     )
+    before_labels, after_labels = (
+        {"labels": {liqo.SCHEDULING_LABEL: before}},
+        {"labels": {liqo.SCHEDULING_LABEL: after}},
+    )
+    record_drift_observed(AuditAction.DRIFT_UPDATED, old.name, actor, before_labels, after_labels, message)
     return True
 
 
