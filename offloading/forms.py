@@ -1,4 +1,6 @@
-"""Forms: they parse and normalise input; the rules themselves live in liqo_rules and services."""
+"""Forms: they parse and normalise input. The rules live in liqo_rules and in the request contract
+(``offloading.changes.requests``), which validates a submitted change once; a form puts the contract's
+typed refusal (``ChangeRejected``) on the fields it names (:meth:`RefusalFields.add_refusal`)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from liqo_rules.selectors.format import format_term
 from liqo_rules.selectors.liqoctl import cluster_selector_with_notes
 from liqo_rules.selectors.requirements import SelectorError, UnformattableTermError
 from liqo_rules.spec import normalize_spec
+from offloading.changes.errors import ChangeRejected, Refusal
 from offloading.changes.merge import (
     FieldMerge,
     MergeRow,
@@ -22,7 +25,6 @@ from offloading.changes.merge import (
     rebase,
     resolve_choices,
 )
-from offloading.changes.requests import validate
 from offloading.filtersets import validate_label_selector
 from offloading.models import Namespace
 
@@ -34,6 +36,9 @@ SPEC_FIELD_TO_FORM = {
     "clusterSelector": "cluster_selector",
     "namespace": None,
 }
+# The form field of each field a refusal of the change flow names (spec and API field names); the others
+# are form-wide errors.
+FIELD_TO_FORM = {**SPEC_FIELD_TO_FORM, "namespaceSelector": "namespace_selector", "confirm": "confirm"}
 
 MAPPING_HELP = {
     "DefaultName": "<namespace>-<local cluster id>, unique per consumer cluster.",
@@ -58,7 +63,30 @@ def selector_text(spec: dict[str, Any] | None) -> str:
     return "\n".join(format_term(term) for term in terms)
 
 
-class SpecForm(forms.Form):
+class RefusalFields:
+    """Putting a refusal of the change flow on a form: each message on the field it names when the form
+    has that field (``refusal_fields``: the API's field name to the form's), otherwise as a form-wide
+    error (for example "changed since you loaded it"); ``refusal`` remembers why (a page refused as not
+    allowed answers 403)."""
+
+    refusal_fields: dict[str, str | None] = FIELD_TO_FORM
+    refusal: Refusal | None = None
+
+    def add_refusal(self, exc: ChangeRejected) -> None:
+        self.add_problems(exc.errors)
+        self.refusal = exc.refusal
+
+    def add_problems(self, problems: dict[str, list[str]]) -> None:
+        """Attach messages keyed by spec or API field (Liqo's validation problems, a refusal) to the
+        matching form fields."""
+        form: Any = self
+        for field, messages in problems.items():
+            target = self.refusal_fields.get(field)
+            for message in messages:
+                form.add_error(target if target in form.fields else None, message)
+
+
+class SpecForm(RefusalFields, forms.Form):
     """The fields of a NamespaceOffloading spec, parsed into ``self.spec`` by :meth:`build_spec`."""
 
     namespace_mapping_strategy = forms.ChoiceField(
@@ -130,13 +158,6 @@ class SpecForm(forms.Form):
             spec["remoteNamespaceName"] = data["remote_namespace_name"].strip()
         return spec
 
-    def add_problems(self, problems: dict[str, list[str]]) -> None:
-        """Attach Liqo's validation problems (keyed by spec field) to the matching form fields."""
-        for field, messages in problems.items():
-            target = SPEC_FIELD_TO_FORM.get(field)
-            for message in messages:
-                self.add_error(target if target in self.fields else None, message)
-
 
 def _initial_fields(spec: dict[str, Any]) -> dict[str, Any]:
     """The initial values of the spec fields for ``spec``; the selector text is "" when it has none."""
@@ -165,6 +186,8 @@ class OffloadForm(SpecForm):
     expected_generation = forms.IntegerField(required=False, min_value=0, max_value=2**63 - 1, widget=forms.HiddenInput)
     base_spec = forms.JSONField(required=False, widget=forms.HiddenInput)
     merge = forms.JSONField(required=False, widget=forms.HiddenInput)
+    # Asked for by the preview (and by a refusal) when the edit is destructive (offloading.whatif.destructive).
+    confirm = forms.BooleanField(label="I understand what this deletes: apply it", required=False)
 
     def __init__(self, *args: Any, namespace: Namespace, **kwargs: Any) -> None:
         self.namespace = namespace
@@ -237,15 +260,14 @@ class OffloadForm(SpecForm):
             self.add_error(target if target in self.fields else None, choose_message(str(label)))
 
     def clean(self) -> dict[str, Any]:
+        """Parse the fields into ``spec``, normalised (defaults applied); Liqo's rules are the request
+        contract's (the live preview asks them too)."""
         data = super().clean() or {}
         spec = self.build_spec(data)
         if spec is None:
             return data
         self._resolve(spec)
-        checked = validate(self.namespace, spec)
-        self.add_problems(checked.errors)
-        self.warnings = checked.warnings
-        self.spec = checked.spec
+        self.spec = normalize_spec(spec)
         return data
 
     def rebased(self, namespace: Namespace, message: str) -> OffloadForm:
@@ -275,10 +297,11 @@ class OffloadForm(SpecForm):
         return form
 
 
-class UnoffloadForm(forms.Form):
-    """Type the namespace name to confirm a destructive unoffload."""
+class UnoffloadForm(RefusalFields, forms.Form):
+    """Unoffload a namespace: destructive, so it is confirmed by typing the namespace's name (the request
+    contract refuses it unconfirmed, with what it deletes, on ``confirm``)."""
 
-    confirm = forms.CharField(label="Type the namespace name to confirm", max_length=63)
+    confirm = forms.CharField(label="Type the namespace name to confirm", max_length=63, required=False)
     expected_generation = forms.IntegerField(required=False, min_value=0, max_value=2**63 - 1, widget=forms.HiddenInput)
 
     def __init__(self, *args: Any, namespace: Namespace, **kwargs: Any) -> None:
@@ -287,10 +310,18 @@ class UnoffloadForm(forms.Form):
         super().__init__(*args, **kwargs)
 
     def clean_confirm(self) -> str:
-        value = self.cleaned_data["confirm"].strip()
-        if value != self.namespace.name:
-            raise forms.ValidationError(f'Type "{self.namespace.name}" exactly to confirm.')
-        return value
+        return str(self.cleaned_data.get("confirm") or "").strip()
+
+    @property
+    def confirmed(self) -> bool:
+        """Whether the name typed is the namespace's."""
+        return self.cleaned_data.get("confirm") == self.namespace.name
+
+    def add_refusal(self, exc: ChangeRejected) -> None:
+        typed = self.cleaned_data.get("confirm")  # read first: an error on the field drops it
+        super().add_refusal(exc)
+        if exc.refusal is Refusal.UNCONFIRMED and typed:
+            self.add_error("confirm", f'You typed "{typed}": type "{self.namespace.name}" exactly to confirm.')
 
 
 class BulkForm(SpecForm):
@@ -310,9 +341,10 @@ class BulkForm(SpecForm):
     )
 
     expected_generations = forms.JSONField(required=False, widget=forms.HiddenInput)
-    # Typed confirmation (the number of namespaces), asked for by the preview when the change
-    # unoffloads or loses clusters anywhere; checked by the page against the plan.
+    # Typed confirmation (the number of namespaces), asked for by the preview when the change is
+    # destructive anywhere (offloading.whatif.destructive); the page confirms when it is that number.
     confirm_count = forms.CharField(required=False, max_length=12)
+    refusal_fields = {**FIELD_TO_FORM, "confirm": "confirm_count"}
 
     field_order = ["action", "namespace_selector"]
 

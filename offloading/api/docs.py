@@ -45,7 +45,8 @@ STATUS_SCHEMA = {
 }
 _WHY = {
     400: "Malformed request: a field, a query parameter (unknown ones included), If-Match, or JSON nested over "
-    "32 levels.",
+    "32 levels; or a destructive change (an unoffload, a lost cluster, a stricter pod strategy) without "
+    "`confirm` (reason `BadRequest`, the cause names the field `confirm` and says what the change deletes).",
     401: "No valid credentials.",
     403: "The user's role may not do this.",
     404: 'No such object: the Status names it (`namespaces "shopx" not found`, `details.name`, `details.kind`).',
@@ -307,6 +308,12 @@ class PreviewSerializer(serializers.Serializer):
     nearlyFull = serializers.ListField(  # noqa: N815
         child=serializers.CharField(), required=False, help_text="The selected clusters that are nearly full."
     )
+    destructive = serializers.CharField(
+        required=False,
+        allow_null=True,
+        help_text="Why submitting this spec is destructive (a lost cluster, a stricter pod strategy), null when it "
+        "is not: the PUT then needs `confirm: true`.",
+    )
 
     def get_fields(self) -> dict[str, Any]:
         fields = dict(super().get_fields())
@@ -348,6 +355,11 @@ class BulkPlanSerializer(serializers.Serializer):
     capacity = RoomSerializer(many=True, help_text="The room on every cluster the new spec selects.")
     nearlyFull = serializers.ListField(  # noqa: N815
         child=serializers.CharField(), help_text="Those of them nearly full (80 % or more requested)."
+    )
+    destructive = serializers.CharField(
+        allow_null=True,
+        help_text="Why the bulk change is destructive (for how many namespaces, and the first reason), null when "
+        "it is not: the request then needs `confirm: true`.",
     )
 
 

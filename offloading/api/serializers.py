@@ -15,6 +15,7 @@ from liqo_rules.limits import selector_count_problems
 from liqo_rules.selectors.liqoctl import cluster_selector
 from liqo_rules.selectors.requirements import SelectorError
 from offloading.filtersets import validate_label_selector
+from offloading.insight.diagnosis import diagnose
 from offloading.models import (
     AuditEvent,
     BulkRequest,
@@ -218,8 +219,6 @@ class NamespaceDetailSerializer(NamespaceSerializer):
 
     @extend_schema_field(FindingSerializer(many=True))
     def get_diagnosis(self, obj: Namespace) -> list[dict[str, Any]]:
-        from offloading.insight.diagnosis import diagnose
-
         return FindingSerializer(diagnose(obj, notes=True), many=True).data  # type: ignore[return-value]
 
 
@@ -368,15 +367,25 @@ class SpecSerializer(SnakeCaseAliases, serializers.Serializer):
         return attrs
 
 
+CONFIRM_HELP = (
+    "Confirm a destructive change: an edit whose selector loses a cluster the namespace is on (Liqo deletes "
+    "the twin namespace there), or that makes the pod offloading strategy stricter (LocalAndRemote to Remote "
+    "or Local, Remote to Local and back). Without it such a change is a 400 `Status` whose cause is the field "
+    "`confirm`, with the reason; the preview says the same in `destructive`."
+)
+
+
 class OffloadSerializer(SpecSerializer):
     labelNamespace = serializers.BooleanField(default=False)  # noqa: N815
     expectedGeneration = serializers.IntegerField(required=False, min_value=0, max_value=2**63 - 1)  # noqa: N815
+    confirm = serializers.BooleanField(default=False, help_text=CONFIRM_HELP)
     pod = serializers.DictField(required=False, help_text="A pod to show Liqo's mutation of (preview only).")
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         attrs = super().validate(attrs)
         namespace: Namespace = self.context["namespace"]
-        spec = {k: v for k, v in attrs.items() if k not in ("labelNamespace", "expectedGeneration", "pod")}
+        extra = ("labelNamespace", "expectedGeneration", "pod", "confirm")
+        spec = {k: v for k, v in attrs.items() if k not in extra}
         if namespace.offloaded:
             # Omitted immutable fields keep their value (Liqo itself would default them and then
             # refuse the change); omitted mutable ones keep theirs too, as with a PATCH.
@@ -386,6 +395,19 @@ class OffloadSerializer(SpecSerializer):
         # form, the API and bulk: a refusal there is a 422 Status, not a serializer error.
         attrs["spec"] = spec
         return attrs
+
+
+class ReapplySerializer(serializers.Serializer):
+    """The body of a re-apply (optional)."""
+
+    resolve = serializers.DictField(
+        child=serializers.ChoiceField(choices=["mine", "theirs"]),
+        required=False,
+        help_text="For each field both sides changed: keep `mine` or `theirs` (without it: 409 naming the field).",
+    )
+    confirm = serializers.BooleanField(
+        default=False, help_text="Confirm when the change asked for again is destructive. " + CONFIRM_HELP
+    )
 
 
 class BulkCreateSerializer(SnakeCaseAliases, serializers.Serializer):
@@ -399,6 +421,12 @@ class BulkCreateSerializer(SnakeCaseAliases, serializers.Serializer):
     labelNamespace = serializers.BooleanField(default=False)  # noqa: N815
     dryRun = serializers.BooleanField(  # noqa: N815
         default=False, help_text="Only show what would change (the API server is asked too)."
+    )
+    confirm = serializers.BooleanField(
+        default=False,
+        help_text="Confirm a bulk change that is destructive for any of its namespaces (an unoffload, a lost "
+        "cluster, a stricter pod strategy): without it, a 400 `Status` on `confirm` with the reason; a `dryRun` "
+        "says it in `destructive`.",
     )
     expectedGenerations = serializers.DictField(  # noqa: N815
         child=serializers.IntegerField(min_value=0, max_value=2**63 - 1),

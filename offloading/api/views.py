@@ -6,10 +6,10 @@ from typing import Any
 
 from django.db.models import Count
 from django.http import Http404
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import NotFound
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -27,13 +27,15 @@ from offloading.api.serializers import (
     NamespaceDetailSerializer,
     NamespaceSerializer,
     OffloadSerializer,
+    ReapplySerializer,
     SnapshotSerializer,
     camel,
 )
 from offloading.api.status import refusal_response
-from offloading.changes.bulk import plan_bulk, request_bulk
+from offloading.changes.bulk import bulk_destructive_reason, plan_bulk, request_bulk
 from offloading.changes.errors import ChangeRejected
 from offloading.changes.requests import reapply, request_offload, request_unoffload, validate
+from offloading.choices import ChangeAction
 from offloading.context import current_actor
 from offloading.filtersets import ChangeRequestFilterSet, NamespaceFilterSet
 from offloading.models import (
@@ -46,6 +48,7 @@ from offloading.models import (
     VirtualNode,
 )
 from offloading.whatif.capacity import rooms
+from offloading.whatif.destructive import is_destructive
 from offloading.whatif.impact import bulk_impact
 from offloading.whatif.preview import preview
 
@@ -62,7 +65,9 @@ class SnapshotHeadersMixin:
             check_query_parameters(request, self.accepted_query_parameters())
 
     def accepted_query_parameters(self) -> set[str]:
-        """The filters and the pagination of a list; nothing else anywhere."""
+        """The filters and the pagination of a list; ``confirm`` of an unoffload; nothing else anywhere."""
+        if getattr(self, "action", None) == "unoffload":
+            return {"confirm"}
         if getattr(self, "action", None) != "list":
             return set()
         accepted: set[str] = set()
@@ -114,6 +119,16 @@ def namespace_or_404(name: str) -> Namespace:
         return Namespace.objects.get(name=name)
     except Namespace.DoesNotExist:
         raise ObjectNotFound("namespaces", name) from None
+
+
+def _confirm_query(request: Request) -> bool:
+    """``?confirm=true`` (or 1) confirms a destructive DELETE; false, 0 or none does not; anything else is a 400."""
+    value = request.query_params.get("confirm")
+    if value is None or value.lower() in ("false", "0"):
+        return False
+    if value.lower() in ("true", "1"):
+        return True
+    raise ValidationError({"confirm": ["must be true or false"]})
 
 
 def _expected_generation(request: Request, body: dict[str, Any]) -> int | None:
@@ -185,18 +200,30 @@ class NamespaceViewSet(NamedNotFoundMixin, SnapshotHeadersMixin, viewsets.ReadOn
                 current_actor(),
                 expected_generation=expected,
                 label_namespace=data["labelNamespace"],
+                confirmed=data["confirm"],
             )
         except ChangeRejected as exc:
             return refusal_response(exc, name=name)
         return Response(ChangeRequestSerializer(change).data, status=status.HTTP_202_ACCEPTED)
 
-    @extend_schema(responses={202: ChangeRequestSerializer})
+    @extend_schema(
+        responses={202: ChangeRequestSerializer},
+        parameters=[
+            OpenApiParameter(
+                "confirm",
+                bool,
+                description="Unoffloading deletes the twin namespace on every peer: without `confirm=true` it is a "
+                "400 `Status` on `confirm`, with what it deletes.",
+            )
+        ],
+    )
     @offload.mapping.delete
     def unoffload(self, request: Request, name: str) -> Response:
         namespace_or_404(name)  # a 404 for an unknown namespace, before any rule
         expected = _expected_generation(request, {})
+        confirmed = _confirm_query(request)
         try:
-            change = request_unoffload(name, current_actor(), expected_generation=expected)
+            change = request_unoffload(name, current_actor(), expected_generation=expected, confirmed=confirmed)
         except ChangeRejected as exc:
             return refusal_response(exc, name=name)
         return Response(ChangeRequestSerializer(change).data, status=status.HTTP_202_ACCEPTED)
@@ -216,6 +243,7 @@ class NamespaceViewSet(NamedNotFoundMixin, SnapshotHeadersMixin, viewsets.ReadOn
         checked = validate(namespace, data["spec"])
         if checked.errors:
             return Response({"valid": False, "errors": checked.errors, "warnings": checked.warnings})
+        destructive = is_destructive(namespace, ChangeAction.UPDATE, checked.spec)
         try:
             result = preview(namespace, checked.spec, pod or None)
         except (AttributeError, TypeError, KeyError, ValueError) as exc:
@@ -259,6 +287,7 @@ class NamespaceViewSet(NamedNotFoundMixin, SnapshotHeadersMixin, viewsets.ReadOn
                 "podImpact": result.pod_impact.as_api(),
                 "capacity": [room.as_api() for room in result.rooms.values()],
                 "nearlyFull": result.nearly_full,
+                "destructive": destructive,
             }
         )
 
@@ -280,17 +309,20 @@ class ChangeRequestViewSet(NamedNotFoundMixin, SnapshotHeadersMixin, viewsets.Re
     serializer_class = ChangeRequestSerializer
     filterset_class = ChangeRequestFilterSet
 
-    @extend_schema(request=None, responses={202: ChangeRequestSerializer})
+    @extend_schema(request=ReapplySerializer, responses={202: ChangeRequestSerializer})
     @action(detail=True, methods=["post"])
     def reapply(self, request: Request, pk: str) -> Response:
         """Resolve a conflict: the same change again, based on the version the snapshot holds now, merged
         field by field; a field both sides changed needs ``{"resolve": {"<field>": "mine"|"theirs"}}``
-        (without it: 409 naming the field)."""
+        (without it: 409 naming the field), a destructive one ``"confirm": true`` (without it: 400)."""
         conflicted = self.get_object()  # DRF's lookup: a malformed id is a 404, not a 500
-        resolve = request.data.get("resolve") if isinstance(request.data, dict) else None
+        body = request.data if isinstance(request.data, dict) else {}
+        resolve = body.get("resolve")
         choices = {str(k): str(v) for k, v in resolve.items()} if isinstance(resolve, dict) else {}
+        confirm = ReapplySerializer(data={"confirm": body["confirm"]} if "confirm" in body else {})
+        confirm.is_valid(raise_exception=True)
         try:
-            change = reapply(conflicted.pk, current_actor(), choices)
+            change = reapply(conflicted.pk, current_actor(), choices, confirmed=confirm.validated_data["confirm"])
         except ChangeRejected as exc:
             return refusal_response(exc, name=conflicted.namespace)
         return Response(ChangeRequestSerializer(change).data, status=status.HTTP_202_ACCEPTED)
@@ -333,6 +365,7 @@ class BulkRequestViewSet(
                 current_actor(),
                 label_namespace=data["labelNamespace"],
                 expected_generations=expected,
+                confirmed=data["confirm"],
             )
         except ChangeRejected as exc:
             return refusal_response(exc, kind="bulkrequests")
@@ -362,4 +395,5 @@ def _bulk_impact(changes: list[Any]) -> dict[str, Any]:
         },
         "capacity": [r.as_api() for r in room.values()],
         "nearlyFull": [r.cluster_id for r in room.values() if r.nearly_full],
+        "destructive": bulk_destructive_reason(changes),
     }

@@ -23,7 +23,7 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 
-from access import policy
+from access import policy, roles
 from access.impersonation import Identity, identity_for
 from access.review import review_change
 from liqo_rules.constants import SELECTED_NAME
@@ -62,13 +62,28 @@ def refuse(
     return ChangeRejected({field: [reason[:1].upper() + reason[1:]]}, Refusal.FORBIDDEN)
 
 
-def permit(actor: Actor, namespace: Namespace, action: str) -> None:
-    """Gate 1: raise ``FORBIDDEN`` (and audit it) unless the dashboard's roles and scopes allow it."""
+def permit(actor: Actor, namespace: Namespace, action: str, *, record: bool = True) -> None:
+    """Gate 1: raise ``FORBIDDEN`` (written to the audit trail when ``record``) unless the dashboard's
+    roles and scopes allow ``action`` (offload, edit, unoffload, reapply) on ``namespace``. The one check
+    of who may change a namespace: the request contract asks it, and so do the pages before they show a
+    form (``offloading.views.common.gate``; a GET is not recorded)."""
     if actor.user_id is None:
         return
     decision = policy.can_change(user_of(actor), namespace.name, namespace.labels or {}, action)
     if not decision.allowed:
-        raise refuse(actor, namespace.name, action, decision.reason)
+        raise refuse(actor, namespace.name, action, decision.reason, record=record)
+
+
+def permit_bulk(actor: Actor, target: str, action: str, *, record: bool = True, field: str = "namespace") -> None:
+    """Gate 1 for a bulk change (``target``: its namespace selector, or what the page is about): it needs
+    the operator role; which namespaces it may change is then asked of each (:func:`permit`'s rule,
+    through ``policy``), and the others are left out."""
+    if actor.user_id is None:
+        return
+    user = user_of(actor)
+    if not roles.has_role(user, roles.OPERATOR):
+        reason = policy.can_change(user, "", {}, "edit").reason
+        raise refuse(actor, target, action, reason, field=field, record=record)
 
 
 def permit_remote_name(actor: Actor, namespace: Namespace, spec: dict[str, Any]) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
-from access import policy, roles
+from access import policy
 from liqo_rules.selectors.parse import parse_requirements
 from liqo_rules.selectors.requirements import SelectorError
 from liqo_rules.spec import apply_defaults
@@ -24,8 +24,9 @@ from offloading.changes.requests import (
     build_change,
     dry_run_refusal,
     save_and_enqueue,
+    unconfirmed,
 )
-from offloading.choices import ChangeAction, Source
+from offloading.choices import ChangeAction, ChangeState, Source
 from offloading.cluster.identity import acting_as
 from offloading.context import Actor
 from offloading.models import (
@@ -35,6 +36,7 @@ from offloading.models import (
 )
 from offloading.queue import enqueue_bulk
 from offloading.snapshot.refresh import local_cluster_id
+from offloading.whatif.destructive import destructive_changes
 
 log = logging.getLogger(__name__)
 
@@ -104,11 +106,8 @@ def plan_bulk(
     expected = expected_generations or {}
     # The children of a bulk request say so; the parent keeps where it came from (web or api).
     actor = Actor(actor.user_id, actor.user_name, Source.BULK, actor.request_id)
+    authorize.permit_bulk(actor, namespace_selector, f"bulk {action}")
     user = authorize.user_of(actor)
-    if actor.user_id is not None and not roles.has_role(user, roles.OPERATOR):
-        raise authorize.refuse(
-            actor, namespace_selector, f"bulk {action}", policy.can_change(user, "", {}, "edit").reason
-        )
     for namespace in bulk_targets(namespace_selector):
         if actor.user_id is not None:
             # Out of the user's scopes (or no right to change at all): left out, never queued.
@@ -161,6 +160,36 @@ def _ask_cluster_all(changes: list[ChangeRequest], skipped: list[dict[str, str]]
     return accepted
 
 
+def bulk_destructive_reason(changes: list[ChangeRequest]) -> str | None:
+    """Why a bulk change is destructive (how many of its namespaces, and the first reason), or None."""
+    found = destructive_changes(changes)
+    if not found:
+        return None
+    names = sorted(found)
+    listed = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+    return f"destructive for {len(found)} of the {len(changes)} namespaces ({listed}); {names[0]}: {found[names[0]]}"
+
+
+def require_bulk_confirmation(changes: list[ChangeRequest]) -> None:
+    """Refuse an unconfirmed bulk change that is destructive for any of its namespaces."""
+    why = bulk_destructive_reason(changes)
+    if why:
+        raise unconfirmed(why)
+
+
+def _refuse_empty(plan: BulkPlan, actor: Actor, namespace_selector: str, action: str) -> None:
+    """Refuse a bulk change that no namespace can take, saying why (``FORBIDDEN`` when every one was
+    left out for the user's scopes)."""
+    if plan.changes:
+        return
+    reasons = sorted({s["reason"] for s in plan.skipped})[:3]
+    detail = f" ({'; '.join(reasons)})" if reasons else ""
+    message = f"no namespace matched that can take this change{detail}"
+    if plan.skipped and all(s.get("why") == "scope" for s in plan.skipped):
+        raise authorize.refuse(actor, namespace_selector, f"bulk {action}", message, field="namespaceSelector")
+    raise ChangeRejected({"namespaceSelector": [message]})
+
+
 def request_bulk(
     action: str,
     namespace_selector: str,
@@ -169,9 +198,11 @@ def request_bulk(
     *,
     label_namespace: bool = False,
     expected_generations: dict[str, int] | None = None,
+    confirmed: bool = False,
 ) -> BulkRequest:
     """Record one parent request and a change per namespace that can take it, in one transaction
-    (the API server is asked first, outside the transaction)."""
+    (the API server is asked first, outside the transaction). A bulk change that is destructive for any
+    of its namespaces (``offloading.whatif.destructive``) needs ``confirmed``, as a single change does."""
     plan = plan_bulk(
         action,
         namespace_selector,
@@ -179,15 +210,12 @@ def request_bulk(
         actor,
         label_namespace=label_namespace,
         expected_generations=expected_generations,
-        ask_api_server=True,
     )
-    if not plan.changes:
-        reasons = sorted({s["reason"] for s in plan.skipped})[:3]
-        detail = f" ({'; '.join(reasons)})" if reasons else ""
-        message = f"no namespace matched that can take this change{detail}"
-        if plan.skipped and all(s.get("why") == "scope" for s in plan.skipped):
-            raise authorize.refuse(actor, namespace_selector, f"bulk {action}", message, field="namespaceSelector")
-        raise ChangeRejected({"namespaceSelector": [message]})
+    _refuse_empty(plan, actor, namespace_selector, action)
+    if not confirmed:  # before the API server is asked of every namespace
+        require_bulk_confirmation(plan.changes)
+    plan.changes = _ask_cluster_all(plan.changes, plan.skipped, actor)
+    _refuse_empty(plan, actor, namespace_selector, action)
     with transaction.atomic():
         bulk = BulkRequest.objects.create(
             action=action,
@@ -210,11 +238,10 @@ def request_bulk(
     return bulk
 
 
-def retry_failed(bulk_id: int, actor: Actor) -> BulkRequest:
+def retry_failed(bulk_id: int, actor: Actor, *, confirmed: bool = False) -> BulkRequest:
     """A new bulk request for the children of ``bulk_id`` that failed, each asked for again with the
-    same rules (scopes, the cluster's review, the dry-run), based on the snapshot now."""
-    from offloading.choices import ChangeState
-
+    same rules (scopes, the cluster's review, the dry-run, the confirmation of a destructive change),
+    based on the snapshot now."""
     original = BulkRequest.objects.filter(pk=bulk_id).first()
     if original is None:
         raise ChangeRejected({"bulk": [f"bulk request {bulk_id} does not exist"]}, Refusal.NOT_FOUND)
@@ -251,6 +278,8 @@ def retry_failed(bulk_id: int, actor: Actor) -> BulkRequest:
         if all(s.get("why") == "scope" for s in skipped):
             raise authorize.refuse(actor, original.namespace_selector, "bulk retry", message, field="bulk")
         raise ChangeRejected({"bulk": [message]})
+    if not confirmed:
+        require_bulk_confirmation(changes)
     with transaction.atomic():
         retry = BulkRequest.objects.create(
             action=original.action,

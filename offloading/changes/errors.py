@@ -21,6 +21,7 @@ class Refusal(Enum):
     STALE = (412, "PreconditionFailed")  # the namespace changed since the client loaded it
     CONFLICT = (409, "Conflict")  # the namespace is not in a state that can take the change now
     NOT_FOUND = (404, "NotFound")  # the namespace (or change) is not in the snapshot
+    UNCONFIRMED = (400, "BadRequest")  # a destructive change asked for without confirmation (``confirm``)
 
     @property
     def http_status(self) -> int:

@@ -23,6 +23,11 @@ entry point:
   asks for every target, a few at a time (``DRY_RUN_CONCURRENCY``). An API server that cannot be reached
   at submit time does not block the request: it is queued and the worker applies it when the server is
   back (it retries), so a request is never lost.
+- Confirmation: a destructive change (``offloading.whatif.destructive``: an unoffload, an edit that loses
+  a cluster or makes the pod strategy stricter) is refused unless it was confirmed (``ChangeInput.confirmed``):
+  ``UNCONFIRMED`` on the field ``confirm``, with the reason (form: the confirmation the page asks for;
+  API: 400 ``Status``; bulk: the whole request, unless confirmed). Asked after the access checks and the
+  rules, so that only a change that could go through asks for it.
 """
 
 from __future__ import annotations
@@ -53,6 +58,7 @@ from offloading.models import (
 from offloading.queue import enqueue_apply
 from offloading.snapshot.refresh import local_cluster_id
 from offloading.whatif.collisions import collisions
+from offloading.whatif.destructive import is_destructive
 from offloading.whatif.preview import dry_run
 
 log = logging.getLogger(__name__)
@@ -247,6 +253,25 @@ class ChangeInput:
     spec: dict[str, Any] | None = None
     expected_generation: int | None = None
     label_namespace: bool = False
+    confirmed: bool = False  # the requester confirmed a destructive change
+
+
+CONFIRM_FIELD = "confirm"
+
+
+def unconfirmed(reason: str) -> ChangeRejected:
+    """The refusal of a destructive change that was not confirmed, on the field ``confirm``."""
+    message = f"{reason[:1].upper()}{reason[1:]}: confirm this destructive change to go on"
+    return ChangeRejected({CONFIRM_FIELD: [message]}, Refusal.UNCONFIRMED)
+
+
+def require_confirmation(namespace: Namespace, built: ChangeRequest, confirmed: bool) -> None:
+    """Refuse ``built`` (the change of ``namespace``) when it is destructive and was not confirmed."""
+    if confirmed:
+        return
+    why = is_destructive(namespace, built.action, built.desired_spec)
+    if why:
+        raise unconfirmed(why)
 
 
 def build_change(
@@ -280,12 +305,14 @@ def submit(change: ChangeInput, actor: Actor, *, reapplying: bool = False) -> Ch
     trail: ``NOT_FOUND`` for an unknown namespace, ``FORBIDDEN`` when the user's role or scopes or the
     cluster's RBAC do not allow it (``offloading.changes.authorize``), ``STALE`` when the snapshot shows
     the namespace changed since the requester loaded it, ``CONFLICT`` when it cannot take the change now,
-    ``INVALID`` when Liqo's rules or the API server refuse the spec.
+    ``UNCONFIRMED`` when it is destructive and not confirmed, ``INVALID`` when Liqo's rules or the API
+    server refuse the spec.
     """
     namespace = get_namespace(change.namespace)
     authorize.permit(actor, namespace, authorize.policy_action(namespace, change.action, reapplying=reapplying))
     built = build_change(namespace, change, actor)
     authorize.ask_cluster(actor, built)
+    require_confirmation(namespace, built, change.confirmed)
     if built.action != ChangeAction.UNOFFLOAD:
         with acting_as(authorize.identity(actor)):
             denied = dry_run_refusal(namespace.name, built.desired_spec or {})
@@ -319,18 +346,25 @@ def request_offload(
     *,
     expected_generation: int | None = None,
     label_namespace: bool = False,
+    confirmed: bool = False,
 ) -> ChangeRequest:
     """:func:`submit` an offload (create, or update when already offloaded) of ``namespace_name``."""
-    return submit(ChangeInput(namespace_name, ChangeAction.OFFLOAD, spec, expected_generation, label_namespace), actor)
+    wanted = ChangeInput(namespace_name, ChangeAction.OFFLOAD, spec, expected_generation, label_namespace, confirmed)
+    return submit(wanted, actor)
 
 
-def request_unoffload(namespace_name: str, actor: Actor, *, expected_generation: int | None = None) -> ChangeRequest:
+def request_unoffload(
+    namespace_name: str, actor: Actor, *, expected_generation: int | None = None, confirmed: bool = False
+) -> ChangeRequest:
     """:func:`submit` the removal of the namespace's NamespaceOffloading (Liqo then removes the remote
-    namespaces and everything reflected into them)."""
-    return submit(ChangeInput(namespace_name, ChangeAction.UNOFFLOAD, None, expected_generation), actor)
+    namespaces and everything reflected into them): destructive, so it needs ``confirmed``."""
+    wanted = ChangeInput(namespace_name, ChangeAction.UNOFFLOAD, None, expected_generation, confirmed=confirmed)
+    return submit(wanted, actor)
 
 
-def reapply(change_id: int, actor: Actor, choices: dict[str, str] | None = None) -> ChangeRequest:
+def reapply(
+    change_id: int, actor: Actor, choices: dict[str, str] | None = None, *, confirmed: bool = False
+) -> ChangeRequest:
     """Resolve a change that ended in conflict by asking for it again, based on what the snapshot holds
     now, merged field by field (``offloading.changes.merge``): the fields only the requester changed
     are applied, the fields only the other writer changed are kept, and a field both changed
@@ -341,7 +375,8 @@ def reapply(change_id: int, actor: Actor, choices: dict[str, str] | None = None)
     namespace = get_namespace(change.namespace)
     current = namespace.offloading_generation if namespace.offloaded else 0
     if change.action == ChangeAction.UNOFFLOAD:
-        return submit(ChangeInput(namespace.name, ChangeAction.UNOFFLOAD, None, current), actor, reapplying=True)
+        wanted = ChangeInput(namespace.name, ChangeAction.UNOFFLOAD, None, current, confirmed=confirmed)
+        return submit(wanted, actor, reapplying=True)
     spec = change.desired_spec or {}
     if namespace.offloaded:
         fields = three_way(change.base_spec, namespace.offloading_spec, spec)
@@ -352,7 +387,7 @@ def reapply(change_id: int, actor: Actor, choices: dict[str, str] | None = None)
                 Refusal.CONFLICT,
             )
     return submit(
-        ChangeInput(namespace.name, ChangeAction.OFFLOAD, spec, current, change.label_namespace),
+        ChangeInput(namespace.name, ChangeAction.OFFLOAD, spec, current, change.label_namespace, confirmed),
         actor,
         reapplying=True,
     )

@@ -10,10 +10,11 @@ from django.contrib.auth.decorators import login_required
 from django.db.models import Case, When
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseStopPolling
 
-from offloading.changes.bulk import plan_bulk, request_bulk, retry_failed
+from offloading.changes.bulk import bulk_destructive_reason, plan_bulk, request_bulk, retry_failed
 from offloading.changes.errors import ChangeRejected, Refusal
 from offloading.choices import ChangeState
 from offloading.context import current_actor
@@ -21,12 +22,20 @@ from offloading.forms import BulkForm
 from offloading.models import (
     BulkRequest,
 )
-from offloading.views.common import capped, fleet_placeholders, form_status, page_refusal, reject_into
+from offloading.views.common import (
+    capped,
+    confirm_page,
+    confirmed,
+    fleet_placeholders,
+    forbidden,
+    form_status,
+    gate,
+)
 from offloading.whatif.capacity import rooms
-from offloading.whatif.impact import BulkImpact, bulk_impact
+from offloading.whatif.impact import bulk_impact
 
 
-def _bulk_call(form: BulkForm, service: Any) -> Any:
+def _bulk_call(form: BulkForm, service: Any, **extra: Any) -> Any:
     """Call ``plan_bulk`` or ``request_bulk`` with the form's data; None (and the refusal on the
     form) when the change flow refuses. The generations the preview showed come back from the page,
     so a namespace that changed since is left out."""
@@ -39,31 +48,40 @@ def _bulk_call(form: BulkForm, service: Any) -> Any:
             current_actor(),
             label_namespace=bool(data.get("label_namespace")),
             expected_generations=data.get("expected_generations") or None,
+            **extra,
         )
     except ChangeRejected as exc:
-        reject_into(form, exc)
+        form.add_refusal(exc)
         return None
 
 
 @login_required
 @require_http_methods(["GET", "POST"])
 def bulk(request: HttpRequest) -> HttpResponse:
-    refused = page_refusal(request, None, "bulk")
+    refused = gate(request, None, "bulk")
     if refused is not None:
         return refused
     form = BulkForm(request.POST or None)
     fleet_placeholders(form)
     context: dict[str, Any] = {"form": form}
     if request.method == "POST" and form.is_valid():
-        # What the preview showed, again: a change that unoffloads or loses clusters is submitted only
-        # with the typed count of namespaces.
+        # What the preview showed, again; a destructive change is confirmed by typing the count of
+        # namespaces, and the request contract refuses it otherwise (on the box, with why).
         plan = _bulk_call(form, plan_bulk)
         if plan is not None:
             context.update(_plan_context(plan))
-            if _confirmed(form, plan, context["impact"]):
-                created = _bulk_call(form, request_bulk)
-                if created is not None:
-                    return redirect("offloading:bulk_detail", pk=created.pk)
+            typed = (form.cleaned_data.get("confirm_count") or "").strip()
+            count = len(plan.changes)
+            created = _bulk_call(form, request_bulk, confirmed=typed == str(count))
+            if created is not None:
+                return redirect("offloading:bulk_detail", pk=created.pk)
+            if form.refusal is Refusal.UNCONFIRMED:
+                form.add_error(
+                    "confirm_count",
+                    f"You typed {typed}, but {count} namespaces will change: review the list and type that number."
+                    if typed
+                    else f"This needs the typed count: type {count} (the number of namespaces) to confirm.",
+                )
     return render(request, "offloading/bulk_form.html", context, status=form_status(form))
 
 
@@ -75,6 +93,8 @@ def _plan_context(plan: Any) -> dict[str, Any]:
     return {
         "plan": plan,
         "impact": impact,
+        # Why the change needs the typed count (None: it does not), as the request contract says it.
+        "destructive": bulk_destructive_reason(plan.changes),
         "rooms": list(room.values()),
         "nearly_full": [r for r in room.values() if r.nearly_full],
         "planned": [(c, rows[c.namespace]) for c in plan.changes[:200]],
@@ -90,25 +110,10 @@ def _kept_count(form: BulkForm, plan: Any) -> str:
     return typed if typed == str(len(plan.changes)) else ""
 
 
-def _confirmed(form: BulkForm, plan: Any, impact: BulkImpact) -> bool:
-    if not impact.needs_confirmation:
-        return True
-    typed = (form.cleaned_data.get("confirm_count") or "").strip()
-    if typed == str(len(plan.changes)):
-        return True
-    form.add_error(
-        "confirm_count",
-        f"This change deletes remote namespaces: type {len(plan.changes)} (the number of namespaces) to confirm."
-        if not typed
-        else f"You typed {typed}, but {len(plan.changes)} namespaces will change: review the list and type that number.",
-    )
-    return False
-
-
 @login_required
 @require_POST
 def bulk_preview(request: HttpRequest) -> HttpResponse:
-    refused = page_refusal(request, None, "bulk")
+    refused = gate(request, None, "bulk")
     if refused is not None:
         return refused
     form = BulkForm(request.POST)
@@ -134,15 +139,16 @@ def bulk_detail(request: HttpRequest, pk: int) -> HttpResponse:
 def bulk_retry(request: HttpRequest, pk: int) -> HttpResponse:
     """Ask again for the changes of a bulk request that failed (a new bulk request)."""
     get_object_or_404(BulkRequest, pk=pk)
-    refused = page_refusal(request, None, "bulk")
+    refused = gate(request, None, "bulk")
     if refused is not None:
         return refused
     try:
-        retry = retry_failed(pk, current_actor())
+        retry = retry_failed(pk, current_actor(), confirmed=confirmed(request))
     except ChangeRejected as exc:
         if exc.refusal is Refusal.FORBIDDEN:
-            context = {"reason": " ".join(exc.messages), "action": "retry", "namespace": None}
-            return render(request, "offloading/forbidden.html", context, status=403)
+            return forbidden(request, exc)
+        if exc.refusal is Refusal.UNCONFIRMED:
+            return confirm_page(request, exc, reverse("offloading:bulk_detail", args=[pk]))
         for message in exc.messages:
             messages.error(request, message)
         return redirect("offloading:bulk_detail", pk=pk)

@@ -9,6 +9,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect, HttpResponseStopPolling
@@ -17,7 +18,7 @@ from liqo_rules.constants import REMOTE, SCHEDULING_LABEL
 from liqo_rules.spec import FIELD_POD, apply_defaults
 from offloading.changes.errors import ChangeRejected, Refusal
 from offloading.changes.merge import three_way
-from offloading.changes.requests import reapply, request_offload, request_unoffload
+from offloading.changes.requests import reapply, request_offload, request_unoffload, validate
 from offloading.choices import ChangeAction, ChangeState
 from offloading.context import current_actor
 from offloading.forms import MAPPING_HELP, POD_HELP, OffloadForm, UnoffloadForm
@@ -27,15 +28,17 @@ from offloading.models import (
 )
 from offloading.views.common import (
     HtmxHttpRequest,
+    confirm_page,
+    confirmed,
     dump_yaml,
     fleet_placeholders,
     form_status,
+    gate,
     inventory_context,
-    page_refusal,
-    reject_into,
 )
 from offloading.views.previewhtml import cluster_table
 from offloading.views.rows import status_context
+from offloading.whatif.destructive import is_destructive
 from offloading.whatif.impact import field_changes
 from offloading.whatif.pods import pod_impact, running_pods
 from offloading.whatif.preview import preview as compute_preview
@@ -56,10 +59,9 @@ def _offload_context(form: OffloadForm) -> dict[str, Any]:
 @require_http_methods(["GET", "POST"])
 def offload(request: HtmxHttpRequest, name: str) -> HttpResponse:
     """Offload a namespace, or edit its offloading."""
-    namespace = get_object_or_404(Namespace, name=name)
-    refused = page_refusal(request, namespace, "edit" if namespace.offloaded else "offload")
-    if refused is not None:
-        return refused
+    namespace = gate(request, name)
+    if isinstance(namespace, HttpResponse):
+        return namespace
     if request.method == "POST":
         form = OffloadForm(request.POST, namespace=namespace)
         if form.is_valid() and form.spec is not None:
@@ -70,6 +72,7 @@ def offload(request: HtmxHttpRequest, name: str) -> HttpResponse:
                     current_actor(),
                     expected_generation=form.cleaned_data.get("expected_generation"),
                     label_namespace=bool(form.cleaned_data.get("label_namespace")),
+                    confirmed=bool(form.cleaned_data.get("confirm")),
                 )
             except ChangeRejected as exc:
                 current = (
@@ -81,7 +84,7 @@ def offload(request: HtmxHttpRequest, name: str) -> HttpResponse:
                     form = form.rebased(current, "; ".join(exc.messages))
                     namespace = current
                 else:
-                    reject_into(form, exc)
+                    form.add_refusal(exc)
             else:
                 url = reverse("offloading:change_detail", args=[change.pk])
                 return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
@@ -97,13 +100,24 @@ def offload(request: HtmxHttpRequest, name: str) -> HttpResponse:
 @require_POST
 def offload_preview(request: HttpRequest, name: str) -> HttpResponse:
     """Live preview while typing: matched clusters and why, the manifest, the remote name, the pod
-    mutation, and validation errors. Always 200: errors are part of the preview."""
+    mutation, what a destructive edit deletes, and validation errors (Liqo's rules, asked here as the
+    request contract asks them on submit). Always 200: errors are part of the preview."""
     # Not the observed status: per cluster, it grows with the peers, and the preview never shows it.
     namespace = get_object_or_404(Namespace.objects.defer("offloading_status"), name=name)
     form = OffloadForm(request.POST, namespace=namespace)
     form.previewing = True
-    form.is_valid()
-    return render(request, "offloading/_preview.html", {"form": form, "namespace": namespace, **preview_context(form)})
+    if form.is_valid() and form.spec is not None:
+        checked = validate(namespace, form.spec)
+        form.add_problems(checked.errors)
+        form.warnings = checked.warnings
+        form.spec = checked.spec
+    context = {"form": form, "namespace": namespace, **preview_context(form)}
+    if form.errors:
+        context["destructive"] = None  # said once the spec is one Liqo takes
+    # The preview, and the confirmation box of the form out of band (it is inside the form, the preview is not).
+    html = render_to_string("offloading/_preview.html", context, request)
+    html += render_to_string("offloading/_destructive.html", {**context, "oob": True}, request)
+    return HttpResponse(html)
 
 
 # Above this many expressions the preview prints the selector once (in the manifest), not three times.
@@ -162,6 +176,8 @@ def preview_context(form: OffloadForm) -> dict[str, Any]:
             "to_remote": namespace.offloaded
             and apply_defaults(namespace.offloading_spec or {}).get(FIELD_POD) != REMOTE
             and form.spec.get(FIELD_POD) == REMOTE,
+            # What the edit deletes: the request contract asks for confirmation of the same reason.
+            "destructive": is_destructive(namespace, ChangeAction.UPDATE, form.spec),
         }
     )
     return context
@@ -170,19 +186,21 @@ def preview_context(form: OffloadForm) -> dict[str, Any]:
 @login_required
 @require_http_methods(["GET", "POST"])
 def unoffload(request: HttpRequest, name: str) -> HttpResponse:
-    namespace = get_object_or_404(Namespace, name=name)
-    refused = page_refusal(request, namespace, "unoffload")
-    if refused is not None:
-        return refused
+    namespace = gate(request, name, "unoffload")
+    if isinstance(namespace, HttpResponse):
+        return namespace
     if request.method == "POST":
         form = UnoffloadForm(request.POST, namespace=namespace)
         if form.is_valid():
             try:
                 change = request_unoffload(
-                    namespace.name, current_actor(), expected_generation=form.cleaned_data.get("expected_generation")
+                    namespace.name,
+                    current_actor(),
+                    expected_generation=form.cleaned_data.get("expected_generation"),
+                    confirmed=form.confirmed,
                 )
             except ChangeRejected as exc:
-                reject_into(form, exc)
+                form.add_refusal(exc)
             else:
                 return redirect("offloading:change_detail", pk=change.pk)
     else:
@@ -190,12 +208,14 @@ def unoffload(request: HttpRequest, name: str) -> HttpResponse:
     selected = namespace.cluster_states.filter(selected=True) if namespace.offloaded else []
     running = running_pods([namespace.name]).get(namespace.name, {})
     impact = pod_impact(running, [], namespace.offloading_spec, None, unoffload=True)
-    return render(
-        request,
-        "offloading/unoffload_confirm.html",
-        {"namespace": namespace, "form": form, "selected": selected, "pod_impact": impact},
-        status=form_status(form),
-    )
+    context = {
+        "namespace": namespace,
+        "form": form,
+        "selected": selected,
+        "pod_impact": impact,
+        "destructive": is_destructive(namespace, ChangeAction.UNOFFLOAD, None),
+    }
+    return render(request, "offloading/unoffload_confirm.html", context, status=form_status(form))
 
 
 @login_required
@@ -265,17 +285,17 @@ def change_reapply(request: HttpRequest, pk: int) -> HttpResponse:
     """Resolve a conflict: ask for the same change again, based on the current version."""
     conflicted = get_object_or_404(ChangeRequest, pk=pk)
     namespace = Namespace.objects.filter(name=conflicted.namespace).first()
-    refused = page_refusal(request, namespace, "reapply") if namespace is not None else None
-    if refused is not None:
-        return refused
+    if namespace is not None:  # one that is gone is the contract's refusal (not found), on the change's page
+        refused = gate(request, namespace, "reapply")
+        if isinstance(refused, HttpResponse):
+            return refused
+    choices = {key.removeprefix("choice_"): str(request.POST.get(key)) for key in request.POST if key[:7] == "choice_"}
     try:
-        choices = {
-            key.removeprefix("choice_"): str(request.POST.get(key)) for key in request.POST if key[:7] == "choice_"
-        }
-        change = reapply(pk, current_actor(), choices)
+        change = reapply(pk, current_actor(), choices, confirmed=confirmed(request))
     except ChangeRejected as exc:
-        for field_messages in exc.errors.values():
-            for message in field_messages:
-                messages.error(request, message)
+        if exc.refusal is Refusal.UNCONFIRMED:
+            return confirm_page(request, exc, reverse("offloading:change_detail", args=[pk]))
+        for message in exc.messages:
+            messages.error(request, message)
         return redirect("offloading:change_detail", pk=pk)
     return redirect("offloading:change_detail", pk=change.pk)

@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections import Counter
+from typing import Any, overload
 
 import yaml
+from django.core.paginator import Paginator
+from django.db.models import Case, Count, IntegerField, Q, When
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.shortcuts import get_object_or_404, render
 from django_htmx.middleware import HtmxDetails
 
-from access import policy, roles
 from liqo_rules import constants as liqo_constants
-from offloading.audit.events import record_refused
+from offloading.changes import authorize
 from offloading.changes.errors import ChangeRejected, Refusal
+from offloading.choices import ChangeAction
 from offloading.context import current_actor
-from offloading.forms import SPEC_FIELD_TO_FORM
-from offloading.models import Namespace
+from offloading.models import Namespace, VirtualNode
+from offloading.models.inventory import KubeEvent, Pod
 
 # libyaml's emitter when PyYAML was built with it: the same text, many times faster on large selectors.
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
@@ -23,20 +26,6 @@ _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 def dump_yaml(obj: Any) -> str:
     return yaml.dump(obj, Dumper=_DUMPER, sort_keys=False, default_flow_style=False)
-
-
-# The form field of each field a refusal names (spec and API field names); others are form-wide.
-FIELD_TO_FORM = {**SPEC_FIELD_TO_FORM, "namespaceSelector": "namespace_selector"}
-
-
-def reject_into(form: Any, exc: ChangeRejected) -> None:
-    """Put a refusal of the change flow on the form: each message on the field it names when the form
-    has that field, otherwise as a form-wide error (for example "changed since you loaded it")."""
-    for key, messages in exc.errors.items():
-        target = FIELD_TO_FORM.get(key)
-        for message in messages:
-            form.add_error(target if target in form.fields else None, message)
-    form.refusal = exc.refusal
 
 
 def form_status(form: Any) -> int:
@@ -51,24 +40,51 @@ class HtmxHttpRequest(HttpRequest):
     htmx: HtmxDetails
 
 
-def page_refusal(request: HttpRequest, namespace: Namespace | None, action: str) -> HttpResponse | None:
-    """A 403 page saying why, when the user may not ``action`` ``namespace`` (None: a bulk change, which
-    needs the operator role); None when they may. A refused POST is written to the audit trail."""
-    user: Any = request.user
-    if namespace is None:
-        if roles.has_role(user, roles.OPERATOR):
-            return None
-        reason = policy.can_change(user, "", {}, "edit").reason
-        target = "bulk"
-    else:
-        decision = policy.can_change(user, namespace.name, namespace.labels or {}, action)
-        if decision.allowed:
-            return None
-        reason, target = decision.reason, namespace.name
-    if request.method == "POST":
-        record_refused(current_actor(), target, action, reason)
-    context = {"reason": reason[:1].upper() + reason[1:], "action": action, "namespace": namespace}
+def forbidden(request: HttpRequest, exc: ChangeRejected, namespace: Namespace | None = None) -> HttpResponse:
+    """The 403 page of a change that was refused as not allowed, saying why (nothing was changed)."""
+    context = {"reason": " ".join(exc.messages), "namespace": namespace}
     return render(request, "offloading/forbidden.html", context, status=403)
+
+
+@overload
+def gate(request: HttpRequest, target: str | Namespace, action: str | None = None) -> Namespace | HttpResponse: ...
+@overload
+def gate(request: HttpRequest, target: None, action: str) -> HttpResponse | None: ...
+def gate(request: HttpRequest, target: str | Namespace | None, action: str | None = None) -> Any:
+    """The one gate of the pages that change something: the request contract's own access check
+    (``offloading.changes.authorize``), asked before a form is shown or a POST is read.
+
+    ``target`` a namespace (or its name: 404 when the snapshot has none): the namespace when the user may
+    ``action`` it (None: offload it, or edit it when it is offloaded), else the 403 page saying why.
+    ``target`` None, a bulk change (it needs the operator role): None when allowed, else the 403 page.
+    A refused POST is written to the audit trail (by ``authorize.refuse``, the only writer of that row).
+    """
+    actor, record = current_actor(), request.method == "POST"
+    namespace = get_object_or_404(Namespace, name=target) if isinstance(target, str) else target
+    try:
+        if namespace is None:
+            authorize.permit_bulk(actor, "bulk", action or "bulk", record=record)
+            return None
+        wanted = action or authorize.policy_action(namespace, ChangeAction.OFFLOAD)
+        authorize.permit(actor, namespace, wanted, record=record)
+    except ChangeRejected as exc:
+        return forbidden(request, exc, namespace)
+    return namespace
+
+
+def confirm_page(request: HttpRequest, exc: ChangeRejected, cancel_url: str) -> HttpResponse:
+    """The page that asks to confirm a destructive change a button asked for (re-apply, re-apply mine,
+    retry a bulk): the reason the request contract gave, and the same POST again with ``confirm``."""
+    fields = [
+        (k, v) for k, values in request.POST.lists() if k not in ("csrfmiddlewaretoken", "confirm") for v in values
+    ]
+    context = {"reasons": exc.messages, "fields": fields, "action_url": request.path, "cancel_url": cancel_url}
+    return render(request, "offloading/confirm_destructive.html", context)
+
+
+def confirmed(request: HttpRequest) -> bool:
+    """Whether a POST confirms a destructive change (the confirmation page's or a form's ``confirm``)."""
+    return request.POST.get("confirm") in ("on", "true", "1")
 
 
 # How many virtual nodes / namespaces the placeholders are drawn from: a sample, so that a form costs
@@ -80,11 +96,6 @@ def fleet_placeholders(form: Any) -> None:
     """Placeholders that match something real: a label the peered clusters' virtual nodes carry (one
     that tells them apart) for the cluster selector, a label the namespaces carry for a namespace
     selector."""
-    from collections import Counter
-
-    from liqo_rules import constants as liqo_constants
-    from offloading.models import VirtualNode
-
     if "cluster_selector" in form.fields:
         seen: Counter[tuple[str, str]] = Counter()
         for labels in VirtualNode.objects.values_list("labels", flat=True)[:PLACEHOLDER_SAMPLE]:
@@ -110,10 +121,6 @@ def fleet_placeholders(form: Any) -> None:
 
 def annotate_inventory(namespaces: Any) -> None:
     """Set ``pods_local``, ``pods_remote`` and ``warnings`` on each namespace of a page (two queries)."""
-    from django.db.models import Count, Q
-
-    from offloading.models.inventory import KubeEvent, Pod
-
     rows = list(namespaces)
     names = [ns.name for ns in rows]
     pods = {
@@ -140,11 +147,6 @@ POD_ROWS, EVENT_ROWS = 200, 50  # a page of a namespace's pods and events; the p
 def inventory_context(namespace_name: str, since: Any = None, request: HttpRequest | None = None) -> dict[str, Any]:
     """The pods of a namespace (where they run) and its events, warnings first: a page of each
     (``?pods=`` and ``?events=`` in ``request``'s query string), with how many there are in all."""
-    from django.db.models import Case, IntegerField, When
-
-    from offloading.models import VirtualNode
-    from offloading.models.inventory import KubeEvent, Pod
-
     events = KubeEvent.objects.filter(namespace=namespace_name)
     if since is not None:
         events = events.filter(last_time__gte=since)
@@ -178,8 +180,6 @@ def capped(items: Any, request: HttpRequest | None, param: str, per_page: int) -
     """A page of ``items`` for a list that shows at most ``per_page`` rows: the page asked for in the
     query string's ``param`` (the other parameters are kept by its links, see ``_shown.html``), with
     ``param`` and ``query`` set on it so the template can say how many there are and link to the rest."""
-    from django.core.paginator import Paginator
-
     page = Paginator(items, per_page).get_page(request.GET.get(param) if request is not None else None)
     query = request.GET.copy() if request is not None else None
     if query is not None:

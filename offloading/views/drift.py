@@ -1,72 +1,41 @@
 """Drift on the namespace page: what changed in the cluster without liqo-dash, who (the field manager),
-and the two choices: accept theirs (recorded in the audit trail), or re-apply mine (the spec of our last
-applied change, through the one request contract)."""
+and the two choices (``offloading.changes.drift``): accept theirs (recorded in the audit trail), or
+re-apply mine (the spec of our last applied change, through the one request contract)."""
 
 from __future__ import annotations
-
-from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect
+from django.shortcuts import redirect
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from offloading.changes.errors import ChangeRejected
-from offloading.changes.requests import ChangeInput, submit
-from offloading.choices import AuditAction, ChangeAction, ChangeState, Source
+from offloading.changes.drift import accept_drift
+from offloading.changes.drift import reapply_mine as reapply_mine_change
+from offloading.changes.errors import ChangeRejected, Refusal
 from offloading.context import current_actor
-from offloading.models import AuditEvent, ChangeRequest, Namespace
-from offloading.views.common import page_refusal
+from offloading.snapshot.drift import open_drift
+from offloading.views.common import confirm_page, confirmed, forbidden, gate
 
-
-def open_drift(namespace: Namespace) -> dict[str, Any]:
-    """The newest drift of the namespace not yet answered (by a change of ours or an acceptance)."""
-    drift = (
-        AuditEvent.objects.filter(namespace=namespace.name, source=Source.EXTERNAL)
-        .exclude(action=AuditAction.DRIFT_ACCEPTED)
-        .order_by("-seq")
-        .first()
-    )
-    if drift is None:
-        return {}
-    answered = AuditEvent.objects.filter(
-        namespace=namespace.name,
-        seq__gt=drift.seq,
-        action__in=[AuditAction.DRIFT_ACCEPTED, AuditAction.REQUESTED],
-    ).exists()
-    if answered:
-        return {}
-    mine = (
-        ChangeRequest.objects.filter(namespace=namespace.name, state=ChangeState.APPLIED)
-        .exclude(action=ChangeAction.UNOFFLOAD)
-        .order_by("-finished_at", "-id")
-        .first()
-    )
-    return {"drift": drift, "drift_mine": mine}
+__all__ = ["accept", "open_drift", "reapply_mine"]  # open_drift: the namespace page reads it from here
 
 
 @login_required
 @require_POST
 def accept(request: HttpRequest, name: str) -> HttpResponse:
-    namespace = get_object_or_404(Namespace, name=name)
-    refused = page_refusal(request, namespace, "edit")
-    if refused is not None:
-        return refused
-    found = open_drift(namespace)
-    if found:
-        actor = current_actor()
-        AuditEvent.objects.create(
-            user_id=actor.user_id,
-            user_name=actor.user_name,
-            source=actor.source,
-            request_id=actor.request_id,
-            action=AuditAction.DRIFT_ACCEPTED,
-            namespace=namespace.name,
-            after=namespace.offloading_spec if namespace.offloaded else None,
-            outcome="accepted",
-            message=f"Accepted the change made outside liqo-dash (audit event #{found['drift'].seq}) as it is",
-        )
+    namespace = gate(request, name, "edit")
+    if isinstance(namespace, HttpResponse):
+        return namespace
+    try:
+        accepted = accept_drift(namespace.name, current_actor())
+    except ChangeRejected as exc:
+        if exc.refusal is Refusal.FORBIDDEN:
+            return forbidden(request, exc, namespace)
+        for message in exc.messages:
+            messages.error(request, message)
+        return redirect("offloading:namespace_detail", name=name)
+    if accepted is not None:
         messages.success(request, "The change made outside liqo-dash is accepted; it stays as it is.")
     return redirect("offloading:namespace_detail", name=name)
 
@@ -74,20 +43,15 @@ def accept(request: HttpRequest, name: str) -> HttpResponse:
 @login_required
 @require_POST
 def reapply_mine(request: HttpRequest, name: str) -> HttpResponse:
-    namespace = get_object_or_404(Namespace, name=name)
-    refused = page_refusal(request, namespace, "edit")
-    if refused is not None:
-        return refused
-    mine = open_drift(namespace).get("drift_mine")
-    if mine is None:
-        messages.error(request, "There is no change of liqo-dash to apply again.")
-        return redirect("offloading:namespace_detail", name=name)
-    current = namespace.offloading_generation if namespace.offloaded else 0
-    wanted = ChangeInput(namespace.name, ChangeAction.OFFLOAD, mine.desired_spec or {}, current, mine.label_namespace)
+    namespace = gate(request, name, "edit")
+    if isinstance(namespace, HttpResponse):
+        return namespace
     try:
-        change = submit(wanted, current_actor())
+        change = reapply_mine_change(namespace.name, current_actor(), confirmed=confirmed(request))
     except ChangeRejected as exc:
+        if exc.refusal is Refusal.UNCONFIRMED:
+            return confirm_page(request, exc, reverse("offloading:namespace_detail", args=[name]))
         for message in exc.messages:
-            messages.error(request, message)
+            messages.error(request, message[:1].upper() + message[1:])
         return redirect("offloading:namespace_detail", name=name)
     return redirect("offloading:change_detail", pk=change.pk)
