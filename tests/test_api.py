@@ -84,7 +84,9 @@ def test_bad_input_gets_an_error_on_the_field(api: APIClient, fleet: Any) -> Non
 
 
 def test_editing_keeps_omitted_fields_and_refuses_immutable_changes(api: APIClient, fleet: Any) -> None:
-    response = api.put("/api/v1/namespaces/shop/offloading/", {"podOffloadingStrategy": "Local"}, format="json")
+    # LocalAndRemote to Local is destructive (pods on the peers go local once recreated): confirmed.
+    body = {"podOffloadingStrategy": "Local", "confirm": True}
+    response = api.put("/api/v1/namespaces/shop/offloading/", body, format="json")
     assert response.status_code == 202
     change = ChangeRequest.objects.get()
     assert change.action == "update" and change.desired_spec["namespaceMappingStrategy"] == "EnforceSameName"
@@ -100,7 +102,7 @@ def test_if_match_with_an_old_generation_fails_with_412(api: APIClient, fleet: A
         "/api/v1/namespaces/shop/offloading/", {"podOffloadingStrategy": "Local"}, format="json", HTTP_IF_MATCH='"2"'
     )
     assert response.status_code == 412
-    response = api.delete("/api/v1/namespaces/shop/offloading/", HTTP_IF_MATCH='"3"')
+    response = api.delete("/api/v1/namespaces/shop/offloading/?confirm=true", HTTP_IF_MATCH='"3"')
     assert response.status_code == 202 and response.json()["action"] == "unoffload"
     assert ChangeRequest.objects.get().base_generation == 3
 

@@ -70,7 +70,8 @@ def history(api: APIClient, fleet: Any) -> dict[str, int]:
     """A change, a bulk request with its change, and their audit events."""
     Namespace.objects.filter(name="payments").update(labels={"team": "pay", "app.kubernetes.io/part_of": "shop"})
     VirtualNode.objects.filter(cluster_id="milan").update(capacity={"cpu": "8", "ephemeral-storage": "1Ti"})
-    put = api.put("/api/v1/namespaces/shop/offloading/", {"podOffloadingStrategy": "Local"}, format="json")
+    body = {"podOffloadingStrategy": "Local", "confirm": True}  # destructive (pods leave the peers): confirmed
+    put = api.put("/api/v1/namespaces/shop/offloading/", body, format="json")
     assert put.status_code == 202, put.content
     bulk = api.post("/api/v1/bulk/", {"action": "offload", "namespaceSelector": "team=pay", "spec": {}}, format="json")
     assert bulk.status_code == 201, bulk.content

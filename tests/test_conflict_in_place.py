@@ -120,7 +120,8 @@ def test_a_field_both_changed_needs_a_choice(
     assert errors == ["Pod offloading strategy was changed by you and by someone else: choose mine or theirs"]
     assert refused.context["form"].merge_conflicts, "the three-way view stays on the page"
 
-    admin_client.post(EDIT, {**again, "choice_podOffloadingStrategy": choice})
+    # Keeping mine turns their Remote into Local, which is destructive: confirmed.
+    admin_client.post(EDIT, {**again, "choice_podOffloadingStrategy": choice, "confirm": "on"})
     change = ChangeRequest.objects.get()
     assert (change.desired_spec or {})["podOffloadingStrategy"] == expected
     assert (change.desired_spec or {})["clusterSelector"]["nodeSelectorTerms"][0]["matchExpressions"][0]["values"] == [
@@ -180,7 +181,8 @@ def test_an_edit_of_an_offloading_removed_since_becomes_an_offload(
 
 def test_a_tampered_merge_view_is_ignored(admin_client: Any, fleet: Any, no_queue: None) -> None:
     loaded = _shown(admin_client.get(EDIT))
-    response = admin_client.post(EDIT, {**loaded, "pod_offloading_strategy": "Local", "merge": '["not", "a view"]'})
+    tampered = {**loaded, "pod_offloading_strategy": "Local", "merge": '["not", "a view"]', "confirm": "on"}
+    response = admin_client.post(EDIT, tampered)
     assert response.status_code == 302
     assert (ChangeRequest.objects.get().desired_spec or {})["podOffloadingStrategy"] == "Local"
 

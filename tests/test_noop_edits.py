@@ -94,7 +94,7 @@ def test_the_form_says_nothing_to_change(admin_client: Any, fleet: Any, no_queue
     assert "nothing to change" in response.content.decode()
     _nothing_recorded()
     # Back after a submit, then Apply again: once the first one is applied, the second changes nothing.
-    remote = {**loaded, "pod_offloading_strategy": "Remote"}
+    remote = {**loaded, "pod_offloading_strategy": "Remote", "confirm": "on"}  # stricter: confirmed
     assert admin_client.post(EDIT, remote).status_code == 302
     Namespace.objects.filter(name="shop").update(
         offloading_spec={**READY_SPEC, "podOffloadingStrategy": "Remote"}, offloading_generation=4

@@ -416,7 +416,10 @@ def test_reapply_keeps_the_fields_only_the_other_writer_changed(admin_client: An
     )
     page = admin_client.get(reverse("offloading:change_detail", args=[conflicted.pk])).content.decode()
     assert "only they changed it" in page and "only you changed it" in page and "Both changed it" not in page
-    response = admin_client.post(reverse("offloading:change_reapply", args=[conflicted.pk]))
+    # LocalAndRemote to Local is destructive: the re-apply asks for confirmation first, with why.
+    asked = admin_client.post(reverse("offloading:change_reapply", args=[conflicted.pk]))
+    assert asked.status_code == 200 and "from LocalAndRemote to Local" in asked.content.decode()
+    response = admin_client.post(reverse("offloading:change_reapply", args=[conflicted.pk]), {"confirm": "on"})
     assert response.status_code == 302
     again = ChangeRequest.objects.exclude(pk=conflicted.pk).get()
     assert again.desired_spec["podOffloadingStrategy"] == "Local"
