@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from sandbox.kinds import Kind
-from sandbox.store import Obj
+from sandbox.objects import Obj
 
 PATCH_MERGE = "application/merge-patch+json"
 PATCH_JSON = "application/json-patch+json"

@@ -23,8 +23,8 @@ from sandbox.apiserver import ApiServer
 from sandbox.kinds import FOREIGN_CLUSTERS, NAMESPACE_OFFLOADINGS, NAMESPACES, NODES, PODS, VIRTUAL_NODES
 from sandbox.liqo import LiqoSimulation, Peer, resources
 from sandbox.liqo.context import SELECT_PHASE, STATUS_PHASE
+from sandbox.objects import clone
 from sandbox.runtime import Controller
-from sandbox.store import clone
 
 BUILTIN_DIR = Path(__file__).with_name("scenarios")
 # The namespaces of a fresh cluster with Liqo installed (on the local cluster and on every peer).

@@ -11,7 +11,7 @@ from sandbox.api.query import compile_field_selector, compile_label_selector, de
 from sandbox.api.request import Exchange
 from sandbox.api.tables import table
 from sandbox.kinds import Kind
-from sandbox.store import Obj, obj_key
+from sandbox.objects import Obj, obj_key
 
 
 def predicate(kind: Kind, query: dict[str, str]) -> Callable[[Obj], bool]:

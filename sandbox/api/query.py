@@ -12,7 +12,7 @@ from liqo_rules.selectors.parse import parse_requirements
 from liqo_rules.selectors.requirements import SelectorError
 from sandbox import errors
 from sandbox.kinds import Kind
-from sandbox.store import Obj
+from sandbox.objects import Obj
 
 
 # -- selectors -------------------------------------------------------------------------------------

@@ -16,8 +16,8 @@ from sandbox import errors
 from sandbox.api.tables import table
 from sandbox.errors import ApiError
 from sandbox.kinds import Kind
+from sandbox.objects import Obj
 from sandbox.protobuf import CONTENT_TYPE as PROTOBUF
-from sandbox.store import Obj
 from sandbox.strict import loads_tracking_duplicates
 
 

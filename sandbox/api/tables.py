@@ -11,7 +11,7 @@ from sandbox.kinds import (
     Column,
     Kind,
 )
-from sandbox.store import Obj
+from sandbox.objects import Obj
 
 
 # -- tables ----------------------------------------------------------------------------------------

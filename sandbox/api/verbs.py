@@ -16,8 +16,8 @@ from sandbox.api.watches import serve_watch
 from sandbox.apicommon import PATCH_APPLY, PATCH_APPLY_CBOR
 from sandbox.errors import ApiError
 from sandbox.kinds import Kind
+from sandbox.objects import obj_key
 from sandbox.rbac import Attributes, Policy, User
-from sandbox.store import obj_key
 
 
 def verb_of(method: str, name: str, query: dict[str, str]) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from sandbox import errors, strict
 from sandbox.apicommon import AdmissionHook, Defaulter, Validator
 from sandbox.kinds import Kind
-from sandbox.store import Obj
+from sandbox.objects import Obj
 
 
 def check_type_meta(kind: Kind, obj: Obj) -> None:

@@ -21,7 +21,7 @@ from sandbox.apiserver.fields import (
 )
 from sandbox.errors import ApiError
 from sandbox.kinds import Kind
-from sandbox.store import clone
+from sandbox.objects import clone
 
 
 def _get(obj: Any, path: Path) -> Any:

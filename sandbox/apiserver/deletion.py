@@ -7,7 +7,8 @@ from __future__ import annotations
 from sandbox import errors
 from sandbox.apicommon import Result, now_iso
 from sandbox.kinds import NAMESPACES, Kind
-from sandbox.store import Obj, Store, clone
+from sandbox.objects import Obj, clone
+from sandbox.store import Store
 
 
 class Deleter:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from sandbox.kinds import Kind
-from sandbox.store import clone
+from sandbox.objects import clone
 
 Path = tuple[str, ...]
 META_TRACKED = ("labels", "annotations", "finalizers", "ownerReferences")

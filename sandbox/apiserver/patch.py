@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from sandbox.errors import ApiError, bad_request
-from sandbox.store import clone
+from sandbox.objects import clone
 
 MERGE_KEYS = {
     "containers": "name",

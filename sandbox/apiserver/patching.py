@@ -15,7 +15,8 @@ from sandbox.apiserver.patch import json_patch, merge_patch, strategic_merge_pat
 from sandbox.apiserver.writes import Writer
 from sandbox.errors import ApiError
 from sandbox.kinds import Kind
-from sandbox.store import Store, clone
+from sandbox.objects import clone
+from sandbox.store import Store
 
 UNSUPPORTED_PATCH = (
     f"the body of the request was in an unknown format - accepted media types include: "

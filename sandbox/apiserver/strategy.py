@@ -15,7 +15,8 @@ from sandbox import errors
 from sandbox.apicommon import now_iso
 from sandbox.errors import ApiError
 from sandbox.kinds import NAMESPACES, Kind
-from sandbox.store import Obj, Store, clone
+from sandbox.objects import Obj, clone
+from sandbox.store import Store
 
 DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")

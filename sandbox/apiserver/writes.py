@@ -12,7 +12,8 @@ from sandbox.apiserver import strategy
 from sandbox.apiserver.admission import Admission, check_type_meta, decode
 from sandbox.apiserver.fields import record_update
 from sandbox.kinds import NAMESPACES, Kind
-from sandbox.store import Obj, Store, clone
+from sandbox.objects import Obj, clone
+from sandbox.store import Store
 
 
 class Writer:

@@ -11,7 +11,7 @@ from liqo_rules.spec import apply_defaults
 from sandbox.apiserver import ApiServer
 from sandbox.errors import ApiError
 from sandbox.kinds import NAMESPACE_OFFLOADINGS, Kind
-from sandbox.store import Obj
+from sandbox.objects import Obj
 
 
 def install(server: ApiServer) -> None:

@@ -4,18 +4,17 @@ the peers; plus the typed records they pass to each other."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import Any, TypedDict
 
 from liqo_rules import constants as c
 from liqo_rules.peers import ROLE_PROVIDER, is_local_namespace_map
 from sandbox.apicommon import PATCH_MERGE, now_iso
 from sandbox.apiserver import ApiServer
+from sandbox.faults import Faults
 from sandbox.kinds import NAMESPACE_MAPS, NAMESPACE_OFFLOADINGS, NAMESPACES, Kind
+from sandbox.objects import Obj
 from sandbox.runtime import Controller
-from sandbox.store import Obj, Store
-
-if TYPE_CHECKING:
-    from sandbox.faults import Faults
+from sandbox.store import Store
 
 # The work-queue names of the simulated controllers.
 OFFLOADING = "offloading"

@@ -9,7 +9,7 @@ from liqo_rules import constants as c
 from sandbox.apicommon import now_iso
 from sandbox.kinds import EVENTS
 from sandbox.liqo.context import LiqoContext
-from sandbox.store import Obj
+from sandbox.objects import Obj
 
 
 def record_event(ctx: LiqoContext, involved: Obj, event_type: str, reason: str, message: str) -> None:

@@ -11,7 +11,7 @@ from sandbox.apicommon import now_iso
 from sandbox.kinds import FOREIGN_CLUSTERS, NODES, VIRTUAL_NODES
 from sandbox.liqo.context import Condition, LiqoContext, Peer
 from sandbox.liqo.virtual_nodes import node_ready_condition
-from sandbox.store import clone
+from sandbox.objects import clone
 
 
 class PeerController:

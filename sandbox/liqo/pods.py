@@ -24,7 +24,7 @@ from sandbox.liqo import resources
 from sandbox.liqo.context import LiqoContext, is_virtual_node
 from sandbox.liqo.events import record_event
 from sandbox.liqo.scheduling import RESOURCES, misfit, requests, unschedulable_message
-from sandbox.store import Obj, clone
+from sandbox.objects import Obj, clone
 
 
 class PodController:

@@ -11,8 +11,9 @@ from sandbox.apicommon import now_iso
 from sandbox.errors import ApiError
 from sandbox.kinds import NAMESPACE_MAPS, NAMESPACES
 from sandbox.liqo.context import LiqoContext, Mapping
+from sandbox.objects import Obj, clone
 from sandbox.runtime import Retry
-from sandbox.store import Obj, Store, clone
+from sandbox.store import Store
 
 
 class ProviderController:

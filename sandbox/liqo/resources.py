@@ -30,7 +30,7 @@ from sandbox.apiserver import ApiServer
 from sandbox.kinds import DEPLOYMENTS, NAMESPACES, NODES, PODS, QUOTAS, RESOURCE_SLICES, TENANTS
 from sandbox.liqo.context import LiqoContext
 from sandbox.liqo.scheduling import quantity
-from sandbox.store import Obj, clone
+from sandbox.objects import Obj, clone
 
 DEFAULT_VERSION = "v1.2.0"
 SHADOWPOD_WEBHOOK = "shadowpod.validate.liqo.io"

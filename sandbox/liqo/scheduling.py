@@ -12,7 +12,7 @@ from typing import Any
 
 from liqo_rules.selectors.match import matches
 from liqo_rules.selectors.requirements import SelectorError
-from sandbox.store import Obj
+from sandbox.objects import Obj
 
 _BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
 RESOURCES = ("cpu", "memory")

@@ -10,7 +10,7 @@ from liqo_rules.peers import tenant_namespace_name
 from sandbox.apicommon import now_iso
 from sandbox.kinds import NAMESPACE_MAPS, NAMESPACES, NODES, VIRTUAL_NODES
 from sandbox.liqo.context import Condition, LiqoContext
-from sandbox.store import Obj, clone
+from sandbox.objects import Obj, clone
 
 NODE_INFO = {
     "kubeletVersion": "v1.35.2",
