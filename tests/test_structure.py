@@ -1,11 +1,19 @@
-"""The walls between the rooms: module and class sizes, import direction, no import cycles.
+"""The walls between the rooms: module and class sizes, import direction, no import cycles between
+modules nor between packages.
 
 Read from the source with `ast` (nothing is imported), so a new module that breaks a rule fails here.
+Imports inside functions count like the others (only those under `if TYPE_CHECKING:` do not). The layers
+themselves are import-linter's contracts in pyproject.toml: the last test runs `lint-imports`.
 """
 
 from __future__ import annotations
 
 import ast
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -62,9 +70,12 @@ def _imports(module: str, path: Path) -> set[str]:
                     target = ".".join(base + ([child.module] if child.module else []))
                 else:
                     target = child.module or ""
-                names.add(target)
-                # `from pkg import submodule` imports the submodule too.
-                names.update(f"{target}.{alias.name}" for alias in child.names)
+                # `from pkg import submodule` imports the submodule (pkg's __init__ runs first, as it does
+                # for `from pkg.submodule import x`: not an import of pkg); any other name imports pkg.
+                imported = {f"{target}.{alias.name}" for alias in child.names}
+                names.update(imported)
+                if not imported <= MODULES.keys():
+                    names.add(target)
             visit(child)
 
     visit(tree)
@@ -156,6 +167,55 @@ def test_cycle_detection_finds_a_planted_cycle() -> None:
     assert _cycles(planted) == [["a", "b", "c"]]
 
 
+def _package(module: str) -> str:
+    """The package a module belongs to in the package-level picture: its top-level package, except that
+    offloading is made of its flows (its first-level packages and modules) and liqo_dash of its modules
+    (Django's project package holds both the composition root, on top of everything, and process-wide
+    helpers such as env and logs, at the bottom: pyproject.toml places each module)."""
+    parts = module.split(".")
+    return ".".join(parts[:2]) if parts[0] in ("offloading", "liqo_dash") else parts[0]
+
+
+def _package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    packages: dict[str, set[str]] = {}
+    for module, targets in graph.items():
+        mine = _package(module)
+        packages.setdefault(mine, set()).update(p for t in targets if (p := _package(t)) != mine)
+    return packages
+
+
+def test_no_package_cycles() -> None:
+    """No two packages import each other, however indirectly, imports inside functions included."""
+    cycles = _cycles(_package_graph(GRAPH))
+    assert not cycles, f"package cycles: {cycles}"
+
+
+def test_package_cycle_detection_finds_a_planted_cycle_through_submodules() -> None:
+    planted = {
+        "offloading.snapshot.diagnosis": {"offloading.whatif.preview"},
+        "offloading.whatif.preview": {"offloading.snapshot.refresh"},
+        "offloading.snapshot.refresh": {"offloading.models"},
+        "liqo_dash.urls": {"offloading.views.fleet"},
+        "access.conf": {"liqo_dash.env"},
+        "liqo_dash.settings": {"access.conf"},
+    }
+    assert _cycles(_package_graph(planted)) == [["offloading.snapshot", "offloading.whatif"]]
+
+
+def test_imports_inside_functions_count(tmp_path: Path) -> None:
+    source = tmp_path / "planted.py"
+    source.write_text(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n"
+        "    from offloading.views import fleet\n"
+        "def late() -> None:\n"
+        "    from offloading.whatif.preview import preview\n"
+    )
+    found = _imports("offloading.snapshot.planted", source)
+    assert "offloading.whatif.preview" in found
+    assert "offloading.views" not in found and "offloading.views.fleet" not in found
+
+
 def test_liqo_core_is_pure() -> None:
     """liqo_rules imports nothing from Django and nothing else of the project."""
     offenders = {}
@@ -193,3 +253,88 @@ def test_nothing_imports_the_celery_tasks_module() -> None:
     """Tasks are enqueued by name: tasks.py calls the use cases, never the other way round."""
     importers = sorted(m for m, targets in GRAPH.items() if "offloading.tasks" in targets)
     assert importers == []
+
+
+def _late_imports(module: str, path: Path) -> list[tuple[int, str]]:
+    """The imports of a project module inside a function of ``module`` (line, first name imported)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found: list[tuple[int, str]] = []
+    for function in ast.walk(tree):
+        if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        for node in ast.walk(function):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [node.module or ""] if not node.level else [module]
+            else:
+                continue
+            if any(name.split(".")[0] in PACKAGES for name in names):
+                found.append((node.lineno, names[0]))
+    return sorted(set(found))
+
+
+def _says_why(lines: list[str], lineno: int) -> bool:
+    """A comment on the import's line, or on the nearest line above that is neither blank nor an import."""
+    if "#" in lines[lineno - 1]:
+        return True
+    for line in reversed(lines[: lineno - 1]):
+        text = line.strip()
+        if text and not text.startswith(("import ", "from ")):
+            return text.startswith("#")
+    return False
+
+
+def test_imports_inside_functions_say_why() -> None:
+    """A project module is imported at the top; one imported inside a function (Django's ready(), say)
+    carries a comment saying why, so a hidden upward import does not pass for a convenience."""
+    offenders = []
+    for module, path in MODULES.items():
+        lines = path.read_text().splitlines()
+        offenders += [
+            f"{path.relative_to(ROOT)}:{n} {name}" for n, name in _late_imports(module, path) if not _says_why(lines, n)
+        ]
+    assert not offenders, f"imports inside functions without a comment saying why: {offenders}"
+
+
+def test_a_late_import_without_a_reason_is_found(tmp_path: Path) -> None:
+    source = tmp_path / "planted.py"
+    source.write_text(
+        "def ready() -> None:\n"
+        "    # ready() is where Django wants signal handlers connected.\n"
+        "    from offloading.models import livetriggers\n"
+        "def late() -> None:\n"
+        "    import json\n"
+        "    from offloading.whatif.preview import preview\n"
+    )
+    lines = source.read_text().splitlines()
+    late = _late_imports("offloading.planted", source)
+    assert late == [(3, "offloading.models"), (6, "offloading.whatif.preview")]
+    assert [_says_why(lines, n) for n, _ in late] == [True, False]
+
+
+def _lint_imports() -> str:
+    """The `lint-imports` of this environment (requirements-dev.txt pins import-linter)."""
+    beside = Path(sys.executable).with_name("lint-imports")
+    found = str(beside) if beside.exists() else shutil.which("lint-imports")
+    assert found, "lint-imports is missing: pip install -r requirements-dev.txt"
+    return found
+
+
+def test_import_contracts_hold() -> None:
+    """import-linter's contracts in pyproject.toml (the layers of the flow, the pure Liqo rules, the
+    sandbox alone, access below the interface, no cycles between siblings) hold, run from the repo root."""
+    result = subprocess.run([_lint_imports(), "--no-logo"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, f"lint-imports failed:\n{result.stdout[-6000:]}\n{result.stderr[-2000:]}"
+    assert "0 broken" in result.stdout
+
+
+def test_every_part_of_the_apps_has_a_place_in_the_flow() -> None:
+    """A new package or module of offloading, access or liqo_dash is placed in the layers contract (a part
+    in no layer would be checked by nobody)."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    flow = next(contract for contract in config["contracts"] if contract["id"] == "flow")
+    placed = {name.strip() for layer in flow["layers"] for name in re.split(r"[|:]", layer)}
+    parts = {".".join(m.split(".")[:2]) for m in MODULES if m.split(".")[0] in ("offloading", "access", "liqo_dash")}
+    unplaced = sorted(p for p in parts if "." in p and p not in placed)
+    assert not unplaced, f"not in any layer of the flow contract (pyproject.toml): {unplaced}"
