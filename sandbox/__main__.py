@@ -13,11 +13,10 @@ from pathlib import Path
 
 from sandbox import scenarios
 from sandbox.rbac import SERVICE_USER
+from sandbox.server import Sandbox
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from sandbox.server import Sandbox
-
     sb = Sandbox(
         scenario=args.scenario,
         controller_delay=args.controller_delay,

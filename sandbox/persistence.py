@@ -1,33 +1,34 @@
-"""What the sandbox writes to disk: its state across restarts (``--state FILE``), compacted and saved
-every two seconds, and kubeconfig files for its clients."""
+"""What the sandbox writes to disk: its state across restarts (``--state-file``), saved every two seconds
+by the housekeeping thread (which also compacts the history), and kubeconfig files for its clients."""
 
 from __future__ import annotations
 
 import json
 import os
 import tempfile
+import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import yaml
 
 from sandbox.kinds import NAMESPACES, STORED_KINDS
-from sandbox.liqo import Peer
-
-if TYPE_CHECKING:
-    from sandbox.server import Sandbox
+from sandbox.liqo import LiqoSimulation, Peer
+from sandbox.runtime import Controller
+from sandbox.store import Store
 
 STATE_VERSION = 1
+HOUSEKEEPING_INTERVAL = 2.0  # seconds
 
 
-def save_state(sandbox: Sandbox, path: str | Path) -> None:
-    """Write the sandbox's state (store, peers, local cluster id) atomically to ``path``."""
+def save_state(store: Store, liqo: LiqoSimulation, path: str | Path) -> int:
+    """Write the state (store, peers, local cluster id) atomically to ``path``; the revision written."""
     path = Path(path)
-    with sandbox.store.lock:
+    with store.lock:
         state = {
             "version": STATE_VERSION,
-            "localClusterId": sandbox.liqo.local_cluster_id,
-            "store": sandbox.store.dump(),
+            "localClusterId": liqo.local_cluster_id,
+            "store": store.dump(),
             "peers": [
                 {
                     "id": p.cluster_id,
@@ -36,45 +37,89 @@ def save_state(sandbox: Sandbox, path: str | Path) -> None:
                     "offloadingHealthy": p.offloading_healthy,
                     "namespaces": p.store.items(NAMESPACES),
                 }
-                for p in sandbox.liqo.peers.values()
+                for p in liqo.peers.values()
             ],
         }
-        revision = sandbox.store.revision
+        revision = store.revision
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".")
     with os.fdopen(fd, "w") as fh:
         json.dump(state, fh, separators=(",", ":"))
     os.replace(tmp, path)
-    sandbox._saved_revision = revision
+    return revision
 
 
-def load_state(sandbox: Sandbox, path: Path) -> None:
+def load_state(store: Store, liqo: LiqoSimulation, controller: Controller, path: Path) -> None:
     """Restore what save_state wrote and resume the simulated controllers."""
     state = json.loads(path.read_text())
     if state.get("version") != STATE_VERSION:
         raise ValueError(f"{path}: unsupported state version {state.get('version')}")
-    sandbox.liqo.local_cluster_id = state["localClusterId"]
+    liqo.local_cluster_id = state["localClusterId"]
     for kind in STORED_KINDS:
         for obj in state["store"]["objects"].get(kind.key, []):
-            sandbox.store.load(kind, obj)
-    sandbox.store.set_revision(int(state["store"]["revision"]))
+            store.load(kind, obj)
+    store.set_revision(int(state["store"]["revision"]))
     for data in state["peers"]:
         peer = Peer(data["id"], data["role"], float(data["namespaceDelay"]), bool(data["offloadingHealthy"]))
         for ns in data["namespaces"]:
             peer.store.load(NAMESPACES, ns)
-        sandbox.liqo.peers[peer.cluster_id] = peer
-    sandbox.liqo.enqueue_all_offloadings(0.0)
-    for cluster_id in sandbox.liqo.peers:  # e.g. a slow peer that had not finished before the restart
-        sandbox.controller.enqueue("provider", cluster_id, sandbox.liqo.provider_delay(cluster_id))
-    sandbox._saved_revision = sandbox.store.revision
+        liqo.peers[peer.cluster_id] = peer
+    liqo.enqueue_all_offloadings(0.0)
+    for cluster_id in liqo.peers:  # e.g. a slow peer that had not finished before the restart
+        controller.enqueue("provider", cluster_id, liqo.provider_delay(cluster_id))
 
 
-def housekeeping(sandbox: Sandbox) -> None:
-    """Every two seconds until the sandbox stops: compact old history, save the state if it changed."""
-    while not sandbox._persist_stop.wait(2.0):
-        sandbox.store.mark_and_compact(sandbox.compaction_window)
-        if sandbox.state_file is not None and sandbox.store.revision != sandbox._saved_revision:
-            save_state(sandbox, sandbox.state_file)
+class StateFile:
+    """The sandbox's state across restarts (``--state-file``): restored at start, saved when it changed."""
+
+    def __init__(self, path: Path, store: Store, liqo: LiqoSimulation, controller: Controller) -> None:
+        self.path = path
+        self.store = store
+        self.liqo = liqo
+        self.controller = controller
+        self.saved_revision = -1
+
+    def exists(self) -> bool:
+        return self.path.exists()
+
+    def load(self) -> None:
+        load_state(self.store, self.liqo, self.controller, self.path)
+        self.saved_revision = self.store.revision
+
+    def save(self) -> None:
+        self.saved_revision = save_state(self.store, self.liqo, self.path)
+
+    def save_if_changed(self) -> None:
+        if self.store.revision != self.saved_revision:
+            self.save()
+
+
+class Housekeeping:
+    """A thread that, every two seconds until stopped, compacts the history older than `window` seconds
+    and saves the state file (if any) when the store changed."""
+
+    def __init__(self, store: Store, window: float, state: StateFile | None) -> None:
+        self.store = store
+        self.window = window
+        self.state = state
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name="sandbox-housekeeping", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(10)
+
+    def _run(self) -> None:
+        while not self._stop.wait(HOUSEKEEPING_INTERVAL):
+            self.store.mark_and_compact(self.window)
+            if self.state is not None:
+                self.state.save_if_changed()
 
 
 def kubeconfig(url: str, user: str, token: str) -> dict[str, Any]:

@@ -6,12 +6,14 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from sandbox import admin, persistence, scenarios
+from sandbox import persistence, scenarios
+from sandbox.admin import AdminEndpoints
 from sandbox.api import Api, ApiHTTPServer, Handler
 from sandbox.apiserver import ApiServer
 from sandbox.faults import Faults
 from sandbox.kinds import BY_KEY
 from sandbox.liqo import LiqoSimulation
+from sandbox.persistence import Housekeeping, StateFile
 from sandbox.rbac import ADMIN_USER, Policy
 from sandbox.runtime import Controller
 from sandbox.store import Store
@@ -49,30 +51,24 @@ class Sandbox:
         self.controller = Controller()
         self.liqo = LiqoSimulation(self.server, self.controller, self.faults, "local", self.controller_delay)
         self.api = Api(self.store, self.server, self.policy, self.faults, bookmark_interval=bookmark_interval)
-        self.api.admin_hooks.update(
-            {
-                "faults": lambda method, payload: admin.faults_endpoint(self, method, payload),
-                "idle": lambda method, payload: admin.idle_endpoint(self, method, payload),
-                "compact": lambda method, payload: admin.compact_endpoint(self, method, payload),
-                "peers": lambda method, payload: admin.peers_endpoint(self, method, payload),
-                "stats": lambda method, payload: admin.stats_endpoint(self, method, payload),
-            }
-        )
+        admin = AdminEndpoints(self.faults, self.controller, self.store, self.liqo, self.api.traffic)
+        self.api.admin_hooks.update(admin.hooks())
         # an outage also ends the watches that are open
         self.faults.add_listener(lambda settings: self.store.close_watchers() if settings.outage else None)
+        self.state = (
+            StateFile(self.state_file, self.store, self.liqo, self.controller) if self.state_file is not None else None
+        )
+        self.housekeeping = Housekeeping(self.store, compaction_window, self.state)
         self._http: ApiHTTPServer | None = None
         self._http_thread: threading.Thread | None = None
-        self._persist_stop = threading.Event()
-        self._persist_thread: threading.Thread | None = None
-        self._saved_revision = -1
         self.started = False
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def start(self) -> Sandbox:
         if self.started:
             return self
-        if self.state_file is not None and self.state_file.exists():
-            persistence.load_state(self, self.state_file)
+        if self.state is not None and self.state.exists():
+            self.state.load()
         else:
             data = scenarios.load(self.scenario)
             delay = self.liqo.controller_delay
@@ -88,9 +84,7 @@ class Sandbox:
             target=self._http.serve_forever, kwargs={"poll_interval": 0.2}, name="sandbox-http", daemon=True
         )
         self._http_thread.start()
-        self._persist_stop.clear()
-        self._persist_thread = threading.Thread(target=self._housekeeping, name="sandbox-housekeeping", daemon=True)
-        self._persist_thread.start()
+        self.housekeeping.start()
         self.started = True
         return self
 
@@ -105,12 +99,10 @@ class Sandbox:
             self._http.server_close()
         if self._http_thread is not None:
             self._http_thread.join(10)
-        self._persist_stop.set()
-        if self._persist_thread is not None:
-            self._persist_thread.join(10)
+        self.housekeeping.stop()
         self.controller.stop()
-        if self.state_file is not None:
-            self.save_state(self.state_file)
+        if self.state is not None:
+            self.state.save()
         self.started = False
 
     def __enter__(self) -> Sandbox:
@@ -157,9 +149,6 @@ class Sandbox:
         """Read an object straight from the store, e.g. get("namespaceoffloadings.offloading.liqo.io", ns, "offloading")."""
         return self.store.get(BY_KEY[plural_key], namespace, name)
 
-    # -- persistence -------------------------------------------------------------------------------
-    def _housekeeping(self) -> None:
-        persistence.housekeeping(self)
-
     def save_state(self, path: str | Path) -> None:
-        persistence.save_state(self, path)
+        """Write the state to `path` (what --state-file restores)."""
+        persistence.save_state(self.store, self.liqo, path)

@@ -17,6 +17,8 @@ from sandbox.rbac import Policy
 from sandbox.store import Store
 
 TRUE_VALUES = ("1", "t", "T", "true", "TRUE", "True")
+# An endpoint under /sandbox/: (method, JSON payload or None) -> (status, body); ValueError is a 400.
+AdminHook = Callable[[str, Any], tuple[int, Any]]
 
 
 def is_true(value: str | None) -> bool:
@@ -36,7 +38,7 @@ class Api:
         self.bookmark_interval = bookmark_interval
         self.stopping = threading.Event()
         self.traffic = Traffic()
-        self.admin_hooks: dict[str, Callable[[str, Any], tuple[int, Any]]] = {}
+        self.admin_hooks: dict[str, AdminHook] = {}
 
 
 class ApiHTTPServer(ThreadingHTTPServer):
