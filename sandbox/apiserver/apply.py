@@ -3,7 +3,8 @@
 A manager's apply owns exactly the leaves it applied; a leaf another manager owns with a different value
 is a conflict (409 naming the fields and their managers) unless `force`, which takes them over; leaves
 the manager applied before and omits now are removed when nobody else owns them. Maps merge key by key,
-lists and scalars are replaced.
+lists, scalars and the maps the CRD marks `x-kubernetes-map-type: atomic` are replaced: such a map is one
+field, owned, conflicting and removed as a whole (NamespaceOffloading's `spec.clusterSelector`).
 """
 
 from __future__ import annotations
@@ -12,13 +13,16 @@ from typing import Any
 
 from sandbox.apiserver.fields import (
     Path,
+    child_schema,
     from_fields_v1,
     identity,
+    is_atomic,
     leaf_values,
     managed_entry,
     overlaps,
     strip_ownership,
 )
+from sandbox.crds import SCHEMAS, Schema
 from sandbox.errors import ApiError
 from sandbox.kinds import Kind
 from sandbox.objects import clone
@@ -93,7 +97,7 @@ def server_side_apply(
             filtered = {"status": filtered.get("status", {}), "metadata": {}}
         else:
             filtered.pop("status", None)
-    merged = deep_merge(base, filtered)
+    merged = merge_applied(base, filtered, SCHEMAS.get(kind.key))
     managed = [e for e in managed if e is not previous]
     managed.append(managed_entry(manager, "Apply", kind.api_version, set(applied_leaves), now, subresource))
     merged.setdefault("metadata", {})["managedFields"] = managed
@@ -122,11 +126,12 @@ def _conflict_error(kind: Kind, applied: dict[str, Any], conflicts: list[tuple[s
     return ApiError(409, "Conflict", text, details)
 
 
-def deep_merge(target: Any, applied: Any) -> Any:
-    """Server-side apply merge: maps merge recursively, lists and scalars are replaced (atomic)."""
-    if not isinstance(applied, dict) or not isinstance(target, dict):
+def merge_applied(target: Any, applied: Any, schema: Schema | None) -> Any:
+    """The applied configuration merged into `target`: maps key by key, except the ones the schema marks
+    atomic, which are replaced whole, like lists and scalars."""
+    if not isinstance(applied, dict) or not isinstance(target, dict) or is_atomic(schema):
         return clone(applied)
     result = dict(target)
     for key, value in applied.items():
-        result[key] = deep_merge(result.get(key), value)
+        result[key] = merge_applied(result.get(key), value, child_schema(schema, key))
     return result

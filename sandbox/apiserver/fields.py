@@ -1,15 +1,17 @@
 """managedFields bookkeeping: field sets, their `fieldsV1` rendering, and who owns what after an update.
 
 A field set is a set of leaf paths (tuples of keys). Maps are recursed into; scalars, lists (atomic, as
-in CRDs without list-type markers) and empty maps are leaves. `fieldsV1` is the usual nested
-`{"f:spec": {"f:x": {}}}` rendering. Updates move ownership of the changed leaves to the updating
-manager (server-side apply, in `apply`, owns exactly the applied leaves).
+in CRDs without list-type markers), empty maps and the maps the CRD schema marks
+`x-kubernetes-map-type: atomic` (owned as a whole, as structured-merge-diff does) are leaves. `fieldsV1`
+is the usual nested `{"f:spec": {"f:x": {}}}` rendering. Updates move ownership of the changed leaves to
+the updating manager (server-side apply, in `apply`, owns exactly the applied leaves).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from sandbox.crds import SCHEMAS, Schema
 from sandbox.kinds import Kind
 from sandbox.objects import clone
 
@@ -17,15 +19,32 @@ Path = tuple[str, ...]
 META_TRACKED = ("labels", "annotations", "finalizers", "ownerReferences")
 
 
-def _leaves(value: Any, prefix: Path, out: dict[Path, Any]) -> None:
-    if isinstance(value, dict) and value:
+def is_atomic(schema: Schema | None) -> bool:
+    """A map or struct the schema marks `x-kubernetes-map-type: atomic`: one field, not one per key."""
+    return schema is not None and schema.get("x-kubernetes-map-type") == "atomic"
+
+
+def child_schema(schema: Schema | None, key: str) -> Schema | None:
+    """The schema of the field `key` of an object (None where the schema says nothing, e.g. core kinds)."""
+    if schema is None:
+        return None
+    properties = schema.get("properties")
+    if properties is not None:
+        return properties.get(key)
+    extra = schema.get("additionalProperties")
+    return extra if isinstance(extra, dict) else None
+
+
+def _leaves(value: Any, prefix: Path, out: dict[Path, Any], schema: Schema | None) -> None:
+    if isinstance(value, dict) and value and not is_atomic(schema):
         for key, child in value.items():
-            _leaves(child, prefix + (str(key),), out)
+            _leaves(child, prefix + (str(key),), out, child_schema(schema, str(key)))
     else:
         out[prefix] = value
 
 
 def leaf_values(obj: dict[str, Any], kind: Kind, subresource: str = "") -> dict[Path, Any]:
+    schema = SCHEMAS.get(kind.key)
     out: dict[Path, Any] = {}
     for key, value in obj.items():
         if key in ("apiVersion", "kind"):
@@ -33,11 +52,11 @@ def leaf_values(obj: dict[str, Any], kind: Kind, subresource: str = "") -> dict[
         if key == "metadata":
             for meta_key in META_TRACKED:
                 if meta_key in (value or {}):
-                    _leaves(value[meta_key], ("metadata", meta_key), out)
+                    _leaves(value[meta_key], ("metadata", meta_key), out, None)
             continue
         if kind.status_subresource and ((key == "status") != (subresource == "status")):
             continue
-        _leaves(value, (key,), out)
+        _leaves(value, (key,), out, child_schema(schema, key))
     return out
 
 
@@ -93,6 +112,17 @@ def managed_entry(
     if subresource:
         entry["subresource"] = subresource
     return entry
+
+
+def ownership_changed(old: dict[str, Any], new: dict[str, Any]) -> bool:
+    """Whether the managedFields of `new` say something else than those of `old` but when (an apply
+    that changes no value but who owns it is still written, as kube-apiserver does)."""
+
+    def owners(obj: dict[str, Any]) -> list[dict[str, Any]]:
+        entries = (obj.get("metadata") or {}).get("managedFields") or []
+        return [{k: v for k, v in entry.items() if k != "time"} for entry in entries]
+
+    return owners(old) != owners(new)
 
 
 def identity(entry: dict[str, Any]) -> tuple[str, str, str]:

@@ -10,7 +10,7 @@ from sandbox import errors, strict
 from sandbox.apicommon import Result, now_iso
 from sandbox.apiserver import strategy
 from sandbox.apiserver.admission import Admission, check_type_meta, decode
-from sandbox.apiserver.fields import record_update
+from sandbox.apiserver.fields import ownership_changed, record_update
 from sandbox.kinds import NAMESPACES, Kind
 from sandbox.objects import Obj, clone
 from sandbox.store import Store
@@ -134,7 +134,8 @@ class Writer:
         self.admission.validate(kind, new, current)
         if subresource != "status":
             warnings = self.admission.admit(kind, "UPDATE", new, current)
-        if strategy.comparable(new) == strategy.comparable(current):
+        unchanged = strategy.comparable(new) == strategy.comparable(current)
+        if unchanged and not (managed_done and ownership_changed(current, new)):
             return Result(current, warnings)
         if manager and not managed_done:
             record_update(current, new, kind, manager, now_iso(), subresource=subresource, operation=operation)
