@@ -166,3 +166,85 @@ def test_the_room_line_says_what_the_template_said(room: Room) -> None:
         return " ".join(html.split())
 
     assert words(str(room_html(room))) == words(Template(ROOM_TEMPLATE).render(Context({"room": room})))
+
+
+HOSTILE = '"><img src=x onerror=alert(1)>'
+ESCAPED = "&quot;&gt;&lt;img src=x onerror=alert(1)&gt;"
+
+
+def test_a_hostile_cluster_id_and_label_value_are_escaped_on_the_page(admin_client: Any, fleet: Any) -> None:
+    # One peer selected (in eu-west) and one excluded, both named by a hostile id, with a hostile
+    # module status and a hostile region on the excluded one's virtual node.
+    for cluster_id, region in ((f"sel{HOSTILE}", "eu-west"), (f"exc{HOSTILE}", HOSTILE)):
+        Cluster.objects.create(cluster_id=cluster_id, name=cluster_id, offloading_status=f"bad{HOSTILE}")
+        VirtualNode.objects.create(
+            namespace="liqo-tenant-x", name=f"vn-{cluster_id}", cluster_id=cluster_id, labels={REGION: region}
+        )
+    url = reverse("offloading:namespace_offload_preview", args=["payments"])
+    body = admin_client.post(url, {**FORM, "cluster_selector": f"{REGION} in (eu-west)"}).content.decode()
+    assert "2 of 4 clusters selected" in body
+    rows = _rows(body)
+    (selected,) = [row for row in rows if row.startswith('<tr class="sel">') and "sel&quot;" in row]
+    assert f"sel{ESCAPED} <span" in selected  # the id, then its module badge
+    assert f'title="Offloading module bad{ESCAPED}"' in selected and f">bad{ESCAPED.lower()}</span>" in selected
+    (excluded,) = [row for row in rows if "exc&quot;" in row]
+    assert f"has {REGION}={ESCAPED}" in excluded
+    assert "<img" not in body
+
+
+def test_every_value_of_the_cluster_table_is_escaped() -> None:
+    """Each field ``preview`` gives the table, hostile: the id, the module status, the note, the
+    selector error, the virtual node names, a term's text and reasons, why a peer refuses pods."""
+    verdict = {"all_clusters": False, "selected": False, "matched_term": None}
+    lines = [{"text": f"t{n}{HOSTILE}", "failed": f"f{n}{HOSTILE}"} for n in (1, 2)]
+    rows = [
+        {
+            "cluster_id": f"a{HOSTILE}",
+            "module_status": f"m{HOSTILE}",
+            "selected": True,
+            "error": None,
+            "note": "",
+            "disagree": True,
+            "explanations": [
+                (f"vn1{HOSTILE}", {"all_clusters": False, "selected": True, "matched_term": 0, "terms": lines}),
+                (f"vn2{HOSTILE}", {**verdict, "terms": [{"text": "x", "invalid": f"i{HOSTILE}"}]}),
+            ],
+            "refuses": (f"r{HOSTILE}",),
+        },
+        {**_excluded(f"b{HOSTILE}"), "explanations": [("vn", {**verdict, "terms": lines})]},
+        {**_excluded(f"c{HOSTILE}"), "note": f"n{HOSTILE}"},
+        {**_excluded(f"d{HOSTILE}"), "error": f"e{HOSTILE}"},
+        *(_excluded(f"g{n}{HOSTILE}") | {"note": "same"} for n in range(SHOWN_IDS + 1)),  # folded
+    ]
+    room = room_of(f"a{HOSTILE}", [{"cpu": "1"}], {"cpu_millis": 990})
+    html = str(cluster_table(rows, {f"a{HOSTILE}": room}).html)
+    assert "<img" not in html and HOSTILE not in html
+    for value in (
+        f"a{ESCAPED}",
+        f"m{ESCAPED}",
+        f"vn1{ESCAPED}",
+        f"vn2{ESCAPED}",
+        f"t1{ESCAPED}",
+        f"i{ESCAPED}",
+        f"r{ESCAPED}",
+        f"b{ESCAPED}",
+        f"line 2 <code>t2{ESCAPED}</code>: f2{ESCAPED}",
+        f"n{ESCAPED}",
+        f"e{ESCAPED}",
+        f"g{SHOWN_IDS}{ESCAPED}",
+    ):
+        assert value in html, value
+    assert "nearly full: cpu 99%" in html and f"<summary>{SHOWN_IDS + 1} clusters</summary>" in html
+
+
+def _excluded(cluster_id: str) -> dict[str, Any]:
+    return {
+        "cluster_id": cluster_id,
+        "module_status": "",
+        "selected": False,
+        "error": None,
+        "note": "",
+        "disagree": False,
+        "explanations": [],
+        "refuses": (),
+    }
