@@ -11,7 +11,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from sandbox import scenarios
+from sandbox import fleet, scenarios
 from sandbox.rbac import SERVICE_USER
 from sandbox.server import Sandbox
 
@@ -49,8 +49,8 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _generate(args: argparse.Namespace) -> int:
-    data = scenarios.generate(args.namespaces, args.clusters, offloaded=args.offloaded, seed=args.seed)
-    text = scenarios.dump(data)
+    data = fleet.generate(args.namespaces, args.clusters, offloaded=args.offloaded, seed=args.seed)
+    text = fleet.dump(data)
     if args.output == "-":
         sys.stdout.write(text)
     else:

@@ -1,8 +1,8 @@
 """Scenario files: the fleet a sandbox starts with (local cluster, nodes, peers, namespaces, offloadings).
 
 A scenario is YAML (see scenarios/demo.yaml for every field). `--scenario` takes a built-in name
-(scenarios/<name>.yaml), a file path, `generated:NxK` (`generate(N, K)`, no file) or, in-process, a
-dict. `generate()` builds large fleets for benchmarks.
+(scenarios/<name>.yaml), a file path, `generated:NxK` (`fleet.generate(N, K)`, no file) or, in-process, a
+dict; `sandbox.fleet.generate()` builds the large fleets for benchmarks.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from liqo_rules.selectors.liqoctl import cluster_selector
 from sandbox import tenants
 from sandbox.apicommon import now_iso
 from sandbox.apiserver import ApiServer
+from sandbox.fleet import generate
 from sandbox.kinds import FOREIGN_CLUSTERS, NAMESPACE_OFFLOADINGS, NAMESPACES, NODES, PODS, VIRTUAL_NODES
 from sandbox.liqo import LiqoSimulation, Peer, resources
 from sandbox.liqo.context import SELECT_PHASE, STATUS_PHASE
@@ -362,87 +363,3 @@ def _pod_suffix(namespace: str, index: int) -> str:
     rnd = random.Random(f"{namespace}-{index}")
     alphabet = "bcdfghjklmnpqrstvwxz2456789"
     return "".join(rnd.choice(alphabet) for _ in range(10))[:5] + "-" + "".join(rnd.choice(alphabet) for _ in range(5))
-
-
-# -- the generator -------------------------------------------------------------------------------------
-REGIONS = ("eu-south-1", "eu-west-1", "eu-central-1", "us-east-1", "us-west-2", "ap-south-1", "ap-northeast-1")
-PROVIDERS = ("eks", "gke", "aks", "kubeadm", "k3s")
-TEAMS = ("payments", "search", "checkout", "identity", "data", "ml", "media", "ops", "web", "mobile")
-ENVS = ("prod", "staging", "dev", "test")
-
-
-def generate(
-    namespaces: int,
-    clusters: int,
-    *,
-    offloaded: float = 0.1,
-    everywhere: float = 0.0,
-    pods: int = 0,
-    seed: int = 42,
-    local_id: str = "rome",
-) -> dict[str, Any]:
-    """A large fleet: `clusters` peers over a few regions and providers, `namespaces` namespaces of which a
-    fraction is offloaded with region / provider selectors, and `everywhere` of those with no selector
-    (every peer); with `pods`, that many small pods in every namespace, and local workers enough to run
-    those that stay local."""
-    rnd = random.Random(seed)
-    # Its own draws: a fleet without offloadings everywhere is the same as before this option.
-    wide = random.Random(f"{seed}-everywhere")
-    peers = []
-    for i in range(clusters):
-        region = REGIONS[i % len(REGIONS)]
-        peers.append(
-            {
-                "id": f"cluster-{i:04d}",
-                "role": ROLE_PROVIDER,
-                "labels": {
-                    "topology.kubernetes.io/region": region,
-                    c.CLUSTER_PROVIDER_LABEL: PROVIDERS[i % len(PROVIDERS)],
-                    **({"staging": "true"} if i % 10 == 9 else {}),
-                },
-                "resources": {"cpu": str(16 * (1 + i % 4)), "memory": f"{64 * (1 + i % 4)}Gi", "pods": "500"},
-                **({"storageClasses": ["standard"]} if i % 3 else {}),
-            }
-        )
-    # Workers for the pods: about 100 a node, as a cluster of that size would have.
-    workers = max(3, 1 + namespaces * pods // 100)
-    worker = {"capacity": {"cpu": "32", "memory": "128Gi", "pods": "110"}} if pods else {}
-    items = []
-    for i in range(namespaces):
-        team, env = TEAMS[i % len(TEAMS)], ENVS[(i // len(TEAMS)) % len(ENVS)]
-        ns: dict[str, Any] = {"name": f"{team}-{env}-{i:05d}", "labels": {"team": team, "env": env}}
-        if pods:
-            ns.update(pods=pods, app=team, requests={"cpu": "50m", "memory": "64Mi"})
-        if rnd.random() < offloaded:
-            roll = rnd.random()
-            if roll < 0.6:
-                ns["offloading"] = {
-                    "selector": [
-                        f"topology.kubernetes.io/region={rnd.choice(REGIONS)},{c.CLUSTER_PROVIDER_LABEL}={rnd.choice(PROVIDERS)}"
-                    ]
-                }
-            elif roll < 0.9:
-                ns["offloading"] = {
-                    "selector": [f"topology.kubernetes.io/region={rnd.choice(REGIONS)},!staging"],
-                    "podOffloadingStrategy": "Remote",
-                }
-            else:
-                ns["offloading"] = {
-                    "selector": [f"{c.CLUSTER_PROVIDER_LABEL}={rnd.choice(PROVIDERS)}"],
-                    "namespaceMappingStrategy": "EnforceSameName",
-                }
-            if everywhere and wide.random() < everywhere:  # after the draws above, which keep their order
-                ns["offloading"] = {"selector": []}
-        items.append(ns)
-    return {
-        "description": f"Generated fleet: {namespaces} namespaces, {clusters} peers (seed {seed})",
-        "localCluster": {"id": local_id, "labels": {c.CLUSTER_PROVIDER_LABEL: "kubeadm"}},
-        "localNodes": [{"name": f"{local_id}-control-plane", "roles": ["control-plane"]}]
-        + [{"name": f"{local_id}-worker-{i}", "roles": ["worker"], **worker} for i in range(1, workers + 1)],
-        "peers": peers,
-        "namespaces": items,
-    }
-
-
-def dump(data: dict[str, Any]) -> str:
-    return yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=120)
