@@ -316,13 +316,11 @@ class ChangeRequestViewSet(NamedNotFoundMixin, SnapshotHeadersMixin, viewsets.Re
         field by field; a field both sides changed needs ``{"resolve": {"<field>": "mine"|"theirs"}}``
         (without it: 409 naming the field), a destructive one ``"confirm": true`` (without it: 400)."""
         conflicted = self.get_object()  # DRF's lookup: a malformed id is a 404, not a 500
-        body = request.data if isinstance(request.data, dict) else {}
-        resolve = body.get("resolve")
-        choices = {str(k): str(v) for k, v in resolve.items()} if isinstance(resolve, dict) else {}
-        confirm = ReapplySerializer(data={"confirm": body["confirm"]} if "confirm" in body else {})
-        confirm.is_valid(raise_exception=True)
+        body = ReapplySerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        choices = {str(k): str(v) for k, v in body.validated_data.get("resolve", {}).items()}
         try:
-            change = reapply(conflicted.pk, current_actor(), choices, confirmed=confirm.validated_data["confirm"])
+            change = reapply(conflicted.pk, current_actor(), choices, confirmed=body.validated_data["confirm"])
         except ChangeRejected as exc:
             return refusal_response(exc, name=conflicted.namespace)
         return Response(ChangeRequestSerializer(change).data, status=status.HTTP_202_ACCEPTED)
