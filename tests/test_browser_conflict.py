@@ -72,6 +72,15 @@ def _apply(tab: Any, live_server: Any) -> None:
     tab.wait_for_load_state()
 
 
+def _confirm_destructive(tab: Any) -> None:
+    """LocalAndRemote to Remote is destructive: the preview says why and asks for the box in the form."""
+    box = tab.locator("#destructive-box")
+    expect(box).to_contain_text("from LocalAndRemote to Remote")
+    box.locator("#id_confirm").check()
+    htmx_idle(tab)
+    expect(tab.locator("#id_confirm")).to_be_checked()  # the preview that follows keeps it
+
+
 def test_two_tabs_merge_in_place(
     context: Any,
     live_server: Any,
@@ -83,6 +92,7 @@ def test_two_tabs_merge_in_place(
     tab_a, tab_b = _two_tabs(context, live_server)
 
     tab_a.select_option("#id_pod_offloading_strategy", "Remote")
+    _confirm_destructive(tab_a)
     _apply(tab_a, live_server)
     tab_a.wait_for_url(f"{live_server.url}/changes/*/")
     assert Namespace.objects.get(name="shop").offloading_generation == 4
@@ -126,6 +136,7 @@ def test_a_field_both_tabs_changed_needs_a_choice(
     monkeypatch.setattr(change_requests, "enqueue_apply", _applied_when_enqueued)
     tab_a, tab_b = _two_tabs(context, live_server)
     tab_a.select_option("#id_pod_offloading_strategy", "Remote")
+    _confirm_destructive(tab_a)
     _apply(tab_a, live_server)
     tab_a.wait_for_url(f"{live_server.url}/changes/*/")
 

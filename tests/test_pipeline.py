@@ -129,7 +129,10 @@ def test_a_stale_edit_ends_in_conflict_and_keeps_both_versions(sandbox: Any, k8s
     k8s.custom.patch_namespaced_custom_object(
         GROUP, VERSION, "data", PLURAL, "offloading", {"spec": {"podOffloadingStrategy": "Remote"}}
     )
-    loser = request_offload("data", _spec(podOffloadingStrategy="Local"), BOB, expected_generation=generation)
+    # LocalAndRemote to Local is destructive: confirmed, as every strategy change below.
+    loser = request_offload(
+        "data", _spec(podOffloadingStrategy="Local"), BOB, expected_generation=generation, confirmed=True
+    )
     loser.refresh_from_db()
     assert loser.state == ChangeState.CONFLICT
     assert loser.conflict_spec["podOffloadingStrategy"] == "Remote"
@@ -143,12 +146,16 @@ def test_an_edit_the_snapshot_already_knows_is_stale_is_refused_and_not_recorded
     request_offload("late", _spec(), ALICE)
     _settle("late", ("Ready",))
     generation = Namespace.objects.get(name="late").offloading_generation
-    winner = request_offload("late", _spec(podOffloadingStrategy="Remote"), ALICE, expected_generation=generation)
+    winner = request_offload(
+        "late", _spec(podOffloadingStrategy="Remote"), ALICE, expected_generation=generation, confirmed=True
+    )
     winner.refresh_from_db()
     assert winner.state == ChangeState.APPLIED
     before = ChangeRequest.objects.count(), AuditEvent.objects.count()
     with pytest.raises(ChangeRejected) as refused:
-        request_offload("late", _spec(podOffloadingStrategy="Local"), BOB, expected_generation=generation)
+        request_offload(
+            "late", _spec(podOffloadingStrategy="Local"), BOB, expected_generation=generation, confirmed=True
+        )
     assert refused.value.refusal is Refusal.STALE
     assert f"generation {generation} is now {generation + 1}" in refused.value.messages[0]
     assert (ChangeRequest.objects.count(), AuditEvent.objects.count()) == before
@@ -161,7 +168,7 @@ def test_a_status_only_change_is_not_a_conflict(sandbox: Any, k8s: Any) -> None:
     _settle("ops", ("Ready",))
     assert Namespace.objects.get(name="ops").offloading_resource_version != first.result_resource_version
     change = request_offload(
-        "ops", _spec(podOffloadingStrategy="Remote"), BOB, expected_generation=first.result_generation
+        "ops", _spec(podOffloadingStrategy="Remote"), BOB, expected_generation=first.result_generation, confirmed=True
     )
     change.refresh_from_db()
     assert change.state == ChangeState.APPLIED, change.message
@@ -199,7 +206,7 @@ def test_unoffload_waits_until_the_object_is_gone(sandbox: Any, k8s: Any) -> Non
     _make_namespace(k8s, "tmp")
     request_offload("tmp", _spec(), ALICE)
     _settle("tmp", ("Ready",))
-    change = request_unoffload("tmp", ALICE)
+    change = request_unoffload("tmp", ALICE, confirmed=True)
     change.refresh_from_db()
     assert change.state == ChangeState.APPLIED, change.message
     items = k8s.custom.list_namespaced_custom_object(GROUP, VERSION, "tmp", PLURAL)["items"]
@@ -442,7 +449,9 @@ def test_a_conflict_is_resolved_by_applying_the_same_change_over_the_current_ver
     k8s.custom.patch_namespaced_custom_object(
         GROUP, VERSION, "contested", PLURAL, "offloading", {"spec": {"podOffloadingStrategy": "Remote"}}
     )
-    loser = request_offload("contested", _spec(podOffloadingStrategy="Local"), BOB, expected_generation=generation)
+    loser = request_offload(
+        "contested", _spec(podOffloadingStrategy="Local"), BOB, expected_generation=generation, confirmed=True
+    )
     loser.refresh_from_db()
     assert loser.state == ChangeState.CONFLICT
     page = admin_client.get(reverse("offloading:change_status", args=[loser.pk])).content.decode()
@@ -452,7 +461,9 @@ def test_a_conflict_is_resolved_by_applying_the_same_change_over_the_current_ver
     undecided = admin_client.post(reverse("offloading:change_reapply", args=[loser.pk]))
     assert undecided.status_code == 302 and ChangeRequest.objects.order_by("-id").first().pk == loser.pk
     response = admin_client.post(
-        reverse("offloading:change_reapply", args=[loser.pk]), {"choice_podOffloadingStrategy": "mine"}
+        # Mine turns their Remote into Local: destructive, so confirmed.
+        reverse("offloading:change_reapply", args=[loser.pk]),
+        {"choice_podOffloadingStrategy": "mine", "confirm": "on"},
     )
     again = ChangeRequest.objects.order_by("-id").first()
     assert response.status_code == 302 and again.pk != loser.pk

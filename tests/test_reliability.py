@@ -442,7 +442,10 @@ def test_changes_converge_through_5xx_and_timeouts_and_a_webhook_denial_fails_at
     # Every update changes something: a third of the namespaces are Remote already (an edit that changes
     # nothing is refused, "nothing to change"), so each one also gets a selector of its own.
     updates = [
-        request_offload(name, {**_spec(i), "podOffloadingStrategy": "Remote", "clusterSelector": _phase2(i)}, BOB)
+        # Remote and another selector: stricter and losing clusters, so confirmed.
+        request_offload(
+            name, {**_spec(i), "podOffloadingStrategy": "Remote", "clusterSelector": _phase2(i)}, BOB, confirmed=True
+        )
         for i, name in enumerate(names)
     ]
     generation = _get_offloading(k8s, "strict")["metadata"]["generation"]
@@ -530,7 +533,9 @@ def test_racing_edits_of_one_namespace_lose_no_update_and_every_loser_ends_in_co
                         ]
                     },
                 }
-                submitted[actor.user_name].append(request_offload("race", spec, actor, expected_generation=base + r))
+                # The strategies go round (stricter two times out of three): confirmed.
+                change = request_offload("race", spec, actor, expected_generation=base + r, confirmed=True)
+                submitted[actor.user_name].append(change)
         finally:
             connection.close()
 
@@ -719,7 +724,9 @@ def test_changes_made_with_kubectl_show_up_as_drift_with_the_field_manager(
     assert kube_a.offloading_managed_by == "kubectl-patch"
 
     # An edit of ours based on the drifted object applies, and is not drift.
-    again = request_offload("kube-a", _spec(2), ALICE, expected_generation=kube_a.offloading_generation)
+    again = request_offload(
+        "kube-a", _spec(2), ALICE, expected_generation=kube_a.offloading_generation, confirmed=True
+    )  # another selector: it loses the peers of the first one
     wait_until(lambda: _all_terminal([again.pk]), 30, message="our edit after the drift")
     again.refresh_from_db()
     assert again.state == ChangeState.APPLIED, again.message
