@@ -87,6 +87,8 @@ class ChangeFiles:
     change_ids: tuple[int, ...]
     files: dict[str, bytes]
     notes: tuple[str, ...] = field(default=())
+    # One line per change, by id: "#12 offload web".
+    described: tuple[str, ...] = field(default=())
 
     def under(self, path: str) -> dict[str, bytes]:
         """The files at their place in a repository: ``<path>/<name>/<file>``."""
@@ -254,5 +256,6 @@ def change_files(changes: Iterable[FileChange], requester: str = "", name: str |
     if patches:
         kustomization["patches"] = patches
     files[KUSTOMIZATION] = _header(ordered, requester).encode() + _yaml(kustomization)
-    ids = tuple(sorted(ch.change_id for ch in ordered))
-    return ChangeFiles(overlay, ids, dict(sorted(files.items())), tuple(notes))
+    by_id = sorted(ordered, key=lambda ch: ch.change_id)
+    ids = tuple(ch.change_id for ch in by_id)
+    return ChangeFiles(overlay, ids, dict(sorted(files.items())), tuple(notes), tuple(ch.describe() for ch in by_id))

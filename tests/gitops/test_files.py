@@ -73,6 +73,7 @@ def write(files: dict[str, bytes], root: Path) -> Path:
 def test_files_parse_and_the_kustomization_names_every_file() -> None:
     out = f.change_files(CHANGES, requester="alice")
     assert out.name == "changes-12-13-14" and out.change_ids == (12, 13, 14)
+    assert out.described == ("#12 offload web", "#13 update shop", "#14 unoffload legacy")
     assert sorted(out.files) == [
         "kustomization.yaml",
         "legacy/observed.yaml",
