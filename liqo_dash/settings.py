@@ -11,6 +11,7 @@ import secrets
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import dj_database_url
 
@@ -294,6 +295,20 @@ LIQO_DASH: dict[str, Any] = {
 for _name in ("ALERT_WEBHOOK_URL", "ALERT_DASHBOARD_URL"):
     if LIQO_DASH[_name] and not LIQO_DASH[_name].startswith(("http://", "https://")):
         raise env.ConfigError(f"{_name} must start with http:// or https://")
+
+# The GitOps hand-off (offloading.gitops): the Git repository liqo-dash commits a change's files to, on a
+# new branch from BRANCH, under PATH. HTTP basic: USERNAME, and the password read from PASSWORD_FILE (a
+# mounted Secret) each time git asks for it, never from the URL. Empty REPO_URL: no repository (the files
+# can still be downloaded). offloading.gitops.repo.RepoSettings.from_mapping checks the rest.
+LIQO_DASH_GITOPS: dict[str, str] = {
+    "REPO_URL": env.string("LIQO_DASH_GITOPS_REPO_URL", ""),
+    "BRANCH": env.string("LIQO_DASH_GITOPS_BRANCH", "main"),
+    "PATH": env.string("LIQO_DASH_GITOPS_PATH", "liqo-dash"),
+    "USERNAME": env.string("LIQO_DASH_GITOPS_USERNAME", ""),
+    "PASSWORD_FILE": env.string("LIQO_DASH_GITOPS_PASSWORD_FILE", ""),
+}
+if urlsplit(LIQO_DASH_GITOPS["REPO_URL"]).password is not None:
+    raise env.ConfigError("LIQO_DASH_GITOPS_REPO_URL must not carry a password: use LIQO_DASH_GITOPS_PASSWORD_FILE")
 
 CELERY_BEAT_SCHEDULE = {
     "verify-audit": {"task": "offloading.tasks.verify_audit", "schedule": 3600.0},
