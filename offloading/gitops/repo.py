@@ -128,6 +128,8 @@ class RepoSettings:
             clean_path(self.path)
         except FilesError as error:
             raise ConfigInvalid(str(error)) from None
+        if not self.username.isprintable() or ":" in self.username:
+            raise ConfigInvalid("LIQO_DASH_GITOPS_USERNAME must be one line without ':'")
         if self.username and not self.password_file:
             raise ConfigInvalid("LIQO_DASH_GITOPS_USERNAME is set but LIQO_DASH_GITOPS_PASSWORD_FILE is not")
         if self.password_file and not self.username:

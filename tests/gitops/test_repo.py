@@ -157,6 +157,7 @@ def test_a_wrong_password_is_refused_and_never_shown(
         ({"REPO_URL": "https://git.example.com/f.git", "USERNAME": "bot"}, r.ConfigInvalid, "PASSWORD_FILE is not"),
         ({"REPO_URL": "https://git.example.com/f.git", "PASSWORD_FILE": "/x"}, r.ConfigInvalid, "USERNAME is not"),
         ({"REPO_URL": "https://git.example.com/f.git", "BRANCH": "a..b"}, r.ConfigInvalid, "not a valid branch"),
+        ({"REPO_URL": "https://git.example.com/f.git", "USERNAME": "a\nb"}, r.ConfigInvalid, "one line"),
         ({"REPO_URL": "https://git.example.com/f.git", "PATH": "../up"}, r.ConfigInvalid, "inside the repository"),
     ],
 )
