@@ -152,7 +152,7 @@ def test_a_wrong_password_is_refused_and_never_shown(
     ("values", "error", "words"),
     [
         ({}, r.NotConfigured, "no Git repository"),
-        ({"REPO_URL": "ext::sh -c touch% /tmp/x"}, r.ConfigInvalid, "must be"),
+        ({"REPO_URL": "ext::sh -c touch% pwned"}, r.ConfigInvalid, "must be"),
         ({"REPO_URL": "https://bot:hunter2@git.example.com/fleet.git"}, r.ConfigInvalid, "carries a password"),
         ({"REPO_URL": "https://git.example.com/f.git", "USERNAME": "bot"}, r.ConfigInvalid, "PASSWORD_FILE is not"),
         ({"REPO_URL": "https://git.example.com/f.git", "PASSWORD_FILE": "/x"}, r.ConfigInvalid, "USERNAME is not"),
