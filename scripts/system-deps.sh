@@ -2,7 +2,8 @@
 # Debian packages the test suite needs: Chromium (driven by Playwright), kubectl (a second real
 # client of the sandbox), a PostgreSQL server (the database tests run on it too) and Node.js with npm
 # (axe-core for the accessibility tests, installed with `npm ci` from package-lock.json) and
-# promtool (from prometheus: `promtool check metrics` lints /metrics).
+# promtool (from prometheus: `promtool check metrics` lints /metrics) and git (its `git daemon` and
+# `git http-backend` serve the repository the GitOps hand-off commits to).
 # Installs only what is missing; needs root (or sudo) for apt-get.
 set -euo pipefail
 missing=()
@@ -13,6 +14,7 @@ ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
 command -v node >/dev/null 2>&1 || missing+=(nodejs)
 command -v npm >/dev/null 2>&1 || missing+=(npm)
 command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
+[ -x /usr/lib/git-core/git-http-backend ] || missing+=(git)
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi
