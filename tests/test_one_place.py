@@ -17,7 +17,10 @@ from django.urls import reverse
 
 from access import roles
 from offloading.changes import authorize, requests
-from offloading.choices import AuditAction, ChangeAction, ChangeState
+from offloading.changes.drift import accept_drift
+from offloading.changes.errors import ChangeRejected, Refusal
+from offloading.choices import AuditAction, ChangeAction, ChangeState, Source
+from offloading.context import Actor
 from offloading.models import AuditEvent, BulkRequest, ChangeRequest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -179,3 +182,18 @@ def test_no_project_module_is_imported_inside_a_function(name: str) -> None:
                 elif isinstance(inner, ast.Import):
                     hidden += [f"{node.name}: import {a.name}" for a in inner.names]
     assert hidden == []
+
+
+def test_accepting_drift_is_a_use_case_with_the_right_of_an_edit(fleet: Any, django_user_model: Any) -> None:
+    assert accept_drift("shop", Actor(None, "system", Source.WEB, "r0")) is None  # no drift open: nothing written
+    drift = AuditEvent(user_name="kubectl", source=Source.EXTERNAL, action=AuditAction.DRIFT_UPDATED, namespace="shop")
+    drift.save()
+    vera = django_user_model.objects.create_user("vera", password="vera-password-123")
+    vera.groups.add(Group.objects.get_or_create(name=roles.VIEWER)[0])
+    with pytest.raises(ChangeRejected) as refused:
+        accept_drift("shop", Actor(vera.pk, "vera", Source.WEB, "r1"))
+    assert refused.value.refusal is Refusal.FORBIDDEN
+    accepted = accept_drift("shop", Actor(None, "system", Source.WEB, "r2"))
+    assert accepted is not None and accepted.action == AuditAction.DRIFT_ACCEPTED
+    assert f"audit event #{drift.seq}" in accepted.message and accepted.after == fleet["shop"].offloading_spec
+    assert accept_drift("shop", Actor(None, "system", Source.WEB, "r3")) is None  # answered: not twice
