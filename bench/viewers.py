@@ -1,35 +1,44 @@
-"""Open pages at rest: N viewers polling the live pages of one web pod while nothing changes.
+"""Open pages: N viewers polling the live pages of one web pod, while nothing changes and while a
+100-namespace bulk offload applies.
 
-The web process is the Procfile's (gunicorn with deploy/gunicorn.conf.py, 2 workers x 4 threads) on
-the benchmark's SQLite database holding a generated fleet (the sandbox's ``generated:NxK``, read once
-by the cold refresh; the sandbox is stopped before the viewers start, so nothing moves but the
-snapshot's heartbeat, which the benchmark writes every ``WATCH_HEARTBEAT`` seconds as the watcher does). Each viewer is
-a browser tab as static/js/liqo-dash.js drives it: one live region (namespace list, matrix or cluster
-list every 2 s; overview, a cluster's page or the audit trail every 5 s; a namespace's status every
-2 s, until it answers 286 as htmx does), polled with ``X-Live-Poll`` and the ETag it got, plus the
-freshness badge every 10 s. The load
-generator is asyncio on loopback, one connection per request (gunicorn closes idle keep-alive
-connections after 2 s), bounded in viewers and time.
+The processes are the Procfile's (bench/viewers_pod.py): the web process (gunicorn with
+deploy/gunicorn.conf.py, 2 workers x 4 threads), a Celery worker and beat on Redis, and the watcher
+keeping the snapshot of the sandbox's ``generated:NxK`` fleet (its cold sync first; the sandbox's Liqo
+controller is frozen, so nothing moves unless the benchmark moves it), on the benchmark's SQLite
+database. Each viewer is a browser tab as static/js/liqo-dash.js drives it: one live region (namespace
+list, matrix or cluster list every 2 s; overview, a cluster's page or the audit trail every 5 s; a
+namespace's status every 2 s, until it answers 286 as htmx does), polled with ``X-Live-Poll`` and the
+ETag it got, plus the freshness badge every 10 s. The load generator is asyncio on loopback, one
+connection per request (gunicorn closes idle keep-alive connections after 2 s), bounded in viewers and
+time.
 
-    python -m bench.viewers [--fleet 1000x20] [--viewers 50 --viewers 200] [--window 20]
+For each count of viewers, the tabs open their pages, then keep polling through two windows without a
+gap: **idle** (``--window`` seconds, nothing changes but the watcher's heartbeat) and **bulk** (from
+``POST /api/v1/bulk/`` of 100 namespaces not offloaded, sent as a client would, until the worker applied
+every change and the watcher brought every NamespaceOffloading into the snapshot). The bulk runs once
+with no viewer first: what the bulk itself costs the web pod (its request's access reviews and dry-runs).
 
-Figures per viewer count: p50/p95/max of the idle polls (every answer in the window), how many were
-304, and the web pod's CPU (utime + stime of gunicorn's master and workers, /proc/<pid>/stat) over the
-window: cores used, and microseconds of CPU per second per viewer.
+    python -m bench.viewers [--fleet 10000x200] [--viewers 50 --viewers 200 --viewers 500] [--window 30]
+
+Figures per viewer count and window: p50/p95/max of the polls started in the window, how many were 304,
+which regions rendered, and the web pod's CPU (utime + stime of gunicorn's master and workers,
+/proc/<pid>/stat) over the window: cores used, and microseconds of CPU per second per viewer; the
+machine's load average at the window's end (other work shares its cores).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import json
 import os
 import random
 import resource
+import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -37,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import harness
+from bench.viewers_pod import BULK_SIZE, BulkRun, Deployment, WebPod, candidates, get, regions, sessions
 
 GOAL_P95_MS = 200.0
 GOAL_VIEWERS = 500
@@ -57,194 +67,47 @@ class ViewersRun:
     cpu_us_per_viewer_s: float  # microseconds of web CPU per second, per viewer
     generator_cores: float = 0.0  # the load generator's own CPU (this process), sharing the machine
     per_region_p95_ms: dict[str, float] = field(default_factory=dict)
-    per_region_rendered: dict[str, int] = field(default_factory=dict)  # polls answered 200 / 286 (rendered)
+    per_region_rendered: dict[str, int] = field(default_factory=dict)  # polls answered 200 / 286, rendered for it
+    per_region_shared: dict[str, int] = field(default_factory=dict)  # of those, another viewer's render (X-Live)
+    phase: str = "idle"  # or "bulk": while a bulk offload applies
+    load_average: float = 0.0  # the machine's (1 min), at the window's end
+    web_cpu_s: float = 0.0  # the web pod's CPU seconds over the window
+    bulk: dict[str, Any] | None = None  # the bulk of the window (viewers_pod.BulkRun)
+    posting_p95_ms: float = 0.0  # p95 of the polls started while the bulk's POST was in flight
+    applying_p95_ms: float = 0.0  # and after it answered (the worker and the watcher writing)
 
     def line(self) -> str:
         share = 100 * self.not_modified / self.polls if self.polls else 0.0
         return (
-            f"{self.viewers:4d} viewers: {self.polls} polls in {self.window_s:.0f} s ({share:.0f} % 304, "
-            f"{self.errors} errors), p50 {self.p50_ms:.1f} ms, p95 {self.p95_ms:.1f} ms, max {self.max_ms:.0f} ms; "
-            f"web {self.web_cores:.2f} cores = {self.cpu_us_per_viewer_s:.0f} us CPU per viewer per second "
-            f"(load generator {self.generator_cores:.2f} cores)"
+            f"{self.viewers:4d} viewers, {self.phase:<4}: {self.polls} polls in {self.window_s:.0f} s ({share:.0f} % "
+            f"304, {self.errors} errors), p50 {self.p50_ms:.1f} ms, p95 {self.p95_ms:.1f} ms, max "
+            f"{self.max_ms:.0f} ms; web {self.web_cores:.2f} cores = {self.cpu_us_per_viewer_s:.0f} us CPU per "
+            f"viewer per second (load generator {self.generator_cores:.2f} cores; load average {self.load_average:.1f})"
         )
-
-
-# --------------------------------------------------------------------------------------------------
-# The web pod
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-class WebPod:
-    """The Procfile's web process on the benchmark's database (its own process group)."""
-
-    def __init__(self, var_dir: Path, **extra_env: str) -> None:
-        from django.db import connection
-
-        self.port = _free_port()
-        env = {
-            **os.environ,
-            "DJANGO_SETTINGS_MODULE": "liqo_dash.settings",
-            "DATABASE_URL": f"sqlite:///{connection.settings_dict['NAME']}",
-            "LIQO_DASH_LOCAL_CACHE": "true",  # no Redis: nothing is queued, the pages only read
-            "INSECURE_HTTP": "true",
-            "LOG_LEVEL": "WARNING",
-            **extra_env,
-        }
-        self.log = var_dir / "web.log"
-        with open(self.log, "wb") as out:
-            self.proc = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "gunicorn",
-                    "liqo_dash.wsgi",
-                    "-c",
-                    "deploy/gunicorn.conf.py",
-                    "--bind",
-                    f"127.0.0.1:{self.port}",
-                    "--workers",
-                    "2",
-                    "--threads",
-                    "4",
-                    "--access-logfile",
-                    "-",
-                ],
-                cwd=harness.ROOT,
-                env=env,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        deadline = time.monotonic() + 120
-        while self.log.read_text(errors="replace").count("Booting worker") < 2:
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(f"gunicorn did not start:\n{self.log.read_text(errors='replace')[-2000:]}")
-            time.sleep(0.2)
-
-    def pids(self) -> list[int]:
-        """gunicorn's master and its workers (the master's children)."""
-        found = [self.proc.pid]
-        for entry in Path("/proc").iterdir():
-            if entry.name.isdigit():
-                try:
-                    fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-                except OSError:
-                    continue
-                if int(fields[1]) == self.proc.pid:
-                    found.append(int(entry.name))
-        return found
-
-    def cpu_s(self) -> float:
-        """utime + stime of the master and workers, in seconds."""
-        ticks = os.sysconf("SC_CLK_TCK")
-        total = 0
-        for pid in self.pids():
-            try:
-                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of stat)
-        return total / ticks
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
 
 
 # --------------------------------------------------------------------------------------------------
 # The viewers
 
 
-def _regions() -> list[tuple[str, str, float]]:
-    """(name, URL, poll interval in s) of the live regions the viewers keep open."""
-    from offloading.models import Cluster, Namespace
-
-    cluster = Cluster.objects.order_by("cluster_id").values_list("cluster_id", flat=True).first() or "none"
-    offloaded = Namespace.objects.filter(offloaded=True).order_by("name").values_list("name", flat=True).first()
-    return [
-        ("namespace list", "/namespaces/", 2.0),
-        ("namespace list, filtered", "/namespaces/?phase=Ready&page=2", 2.0),
-        ("overview", "/", 5.0),
-        ("matrix", "/matrix/", 2.0),
-        ("cluster list", "/clusters/", 2.0),
-        ("cluster page", f"/clusters/{cluster}/", 5.0),
-        ("namespace status", f"/namespaces/{offloaded or 'default'}/status/", 2.0),
-        ("audit", "/audit/", 5.0),
-    ]
-
-
-def _sessions(count: int) -> list[str]:
-    """``count`` session cookies of signed-in users (an admin and viewers, round robin)."""
-    from django.contrib.auth import get_user_model
-    from django.contrib.auth.models import Group
-    from django.test import Client
-
-    users = get_user_model().objects
-    people = []
-    for i in range(5):
-        user, _ = users.get_or_create(username=f"bench-viewer-{i}")
-        if i == 0:
-            user.is_superuser, user.is_staff = True, True
-            user.save()
-        else:
-            user.groups.add(Group.objects.get_or_create(name="viewer")[0])  # gone after a flush
-        people.append(user)
-    cookies = []
-    for i in range(count):
-        client = Client()
-        client.force_login(people[i % len(people)])
-        cookies.append(client.cookies["sessionid"].value)
-    return cookies
-
-
-async def _get(port: int, path: str, headers: dict[str, str]) -> tuple[int, dict[str, str], float]:
-    """One GET on a new connection: (status, headers, seconds until the whole answer was read)."""
-    started = time.perf_counter()
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    try:
-        lines = [f"GET {path} HTTP/1.1", "Host: 127.0.0.1", "Connection: close"]
-        lines += [f"{k}: {v}" for k, v in headers.items()]
-        writer.write(("\r\n".join(lines) + "\r\n\r\n").encode())
-        await writer.drain()
-        head = await reader.readuntil(b"\r\n\r\n")
-        status_line, *rest = head.decode("latin-1").split("\r\n")
-        answer = {k.lower(): v.strip() for k, _, v in (line.partition(":") for line in rest if line)}
-        length = int(answer.get("content-length") or 0)
-        if length:
-            await reader.readexactly(length)
-        elif "chunked" in answer.get("transfer-encoding", "") or int(status_line.split()[1]) not in (204, 304):
-            await reader.read()  # until the server closes
-        return int(status_line.split()[1]), answer, time.perf_counter() - started
-    finally:
-        writer.close()
+Poll = tuple[int, str, int, float, float, str]  # window, region, status, seconds, started (monotonic), X-Live
 
 
 async def _viewers(
     port: int,
     cookies: list[str],
-    regions: list[tuple[str, str, float]],
-    window_s: float,
+    pages: list[tuple[str, str, float]],
+    windows: list[Callable[[], Any]],
     log: Callable[[str], None],
-    window_started: Callable[[], None],
-) -> tuple[list[tuple[str, int, float]], int]:
+    mark: Callable[[], None],
+) -> tuple[list[Poll], int, list[Any]]:
     """Every viewer opens its region once (rendered, a few at a time), then polls it with its ETag (and
-    the badge) for ``window_s``. Returns the polls of the window (region, status, seconds) and errors."""
-    viewers = []
+    the badge) through ``windows`` one after the other (each a function, run in a thread: a window lasts
+    as long as it runs; ``mark`` at every boundary). Returns the polls (by the window they started in),
+    the errors and what each window returned."""
+    viewers: list[dict[str, Any]] = []
     for i, cookie in enumerate(cookies):
-        name, url, every = regions[i % len(regions)]
+        name, url, every = pages[i % len(pages)]
         viewers.append({"name": name, "url": url, "every": every, "cookie": cookie, "etag": "", "badge": ""})
     opening = asyncio.Semaphore(8)
     errors = 0
@@ -260,7 +123,7 @@ async def _viewers(
         async with opening:
             for key, url in (("etag", viewer["url"]), ("badge", "/live/freshness/")):
                 try:
-                    status, answer, _ = await _get(port, url, headers(viewer, ""))
+                    status, answer, _ = await get(port, url, headers(viewer, ""))
                 except (OSError, asyncio.IncompleteReadError):
                     errors += 1
                     continue
@@ -271,34 +134,50 @@ async def _viewers(
 
     started = time.perf_counter()
     await asyncio.gather(*(open_page(v) for v in viewers))
-    log(f"{len(viewers)} viewers opened their pages in {time.perf_counter() - started:.1f} s")
-    polls: list[tuple[str, int, float]] = []
-    window_started()
-    deadline = time.monotonic() + window_s
+    if viewers:
+        log(f"{len(viewers)} viewers opened their pages in {time.perf_counter() - started:.1f} s")
+    polls: list[Poll] = []
+    stop = asyncio.Event()
+    current = 0
+
+    async def pause(seconds: float) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), max(0.0, seconds))
 
     async def poll(viewer: dict[str, Any], key: str, url: str, every: float, name: str) -> None:
         nonlocal errors
-        await asyncio.sleep(random.uniform(0, min(every, window_s)))  # tabs opened at different moments
-        while time.monotonic() < deadline and not viewer.get("stopped_" + key):
-            tick = time.monotonic()
+        await pause(random.uniform(0, every))  # tabs opened at different moments
+        while not stop.is_set() and not viewer.get("stopped_" + key):
+            tick, window = time.monotonic(), current
             try:
-                status, answer, seconds = await asyncio.wait_for(_get(port, url, headers(viewer, viewer[key])), 30)
+                status, answer, seconds = await asyncio.wait_for(get(port, url, headers(viewer, viewer[key])), 30)
             except (TimeoutError, OSError, asyncio.IncompleteReadError):
                 errors += 1
             else:
                 if status not in (200, 286, 304):
                     errors += 1
-                polls.append((name, status, seconds))
+                polls.append((window, name, status, seconds, tick, answer.get("x-live", "")))
                 viewer[key] = answer.get("etag") or viewer[key]
                 viewer["stopped_" + key] = status == 286
-            await asyncio.sleep(max(0.0, min(every - (time.monotonic() - tick), deadline - time.monotonic())))
+            await pause(every - (time.monotonic() - tick))
+
+    async def drive() -> list[Any]:
+        nonlocal current
+        results = []
+        for index, window in enumerate(windows):
+            current = index
+            mark()
+            results.append(await asyncio.to_thread(window))
+        mark()
+        stop.set()
+        return results
 
     tasks = []
     for v in viewers:
         tasks.append(poll(v, "etag", v["url"], v["every"], v["name"]))
         tasks.append(poll(v, "badge", "/live/freshness/", FRESHNESS_EVERY_S, "freshness badge"))
-    await asyncio.gather(*tasks)
-    return polls, errors
+    results, *_ = await asyncio.gather(drive(), *tasks)
+    return polls, errors, results
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -308,67 +187,62 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def _heartbeat(stop: threading.Event) -> None:
-    """What the watcher does while nothing changes: mark the snapshot fresh every few seconds."""
-    from django.conf import settings
-    from django.db import connection
-    from django.utils import timezone
-
-    from offloading.models import SnapshotState
-
-    every = float(settings.LIQO_DASH["WATCH_HEARTBEAT"])
-    try:
-        while not stop.wait(every):
-            now = timezone.now()
-            SnapshotState.objects.filter(pk=1).update(last_success_at=now, last_attempt_at=now)
-    finally:
-        connection.close()
-
-
-def run(pod: WebPod, cookies: list[str], window_s: float, log: Callable[[str], None]) -> ViewersRun:
-    """``cookies`` viewers for ``window_s`` seconds; the web pod's CPU over the polling window only
-    (from when every viewer has opened its page: what idle open pages cost)."""
-    marks: list[tuple[float, float]] = []
-    stop = threading.Event()
-    beating = threading.Thread(target=_heartbeat, args=(stop,), daemon=True)
+def run(
+    pod: WebPod, cookies: list[str], windows: list[tuple[str, Callable[[], Any]]], log: Callable[[str], None]
+) -> list[ViewersRun]:
+    """``cookies`` viewers through ``windows`` ((phase, function): the window lasts as long as the
+    function runs; a bulk window's function returns its BulkRun). The web pod's CPU over each window
+    only (from when every viewer has opened its page)."""
+    marks: list[tuple[float, float, float, float]] = []  # web CPU, wall, this process's CPU, load average
 
     def mark() -> None:
-        marks.append((pod.cpu_s(), time.monotonic()))
         used = resource.getrusage(resource.RUSAGE_SELF)
-        generator.append(used.ru_utime + used.ru_stime)
+        marks.append((pod.cpu_s(), time.monotonic(), used.ru_utime + used.ru_stime, os.getloadavg()[0]))
 
-    generator: list[float] = []
-
-    beating.start()
-    try:
-        polls, errors = asyncio.run(_viewers(pod.port, cookies, _regions(), window_s, log, mark))
-    finally:
-        stop.set()
-        beating.join(10)
-    mark()
-    (cpu_before, wall_before), (cpu_after, wall_after) = marks[0], marks[-1]
-    cores = (cpu_after - cpu_before) / max(1e-9, wall_after - wall_before)
-    times = [s * 1000 for _, _, s in polls]
-    by_region: dict[str, list[float]] = {}
-    for name, _, seconds in polls:
-        by_region.setdefault(name, []).append(seconds * 1000)
-    return ViewersRun(
-        viewers=len(cookies),
-        window_s=round(wall_after - wall_before, 1),
-        polls=len(polls),
-        not_modified=sum(1 for _, status, _ in polls if status == 304),
-        errors=errors,
-        p50_ms=round(statistics.median(times), 1) if times else 0.0,
-        p95_ms=round(_percentile(times, 0.95), 1),
-        max_ms=round(max(times, default=0.0), 1),
-        web_cores=round(cores, 3),
-        cpu_us_per_viewer_s=round(cores * 1e6 / max(1, len(cookies)), 1),
-        generator_cores=round((generator[-1] - generator[0]) / max(1e-9, wall_after - wall_before), 3),
-        per_region_p95_ms={name: round(_percentile(values, 0.95), 1) for name, values in sorted(by_region.items())},
-        per_region_rendered={
-            name: sum(1 for n, status, _ in polls if n == name and status in (200, 286)) for name in sorted(by_region)
-        },
-    )
+    polls, errors, results = asyncio.run(_viewers(pod.port, cookies, regions(), [w for _, w in windows], log, mark))
+    found = []
+    for index, (phase, _) in enumerate(windows):
+        (cpu_before, wall_before, own_before, _), (cpu_after, wall_after, own_after, load) = marks[index : index + 2]
+        wall = max(1e-9, wall_after - wall_before)
+        cores = (cpu_after - cpu_before) / wall
+        mine = [
+            (name, status, s * 1000, t - wall_before, x) for window, name, status, s, t, x in polls if window == index
+        ]
+        posting = results[index].request_s if isinstance(results[index], BulkRun) else 0.0
+        times = [ms for _, _, ms, _, _ in mine]
+        by_region: dict[str, list[float]] = {}
+        for name, _, ms, _, _ in mine:
+            by_region.setdefault(name, []).append(ms)
+        found.append(
+            ViewersRun(
+                viewers=len(cookies),
+                window_s=round(wall, 1),
+                polls=len(mine),
+                not_modified=sum(1 for _, status, *_ in mine if status == 304),
+                errors=errors if index == len(windows) - 1 else 0,  # counted over the whole session
+                p50_ms=round(statistics.median(times), 1) if times else 0.0,
+                p95_ms=round(_percentile(times, 0.95), 1),
+                max_ms=round(max(times, default=0.0), 1),
+                web_cores=round(cores, 3),
+                cpu_us_per_viewer_s=round(cores * 1e6 / max(1, len(cookies)), 1),
+                generator_cores=round((own_after - own_before) / wall, 3),
+                per_region_p95_ms={name: round(_percentile(v, 0.95), 1) for name, v in sorted(by_region.items())},
+                per_region_rendered={
+                    name: sum(1 for n, status, _, _, x in mine if n == name and status in (200, 286) and x != "shared")
+                    for name in sorted(by_region)
+                },
+                per_region_shared={
+                    name: sum(1 for n, *_, x in mine if n == name and x == "shared") for name in by_region
+                },
+                phase=phase,
+                load_average=round(load, 2),
+                web_cpu_s=round(cpu_after - cpu_before, 2),
+                bulk=asdict(results[index]) if isinstance(results[index], BulkRun) else None,
+                posting_p95_ms=round(_percentile([ms for _, _, ms, t, _ in mine if t < posting], 0.95), 1),
+                applying_p95_ms=round(_percentile([ms for _, _, ms, t, _ in mine if t >= posting], 0.95), 1),
+            )
+        )
+    return found
 
 
 def measure(
@@ -378,54 +252,124 @@ def measure(
     counts: list[int],
     window_s: float,
     log: Callable[[str], None],
+    bulk: bool = True,
 ) -> dict[str, Any]:
-    """The fleet into the snapshot (cold refresh), then the web pod and each count of viewers."""
-    from offloading.snapshot.refresh import refresh
-
+    """The fleet in the sandbox, the deployment's processes (the watcher's cold sync), then the web pod
+    and each count of viewers: idle, then while a bulk applies (after the bulk alone, with no viewer)."""
+    harness.reset_database()
+    runs: list[ViewersRun] = []
+    persistent: list[ViewersRun] = []
+    alone: list[ViewersRun] = []
     with harness.Fleet(namespaces, clusters, var_dir) as fleet:
-        report = refresh()
-        if not report.ok:
-            raise RuntimeError(f"refresh failed: {report.error}")
-        log(f"viewers: snapshot of {fleet.label} taken")
-    cookies = _sessions(max(counts))
-    runs, persistent = [], []
-    # The Procfile's web process as it is (a database connection per request: DATABASE_CONN_MAX_AGE 0),
-    # then the most viewers again with persistent connections (DATABASE_CONN_MAX_AGE=60).
-    for extra, counted, found in (({}, counts, runs), ({"DATABASE_CONN_MAX_AGE": "60"}, counts[-1:], persistent)):
-        pod = WebPod(var_dir, **extra)
+        log(f"viewers: sandbox with {fleet.label} up; the worker, beat and watcher start")
+        deployment = Deployment(fleet, var_dir, log)
         try:
-            for count in counted:
-                item = run(pod, cookies[:count], window_s, log)
-                log(item.line() + (" (DATABASE_CONN_MAX_AGE=60)" if extra else ""))
-                found.append(item)
+            cookies = sessions(max(counts))
+            bulks = 1 + len(counts) + 1 if bulk else 0
+            size = min(BULK_SIZE, len(candidates()) // max(1, bulks))
+            if bulk and size < 1:
+                raise RuntimeError("no namespace left to offload in the bulk windows")
+
+            def idle() -> None:
+                time.sleep(window_s)
+
+            # The Procfile's web process as it is (a database connection per request: DATABASE_CONN_MAX_AGE 0),
+            # then the most viewers again with persistent connections (DATABASE_CONN_MAX_AGE=60).
+            for extra, counted, found in (
+                ({}, counts, runs),
+                ({"DATABASE_CONN_MAX_AGE": "60"}, counts[-1:], persistent),
+            ):
+                pod = WebPod(var_dir, **deployment.web_env(), **extra)
+
+                def offload(pod: WebPod = pod) -> BulkRun:
+                    return deployment.bulk(pod.port, size)
+
+                windows: list[tuple[str, Callable[[], Any]]] = [("idle", idle)] + ([("bulk", offload)] if bulk else [])
+                try:
+                    if bulk and not extra:
+                        alone += run(pod, [], [("bulk", offload)], log)
+                        log(f"the bulk alone: {alone[0].bulk}; web {alone[0].web_cpu_s:.1f} s CPU")
+                    for count in counted:
+                        for item in run(pod, cookies[:count], windows, log):
+                            log(item.line() + (" (DATABASE_CONN_MAX_AGE=60)" if extra else ""))
+                            found.append(item)
+                finally:
+                    pod.stop()
         finally:
-            pod.stop()
+            deployment.stop()
+    idle_runs = [r for r in runs if r.phase == "idle"]
+    bulk_runs = [r for r in runs if r.phase == "bulk"]
     return {
         "fleet": f"{namespaces}x{clusters}",
-        "runs": [asdict(r) for r in runs],
+        "runs": [asdict(r) for r in idle_runs],
+        "bulk_runs": [asdict(r) for r in bulk_runs],
+        "bulk_alone": asdict(alone[0]) if alone else None,
         "persistent_connections": [asdict(r) for r in persistent],
-        "viewers_p95_ms": {str(r.viewers): r.p95_ms for r in runs},
-        "idle_viewer_cpu_us_per_s": {str(r.viewers): r.cpu_us_per_viewer_s for r in runs},
+        "viewers_p95_ms": {str(r.viewers): r.p95_ms for r in idle_runs},
+        "idle_viewer_cpu_us_per_s": {str(r.viewers): r.cpu_us_per_viewer_s for r in idle_runs},
+        "bulk_viewers_p95_ms": {str(r.viewers): r.p95_ms for r in bulk_runs},
+        "bulk_viewer_cpu_us_per_s": {str(r.viewers): r.cpu_us_per_viewer_s for r in bulk_runs},
+        "cpu_count": os.cpu_count(),
     }
 
 
+def table(figures: dict[str, Any]) -> list[str]:
+    """Idle and during the bulk side by side, per viewer count (markdown)."""
+    bulk = {r["viewers"]: r for r in figures.get("bulk_runs") or []}
+    out = [
+        "| viewers | idle p50 / p95 | idle web CPU per viewer | bulk p50 / p95 | bulk web CPU per viewer "
+        "| bulk window | load average (idle, bulk) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for item in figures.get("runs") or []:
+        busy = bulk.get(item["viewers"])
+        during = (
+            f"{busy['p50_ms']:.0f} / {busy['p95_ms']:.0f} ms | {busy['cpu_us_per_viewer_s']:,.0f} µs/s "
+            f"({busy['web_cores']:.2f} cores) | {busy['window_s']:.0f} s | "
+            if busy
+            else "| | | "
+        )
+        load = f"{item['load_average']:.1f}, {busy['load_average']:.1f}" if busy else f"{item['load_average']:.1f}"
+        out.append(
+            f"| {item['viewers']} | {item['p50_ms']:.0f} / {item['p95_ms']:.0f} ms | "
+            f"{item['cpu_us_per_viewer_s']:,.0f} µs/s ({item['web_cores']:.2f} cores) | {during}{load} |"
+        )
+    return out
+
+
 def lines(figures: dict[str, Any]) -> list[str]:
-    out = [f"Open pages at rest, one web pod (gunicorn 2 workers x 4 threads), fleet {figures.get('fleet')}:"]
-    for key, note in (("runs", ""), ("persistent_connections", " (DATABASE_CONN_MAX_AGE=60)")):
+    out = [
+        f"Open pages, one web pod (gunicorn 2 workers x 4 threads), fleet {figures.get('fleet')}, "
+        f"{figures.get('cpu_count')} cores; idle, then while a bulk offload applies:"
+    ]
+    alone = figures.get("bulk_alone")
+    if alone:
+        out.append(f"  the bulk with no viewer: {alone['bulk']}; web {alone['web_cores']:.2f} cores")
+    for key, note in (("runs", ""), ("bulk_runs", ""), ("persistent_connections", " (DATABASE_CONN_MAX_AGE=60)")):
         for item in figures.get(key) or []:
             run_ = ViewersRun(**item)
             goal = ""
             if run_.viewers >= GOAL_VIEWERS:
                 goal = f"  [{'meets' if run_.p95_ms <= GOAL_P95_MS else 'MISSES'} p95 <= {GOAL_P95_MS:.0f} ms]"
             out.append("  " + run_.line() + note + goal)
-    return out
+            if run_.phase == "bulk":
+                out.append(
+                    f"      p95 while the POST was in flight {run_.posting_p95_ms:.0f} ms, after it "
+                    f"{run_.applying_p95_ms:.0f} ms; rendered {sum(run_.per_region_rendered.values())}, another "
+                    f"viewer's render {sum(run_.per_region_shared.values())}; rendered per region "
+                    f"{run_.per_region_rendered}; shared {run_.per_region_shared}; p95 per region {run_.per_region_p95_ms}"
+                )
+    return [*out, "", *table(figures)]
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.viewers", description=__doc__.split("\n\n")[0])
     parser.add_argument("--fleet", default="1000x20", help="NAMESPACESxCLUSTERS (default 1000x20)")
     parser.add_argument("--viewers", type=int, action="append", help="viewer counts (repeatable); default 50, 200")
-    parser.add_argument("--window", type=float, default=20.0, help="seconds of polling per count (default 20)")
+    parser.add_argument("--window", type=float, default=20.0, help="seconds of idle polling per count (default 20)")
+    parser.add_argument("--no-bulk", dest="bulk", action="store_false", help="only the idle windows")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary directory (database, logs)")
+    parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON to FILE ('-': stdout)")
     args = parser.parse_args(argv)
     namespaces, clusters = (int(part) for part in args.fleet.lower().split("x"))
     started = time.perf_counter()
@@ -433,10 +377,20 @@ def main(argv: list[str] | None = None) -> int:
     def log(message: str) -> None:
         print(f"[{time.perf_counter() - started:6.1f}s] {message}", file=sys.stderr, flush=True)
 
-    with tempfile.TemporaryDirectory(prefix="liqo-dash-bench-viewers-") as tmp:
-        harness.setup_django(Path(tmp))
-        figures = measure(namespaces, clusters, Path(tmp), args.viewers or [50, 200], args.window, log)
+    tmp = Path(tempfile.mkdtemp(prefix="liqo-dash-bench-viewers-"))
+    try:
+        harness.setup_django(tmp)
+        figures = measure(namespaces, clusters, tmp, args.viewers or [50, 200], args.window, log, bulk=args.bulk)
+    finally:
+        if args.keep:
+            log(f"kept {tmp} (database, logs)")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
     print("\n".join(lines(figures)))
+    if args.json == "-":
+        print(json.dumps(figures, indent=2))
+    elif args.json:
+        Path(args.json).write_text(json.dumps(figures, indent=2))
     return 0
 
 
