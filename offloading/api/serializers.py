@@ -211,7 +211,7 @@ class FindingSerializer(CamelCaseFields, serializers.Serializer):
 
 class NamespaceDetailSerializer(NamespaceSerializer):
     diagnosis = serializers.SerializerMethodField(
-        help_text="What is stuck and how to fix it, as on the namespace page (offloading.snapshot.diagnosis)."
+        help_text="What is stuck and how to fix it, as on the namespace page (offloading.insight.diagnosis)."
     )
 
     class Meta(NamespaceSerializer.Meta):

@@ -1,1 +1,1 @@
-"""The audit trail: the one constructor of audit rows, their seal, proving and pruning the trail, and its filters."""
+"""The audit trail: the one constructor of audit rows (their seal is the model's: offloading.models.seal), and proving, anchoring and pruning the trail."""

@@ -15,10 +15,7 @@ from offloading.changes.drift import accept_drift
 from offloading.changes.drift import reapply_mine as reapply_mine_change
 from offloading.changes.errors import ChangeRejected, Refusal
 from offloading.context import current_actor
-from offloading.snapshot.drift import open_drift
 from offloading.views.common import confirm_page, confirmed, forbidden, gate
-
-__all__ = ["accept", "open_drift", "reapply_mine"]  # open_drift: the namespace page reads it from here
 
 
 @login_required

@@ -27,13 +27,13 @@ from offloading.models import (
     StatusTransition,
     VirtualNode,
 )
+from offloading.snapshot.drift import open_drift
 from offloading.views.common import (
     HtmxHttpRequest,
     annotate_inventory,
     capped,
     inventory_context,
 )
-from offloading.views.drift import open_drift
 from offloading.views.rows import (
     ClusterRow,
     ListedNamespace,

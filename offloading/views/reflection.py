@@ -1,5 +1,5 @@
 """The namespace page's reflection section, loaded after the page (it reads the cluster live:
-``offloading.snapshot.reflection``), as the signed-in user when impersonation is on."""
+``offloading.insight.reflection``), as the signed-in user when impersonation is on."""
 
 from __future__ import annotations
 

@@ -68,11 +68,6 @@ class BulkImpact:
     def remote_deleted(self) -> int:
         return sum(len(row.losses) for row in self.rows)
 
-    @property
-    def needs_confirmation(self) -> bool:
-        """Unoffloading, or losing a cluster anywhere, is confirmed by typing the count."""
-        return any(row.action == ChangeAction.UNOFFLOAD for row in self.rows) or bool(self.losing)
-
 
 def _term_text(term: Any) -> str:
     """One term in liqoctl syntax or, when liqoctl cannot print it (a value with spaces, ``Gt``,
