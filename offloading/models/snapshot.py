@@ -116,6 +116,9 @@ class Namespace(models.Model):
     offloading_deleting = models.BooleanField(default=False)
     offloading_managed_by = models.TextField(blank=True)  # an annotation value (up to 256 KiB)
     remote_namespace_name = models.TextField(blank=True)  # SelectedName: the CRD sets no length
+    # What offloading.gitops.detect reads of the offloading (its GitOps labels, annotations and field
+    # managers: gitops.detect.facts), so pages and the request contract know who manages it from Git.
+    gitops_facts = models.JSONField(default=dict, blank=True)
     refreshed_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

@@ -14,6 +14,7 @@ from django.utils.dateparse import parse_datetime
 from liqo_rules import constants as liqo
 from liqo_rules.spec import normalize_spec
 from liqo_rules.status import cluster_status_table
+from offloading.gitops.detect import facts as gitops_facts
 from offloading.models import (
     ClusterOffloading,
     Namespace,
@@ -55,6 +56,7 @@ def _offloading_fields(obj: dict[str, Any]) -> dict[str, Any]:
         "offloading_deleting": bool(meta.get("deletionTimestamp")),
         "offloading_managed_by": actor_from_managed_fields(obj),
         "remote_namespace_name": status.get("remoteNamespaceName", ""),
+        "gitops_facts": gitops_facts(obj),
     }
 
 
@@ -70,6 +72,7 @@ NOT_OFFLOADED: dict[str, Any] = {
     "offloading_deleting": False,
     "offloading_managed_by": "",
     "remote_namespace_name": "",
+    "gitops_facts": {},
 }
 
 
