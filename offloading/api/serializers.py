@@ -15,6 +15,7 @@ from liqo_rules.limits import selector_count_problems
 from liqo_rules.selectors.liqoctl import cluster_selector
 from liqo_rules.selectors.requirements import SelectorError
 from offloading.filtersets import validate_label_selector
+from offloading.gitops.managed import detection_of
 from offloading.insight.diagnosis import diagnose
 from offloading.models import (
     AuditEvent,
@@ -169,6 +170,42 @@ class ClusterStateSerializer(CamelCaseFields, serializers.ModelSerializer):
         return not obj.selected and obj.state == "NotSelected"
 
 
+class GitOpsEvidenceSerializer(serializers.Serializer):
+    where = serializers.ChoiceField(choices=["label", "annotation", "manager"])
+    key = serializers.CharField()
+    value = serializers.CharField(help_text="The label or annotation value; a field manager's operation.")
+    meaning = serializers.CharField()
+
+
+class GitOpsClaimSerializer(CamelCaseFields, serializers.Serializer):
+    tool = serializers.ChoiceField(choices=["argocd", "flux"])
+    source_kind = serializers.ChoiceField(choices=["Application", "Kustomization", "HelmRelease"])
+    name = serializers.CharField(allow_null=True, help_text="The source object's name, when the offloading names it.")
+    namespace = serializers.CharField(allow_null=True)
+    confidence = serializers.ChoiceField(
+        choices=["certain", "probable"], help_text="`probable`: only `app.kubernetes.io/instance` says so."
+    )
+    evidence = GitOpsEvidenceSerializer(many=True)
+    reverts_edit = serializers.BooleanField(
+        allow_null=True, help_text="Whether the tool undoes a direct edit (null: a setting of the source object)."
+    )
+    reverts_delete = serializers.BooleanField(allow_null=True)
+    notes = serializers.ListField(child=serializers.CharField())
+
+
+class GitOpsSerializer(serializers.Serializer):
+    managed = serializers.BooleanField(help_text="A GitOps tool surely manages the offloading.")
+    probable = serializers.BooleanField(help_text="Only an ambiguous signal says a tool manages it.")
+    claims = GitOpsClaimSerializer(many=True)
+    notes = serializers.ListField(child=serializers.CharField())
+
+
+def gitops_of(namespace: Namespace) -> dict[str, Any] | None:
+    """Who manages the namespace's offloading from Git (gitops.detect on the snapshot's facts), or None."""
+    detection = detection_of(namespace)
+    return None if detection is None else detection.to_dict()
+
+
 class NamespaceSerializer(CamelCaseFields, serializers.ModelSerializer):
     phase = serializers.CharField(source="offloading_phase")
     spec = serializers.JSONField(source="offloading_spec")
@@ -178,6 +215,10 @@ class NamespaceSerializer(CamelCaseFields, serializers.ModelSerializer):
     status_stale = serializers.BooleanField(source="status_is_stale")
     last_written_by = serializers.CharField(source="offloading_managed_by")
     clusters = ClusterStateSerializer(source="cluster_states", many=True)
+    gitops = serializers.SerializerMethodField(
+        help_text="Whether Argo CD or Flux manages the offloading, with the evidence "
+        "(labels, annotations, field managers); null when no GitOps signal is on it."
+    )
 
     class Meta:
         model = Namespace
@@ -194,8 +235,13 @@ class NamespaceSerializer(CamelCaseFields, serializers.ModelSerializer):
             "deleting",
             "last_written_by",
             "clusters",
+            "gitops",
             "refreshed_at",
         ]
+
+    @extend_schema_field(GitOpsSerializer(allow_null=True))
+    def get_gitops(self, obj: Namespace) -> dict[str, Any] | None:
+        return gitops_of(obj)
 
 
 class FindingSerializer(CamelCaseFields, serializers.Serializer):

@@ -18,6 +18,7 @@ from django_htmx.http import HttpResponseStopPolling
 from access import policy
 from offloading.choices import ChangeState
 from offloading.filtersets import NamespaceFilterSet
+from offloading.gitops.managed import badges, detection_of
 from offloading.insight.diagnosis import diagnose
 from offloading.models import (
     ChangeRequest,
@@ -196,6 +197,7 @@ def namespace_detail(request: HttpRequest, name: str) -> HttpResponse:
             **inventory_context(namespace.name, request=request),
             **open_drift(namespace),
             "findings": diagnose(namespace, notes=True),
+            "gitops": badges(detection_of(namespace)),
         },
     )
 
