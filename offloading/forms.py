@@ -25,6 +25,8 @@ from offloading.changes.merge import (
     rebase,
     resolve_choices,
 )
+from offloading.changes.requests import GITOPS_FIELD, gitops_refusal
+from offloading.choices import ChangeAction
 from offloading.filtersets import validate_label_selector
 from offloading.models import Namespace
 
@@ -38,7 +40,13 @@ SPEC_FIELD_TO_FORM = {
 }
 # The form field of each field a refusal of the change flow names (spec and API field names); the others
 # are form-wide errors.
-FIELD_TO_FORM = {**SPEC_FIELD_TO_FORM, "namespaceSelector": "namespace_selector", "confirm": "confirm"}
+FIELD_TO_FORM = {
+    **SPEC_FIELD_TO_FORM,
+    "namespaceSelector": "namespace_selector",
+    "confirm": "confirm",
+    GITOPS_FIELD: "gitops_override",
+}
+GITOPS_OVERRIDE_LABEL = "Push it anyway: the GitOps tool may undo it (written in the audit trail)"
 
 MAPPING_HELP = {
     "DefaultName": "<namespace>-<local cluster id>, unique per consumer cluster.",
@@ -188,6 +196,13 @@ class OffloadForm(SpecForm):
     merge = forms.JSONField(required=False, widget=forms.HiddenInput)
     # Asked for by the preview (and by a refusal) when the edit is destructive (offloading.whatif.destructive).
     confirm = forms.BooleanField(label="I understand what this deletes: apply it", required=False)
+    # Shown when Argo CD or Flux manages the offloading and would undo the edit (changes.requests).
+    gitops_override = forms.BooleanField(label=GITOPS_OVERRIDE_LABEL, required=False)
+
+    @property
+    def gitops_reason(self) -> str:
+        """Who would undo a direct edit of the offloading ("" when nobody)."""
+        return gitops_refusal(self.namespace, ChangeAction.OFFLOAD)
 
     def __init__(self, *args: Any, namespace: Namespace, **kwargs: Any) -> None:
         self.namespace = namespace
@@ -303,11 +318,17 @@ class UnoffloadForm(RefusalFields, forms.Form):
 
     confirm = forms.CharField(label="Type the namespace name to confirm", max_length=63, required=False)
     expected_generation = forms.IntegerField(required=False, min_value=0, max_value=2**63 - 1, widget=forms.HiddenInput)
+    gitops_override = forms.BooleanField(label=GITOPS_OVERRIDE_LABEL, required=False)
 
     def __init__(self, *args: Any, namespace: Namespace, **kwargs: Any) -> None:
         self.namespace = namespace
         kwargs.setdefault("initial", {"expected_generation": namespace.offloading_generation})
         super().__init__(*args, **kwargs)
+
+    @property
+    def gitops_reason(self) -> str:
+        """Who would undo (re-create) the offloading if it were deleted directly ("" when nobody)."""
+        return gitops_refusal(self.namespace, ChangeAction.UNOFFLOAD)
 
     def clean_confirm(self) -> str:
         return str(self.cleaned_data.get("confirm") or "").strip()

@@ -421,16 +421,24 @@ CONFIRM_HELP = (
 )
 
 
+GITOPS_OVERRIDE_HELP = (
+    "Push even though Argo CD or Flux manages the offloading and would undo the change at its next sync "
+    "(the namespace's `gitops`). Without it such a change is a 409 `Status` whose cause is the field "
+    "`gitopsOverride`, naming who manages it; with it the audit trail says the change overrode GitOps."
+)
+
+
 class OffloadSerializer(SpecSerializer):
     labelNamespace = serializers.BooleanField(default=False)  # noqa: N815
     expectedGeneration = serializers.IntegerField(required=False, min_value=0, max_value=2**63 - 1)  # noqa: N815
     confirm = serializers.BooleanField(default=False, help_text=CONFIRM_HELP)
+    gitopsOverride = serializers.BooleanField(default=False, help_text=GITOPS_OVERRIDE_HELP)  # noqa: N815
     pod = serializers.DictField(required=False, help_text="A pod to show Liqo's mutation of (preview only).")
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         attrs = super().validate(attrs)
         namespace: Namespace = self.context["namespace"]
-        extra = ("labelNamespace", "expectedGeneration", "pod", "confirm")
+        extra = ("labelNamespace", "expectedGeneration", "pod", "confirm", "gitopsOverride")
         spec = {k: v for k, v in attrs.items() if k not in extra}
         if namespace.offloaded:
             # Omitted immutable fields keep their value (Liqo itself would default them and then

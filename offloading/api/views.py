@@ -20,6 +20,7 @@ from offloading.api.docs import BulkPlanSerializer, PreviewSerializer
 from offloading.api.errors import check_query_parameters, if_match_generation
 from offloading.api.renderers import PreviewJSONRenderer
 from offloading.api.serializers import (
+    GITOPS_OVERRIDE_HELP,
     BulkCreateSerializer,
     BulkRequestSerializer,
     ChangeRequestSerializer,
@@ -65,9 +66,10 @@ class SnapshotHeadersMixin:
             check_query_parameters(request, self.accepted_query_parameters())
 
     def accepted_query_parameters(self) -> set[str]:
-        """The filters and the pagination of a list; ``confirm`` of an unoffload; nothing else anywhere."""
+        """The filters and the pagination of a list; ``confirm`` and ``gitopsOverride`` of an unoffload;
+        nothing else anywhere."""
         if getattr(self, "action", None) == "unoffload":
-            return {"confirm"}
+            return {"confirm", "gitopsOverride"}
         if getattr(self, "action", None) != "list":
             return set()
         accepted: set[str] = set()
@@ -121,14 +123,15 @@ def namespace_or_404(name: str) -> Namespace:
         raise ObjectNotFound("namespaces", name) from None
 
 
-def _confirm_query(request: Request) -> bool:
-    """``?confirm=true`` (or 1) confirms a destructive DELETE; false, 0 or none does not; anything else is a 400."""
-    value = request.query_params.get("confirm")
+def _confirm_query(request: Request, name: str = "confirm") -> bool:
+    """``?confirm=true`` (or 1) confirms a destructive DELETE (``?gitopsOverride=true`` overrides GitOps);
+    false, 0 or none does not; anything else is a 400."""
+    value = request.query_params.get(name)
     if value is None or value.lower() in ("false", "0"):
         return False
     if value.lower() in ("true", "1"):
         return True
-    raise ValidationError({"confirm": ["must be true or false"]})
+    raise ValidationError({name: ["must be true or false"]})
 
 
 def _expected_generation(request: Request, body: dict[str, Any]) -> int | None:
@@ -201,6 +204,7 @@ class NamespaceViewSet(NamedNotFoundMixin, SnapshotHeadersMixin, viewsets.ReadOn
                 expected_generation=expected,
                 label_namespace=data["labelNamespace"],
                 confirmed=data["confirm"],
+                gitops_override=data["gitopsOverride"],
             )
         except ChangeRejected as exc:
             return refusal_response(exc, name=name)
@@ -214,7 +218,8 @@ class NamespaceViewSet(NamedNotFoundMixin, SnapshotHeadersMixin, viewsets.ReadOn
                 bool,
                 description="Unoffloading deletes the twin namespace on every peer: without `confirm=true` it is a "
                 "400 `Status` on `confirm`, with what it deletes.",
-            )
+            ),
+            OpenApiParameter("gitopsOverride", bool, description=GITOPS_OVERRIDE_HELP),
         ],
     )
     @offload.mapping.delete
@@ -222,8 +227,11 @@ class NamespaceViewSet(NamedNotFoundMixin, SnapshotHeadersMixin, viewsets.ReadOn
         namespace_or_404(name)  # a 404 for an unknown namespace, before any rule
         expected = _expected_generation(request, {})
         confirmed = _confirm_query(request)
+        override = _confirm_query(request, "gitopsOverride")
         try:
-            change = request_unoffload(name, current_actor(), expected_generation=expected, confirmed=confirmed)
+            change = request_unoffload(
+                name, current_actor(), expected_generation=expected, confirmed=confirmed, gitops_override=override
+            )
         except ChangeRejected as exc:
             return refusal_response(exc, name=name)
         return Response(ChangeRequestSerializer(change).data, status=status.HTTP_202_ACCEPTED)

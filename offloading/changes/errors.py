@@ -22,6 +22,9 @@ class Refusal(Enum):
     CONFLICT = (409, "Conflict")  # the namespace is not in a state that can take the change now
     NOT_FOUND = (404, "NotFound")  # the namespace (or change) is not in the snapshot
     UNCONFIRMED = (400, "BadRequest")  # a destructive change asked for without confirmation (``confirm``)
+    # Argo CD or Flux manages the offloading and would undo a direct push, and the request did not say
+    # ``gitopsOverride`` (a Conflict like CONFLICT, told apart by the third item: an Enum merges equal values)
+    GITOPS = (409, "Conflict", "gitops")
 
     @property
     def http_status(self) -> int:

@@ -28,6 +28,13 @@ entry point:
   ``UNCONFIRMED`` on the field ``confirm``, with the reason (form: the confirmation the page asks for;
   API: 400 ``Status``; bulk: the whole request, unless confirmed). Asked after the access checks and the
   rules, so that only a change that could go through asks for it.
+- GitOps: a direct push to an offloading that Argo CD or Flux manages and would undo
+  (``offloading.gitops.managed``, on the facts the snapshot keeps) is refused with ``GITOPS`` (409) on the
+  field ``gitopsOverride``, naming who manages it, unless the request overrides it
+  (``ChangeInput.gitops_override``; form: the checkbox the refusal shows; API: ``gitopsOverride: true``,
+  ``?gitopsOverride=true`` on DELETE; bulk: the namespace is left out with the reason). An override is
+  said in the message of the change's ``requested`` audit row. Checked when the change is built, so bulk
+  plans and previews leave managed namespaces out the same way.
 """
 
 from __future__ import annotations
@@ -50,6 +57,7 @@ from offloading.changes.merge import merged, three_way
 from offloading.choices import ChangeAction, ChangeState
 from offloading.cluster.identity import acting_as
 from offloading.context import Actor
+from offloading.gitops.managed import detection_of, who
 from offloading.models import (
     BulkRequest,
     ChangeRequest,
@@ -228,9 +236,10 @@ def unoffload_change(
 
 def save_and_enqueue(change: ChangeRequest, actor: Actor, *, enqueue: bool = True) -> ChangeRequest:
     """Save the change and its audit event (inside the caller's transaction); enqueue after commit
-    (``enqueue=False``: the caller sends them together, as bulk does)."""
+    (``enqueue=False``: the caller sends them together, as bulk does). A GitOps override that
+    :func:`build_change` let through is said in the audit row's message."""
     change.save()
-    record_requested(change, actor)
+    record_requested(change, actor, message=getattr(change, OVERRIDE_NOTE, ""))
     if enqueue:
         transaction.on_commit(lambda: enqueue_apply(change.pk), robust=True)
     return change
@@ -254,6 +263,7 @@ class ChangeInput:
     expected_generation: int | None = None
     label_namespace: bool = False
     confirmed: bool = False  # the requester confirmed a destructive change
+    gitops_override: bool = False  # push even though Argo CD or Flux manages the offloading and may undo it
 
 
 CONFIRM_FIELD = "confirm"
@@ -274,6 +284,36 @@ def require_confirmation(namespace: Namespace, built: ChangeRequest, confirmed: 
         raise unconfirmed(why)
 
 
+GITOPS_FIELD = "gitopsOverride"
+# The unsaved change's note of an override, for its audit row (set by build_change, read on save).
+OVERRIDE_NOTE = "gitops_override_note"
+
+
+def gitops_refusal(namespace: Namespace, action: str) -> str:
+    """Who would undo a direct ``action`` on the namespace's offloading, in words; "" when nobody."""
+    return who(detection_of(namespace), deleting=action == ChangeAction.UNOFFLOAD)
+
+
+def not_overridden(managers: str) -> ChangeRejected:
+    """The refusal of a direct push that a GitOps tool would undo, on the field ``gitopsOverride``."""
+    message = (
+        f"{managers}: it would undo this change at its next sync. Change the offloading in Git "
+        "(download the change as files), or override to push it anyway"
+    )
+    return ChangeRejected({GITOPS_FIELD: [message]}, Refusal.GITOPS)
+
+
+def require_gitops_override(namespace: Namespace, built: ChangeRequest, override: bool) -> None:
+    """Refuse ``built`` when a GitOps tool manages the offloading and would undo it, unless ``override``;
+    an override is noted on ``built`` for its audit row."""
+    managers = gitops_refusal(namespace, built.action)
+    if not managers:
+        return
+    if not override:
+        raise not_overridden(managers)
+    setattr(built, OVERRIDE_NOTE, f"GitOps override: pushed although {managers[:1].lower()}{managers[1:]}")
+
+
 def build_change(
     namespace: Namespace,
     change: ChangeInput,
@@ -282,19 +322,22 @@ def build_change(
     bulk: BulkRequest | None = None,
     local_id: str | None = None,
 ) -> ChangeRequest:
-    """The unsaved ChangeRequest for ``change``, after the precondition and Liqo's rules; raises
-    ChangeRejected. Bulk builds its children with this too."""
+    """The unsaved ChangeRequest for ``change``, after the precondition, Liqo's rules and the GitOps
+    check; raises ChangeRejected. Bulk builds its children with this too."""
     if change.action == ChangeAction.UNOFFLOAD:
-        return unoffload_change(namespace, actor, expected_generation=change.expected_generation, bulk=bulk)
-    return offload_change(
-        namespace,
-        change.spec or {},
-        actor,
-        expected_generation=change.expected_generation,
-        label_namespace=change.label_namespace,
-        bulk=bulk,
-        local_id=local_id,
-    )
+        built = unoffload_change(namespace, actor, expected_generation=change.expected_generation, bulk=bulk)
+    else:
+        built = offload_change(
+            namespace,
+            change.spec or {},
+            actor,
+            expected_generation=change.expected_generation,
+            label_namespace=change.label_namespace,
+            bulk=bulk,
+            local_id=local_id,
+        )
+    require_gitops_override(namespace, built, change.gitops_override)
+    return built
 
 
 def submit(change: ChangeInput, actor: Actor, *, reapplying: bool = False) -> ChangeRequest:
@@ -347,18 +390,33 @@ def request_offload(
     expected_generation: int | None = None,
     label_namespace: bool = False,
     confirmed: bool = False,
+    gitops_override: bool = False,
 ) -> ChangeRequest:
     """:func:`submit` an offload (create, or update when already offloaded) of ``namespace_name``."""
-    wanted = ChangeInput(namespace_name, ChangeAction.OFFLOAD, spec, expected_generation, label_namespace, confirmed)
+    wanted = ChangeInput(
+        namespace_name, ChangeAction.OFFLOAD, spec, expected_generation, label_namespace, confirmed, gitops_override
+    )
     return submit(wanted, actor)
 
 
 def request_unoffload(
-    namespace_name: str, actor: Actor, *, expected_generation: int | None = None, confirmed: bool = False
+    namespace_name: str,
+    actor: Actor,
+    *,
+    expected_generation: int | None = None,
+    confirmed: bool = False,
+    gitops_override: bool = False,
 ) -> ChangeRequest:
     """:func:`submit` the removal of the namespace's NamespaceOffloading (Liqo then removes the remote
     namespaces and everything reflected into them): destructive, so it needs ``confirmed``."""
-    wanted = ChangeInput(namespace_name, ChangeAction.UNOFFLOAD, None, expected_generation, confirmed=confirmed)
+    wanted = ChangeInput(
+        namespace_name,
+        ChangeAction.UNOFFLOAD,
+        None,
+        expected_generation,
+        confirmed=confirmed,
+        gitops_override=gitops_override,
+    )
     return submit(wanted, actor)
 
 

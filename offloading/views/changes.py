@@ -73,6 +73,7 @@ def offload(request: HtmxHttpRequest, name: str) -> HttpResponse:
                     expected_generation=form.cleaned_data.get("expected_generation"),
                     label_namespace=bool(form.cleaned_data.get("label_namespace")),
                     confirmed=bool(form.cleaned_data.get("confirm")),
+                    gitops_override=bool(form.cleaned_data.get("gitops_override")),
                 )
             except ChangeRejected as exc:
                 current = (
@@ -198,6 +199,7 @@ def unoffload(request: HttpRequest, name: str) -> HttpResponse:
                     current_actor(),
                     expected_generation=form.cleaned_data.get("expected_generation"),
                     confirmed=form.confirmed,
+                    gitops_override=bool(form.cleaned_data.get("gitops_override")),
                 )
             except ChangeRejected as exc:
                 form.add_refusal(exc)
