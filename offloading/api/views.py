@@ -18,6 +18,7 @@ from rest_framework.views import APIView
 
 from offloading.api.docs import BulkPlanSerializer, PreviewSerializer
 from offloading.api.errors import check_query_parameters, if_match_generation
+from offloading.api.handoff import FILES_SCHEMA, FilesNegotiation, files_of_bulk, files_of_change, files_response
 from offloading.api.renderers import PreviewJSONRenderer
 from offloading.api.serializers import (
     GITOPS_OVERRIDE_HELP,
@@ -34,11 +35,12 @@ from offloading.api.serializers import (
 )
 from offloading.api.status import refusal_response
 from offloading.changes.bulk import bulk_destructive_reason, plan_bulk, request_bulk
-from offloading.changes.errors import ChangeRejected
+from offloading.changes.errors import ChangeRejected, Refusal
 from offloading.changes.requests import reapply, request_offload, request_unoffload, validate
 from offloading.choices import ChangeAction
 from offloading.context import current_actor
 from offloading.filtersets import ChangeRequestFilterSet, NamespaceFilterSet
+from offloading.gitops.files import FilesError
 from offloading.models import (
     BulkRequest,
     ChangeRequest,
@@ -70,6 +72,8 @@ class SnapshotHeadersMixin:
         nothing else anywhere."""
         if getattr(self, "action", None) == "unoffload":
             return {"confirm", "gitopsOverride"}
+        if getattr(self, "action", None) == "files":
+            return {"format"}
         if getattr(self, "action", None) != "list":
             return set()
         accepted: set[str] = set()
@@ -311,11 +315,23 @@ def _explanation(vn: str, why: dict[str, Any], shown: dict[int, list[dict[str, A
     return {"virtualNode": vn, **{camel(k): v for k, v in why.items()}, "terms": terms}
 
 
-class ChangeRequestViewSet(NamedNotFoundMixin, SnapshotHeadersMixin, viewsets.ReadOnlyModelViewSet):
+class ChangeRequestViewSet(FilesNegotiation, NamedNotFoundMixin, SnapshotHeadersMixin, viewsets.ReadOnlyModelViewSet):
     not_found_kind = "changerequests"
     queryset = ChangeRequest.objects.all()
     serializer_class = ChangeRequestSerializer
     filterset_class = ChangeRequestFilterSet
+
+    @FILES_SCHEMA
+    @action(detail=True, methods=["get"], filter_backends=[])
+    def files(self, request: Request, pk: str) -> Any:
+        """The change as the files a GitOps repository holds (offloading.gitops.files): JSON, or
+        ``?format=zip`` / ``?format=tar.gz``."""
+        change = self.get_object()
+        try:
+            files = files_of_change(change)
+        except FilesError as exc:
+            return refusal_response(ChangeRejected({"change": [str(exc)]}, Refusal.CONFLICT), kind="changerequests")
+        return files_response(request, files)
 
     @extend_schema(request=ReapplySerializer, responses={202: ChangeRequestSerializer})
     @action(detail=True, methods=["post"])
@@ -335,12 +351,23 @@ class ChangeRequestViewSet(NamedNotFoundMixin, SnapshotHeadersMixin, viewsets.Re
 
 
 class BulkRequestViewSet(
-    NamedNotFoundMixin, SnapshotHeadersMixin, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet
+    FilesNegotiation, NamedNotFoundMixin, SnapshotHeadersMixin, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet
 ):
     not_found_kind = "bulkrequests"
     queryset = BulkRequest.objects.with_progress()
     serializer_class = BulkRequestSerializer
     filter_backends: list[Any] = []
+
+    @FILES_SCHEMA
+    @action(detail=True, methods=["get"])
+    def files(self, request: Request, pk: str) -> Any:
+        """The bulk's changes (the latest per namespace) as one overlay, as for a change."""
+        bulk = self.get_object()
+        try:
+            files = files_of_bulk(bulk)
+        except FilesError as exc:
+            return refusal_response(ChangeRejected({"bulk": [str(exc)]}, Refusal.CONFLICT), kind="bulkrequests")
+        return files_response(request, files)
 
     @extend_schema(request=BulkCreateSerializer, responses={200: BulkPlanSerializer, 201: BulkRequestSerializer})
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
