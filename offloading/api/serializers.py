@@ -462,6 +462,7 @@ class ReapplySerializer(serializers.Serializer):
     confirm = serializers.BooleanField(
         default=False, help_text="Confirm when the change asked for again is destructive. " + CONFIRM_HELP
     )
+    gitopsOverride = serializers.BooleanField(default=False, help_text=GITOPS_OVERRIDE_HELP)  # noqa: N815
 
 
 class BulkCreateSerializer(SnakeCaseAliases, serializers.Serializer):

@@ -344,7 +344,13 @@ class ChangeRequestViewSet(FilesNegotiation, NamedNotFoundMixin, SnapshotHeaders
         body.is_valid(raise_exception=True)
         choices = {str(k): str(v) for k, v in body.validated_data.get("resolve", {}).items()}
         try:
-            change = reapply(conflicted.pk, current_actor(), choices, confirmed=body.validated_data["confirm"])
+            change = reapply(
+                conflicted.pk,
+                current_actor(),
+                choices,
+                confirmed=body.validated_data["confirm"],
+                gitops_override=body.validated_data["gitopsOverride"],
+            )
         except ChangeRejected as exc:
             return refusal_response(exc, name=conflicted.namespace)
         return Response(ChangeRequestSerializer(change).data, status=status.HTTP_202_ACCEPTED)

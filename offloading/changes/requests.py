@@ -421,7 +421,12 @@ def request_unoffload(
 
 
 def reapply(
-    change_id: int, actor: Actor, choices: dict[str, str] | None = None, *, confirmed: bool = False
+    change_id: int,
+    actor: Actor,
+    choices: dict[str, str] | None = None,
+    *,
+    confirmed: bool = False,
+    gitops_override: bool = False,
 ) -> ChangeRequest:
     """Resolve a change that ended in conflict by asking for it again, based on what the snapshot holds
     now, merged field by field (``offloading.changes.merge``): the fields only the requester changed
@@ -433,7 +438,9 @@ def reapply(
     namespace = get_namespace(change.namespace)
     current = namespace.offloading_generation if namespace.offloaded else 0
     if change.action == ChangeAction.UNOFFLOAD:
-        wanted = ChangeInput(namespace.name, ChangeAction.UNOFFLOAD, None, current, confirmed=confirmed)
+        wanted = ChangeInput(
+            namespace.name, ChangeAction.UNOFFLOAD, None, current, confirmed=confirmed, gitops_override=gitops_override
+        )
         return submit(wanted, actor, reapplying=True)
     spec = change.desired_spec or {}
     if namespace.offloaded:
@@ -445,7 +452,9 @@ def reapply(
                 Refusal.CONFLICT,
             )
     return submit(
-        ChangeInput(namespace.name, ChangeAction.OFFLOAD, spec, current, change.label_namespace, confirmed),
+        ChangeInput(
+            namespace.name, ChangeAction.OFFLOAD, spec, current, change.label_namespace, confirmed, gitops_override
+        ),
         actor,
         reapplying=True,
     )

@@ -135,3 +135,21 @@ def test_a_bulk_leaves_managed_namespaces_out_with_the_reason(api: Any, managed:
     bulk = BulkRequest.objects.get()
     assert [c.namespace for c in bulk.changes.all()] == ["payments"]
     assert WHO in {s["namespace"]: s["reason"] for s in bulk.skipped}["shop"]
+
+
+def test_a_reapply_in_the_api_needs_the_override(api: Any, managed: Any) -> None:
+    shop = Namespace.objects.get(name="shop")
+    base = shop.offloading_spec
+    conflicted = ChangeRequest.objects.create(
+        namespace="shop",
+        action=ChangeAction.UPDATE,
+        base_spec=base,
+        desired_spec={**base, "clusterSelector": GAINS},
+        state="conflict",
+        requester_name="admin",
+        source="api",
+    )
+    url = f"/api/v1/changes/{conflicted.pk}/reapply/"
+    _refused(api.post(url, {}, format="json"))
+    assert api.post(url, {"gitopsOverride": True}, format="json").status_code == 202
+    _override_row()
