@@ -51,7 +51,9 @@ _WHY = {
     403: "The user's role may not do this.",
     404: 'No such object: the Status names it (`namespaces "shopx" not found`, `details.name`, `details.kind`).',
     409: "The namespace cannot take this change now (a change in flight, a deletion under way), or the change "
-    'changes nothing (the spec it already has: "nothing to change").',
+    'changes nothing (the spec it already has: "nothing to change"), or Argo CD or Flux manages the '
+    "offloading and would undo the change (the cause names the field `gitopsOverride` and who manages it; "
+    "send `gitopsOverride` to push anyway).",
     412: "The namespace changed since the generation given in If-Match or expectedGeneration.",
     413: "The request body is over 1 MiB.",
     415: "The body is not JSON.",
