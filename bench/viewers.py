@@ -318,22 +318,28 @@ def table(figures: dict[str, Any]) -> list[str]:
     bulk = {r["viewers"]: r for r in figures.get("bulk_runs") or []}
     out = [
         "| viewers | idle p50 / p95 | idle web CPU per viewer | bulk p50 / p95 | bulk web CPU per viewer "
-        "| bulk window | load average (idle, bulk) |",
-        "|---|---|---|---|---|---|---|",
+        "| bulk window | regions rendered / shared in it | load average (idle, bulk) |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for item in figures.get("runs") or []:
+        cells = [
+            str(item["viewers"]),
+            f"{item['p50_ms']:.0f} / {item['p95_ms']:.0f} ms",
+            f"{item['cpu_us_per_viewer_s']:,.0f} µs/s ({item['web_cores']:.2f} cores)",
+        ]
         busy = bulk.get(item["viewers"])
-        during = (
-            f"{busy['p50_ms']:.0f} / {busy['p95_ms']:.0f} ms | {busy['cpu_us_per_viewer_s']:,.0f} µs/s "
-            f"({busy['web_cores']:.2f} cores) | {busy['window_s']:.0f} s | "
-            if busy
-            else "| | | "
-        )
-        load = f"{item['load_average']:.1f}, {busy['load_average']:.1f}" if busy else f"{item['load_average']:.1f}"
-        out.append(
-            f"| {item['viewers']} | {item['p50_ms']:.0f} / {item['p95_ms']:.0f} ms | "
-            f"{item['cpu_us_per_viewer_s']:,.0f} µs/s ({item['web_cores']:.2f} cores) | {during}{load} |"
-        )
+        if busy:
+            regions = {k: n for k, n in busy["per_region_rendered"].items() if k != "freshness badge"}
+            cells += [
+                f"{busy['p50_ms']:.0f} / {busy['p95_ms']:.0f} ms",
+                f"{busy['cpu_us_per_viewer_s']:,.0f} µs/s ({busy['web_cores']:.2f} cores)",
+                f"{busy['window_s']:.0f} s",
+                f"{sum(regions.values())} / {sum(busy.get('per_region_shared', {}).values())}",
+                f"{item['load_average']:.1f}, {busy['load_average']:.1f}",
+            ]
+        else:
+            cells += ["", "", "", "", f"{item['load_average']:.1f}"]
+        out.append("| " + " | ".join(cells) + " |")
     return out
 
 

@@ -130,10 +130,10 @@ def _held(request: HttpRequest) -> tuple[set[str], int]:
 # viewer's access (role, and scopes for an operator: the regions below depend on the user only through
 # them); a poll of another viewer with the same access gets it when it is the current version, or when it
 # is newer than what that viewer holds and younger than its reuse window: 10 times what it cost to
-# render, at least 1 s, at most 10 s (an expensive region is rendered again at most ~10 % of the time
-# per access, whatever the number of viewers). A viewer who already holds the newest render and whose
-# counters moved renders again (a single viewer sees every change at its next poll); one render per
-# region and access at a time (a lease), the others keep what they have meanwhile.
+# render, at least 1 s, at most 10 s. A viewer who already holds the newest render and whose counters
+# moved renders again (a single viewer sees every change at its next poll); one render per region and
+# access at a time (a lease), the others keep what they have meanwhile. So a region is rendered about
+# once per access and reuse window (or poll interval, if shorter), whatever the number of viewers.
 # Only the region travels to the other viewers (``id="live"`` of a page; a fragment whole), never the
 # page around it (its CSRF token, the user menu).
 
