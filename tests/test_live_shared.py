@@ -158,6 +158,30 @@ def test_while_another_viewer_renders_it_a_holder_keeps_what_it_has(fleet: Any, 
     assert "SomeFailed" in _poll(ann, OVERVIEW, first["ETag"]).content.decode()
 
 
+def test_without_the_cache_every_poll_renders_for_itself(fleet: Any, django_user_model: Any, monkeypatch: Any) -> None:
+    class Away:
+        def __getattr__(self, name: str) -> Any:
+            def fail(*args: Any, **kwargs: Any) -> Any:
+                raise ConnectionError("the cache is away")
+
+            return fail
+
+    ann = _person(django_user_model, "ann", "viewer")
+    first = _poll(ann, OVERVIEW)
+    monkeypatch.setattr(live, "cache", Away())
+    _phase("SomeFailed")
+    moved = _poll(ann, OVERVIEW, first["ETag"])
+    assert moved.status_code == 200 and moved["X-Live"] == "rendered" and "SomeFailed" in moved.content.decode()
+    assert _poll(ann, OVERVIEW, moved["ETag"]).status_code == 304
+
+
+def test_a_304_names_the_etag_that_matched(fleet: Any, django_user_model: Any) -> None:
+    ann = _person(django_user_model, "ann", "viewer")
+    etag = _poll(ann, OVERVIEW)["ETag"]
+    answer = _poll(ann, OVERVIEW, f'"{"0" * 32}.1", W/{etag}')
+    assert answer.status_code == 304 and answer["ETag"] == f"W/{etag}"
+
+
 @pytest.mark.parametrize(
     ("html", "found"),
     [

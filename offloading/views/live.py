@@ -7,6 +7,7 @@ import contextlib
 import functools
 import hashlib
 import json
+import logging
 import re
 import time
 from collections.abc import Callable
@@ -23,6 +24,8 @@ from django.views.decorators.http import require_GET
 from access import roles
 from offloading.context_processors import freshness_context
 from offloading.models import LiveVersion
+
+log = logging.getLogger(__name__)
 
 # --------------------------------------------------------------------------------------------------
 # Live regions poll themselves (static/js/liqo-dash.js sends the ETag it holds, with the header
@@ -111,15 +114,23 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def _held(request: HttpRequest) -> tuple[set[str], int]:
-    """The hashes the poll holds (If-None-Match) and when the newest of them was read (0: unknown)."""
-    hashes, newest = set(), 0
+def _held(request: HttpRequest) -> tuple[dict[str, str], str, int]:
+    """What the poll holds (If-None-Match): its ETags by hash, the newest of them and when it was read
+    (0: unknown)."""
+    tags, newest, newest_ms = {}, "", 0
     for tag in parse_etags(request.headers.get("If-None-Match", "")):
         digest, _, read_at = tag.removeprefix("W/").strip('"').partition(".")
-        hashes.add(digest)
+        tags[digest] = tag
         with contextlib.suppress(ValueError):
-            newest = max(newest, int(read_at, 16))
-    return hashes, newest
+            if int(read_at, 16) > newest_ms:
+                newest, newest_ms = tag, int(read_at, 16)
+    return tags, newest or next(iter(tags.values()), ""), newest_ms
+
+
+def _not_modified(etag: str) -> HttpResponse:
+    response = HttpResponse(status=304)
+    response["ETag"] = etag
+    return response
 
 
 # --------------------------------------------------------------------------------------------------
@@ -239,41 +250,49 @@ def _render(
     return response, shared
 
 
+def _cached(operation: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """A cache operation; None when the cache does not answer (sharing is a saving, never a failure)."""
+    try:
+        return operation(*args, **kwargs)
+    except Exception:  # noqa: BLE001 - Redis away: every poll renders for itself meanwhile
+        log.warning("live: the cache did not answer; this poll renders for itself", exc_info=True)
+        return None
+
+
 def _poll(view: Callable[..., HttpResponse], request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
     match = request.resolver_match
     url_name = match.url_name if match else None
     read_ms = _now_ms()
     version = data_version(region_kinds(url_name))
-    hashes, held_ms = _held(request)
-    if _hash(version, request) in hashes:
-        response = HttpResponse(status=304)
-        response["ETag"] = request.headers["If-None-Match"]
-        return response
+    tags, newest, held_ms = _held(request)
+    current = _hash(version, request)
+    if current in tags:
+        return _not_modified(tags[current])
     access = _access_key(request) if _region_id(request, url_name or "") is not None else None
     if access is None:
         return _render(view, request, args, kwargs, version, read_ms)[0]
     key = shared_key(url_name or "", request.get_full_path(), request.headers.get("HX-Request", ""), access)
-    kept: Shared | None = cache.get(key)
+    kept: Shared | None = _cached(cache.get, key)
     newer = kept is not None and kept.read_ms > held_ms
     if kept is not None and (kept.version == version or (newer and read_ms - kept.read_ms < kept.reuse_ms)):
         return _answer(kept, request)
-    if not cache.add(key + ":lease", 1, timeout=_LEASE_S):  # another viewer is rendering it now
+    leased = _cached(cache.add, key + ":lease", 1, timeout=_LEASE_S)
+    if leased is False:  # another viewer is rendering it now
         if kept is not None and newer:
             return _answer(kept, request)
-        if hashes:
-            response = HttpResponse(status=304)  # keep what you have: the next poll gets that render
-            response["ETag"] = request.headers["If-None-Match"]
-            return response
+        if newest:
+            return _not_modified(newest)  # keep what you have: the next poll gets that render
         return _render(view, request, args, kwargs, version, read_ms)[0]
     try:
         response, shared = _render(view, request, args, kwargs, version, read_ms)
-        if shared is not None:
-            latest: Shared | None = cache.get(key)
+        if shared is not None and leased:
+            latest: Shared | None = _cached(cache.get, key)
             if latest is None or latest.read_ms < shared.read_ms:
-                cache.set(key, shared, timeout=_KEPT_S)
+                _cached(cache.set, key, shared, timeout=_KEPT_S)
         return response
     finally:
-        cache.delete(key + ":lease")
+        if leased:
+            _cached(cache.delete, key + ":lease")
 
 
 def page(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
