@@ -1,4 +1,5 @@
-# liqo-dash: `make run` brings up the demo, `make test` runs the whole test suite.
+# liqo-dash: `make run` brings up the demo, `make test` runs the whole test suite, `make test-fast` the
+# unit and page tests only (no sandbox, Redis, Celery, browser or other programs; tests/lanes.py).
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -6,7 +7,7 @@ PY := $(VENV)/bin/python
 # The whole suite runs a second time on PostgreSQL (SQLite is the default); POSTGRES_TESTS narrows it.
 POSTGRES_TESTS ?=
 
-.PHONY: run test lint check system-deps bench bench-quick clean mutation
+.PHONY: run test test-fast lint check system-deps bench bench-quick clean mutation
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -41,6 +42,11 @@ test: $(VENV)/.installed .venv-checkov/.installed system-deps node_modules/.inst
 	$(PY) manage.py makemigrations --check --dry-run
 	$(PY) -m pytest
 	bash scripts/with-postgres.sh $(PY) -m pytest -p no:cacheprovider -q $(POSTGRES_TESTS)
+
+# The fast lane (a few minutes): pytest -m "not slow"; tests/lanes.py marks what is slow from the
+# fixtures a test uses. `make test` still runs everything.
+test-fast: $(VENV)/.installed system-deps
+	$(PY) -m pytest -m "not slow"
 
 lint: $(VENV)/.installed
 	$(PY) -m ruff check .

@@ -20,6 +20,9 @@ from rest_framework.test import APIClient
 from offloading.cluster import kube
 from offloading.models import Cluster, ClusterOffloading, Namespace, SnapshotState, VirtualNode
 
+# Which tests are slow (sandbox, e2e, browser, slow), marked from the fixtures they use: tests/lanes.py.
+pytest_plugins = ("tests.lanes",)
+
 ROOT = Path(__file__).resolve().parent.parent
 ADMIN_PASSWORD = "admin-pass-for-tests"
 

@@ -1,0 +1,157 @@
+"""The test lanes: which tests are slow, marked from what they use rather than by hand.
+
+``make test-fast`` runs ``pytest -m "not slow"``: the unit and page tests. ``make test`` runs everything.
+
+- ``sandbox``: the test starts a sandbox API server: it asks for a fixture that does
+  (``SANDBOX_FIXTURES``), or its own code or one of its fixtures calls ``Sandbox(`` or runs
+  ``python -m sandbox serve``. ``_sandbox_needs_the_marker`` (autouse) fails a test without the marker
+  that starts one anyway, so the marking cannot drift.
+- ``e2e``: a real Redis and Celery worker (``pipeline``, ``redis_url``).
+- ``browser``: Chromium (``browser_page``).
+- ``slow``: all of the above, a live HTTP server (``live_server``), and what ``SLOW_MODULES`` lists:
+  tests that take seconds starting other programs (gunicorn, checkov, fresh interpreters, ...).
+
+In the fast lane, the terminal summary lists the tests that took longer than ``FAST_LIMIT`` seconds: mark
+them slow (``pytestmark = pytest.mark.slow`` or ``SLOW_MODULES``) or make them fast.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sandbox.server import Sandbox
+
+TESTS = Path(__file__).resolve().parent
+
+SANDBOX_FIXTURES = frozenset({"sandbox", "k8s", "kube", "rbac_sandbox", "pipeline"})
+E2E_FIXTURES = frozenset({"pipeline", "redis_url"})
+BROWSER_FIXTURES = frozenset({"browser_page"})
+SLOW_FIXTURES = frozenset({"live_server"})
+
+# Slow by what they start, not by a fixture: a module (its path under tests/) or one test of it
+# ("path::name", every parametrization), with what makes it slow. Seconds measured on two busy cores.
+SLOW_MODULES: dict[str, str] = {
+    "test_deploy.py": "kubectl kustomize, checkov and manage.py check --deploy in other processes (100 s)",
+    "test_supervisor.py": "starts, kills and restarts child processes, waiting out their back-off (20 s)",
+    "test_warmup.py": "imports the WSGI entry point in fresh interpreters (15 s)",
+    "test_env_example.py": "parses every source file with ast, once per test (30 s)",
+    "access/test_client_address.py::test_the_web_process_keys_throttles_and_lockout_on_the_proxys_entry": (
+        "starts gunicorn (10 s)"
+    ),
+    "test_heartbeat.py::test_the_module_entry_point_exits_non_zero_when_stale": "four fresh interpreters (5 s)",
+    "test_health.py::test_pod_ip_from_the_environment_is_an_allowed_host": "a fresh interpreter with Django (5 s)",
+    "test_lanes.py::test_the_lanes_split_as_documented": "collects tests in another pytest (10 s)",
+}
+
+# Slow modules that are not even collected in the fast lane: collecting them costs minutes.
+NOT_COLLECTED_IN_FAST_LANE: dict[str, str] = {
+    "test_api_fuzz.py": "schemathesis generates its coverage examples while collecting (minutes of CPU)",
+}
+
+FAST_LANE = "not slow"
+FAST_LIMIT = 5.0
+
+_STARTS_A_SANDBOX = re.compile(r'\bSandbox\(|"sandbox",\s*"serve"')
+_source_starts_a_sandbox: dict[Any, bool] = {}
+
+
+def _starts_a_sandbox(function: Any) -> bool:
+    """Whether a test or fixture function defined under tests/ calls ``Sandbox(`` itself."""
+    function = inspect.unwrap(function)
+    if function not in _source_starts_a_sandbox:
+        try:
+            path = Path(inspect.getsourcefile(function) or "")
+            found = (
+                path.is_relative_to(TESTS)
+                and path != Path(__file__)
+                and bool(_STARTS_A_SANDBOX.search(inspect.getsource(function)))
+            )
+        except (OSError, TypeError):
+            found = False
+        _source_starts_a_sandbox[function] = found
+    return _source_starts_a_sandbox[function]
+
+
+def _fixture_functions(item: pytest.Item) -> Iterator[Any]:
+    info = getattr(item, "_fixtureinfo", None)
+    for definitions in getattr(info, "name2fixturedefs", {}).values():
+        for definition in definitions:
+            yield definition.func
+
+
+def _in_fast_lane(config: pytest.Config) -> bool:
+    return " ".join(config.getoption("markexpr", "").split()) == FAST_LANE
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    if _in_fast_lane(config) and collection_path.name in NOT_COLLECTED_IN_FAST_LANE:
+        return True
+    return None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        names = set(getattr(item, "fixturenames", ()))
+        relative = item.path.relative_to(TESTS).as_posix() if item.path.is_relative_to(TESTS) else ""
+        markers: set[str] = set()
+        function = getattr(item, "function", None)
+        if names & SANDBOX_FIXTURES or any(
+            _starts_a_sandbox(f) for f in (function, *_fixture_functions(item)) if f is not None
+        ):
+            markers.add("sandbox")
+        if names & E2E_FIXTURES:
+            markers.add("e2e")
+        if names & BROWSER_FIXTURES:
+            markers.add("browser")
+        if (
+            markers
+            or names & SLOW_FIXTURES
+            or relative in SLOW_MODULES
+            or f"{relative}::{getattr(item, 'originalname', item.name)}" in SLOW_MODULES
+            or relative in NOT_COLLECTED_IN_FAST_LANE
+            or any(item.get_closest_marker(name) is not None for name in ("sandbox", "e2e", "browser"))
+        ):
+            markers.add("slow")
+        for name in sorted(markers):
+            if item.get_closest_marker(name) is None:
+                item.add_marker(name)
+
+
+@pytest.fixture(autouse=True)
+def _sandbox_needs_the_marker(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A test that starts a sandbox API server must be marked ``sandbox`` (and so ``slow``): the fast
+    lane leaves it out. The marking above finds it from its fixtures and its source; this catches the rest
+    (a helper in another module that starts one, say)."""
+    if request.node.get_closest_marker("sandbox") is not None:
+        return
+
+    def refuse(self: Any) -> Any:
+        pytest.fail(
+            f"{request.node.nodeid} starts a sandbox API server but is not marked 'sandbox': add "
+            "pytest.mark.sandbox to it (tests/lanes.py marks tests that ask for a sandbox fixture or call "
+            "Sandbox( themselves)",
+            pytrace=False,
+        )
+
+    monkeypatch.setattr(Sandbox, "start", refuse)
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    if not _in_fast_lane(config):
+        return
+    durations: dict[str, float] = {}
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            if isinstance(report, pytest.TestReport):
+                durations[report.nodeid] = durations.get(report.nodeid, 0.0) + report.duration
+    slow = sorted(((d, n) for n, d in durations.items() if d > FAST_LIMIT), reverse=True)
+    if slow:
+        terminalreporter.section(f"tests over {FAST_LIMIT:.0f} s in the fast lane (mark them slow, see tests/lanes.py)")
+        for duration, nodeid in slow:
+            terminalreporter.write_line(f"{duration:6.1f} s  {nodeid}")
