@@ -16,8 +16,9 @@ from liqo_rules.spec import remote_namespace_name
 from liqo_rules.status import compute_status
 from sandbox.apicommon import now_iso
 from sandbox.errors import ApiError
-from sandbox.kinds import DEPLOYMENTS, NAMESPACE_MAPS, NAMESPACE_OFFLOADINGS, NAMESPACES, NODES, VIRTUAL_NODES
+from sandbox.kinds import DEPLOYMENTS, NAMESPACE_OFFLOADINGS, NAMESPACES, NODES, VIRTUAL_NODES
 from sandbox.liqo.context import SELECT_PHASE, STATUS_PHASE, LiqoContext
+from sandbox.liqo.desired import DesiredWrites, Then
 from sandbox.liqo.events import record_event
 from sandbox.runtime import Retry
 from sandbox.store import Obj, clone
@@ -29,6 +30,7 @@ class OffloadingController:
     def __init__(self, ctx: LiqoContext) -> None:
         self.ctx = ctx
         self._selections = SelectionCache(ctx)
+        self.writes = DesiredWrites(ctx)  # desiredMapping entries, written one patch per map
 
     def reconcile(self, namespace: str) -> float | None:
         if self.ctx.faults.controller_is_down():
@@ -36,17 +38,18 @@ class OffloadingController:
         nsoff = self.ctx.store.get(NAMESPACE_OFFLOADINGS, namespace, c.OFFLOADING_NAME)
         if nsoff is None:
             return None
+        waits = False  # the rest of the pass waits for its desiredMapping writes (sandbox.liqo.desired)
         try:
             if nsoff["metadata"].get("deletionTimestamp"):
-                self._deletion_flow(nsoff)
+                waits = self._deletion_flow(nsoff)
                 return None
             self._ensure_finalizer(nsoff)
             if self.ctx.bulk_phase == STATUS_PHASE:
                 return None  # selected in SELECT_PHASE; only the status is left (written below)
-            if self._select_clusters(nsoff):
-                self._scheduling_label(namespace, nsoff["spec"].get("podOffloadingStrategy"))
+            waits = self._select_clusters(nsoff)
         finally:
-            self._write_status(namespace)  # deferred: also when the reconcile fails (a.4)
+            if not waits:
+                self._write_status(namespace)  # deferred: also when the reconcile fails (a.4)
         return None
 
     def _ensure_finalizer(self, nsoff: Obj) -> None:
@@ -60,85 +63,95 @@ class OffloadingController:
         except ApiError as err:
             raise Retry(f"adding the finalizer: {err.message}") from None
 
-    def _set_desired(self, nm: Obj, namespace: str, remote: str | None) -> Obj | None:
-        meta = nm["metadata"]
-        if self.ctx.bulk_phase == SELECT_PHASE:  # the start of a large fleet: one patch per map at the end
-            cluster_id = meta["labels"][c.REMOTE_CLUSTER_ID_LABEL]
+    def _set_desired(self, cluster_id: str, nm: Obj, namespace: str, remote: str | None) -> None:
+        """A desiredMapping entry to write: gathered for one patch per map at the start of a large fleet
+        (SELECT_PHASE), otherwise grouped with the entries of other namespaces (sandbox.liqo.desired)."""
+        if self.ctx.bulk_phase == SELECT_PHASE:
             desired = self.ctx.pending_desired.setdefault(cluster_id, dict(_desired_of(nm)))
             desired[namespace] = remote
-            return None
-        peer = self.ctx.peers.get(meta["labels"].get(c.REMOTE_CLUSTER_ID_LABEL, ""))
-        if peer is not None and not peer.namespace_map_writable:
-            verb = "adding" if remote else "removing"
-            raise ApiError(
-                403,
-                "Forbidden",
-                f'{verb} namespace "{namespace}" {"to" if remote else "from"} NamespaceMap {meta["name"]}: '
-                f'namespacemaps.offloading.liqo.io "{meta["name"]}" is forbidden',
-            )
-        return self.ctx.patch(
-            NAMESPACE_MAPS, meta["namespace"], meta["name"], {"spec": {"desiredMapping": {namespace: remote}}}
-        )
+        else:
+            self.writes.add(cluster_id, nm, namespace, remote)
+
+    def _desired(self, cluster_id: str, nm: Obj) -> dict[str, Any]:
+        """The map's desiredMapping with the entries not written yet."""
+        if self.ctx.bulk_phase == SELECT_PHASE:
+            return self.ctx.pending_desired.get(cluster_id, _desired_of(nm))
+        return self.writes.desired(cluster_id, nm)
+
+    def _then(self, namespace: str, planned: bool, rest: Then) -> bool:
+        """Run ``rest`` (with the errors of the entries written) now, or once the entries are written:
+        True when it waits (for this pass's entries, or behind an older pass of the namespace)."""
+        if self.ctx.bulk_phase != SELECT_PHASE and (planned or self.writes.waiting(namespace)):
+
+            def later(failed: list[ApiError]) -> None:
+                try:
+                    rest(failed)
+                finally:
+                    self._write_status(namespace)  # deferred: also when the rest fails (a.4)
+
+            self.writes.then(namespace, later)
+            return True
+        rest([])
+        return False
 
     def _select_clusters(self, nsoff: Obj) -> bool:
-        """Step 5 (a.5): the selector per VirtualNode; False when an invalid selector stopped the pass."""
+        """Step 5 (a.5): the selector per VirtualNode, the desiredMapping entries, then the scheduling
+        label (or the swallowed error, or the event of an invalid selector) and the status. True when
+        that rest waits for the entries to be written (it then writes the status itself)."""
         namespace = nsoff["metadata"]["namespace"]
         maps = self.ctx.local_namespace_maps()
         virtual_nodes = self.ctx.store.items(VIRTUAL_NODES)
         vn_clusters = [(vn.get("spec") or {}).get("clusterID") or "" for vn in virtual_nodes]
-        blocked = versions.selection_blocked(self._release(), vn_clusters, maps)
+        blocked = versions.selection_blocked(_release(self.ctx), vn_clusters, maps)
         if blocked:
             # Up to v1.1 the controller counts VirtualNode clusters and NamespaceMaps first: an orphaned
             # map stops every selection, and the error only reaches the log (issue 27, item 5).
-            return self._swallow(nsoff, blocked)
+            self._swallow(nsoff, blocked)
+            return False
         for vn in virtual_nodes:
             cluster_id = (vn.get("spec") or {}).get("clusterID") or ""
             if cluster_id not in maps:
                 # Swallowed as in Liqo: the deferred status write clears the error (issue 27).
-                return self._swallow(nsoff, f"no NamespaceMap found for remote cluster ID: {cluster_id}")
+                self._swallow(nsoff, f"no NamespaceMap found for remote cluster ID: {cluster_id}")
+                return False
         spec = nsoff.get("spec") or {}
         selection = self._selections.select(spec.get("clusterSelector"), virtual_nodes)
         remote = remote_namespace_name(namespace, self.ctx.local_cluster_id, spec)
         error = None
-        failed: list[str] = []
+        planned = False
         for cluster_id, entry in selection.items():
             error = error or entry["error"]
             if all(why["error"] for _, why in entry["explanations"]):
                 continue  # not reached, or stopped at its first VirtualNode: its mapping stays as it is
-            desired = (maps[cluster_id].get("spec") or {}).get("desiredMapping") or {}
-            desired = self.ctx.pending_desired.get(cluster_id, desired)
-            try:
-                if entry["selected"] and desired.get(namespace) != remote:
-                    self._set_desired(maps[cluster_id], namespace, remote)
-                elif not entry["selected"] and namespace in desired:
-                    self._set_desired(maps[cluster_id], namespace, None)
-            except ApiError as err:
-                failed.append(err.message)  # joined, as errors.Join in enforceClusterSelector
-        if failed and not error:
-            return self._swallow(nsoff, "; ".join(failed))
-        if error:
-            record_event(
-                self.ctx, nsoff, "Warning", c.INVALID_SELECTOR_EVENT_REASON, c.INVALID_SELECTOR_EVENT_PREFIX + error
-            )
-            return False
-        return True
+            desired = self._desired(cluster_id, maps[cluster_id])
+            if entry["selected"] and desired.get(namespace) != remote:
+                self._set_desired(cluster_id, maps[cluster_id], namespace, remote)
+                planned = True
+            elif not entry["selected"] and namespace in desired:
+                self._set_desired(cluster_id, maps[cluster_id], namespace, None)
+                planned = True
+        strategy = spec.get("podOffloadingStrategy")
 
-    def _release(self) -> versions.Behaviour:
-        """The behaviour of the Liqo version the scenario installed (the controller manager's image tag)."""
-        for deployment in self.ctx.store.items(DEPLOYMENTS):
-            if versions.is_controller_manager(deployment):
-                return versions.behaviour(versions.controller_manager_version(deployment))
-        return versions.behaviour("")
+        def rest(failed: list[ApiError]) -> None:
+            if failed and not error:
+                self._swallow(nsoff, "; ".join(err.message for err in failed))  # as errors.Join in Liqo
+            elif error:
+                record_event(
+                    self.ctx, nsoff, "Warning", c.INVALID_SELECTOR_EVENT_REASON, c.INVALID_SELECTOR_EVENT_PREFIX + error
+                )
+            else:
+                self._scheduling_label(namespace, strategy)
 
-    def _swallow(self, nsoff: Obj, message: str) -> bool:
+        return self._then(namespace, planned, rest)
+
+    def _swallow(self, nsoff: Obj, message: str) -> None:
         """A reconcile error Liqo only logs: the status is still written (deferred) and clears it, so no
-        retry comes before the next event (namespaceoffloading_controller.go). False: the pass stopped."""
+        retry comes before the next event (namespaceoffloading_controller.go)."""
         log.error(
             'Failed to reconcile NamespaceOffloading "%s/offloading": %s', nsoff["metadata"]["namespace"], message
         )
         self.ctx.swallowed.append((nsoff["metadata"]["namespace"], message))
         del self.ctx.swallowed[:-100]
-        return False
 
     def _scheduling_label(self, namespace: str, strategy: str | None) -> None:
         ns = self.ctx.store.get(NAMESPACES, "", namespace)
@@ -161,21 +174,23 @@ class OffloadingController:
         except ApiError as err:
             raise Retry(f"updating the namespace labels: {err.message}") from None
 
-    def _deletion_flow(self, nsoff: Obj) -> None:
+    def _deletion_flow(self, nsoff: Obj) -> bool:
+        """The scheduling label off, the namespace out of every desiredMapping, then (once Liqo removed
+        the remote namespaces) the finalizer. True when the rest waits for the entries to be written."""
         namespace = nsoff["metadata"]["namespace"]
         self._scheduling_label(namespace, c.LOCAL)
-        for nm in self.ctx.local_namespace_maps().values():
-            if namespace in ((nm.get("spec") or {}).get("desiredMapping") or {}):
-                self._set_desired(nm, namespace, None)
-        if (nsoff.get("status") or {}).get("remoteNamespacesConditions"):
-            raise Retry("waiting for remote namespaces deletion", delay=max(self.ctx.controller_delay, 0.5))
-        body = clone(nsoff)
-        body["metadata"]["finalizers"] = [f for f in nsoff["metadata"].get("finalizers") or [] if f != c.FINALIZER]
-        try:
-            self.ctx.write(NAMESPACE_OFFLOADINGS, body)
-        except ApiError as err:
-            if err.code != 404:
-                raise Retry(f"removing the finalizer: {err.message}") from None
+        planned = False
+        for cluster_id, nm in self.ctx.local_namespace_maps().items():
+            if namespace in self._desired(cluster_id, nm):
+                self._set_desired(cluster_id, nm, namespace, None)
+                planned = True
+
+        def rest(failed: list[ApiError]) -> None:
+            if failed:
+                raise failed[0]  # as a failed patch: logged, retried with the controller's backoff
+            _remove_finalizer(self.ctx, nsoff)
+
+        return self._then(namespace, planned, rest)
 
     def _write_status(self, namespace: str) -> None:
         """The deferred status update: conditions per NamespaceMap, phase, observedGeneration (a.3, a.4)."""
@@ -200,6 +215,27 @@ class OffloadingController:
                 raise Retry("status conflict") from None
             if err.code != 404:
                 raise
+
+
+def _release(ctx: LiqoContext) -> versions.Behaviour:
+    """The behaviour of the Liqo version the scenario installed (the controller manager's image tag)."""
+    for deployment in ctx.store.items(DEPLOYMENTS):
+        if versions.is_controller_manager(deployment):
+            return versions.behaviour(versions.controller_manager_version(deployment))
+    return versions.behaviour("")
+
+
+def _remove_finalizer(ctx: LiqoContext, nsoff: Obj) -> None:
+    """Once Liqo removed the remote namespaces (the status has no conditions left): the finalizer off."""
+    if (nsoff.get("status") or {}).get("remoteNamespacesConditions"):
+        raise Retry("waiting for remote namespaces deletion", delay=max(ctx.controller_delay, 0.5))
+    body = clone(nsoff)
+    body["metadata"]["finalizers"] = [f for f in nsoff["metadata"].get("finalizers") or [] if f != c.FINALIZER]
+    try:
+        ctx.write(NAMESPACE_OFFLOADINGS, body)
+    except ApiError as err:
+        if err.code != 404:
+            raise Retry(f"removing the finalizer: {err.message}") from None
 
 
 def _desired_of(nm: Obj) -> dict[str, Any]:

@@ -4,6 +4,7 @@ enqueue here)."""
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any
 
 from liqo_rules import constants as c
@@ -12,6 +13,7 @@ from sandbox.kinds import NAMESPACE_MAPS, NAMESPACE_OFFLOADINGS, NAMESPACES, NOD
 from sandbox.liqo import admission
 from sandbox.liqo import context as q
 from sandbox.liqo.context import LiqoContext, Peer, is_virtual_node
+from sandbox.liqo.desired import DESIRED, GROUP_FROM, linger
 from sandbox.liqo.namespaces import NamespaceController
 from sandbox.liqo.offloading_controller import OffloadingController
 from sandbox.liqo.peers import PeerController, foreign_cluster_status, virtual_node_status
@@ -40,12 +42,23 @@ class LiqoSimulation(LiqoContext):
         admission.install(server)
         self.store.add_listener(self.on_change)
         faults.add_listener(self.on_faults)
-        controller.register(q.OFFLOADING, OffloadingController(self).reconcile)
-        controller.register(q.PROVIDER, ProviderController(self).reconcile)
+        self.offloadings = OffloadingController(self)
+        controller.register(q.OFFLOADING, self.offloadings.reconcile)
+        controller.register(DESIRED, self.offloadings.writes.flush)  # its desiredMapping writes, grouped
+        self._provider = ProviderController(self)
+        self._provider_cost: dict[str, float] = {}  # cluster id -> how long its provider's last answer took
+        controller.register(q.PROVIDER, self._provide)
         controller.register(q.VIRTUAL_NODE, VirtualNodeController(self).reconcile)
         controller.register(q.PODS, PodController(self).reconcile)
         controller.register(q.NAMESPACE, NamespaceController(self).reconcile)
         controller.register(q.PEER, PeerController(self).reconcile)
+
+    def _provide(self, cluster_id: str) -> float | None:
+        started = time.thread_time()
+        try:
+            return self._provider.reconcile(cluster_id)
+        finally:
+            self._provider_cost[cluster_id] = time.thread_time() - started
 
     def foreign_cluster_status(self, peer: Peer, up: bool = True) -> dict[str, Any]:
         return foreign_cluster_status(peer, self.local_cluster_id, up)
@@ -116,7 +129,11 @@ class LiqoSimulation(LiqoContext):
                 self.enqueue_provider(cluster_id)
             return
         if cluster_id and _desired(prev) != _desired(obj):
-            self.enqueue_provider(cluster_id)
+            # The provider answers with the whole map (its cost grows with the map): a large one waits
+            # for more entries, as the desiredMapping writes do (sandbox.liqo.desired).
+            large = len(_desired(obj)) >= GROUP_FROM
+            wait = linger(self._provider_cost.get(cluster_id, 0.0)) if large else 0.0
+            self.controller.enqueue(q.PROVIDER, cluster_id, self.provider_delay(cluster_id) + wait)
         old_current, new_current = _current(prev), _current(obj)
         for ns in set(old_current) | set(new_current):
             if (ns in old_current) != (ns in new_current) or (old_current.get(ns) or {}).get("phase") != (
