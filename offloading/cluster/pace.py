@@ -1,6 +1,6 @@
-"""Pacing the pushes to the API server: how many requests a worker process keeps in flight while it
-pushes (a bulk's threads), and the backoff that a 429 TooManyRequests imposes on all of them, not only
-on the request that got it. ``offloading.cluster.kube`` sends every call made inside :func:`paced` through
+"""Pacing the pushes to the API server: how many requests a worker keeps in flight while it pushes (a
+bulk's threads; ``KUBE_MAX_INFLIGHT`` in all, however many bulks its processes push at once), and the
+backoff that a 429 TooManyRequests imposes on all of them, not only on the request that got it. ``offloading.cluster.kube`` sends every call made inside :func:`paced` through
 :data:`pacer`."""
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import TypeVar
 from django.conf import settings
 
 from offloading.cluster.errors import KubeError
+from offloading.cluster.slots import SharedSlots
 
 T = TypeVar("T")
 
@@ -24,7 +25,8 @@ PACED_TRIES = 10
 
 
 class Pacer:
-    """The bound on requests in flight of the calls made inside :func:`paced` in this process.
+    """The bound on requests in flight of the calls made inside :func:`paced`: in this process, and
+    ``KUBE_MAX_INFLIGHT`` in all the processes of the worker (:mod:`offloading.cluster.slots`).
 
     It starts at ``KUBE_MAX_INFLIGHT``. A 429 halves it (once per Retry-After window, however many
     requests were refused in it) and holds every paced request until Retry-After has passed, in every
@@ -39,6 +41,7 @@ class Pacer:
         self._shared_read_at = 0.0
         self.throttled = 0  # 429s seen since the start of the process
         self.peak_inflight = 0
+        self.shared = SharedSlots()  # the bound, shared by the processes of this worker
 
     def maximum(self) -> int:
         return max(1, int(settings.LIQO_DASH.get("KUBE_MAX_INFLIGHT", 32)))
@@ -80,7 +83,9 @@ class Pacer:
             self._inflight += 1
             self.peak_inflight = max(self.peak_inflight, self._inflight)
         try:
-            yield
+            # ... and the bound shared with the worker's other processes (two bulks pushed at once).
+            with self.shared.held(self.maximum()):
+                yield
         finally:
             with self._cond:
                 self._inflight -= 1
