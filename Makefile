@@ -38,6 +38,7 @@ test: $(VENV)/.installed .venv-checkov/.installed system-deps node_modules/.inst
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(PY) -m mypy
+	$(VENV)/bin/lint-imports
 	$(PY) manage.py check
 	$(PY) manage.py makemigrations --check --dry-run
 	$(PY) -m pytest
@@ -52,6 +53,7 @@ lint: $(VENV)/.installed
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(PY) -m mypy
+	$(VENV)/bin/lint-imports
 
 # Mutation testing of liqo_rules against tests/liqo; fails below 90 % killed in any module.
 mutation: $(VENV)/.installed
