@@ -3,9 +3,9 @@
 ``make test-fast`` runs ``pytest -m "not slow"``: the unit and page tests. ``make test`` runs everything.
 
 - ``sandbox``: the test starts a sandbox API server: it asks for a fixture that does
-  (``SANDBOX_FIXTURES``), or its own code or one of its fixtures calls ``Sandbox(`` or runs
-  ``python -m sandbox serve``. ``_sandbox_needs_the_marker`` (autouse) fails a test without the marker
-  that starts one anyway, so the marking cannot drift.
+  (``SANDBOX_FIXTURES``), or its own code, one of its fixtures or a function of the tests they call
+  calls ``Sandbox(`` or runs ``python -m sandbox serve``. ``_sandbox_needs_the_marker`` (autouse) fails
+  a test without the marker that starts one anyway, so the marking cannot drift.
 - ``e2e``: a real Redis and Celery worker (``pipeline``, ``redis_url``).
 - ``browser``: Chromium (``browser_page``).
 - ``slow``: all of the above, a live HTTP server (``live_server``), and what ``SLOW_MODULES`` lists:
@@ -17,8 +17,10 @@ them slow (``pytestmark = pytest.mark.slow`` or ``SLOW_MODULES``) or make them f
 
 from __future__ import annotations
 
+import ast
 import inspect
 import re
+import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -62,20 +64,43 @@ _source_starts_a_sandbox: dict[Any, bool] = {}
 
 
 def _starts_a_sandbox(function: Any) -> bool:
-    """Whether a test or fixture function defined under tests/ calls ``Sandbox(`` itself."""
+    """Whether a test or fixture function defined under tests/ calls ``Sandbox(`` (or runs ``python -m
+    sandbox serve``), itself or through a function of the tests it calls by name (``_converge(...)``)."""
     function = inspect.unwrap(function)
     if function not in _source_starts_a_sandbox:
-        try:
-            path = Path(inspect.getsourcefile(function) or "")
-            found = (
-                path.is_relative_to(TESTS)
-                and path != Path(__file__)
-                and bool(_STARTS_A_SANDBOX.search(inspect.getsource(function)))
-            )
-        except (OSError, TypeError):
-            found = False
+        _source_starts_a_sandbox[function] = False  # while looking: a recursive helper ends here
+        source = _test_source(function)
+        found = bool(source) and (
+            bool(_STARTS_A_SANDBOX.search(source))
+            or any(_starts_a_sandbox(helper) for helper in _helpers_called(function, source))
+        )
         _source_starts_a_sandbox[function] = found
     return _source_starts_a_sandbox[function]
+
+
+def _test_source(function: Any) -> str:
+    """The source of a function defined under tests/ (not this module), or ''."""
+    try:
+        path = Path(inspect.getsourcefile(function) or "")
+        if not path.is_relative_to(TESTS) or path == Path(__file__):
+            return ""
+        return textwrap.dedent(inspect.getsource(function))
+    except (OSError, TypeError):
+        return ""
+
+
+def _helpers_called(function: Any, source: str) -> Iterator[Any]:
+    """The functions a function calls by a plain name, as its module sees them."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return
+    names = {node.func.id for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
+    scope = getattr(function, "__globals__", {})
+    for name in sorted(names):
+        helper = scope.get(name)
+        if inspect.isfunction(helper):
+            yield helper
 
 
 def _fixture_functions(item: pytest.Item) -> Iterator[Any]:
@@ -135,7 +160,7 @@ def _sandbox_needs_the_marker(request: pytest.FixtureRequest, monkeypatch: pytes
         pytest.fail(
             f"{request.node.nodeid} starts a sandbox API server but is not marked 'sandbox': add "
             "pytest.mark.sandbox to it (tests/lanes.py marks tests that ask for a sandbox fixture or call "
-            "Sandbox( themselves)",
+            "Sandbox( themselves or through a helper of the tests they call by name)",
             pytrace=False,
         )
 

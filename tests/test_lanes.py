@@ -19,12 +19,17 @@ def _starts_one() -> None:
         pass
 
 
+def _through_a_helper() -> None:
+    _starts_one()
+
+
 def _starts_none() -> None:
     server.Sandbox.__name__.lower()
 
 
 def test_the_source_says_who_starts_a_sandbox() -> None:
     assert lanes._starts_a_sandbox(_starts_one)
+    assert lanes._starts_a_sandbox(_through_a_helper)
     assert not lanes._starts_a_sandbox(_starts_none)
     assert not lanes._starts_a_sandbox(lanes._sandbox_needs_the_marker)  # its own message names Sandbox(
 
@@ -65,6 +70,8 @@ def test_the_lanes_split_as_documented() -> None:
     )  # python -m sandbox serve
     assert "tests/test_sync.py::test_a_restarted_api_server_is_followed_again" in sandbox - fast  # Sandbox( itself
     assert "tests/test_sync.py::test_a_cold_sync_lists_each_kind_once_and_marks_the_snapshot_fresh" in sandbox - fast
+    grouped = "tests/sandbox/test_grouped_writes.py::test_grouped_writes_converge_to_the_state_of_one_write_each"
+    assert grouped in _collect("-m", "sandbox", grouped)  # through a helper of its module
     assert not {n for n in fast if n.startswith(("tests/test_browser.py", "tests/test_e2e.py", "tests/test_deploy.py"))}
     assert _collect("-m", "e2e", "tests/test_e2e.py") == _collect("tests/test_e2e.py")  # the pipeline fixture
 
