@@ -126,6 +126,31 @@ def test_two_tabs_merge_in_place(
     assert second.base_generation == 4
 
 
+def test_a_preview_that_answers_late_keeps_the_tick(
+    context: Any, live_server: Any, admin_user: Any, fleet: Any
+) -> None:
+    """A preview sent before the box was ticked (leaving the selector field fires one) answers with the box
+    unticked: the user's tick stays (hx-preserve), or the submit would fail for a box they did tick."""
+    page = context.new_page()
+    login(page, live_server)
+    page.goto(f"{live_server.url}/namespaces/shop/offload/")
+    page.locator("#preview").get_by_text("clusters selected").wait_for()
+    page.select_option("#id_pod_offloading_strategy", "Remote")
+    _confirm_destructive(page)
+    # The late answer: the same preview of Remote, asked without the box (as when it left before the tick).
+    page.evaluate(
+        """url => htmx.ajax('POST', url, {target: '#preview', values: {
+            cluster_selector: document.querySelector('#id_cluster_selector').value,
+            pod_offloading_strategy: 'Remote',
+            namespace_mapping_strategy: document.querySelector('#id_namespace_mapping_strategy').value,
+            csrfmiddlewaretoken: document.querySelector('[name=csrfmiddlewaretoken]').value}})""",
+        f"{live_server.url}/namespaces/shop/offload/preview/",
+    )
+    htmx_idle(page)
+    expect(page.locator("#destructive-box")).to_contain_text("from LocalAndRemote to Remote")
+    expect(page.locator("#id_confirm")).to_be_checked()
+
+
 def test_a_field_both_tabs_changed_needs_a_choice(
     context: Any,
     live_server: Any,
