@@ -22,6 +22,7 @@ COPY --from=build /opt/venv /opt/venv
 WORKDIR /app
 COPY manage.py ./
 COPY liqo_dash ./liqo_dash
+COPY liqo_rules ./liqo_rules
 COPY offloading ./offloading
 COPY access ./access
 COPY templates ./templates
