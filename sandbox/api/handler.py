@@ -65,6 +65,8 @@ class Handler(BaseHTTPRequestHandler):
             if counted and not self.api.faults.admit():
                 exchange.body()
                 raise errors.too_many_requests()
+            if counted:
+                exchange.before_send = self.api.faults.release
             try:
                 self._inject_faults(exchange, path)
                 user = authenticate(self.api, exchange)
@@ -72,8 +74,7 @@ class Handler(BaseHTTPRequestHandler):
                 self.api.traffic.add(user.name, requests=1)
                 self._route(exchange, path, query, impersonate(self.api, exchange, user))
             finally:
-                if counted:
-                    self.api.faults.release()
+                exchange.settle()  # a request answered by an error or dropped stops counting here
         except Dropped:
             self.close_connection = True
         except ApiError as err:

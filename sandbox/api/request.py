@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 from email.message import Message
 from http.server import BaseHTTPRequestHandler
 from typing import Any
@@ -28,6 +29,9 @@ class Exchange:
         self.handler = handler
         # the fields a JSON body gave twice (strict decoding reports them)
         self.duplicates: list[str] = []
+        # called once, just before the response goes out (the request stops counting as in flight then:
+        # a client that sends its next request the moment it reads this answer must not be counted twice)
+        self.before_send: Callable[[], None] | None = None
 
     @property
     def command(self) -> str:
@@ -85,6 +89,7 @@ class Exchange:
         content_type: str = "application/json",
     ) -> None:
         data = body if isinstance(body, bytes) else json.dumps(body, separators=(",", ":")).encode()
+        self.settle()
         handler = self.handler
         handler.send_response(code)
         handler.send_header("Content-Type", content_type)
@@ -98,6 +103,11 @@ class Exchange:
         handler.end_headers()
         if self.command != "HEAD":
             handler.wfile.write(data)
+
+    def settle(self) -> None:
+        hook, self.before_send = self.before_send, None
+        if hook is not None:
+            hook()
 
     def send_error(self, err: ApiError) -> None:
         headers = {"Retry-After": str(err.retry_after)} if err.retry_after else None
