@@ -19,6 +19,7 @@ from offloading.audit import trail as audittrail
 from offloading.changes import apply, bulkpush
 from offloading.changes import sweep as sweeper
 from offloading.cluster import breaker as apihealth
+from offloading.cluster.pace import paced
 from offloading.models import ChangeRequest
 from offloading.queue import APPLY_BULK, APPLY_CHANGE, AWAIT_DELETION, DELIVER_ALERT, PROBE_API, REFRESH
 from offloading.snapshot import refresh as snapshot
@@ -56,12 +57,14 @@ def apply_bulk(bulk_id: int, after_id: int = 0, part: int = 0, parts: int = 0) -
 
 @shared_task(name=AWAIT_DELETION, acks_late=True)
 def await_deletion(change_id: int) -> str:
-    return apply.await_deletion(change_id)
+    with paced():
+        return apply.await_deletion(change_id)
 
 
 @shared_task(name=REFRESH, acks_late=True)
 def refresh() -> dict[str, Any] | None:
-    report = snapshot.refresh_once()
+    with paced():  # the worker's reads share its bound on requests in flight with its pushes
+        report = snapshot.refresh_once()
     return report.__dict__ if report else None
 
 
@@ -73,7 +76,8 @@ def sweep() -> int:
 
 @shared_task(name=PROBE_API, acks_late=True)
 def probe_api() -> bool:
-    return apihealth.probe()
+    with paced():
+        return apihealth.probe()
 
 
 @shared_task(name="offloading.tasks.verify_audit", acks_late=True)
