@@ -9,10 +9,16 @@ class ChangeState(models.TextChoices):
     APPLIED = "applied", "Applied"
     FAILED = "failed", "Failed"
     CONFLICT = "conflict", "Conflict"
+    # change governance (issue 29): waiting for a second person, or for the scope's change window
+    AWAITING_APPROVAL = "awaiting_approval", "Awaiting approval"
+    SCHEDULED = "scheduled", "Scheduled"
+    REJECTED = "rejected", "Rejected"
+    EXPIRED = "expired", "Expired"
+    CANCELLED = "cancelled", "Cancelled"
 
     @classmethod
     def terminal(cls) -> tuple[str, ...]:
-        return (cls.APPLIED, cls.FAILED, cls.CONFLICT)
+        return (cls.APPLIED, cls.FAILED, cls.CONFLICT, cls.REJECTED, cls.EXPIRED, cls.CANCELLED)
 
     @classmethod
     def pending(cls) -> tuple[str, ...]:
@@ -44,12 +50,22 @@ class AuditAction(models.TextChoices):
     REFUSED = "refused", "Change refused (not allowed)"
     DRIFT_ACCEPTED = "drift_accepted", "Drift accepted"
     BULK_REQUESTED = "bulk_requested", "Bulk change requested"
+    APPROVAL_REQUESTED = "approval_requested", "Approval requested"
+    APPROVED = "approved", "Change approved"
+    REJECTED = "rejected", "Change rejected"
+    EXPIRED = "expired", "Approval request expired"
+    BROKE_GLASS = "broke_glass", "Break glass (applied without approval or outside its window)"
+    SCHEDULED = "scheduled", "Change scheduled for its window"
+    CANCELLED = "cancelled", "Change cancelled"
+    HANDED_OFF = "handed_off", "Change handed off to Git"
 
 
 class AlertKind(models.TextChoices):
     CHANGE_FAILED = "change_failed", "Change failed"
     STUCK = "stuck", "Namespace stuck"
     PEER_UNHEALTHY = "peer_unhealthy", "Peer unhealthy"
+    APPROVAL_NEEDED = "approval_needed", "Change awaiting approval"
+    BROKE_GLASS = "broke_glass", "Break glass used"
 
 
 class AlertState(models.TextChoices):

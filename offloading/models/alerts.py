@@ -16,7 +16,7 @@ class Alert(models.Model):
     is the outbox, written in the transaction that finds the subject."""
 
     key = models.CharField(max_length=200, unique=True)
-    kind = models.CharField(max_length=16, choices=AlertKind.choices)
+    kind = models.CharField(max_length=24, choices=AlertKind.choices)
     severity = models.CharField(max_length=8, default="warning")  # warning | critical
     namespace = models.CharField(max_length=63, blank=True)
     cluster = models.CharField(max_length=63, blank=True)

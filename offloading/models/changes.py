@@ -73,7 +73,7 @@ class ChangeRequest(models.Model):
     base_resource_version = models.CharField(max_length=64, blank=True)
     base_uid = models.CharField(max_length=64, blank=True)
 
-    state = models.CharField(max_length=16, choices=ChangeState.choices, default=ChangeState.QUEUED, db_index=True)
+    state = models.CharField(max_length=24, choices=ChangeState.choices, default=ChangeState.QUEUED, db_index=True)
     requester = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     requester_name = models.CharField(max_length=150)
     source = models.CharField(max_length=16, choices=Source.choices, default=Source.WEB)

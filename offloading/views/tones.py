@@ -17,6 +17,11 @@ TONES = {
     "applied": "ok",
     "failed": "bad",
     "conflict": "warn",
+    "awaiting_approval": "purple",
+    "scheduled": "info",
+    "rejected": "bad",
+    "expired": "muted",
+    "cancelled": "muted",
     # per-cluster Ready reasons
     "NamespaceCreated": "ok",
     "Creating": "info",
