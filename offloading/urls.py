@@ -1,4 +1,4 @@
-from django.urls import path
+from django.urls import include, path
 
 from offloading.views import audit, bulk, changes, drift, fleet, insight, live, reflection
 
@@ -30,4 +30,6 @@ urlpatterns = [
     path("bulk/<int:pk>/retry/", bulk.bulk_retry, name="bulk_retry"),
     path("audit/", live.page(audit.audit_list), name="audit_list"),
     path("live/freshness/", live.freshness, name="freshness"),
+    path("", include("offloading.views.governance_urls")),
+    path("", include("offloading.views.gitops_urls")),
 ]

@@ -14,5 +14,7 @@ app_name = "api"
 
 urlpatterns = [
     path("snapshot/", views.SnapshotView.as_view(), name="snapshot"),
+    path("", include("offloading.api.governance_urls")),
+    path("", include("offloading.api.gitops_urls")),
     path("", include(router.urls)),
 ]
