@@ -5,6 +5,7 @@ NamespaceMaps and the live pages' version counters."""
 from offloading.models.alerts import Alert
 from offloading.models.audit import AuditChainHead, AuditCheckpoint, AuditEvent
 from offloading.models.changes import BulkRequest, BulkRequestQuerySet, ChangeRequest
+from offloading.models.governance import Approval, ApprovalDecision, Schedule
 from offloading.models.inventory import KubeEvent, LiqoResource, Pod
 from offloading.models.live import LiveVersion
 from offloading.models.mapping import MappingEntry, PeerNamespaceMap
@@ -20,6 +21,8 @@ from offloading.models.snapshot import (
 
 __all__ = [
     "Alert",
+    "Approval",
+    "ApprovalDecision",
     "AuditChainHead",
     "AuditCheckpoint",
     "AuditEvent",
@@ -35,6 +38,7 @@ __all__ = [
     "Namespace",
     "PeerNamespaceMap",
     "Pod",
+    "Schedule",
     "SnapshotState",
     "StatusTransition",
     "VirtualNode",
