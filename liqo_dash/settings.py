@@ -291,6 +291,12 @@ LIQO_DASH: dict[str, Any] = {
     "REFLECTION_POLICIES": env.string("LIQO_DASH_REFLECTION_POLICIES", ""),
     "REFLECTION_DISABLED": env.string_list("LIQO_DASH_REFLECTION_DISABLED", []),
     "REFLECTION_APISERVER_SUPPORT": env.boolean("LIQO_DASH_REFLECTION_APISERVER_SUPPORT", True),
+    # Change governance (offloading.governance.policy): which changes need a second person per scope
+    # ("none" ships; "destructive" is recommended), how long a request waits, the change windows per scope.
+    "APPROVAL_POLICY": env.string("LIQO_DASH_APPROVAL_POLICY", "none"),
+    "APPROVAL_TTL": env.number("LIQO_DASH_APPROVAL_TTL", 86400.0),
+    "CHANGE_WINDOWS": env.string("LIQO_DASH_CHANGE_WINDOWS", ""),
+    "GOVERNANCE_INTERVAL": env.number("LIQO_DASH_GOVERNANCE_INTERVAL", 30.0),
 }
 for _name in ("ALERT_WEBHOOK_URL", "ALERT_DASHBOARD_URL"):
     if LIQO_DASH[_name] and not LIQO_DASH[_name].startswith(("http://", "https://")):
@@ -317,6 +323,12 @@ CELERY_BEAT_SCHEDULE = {
     # Cheap unless the API server is down or changes wait for it (then the probes chain every second).
     "probe-api": {"task": "offloading.tasks.probe_api", "schedule": 5.0},
     "sweep-stuck-changes": {"task": "offloading.tasks.sweep", "schedule": LIQO_DASH["SWEEP_INTERVAL"]},
+    # Change governance: release scheduled changes whose window opened, expire approvals past their TTL.
+    "release-scheduled-changes": {
+        "task": "offloading.tasks.release_scheduled",
+        "schedule": LIQO_DASH["GOVERNANCE_INTERVAL"],
+    },
+    "expire-approvals": {"task": "offloading.tasks.expire_approvals", "schedule": LIQO_DASH["GOVERNANCE_INTERVAL"]},
 }
 
 if LIQO_DASH["ALERT_WEBHOOK_URL"]:
