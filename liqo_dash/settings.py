@@ -158,10 +158,14 @@ TEMPLATES = [
 
 WSGI_APPLICATION = "liqo_dash.wsgi.application"
 
+# A connection is kept for a minute by default (0: one per request): a live poll costs a few indexed
+# reads, and opening the connection cost as much as them (bench/README.md, viewers run). Each gunicorn
+# thread and Celery process keeps its own; the health check reopens one the database dropped.
 DATABASES = {
     "default": dj_database_url.parse(
         env.string("DATABASE_URL", f"sqlite:///{VAR_DIR / 'db.sqlite3'}"),
-        conn_max_age=env.integer("DATABASE_CONN_MAX_AGE", 0),
+        conn_max_age=env.integer("DATABASE_CONN_MAX_AGE", 60),
+        conn_health_checks=True,
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
