@@ -20,6 +20,7 @@ from offloading.changes import apply, bulkpush
 from offloading.changes import sweep as sweeper
 from offloading.cluster import breaker as apihealth
 from offloading.cluster.pace import paced
+from offloading.governance import approvals as governance
 from offloading.models import ChangeRequest
 from offloading.queue import APPLY_BULK, APPLY_CHANGE, AWAIT_DELETION, DELIVER_ALERT, PROBE_API, REFRESH
 from offloading.snapshot import refresh as snapshot
@@ -106,3 +107,15 @@ def deliver_alert(self: Any, alert_id: int) -> str:
 @shared_task(name="offloading.tasks.check_alerts", acks_late=True)
 def check_alerts() -> dict[str, int]:
     return alerts.check()
+
+
+# Change governance (issue 29): scheduled changes whose window opened go to the queue; approval requests
+# past their TTL expire. Both read offloading.governance.clock, so tests set the time instead of waiting.
+@shared_task(name="offloading.tasks.release_scheduled", acks_late=True)
+def release_scheduled() -> int:
+    return governance.release_due()
+
+
+@shared_task(name="offloading.tasks.expire_approvals", acks_late=True)
+def expire_approvals() -> int:
+    return governance.expire_due()

@@ -53,12 +53,12 @@ def requester_of(change: ChangeRequest) -> Actor:
 
 
 def record_requested(change: ChangeRequest, actor: Actor, message: str = "") -> AuditEvent:
-    """A change was recorded and queued (in the same transaction)."""
+    """A change was recorded and queued, or kept for an approval or its window (in the same transaction)."""
     return record(
         Actor(actor.user_id, actor.user_name, change.source, actor.request_id),
         AuditAction.REQUESTED,
         change.namespace,
-        outcome=ChangeState.QUEUED,
+        outcome=change.state or ChangeState.QUEUED,
         change=change,
         before=change.base_spec,
         after=change.desired_spec,

@@ -58,6 +58,7 @@ from offloading.choices import ChangeAction, ChangeState
 from offloading.cluster.identity import acting_as
 from offloading.context import Actor
 from offloading.gitops.managed import detection_of, who
+from offloading.governance import approvals
 from offloading.models import (
     BulkRequest,
     ChangeRequest,
@@ -361,8 +362,11 @@ def submit(change: ChangeInput, actor: Actor, *, reapplying: bool = False) -> Ch
             denied = dry_run_refusal(namespace.name, built.desired_spec or {})
         if denied is not None:
             raise denied
+    waits = approvals.gate(namespace, built)  # awaiting approval, or scheduled for its window, or queued
     with transaction.atomic():
-        return save_and_enqueue(built, actor)
+        saved = save_and_enqueue(built, actor, enqueue=waits.enqueue)
+        approvals.hold(saved, waits, actor)
+        return saved
 
 
 def dry_run_refusal(namespace_name: str, spec: dict[str, Any]) -> ChangeRejected | None:
