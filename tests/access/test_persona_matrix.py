@@ -87,6 +87,12 @@ MUTATING: dict[str, dict[str, Case]] = {
     "api:changerequest-reapply": {
         "POST": Case(True, "post", lambda w: f"/api/v1/changes/{w['conflict']}/reapply/", lambda w: {}),
     },
+    "api:changerequest-handoff": {
+        "POST": Case(True, "post", lambda w: f"/api/v1/changes/{w['conflict']}/handoff/", lambda w: {}),
+    },
+    "api:bulkrequest-handoff": {
+        "POST": Case(True, "post", lambda w: f"/api/v1/bulk/{w['failed_bulk']}/handoff/", lambda w: {}),
+    },
     "api:bulkrequest-list": {
         "POST": Case(
             True,
