@@ -80,6 +80,12 @@ MUTATING: dict[str, dict[str, Case]] = {
     "offloading:bulk_retry": {
         "POST": Case(False, "post", lambda w: f"/bulk/{w['failed_bulk']}/retry/", lambda w: {}),
     },
+    "offloading:change_handoff": {
+        "POST": Case(False, "post", lambda w: f"/changes/{w['conflict']}/handoff/", lambda w: {}),
+    },
+    "offloading:bulk_handoff": {
+        "POST": Case(False, "post", lambda w: f"/bulk/{w['failed_bulk']}/handoff/", lambda w: {}),
+    },
     "api:namespace-offload": {
         "PUT": Case(True, "put", lambda w: f"/api/v1/namespaces/{OUT_OF_SCOPE}/offloading/", lambda w: {}),
         "DELETE": Case(True, "delete", lambda w: f"/api/v1/namespaces/{OUT_OF_SCOPE}/offloading/", lambda w: {}),
