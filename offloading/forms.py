@@ -365,6 +365,12 @@ class BulkForm(SpecForm):
     # Typed confirmation (the number of namespaces), asked for by the preview when the change is
     # destructive anywhere (offloading.whatif.destructive); the page confirms when it is that number.
     confirm_count = forms.CharField(required=False, max_length=12)
+    # Include the namespaces Argo CD or Flux manages (left out otherwise); audited per change.
+    gitops_override = forms.BooleanField(
+        label="Include namespaces managed from Git (Argo CD, Flux) and push to them anyway: the GitOps tool may "
+        "undo it (written in the audit trail)",
+        required=False,
+    )
     refusal_fields = {**FIELD_TO_FORM, "confirm": "confirm_count"}
 
     field_order = ["action", "namespace_selector"]

@@ -489,6 +489,12 @@ class BulkCreateSerializer(SnakeCaseAliases, serializers.Serializer):
         help_text="The generation each namespace had when you looked (0: not offloaded); one that moved since "
         "is left out and reported in `skipped`.",
     )
+    gitopsOverride = serializers.BooleanField(  # noqa: N815
+        default=False,
+        help_text="Include the namespaces whose offloading Argo CD or Flux manages (the namespace's `gitops`): "
+        "without it they are left out and reported in `skipped` with who manages them; with it each of their "
+        "changes is pushed directly and its `requested` audit event says it overrode GitOps.",
+    )
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if attrs["action"] == "offload" and "spec" not in attrs:

@@ -392,6 +392,7 @@ class BulkRequestViewSet(
                     label_namespace=data["labelNamespace"],
                     expected_generations=expected,
                     ask_api_server=True,
+                    gitops_override=data["gitopsOverride"],
                 )
                 return Response(
                     {"namespaces": plan.namespaces, "skipped": plan.skipped, **_bulk_impact(plan.changes)},
@@ -405,6 +406,7 @@ class BulkRequestViewSet(
                 label_namespace=data["labelNamespace"],
                 expected_generations=expected,
                 confirmed=data["confirm"],
+                gitops_override=data["gitopsOverride"],
             )
         except ChangeRejected as exc:
             return refusal_response(exc, kind="bulkrequests")

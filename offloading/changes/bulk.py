@@ -84,6 +84,7 @@ def plan_bulk(
     label_namespace: bool = False,
     expected_generations: dict[str, int] | None = None,
     ask_api_server: bool = False,
+    gitops_override: bool = False,
 ) -> BulkPlan:
     """Build (unsaved) the changes of a bulk request with the same rules as a single change
     (:func:`offloading.changes.requests.build_change`); namespaces that cannot take it are skipped with
@@ -92,6 +93,8 @@ def plan_bulk(
     ``expected_generations``: the generation each namespace had when the requester previewed the bulk;
     a namespace that moved since is left out, never queued. ``ask_api_server``: dry-run every change
     against the API server too (bounded concurrency), leaving out the ones it refuses.
+    ``gitops_override``: include the namespaces whose offloading Argo CD or Flux manages (left out
+    otherwise, with who manages them); each such change's ``requested`` audit row says it overrode GitOps.
     """
     if action != ChangeAction.UNOFFLOAD:
         if spec is None:
@@ -118,7 +121,14 @@ def plan_bulk(
             if not decision.allowed:
                 skipped.append({"namespace": namespace.name, "reason": decision.reason, "why": "scope"})
                 continue
-        wanted = ChangeInput(namespace.name, action, spec, expected.get(namespace.name), label_namespace)
+        wanted = ChangeInput(
+            namespace.name,
+            action,
+            spec,
+            expected.get(namespace.name),
+            label_namespace,
+            gitops_override=gitops_override,
+        )
         try:
             change = build_change(namespace, wanted, actor, local_id=local_id)
         except NothingToChange:
@@ -200,10 +210,12 @@ def request_bulk(
     label_namespace: bool = False,
     expected_generations: dict[str, int] | None = None,
     confirmed: bool = False,
+    gitops_override: bool = False,
 ) -> BulkRequest:
     """Record one parent request and a change per namespace that can take it, in one transaction
     (the API server is asked first, outside the transaction). A bulk change that is destructive for any
-    of its namespaces (``offloading.whatif.destructive``) needs ``confirmed``, as a single change does."""
+    of its namespaces (``offloading.whatif.destructive``) needs ``confirmed``, as a single change does;
+    ``gitops_override`` includes the namespaces managed from Git (:func:`plan_bulk`)."""
     plan = plan_bulk(
         action,
         namespace_selector,
@@ -211,6 +223,7 @@ def request_bulk(
         actor,
         label_namespace=label_namespace,
         expected_generations=expected_generations,
+        gitops_override=gitops_override,
     )
     _refuse_empty(plan, actor, namespace_selector, action)
     if not confirmed:  # before the API server is asked of every namespace

@@ -48,6 +48,7 @@ def _bulk_call(form: BulkForm, service: Any, **extra: Any) -> Any:
             current_actor(),
             label_namespace=bool(data.get("label_namespace")),
             expected_generations=data.get("expected_generations") or None,
+            gitops_override=bool(data.get("gitops_override")),
             **extra,
         )
     except ChangeRejected as exc:
