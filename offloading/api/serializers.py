@@ -14,6 +14,7 @@ from liqo_rules import constants as liqo
 from liqo_rules.limits import selector_count_problems
 from liqo_rules.selectors.liqoctl import cluster_selector
 from liqo_rules.selectors.requirements import SelectorError
+from offloading.api.governance_serializers import GovernanceSerializer, governance_of
 from offloading.filtersets import validate_label_selector
 from offloading.gitops.managed import detection_of
 from offloading.insight.diagnosis import diagnose
@@ -276,6 +277,7 @@ class WaitingSerializer(CamelCaseFields, serializers.Serializer):
 
 class ChangeRequestSerializer(CamelCaseFields, serializers.ModelSerializer):
     waiting = serializers.SerializerMethodField()
+    governance = serializers.SerializerMethodField()
 
     class Meta:
         model = ChangeRequest
@@ -302,7 +304,13 @@ class ChangeRequestSerializer(CamelCaseFields, serializers.ModelSerializer):
             "bulk",
             "waiting",
             "retrying_since",
+            "governance",
         ]
+
+    @extend_schema_field(GovernanceSerializer(allow_null=True))
+    def get_governance(self, obj: ChangeRequest) -> dict[str, Any] | None:
+        """Its approval (issue 29) and its schedule when it had one, else null."""
+        return governance_of(obj)
 
     @extend_schema_field(WaitingSerializer(allow_null=True))
     def get_waiting(self, obj: ChangeRequest) -> dict[str, Any] | None:

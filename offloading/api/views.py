@@ -317,7 +317,7 @@ def _explanation(vn: str, why: dict[str, Any], shown: dict[int, list[dict[str, A
 
 class ChangeRequestViewSet(FilesNegotiation, NamedNotFoundMixin, SnapshotHeadersMixin, viewsets.ReadOnlyModelViewSet):
     not_found_kind = "changerequests"
-    queryset = ChangeRequest.objects.all()
+    queryset = ChangeRequest.objects.select_related("schedule").prefetch_related("approvals", "bulk__approvals")
     serializer_class = ChangeRequestSerializer
     filterset_class = ChangeRequestFilterSet
 
