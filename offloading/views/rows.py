@@ -29,6 +29,8 @@ from django.utils.safestring import SafeString, mark_safe
 
 from liqo_rules import constants as liqo_constants
 from liqo_rules.spec import is_system_namespace
+from offloading.gitops.detect import detect
+from offloading.gitops.managed import badges
 from offloading.insight.diagnosis import creating_hint
 from offloading.models import ClusterOffloading, generation_lags
 from offloading.models.mapping import MappingEntry
@@ -155,6 +157,8 @@ class NamespaceRow(NamedTuple):
     is_system: bool
     allowed: bool  # the signed-in user may offload or edit it
     refusal: str  # why not
+    # Who manages the offloading from Git: (headline, probable, evidence) per claim (gitops_badges)
+    gitops: tuple[tuple[str, bool, str], ...] = ()
 
     @property
     def chips_html(self) -> SafeString:
@@ -212,6 +216,7 @@ class ListedNamespace:
     remote_namespace_name: str
     mapping: str | None
     pod_strategy: str | None
+    gitops_text: str | None  # gitops_facts as JSON text (decoded only when the offloading has some)
     pods_local: int = 0
     pods_remote: int = 0
     warnings: int = 0
@@ -228,6 +233,7 @@ class ListedNamespace:
         "remote_namespace_name",
         "mapping",
         "pod_strategy",
+        "gitops_text",
     )
 
     @classmethod
@@ -237,6 +243,7 @@ class ListedNamespace:
             labels_text=Cast("labels", output_field=TextField()),
             mapping=KeyTextTransform("namespaceMappingStrategy", "offloading_spec"),
             pod_strategy=KeyTextTransform("podOffloadingStrategy", "offloading_spec"),
+            gitops_text=Cast("gitops_facts", output_field=TextField()),
         ).values_list(*cls.FIELDS)
 
     @property
@@ -250,6 +257,17 @@ class ListedNamespace:
     @property
     def status_is_stale(self) -> bool:
         return generation_lags(self)
+
+
+@lru_cache(maxsize=256)
+def gitops_badges(facts_text: str) -> tuple[tuple[str, bool, str], ...]:
+    """(headline, probable, evidence) of each GitOps claim on an offloading's snapshot facts (JSON text),
+    as the namespace page's badge says them; decoded and detected once per distinct facts (a fleet
+    managed from Git has a handful of them), so a poll of the list pays nothing per row for it."""
+    facts = json.loads(facts_text) if facts_text else None
+    if not facts:
+        return ()
+    return tuple((b.headline, b.probable, b.title) for b in badges(detect(facts)))
 
 
 def namespace_row(ns: Any, chips: tuple[tuple[str, str], ...], selected: int, decision: Any) -> NamespaceRow:
@@ -274,6 +292,7 @@ def namespace_row(ns: Any, chips: tuple[tuple[str, str], ...], selected: int, de
         is_system=ns.is_system,
         allowed=bool(decision),
         refusal=str(getattr(decision, "reason", "") or ""),
+        gitops=gitops_badges(ns.gitops_text or "") if ns.offloaded else (),
     )
 
 
