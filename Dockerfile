@@ -16,6 +16,10 @@ ENV PATH=/opt/venv/bin:$PATH \
     DJANGO_SETTINGS_MODULE=liqo_dash.settings \
     LIQO_DASH_VAR_DIR=/tmp/var \
     PORT=8000
+# git: the GitOps hand-off commits and pushes with Debian's git (offloading/gitops/repo.py).
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends git \
+    && rm -rf /var/lib/apt/lists/*
 RUN groupadd --system --gid 10001 liqodash \
     && useradd --system --uid 10001 --gid liqodash --home-dir /app --shell /usr/sbin/nologin liqodash
 COPY --from=build /opt/venv /opt/venv
