@@ -376,17 +376,25 @@ def _pending(change_id: int | None = None, bulk_id: int | None = None) -> tuple[
     return approval, children
 
 
-def may_decide(user: Any, approval: Approval, children: list[ChangeRequest]) -> str:
-    """Why ``user`` may not decide on ``approval`` ("" when they may)."""
+def _subject(change_id: int | None, bulk_id: int | None) -> list[ChangeRequest]:
+    """Every change of the change or bulk a step is about (404 when there is none)."""
+    if bulk_id is not None:
+        if not BulkRequest.objects.filter(pk=bulk_id).exists():
+            raise Refused(404, f"bulk request {bulk_id} does not exist", "bulk")
+        return list(ChangeRequest.objects.filter(bulk_id=bulk_id).order_by("id"))
+    change = ChangeRequest.objects.filter(pk=change_id or 0).first()
+    if change is None:
+        raise Refused(404, f"change {change_id} does not exist")
+    return [change]
+
+
+def rights_reason(user: Any, changes: list[ChangeRequest]) -> str:
+    """Why ``user`` may not make ``changes`` themselves ("" when they may): the rule of asking for them
+    (``access.policy.can_change``, as ``offloading.changes.authorize.permit`` applies it)."""
     if user is None or not getattr(user, "is_authenticated", False):
         return "you are not logged in"
-    if approval.requester_id is not None and approval.requester_id == user.pk:
-        return (
-            "you asked for this change: another person with rights on the namespace must approve or reject it "
-            "(you may cancel it)"
-        )
-    labels = dict(Namespace.objects.filter(name__in=[c.namespace for c in children]).values_list("name", "labels"))
-    for change in children:
+    labels = dict(Namespace.objects.filter(name__in=[c.namespace for c in changes]).values_list("name", "labels"))
+    for change in changes:
         decision = access_policy.can_change(
             user, change.namespace, labels.get(change.namespace), _policy_action(change)
         )
@@ -395,12 +403,34 @@ def may_decide(user: Any, approval: Approval, children: list[ChangeRequest]) -> 
     return ""
 
 
-def _check_decider(actor: Actor, approval: Approval, children: list[ChangeRequest], verb: str) -> Any:
+def _own(approval: Approval, user: Any) -> str:
+    if approval.requester_id is not None and approval.requester_id == user.pk:
+        return (
+            "you asked for this change: another person with rights on the namespace must approve or reject it "
+            "(you may cancel it)"
+        )
+    return ""
+
+
+def may_decide(user: Any, approval: Approval, children: list[ChangeRequest]) -> str:
+    """Why ``user`` may not decide on ``approval`` ("" when they may): not the requester, and the rights
+    on every namespace of its changes."""
+    if user is None or not getattr(user, "is_authenticated", False):
+        return "you are not logged in"
+    return _own(approval, user) or rights_reason(user, children)
+
+
+def _refuse(actor: Actor, changes: list[ChangeRequest], verb: str, reason: str) -> Refused:
+    record_refused(actor, changes[0].namespace if len(changes) == 1 else "", verb, reason)
+    return Refused(403, reason[:1].upper() + reason[1:])
+
+
+def _check_rights(actor: Actor, changes: list[ChangeRequest], verb: str) -> Any:
+    """The person behind ``actor``, when they may make ``changes`` (403, audited as refused, otherwise)."""
     user = _person(actor)
-    reason = may_decide(user, approval, children)
+    reason = rights_reason(user, changes)
     if reason:
-        record_refused(actor, children[0].namespace if len(children) == 1 else "", verb, reason)
-        raise Refused(403, reason[:1].upper() + reason[1:])
+        raise _refuse(actor, changes, verb, reason)
     return user
 
 
@@ -563,9 +593,14 @@ def _release(changes: list[ChangeRequest], actor: Actor, bulk_id: int | None) ->
 def _decide(
     actor: Actor, verb: str, change_id: int | None, bulk_id: int | None, comment: str
 ) -> tuple[Approval, list[ChangeRequest]]:
-    """The common checks of approve and reject; expires or supersedes (and then refuses with 409) first."""
+    """The common checks of approve and reject, in order: the subject exists (404), the decider has the
+    rights on its namespaces (403), it awaits a decision (409), the decider is not the requester (403),
+    it has not expired (then it is expired now, and 409)."""
+    user = _check_rights(actor, _subject(change_id, bulk_id), verb)
     approval, children = _pending(change_id, bulk_id)
-    _check_decider(actor, approval, children, verb)
+    own = _own(approval, user)
+    if own:
+        raise _refuse(actor, children, verb, own)
     if _expired_now(approval):
         with transaction.atomic():
             _expire(approval, children)
@@ -675,16 +710,11 @@ def _waiting(change_id: int | None, bulk_id: int | None) -> tuple[list[ChangeReq
 def cancel(actor: Actor, *, change_id: int | None = None, bulk_id: int | None = None, comment: str = "") -> int:
     """Cancel waiting changes (awaiting approval or scheduled): the requester, or anyone who may change
     the namespaces. Returns how many were cancelled."""
-    changes, approval, what = _waiting(change_id, bulk_id)
+    subject = _subject(change_id, bulk_id)
     user = _person(actor)
-    if any(c.requester_id != user.pk for c in changes):
-        labels = dict(Namespace.objects.filter(name__in=[c.namespace for c in changes]).values_list("name", "labels"))
-        for change in changes:
-            decision = access_policy.can_change(
-                user, change.namespace, labels.get(change.namespace), _policy_action(change)
-            )
-            if not decision.allowed and change.requester_id != user.pk:
-                raise Refused(403, f"You may not cancel a change of namespace {change.namespace}: {decision.reason}")
+    if any(c.requester_id != user.pk for c in subject):
+        _check_rights(actor, [c for c in subject if c.requester_id != user.pk], "cancel")
+    changes, approval, what = _waiting(change_id, bulk_id)
     with transaction.atomic():
         message = f"cancelled by {actor.user_name}" + (f": {comment}" if comment else "")
         moved = _finish(changes, ChangeState.CANCELLED, message, WAITING)
@@ -715,10 +745,10 @@ def cancel(actor: Actor, *, change_id: int | None = None, bulk_id: int | None = 
 def break_glass(actor: Actor, *, change_id: int | None = None, bulk_id: int | None = None, reason: str = "") -> int:
     """An admin applies waiting changes now, without approval and outside their windows; ``reason`` is
     mandatory. Audited ``broke_glass`` and alerted. Returns how many were queued."""
-    user = _person(actor)
+    subject = _subject(change_id, bulk_id)
+    user = _check_rights(actor, subject, "break glass")
     if roles.role_of(user) != roles.ADMIN:
-        record_refused(actor, "", "break glass", "only admins may break glass")
-        raise Refused(403, "Only admins may break glass")
+        raise _refuse(actor, subject, "break glass", f"only admins may break glass (your role: {roles.role_of(user)})")
     if not reason.strip():
         raise Refused(400, "breaking glass needs a reason: say why this change cannot wait", "reason")
     changes, approval, what = _waiting(change_id, bulk_id)

@@ -79,6 +79,8 @@ def _step(request: HttpRequest, verb: str, **ids: int) -> HttpResponse:
         else:
             approvals.cancel(actor, change_id=change_id, bulk_id=bulk_id, comment=text[:2000])
     except approvals.Refused as exc:
+        if exc.code == 403:  # not allowed: the 403 page, as every page that refuses a change
+            return render(request, "offloading/forbidden.html", {"reason": exc.message, "namespace": None}, status=403)
         messages.error(request, f"{what}: {exc.message}")
         return _back(request)
     messages.success(request, f"{DONE[verb]} {what}.")

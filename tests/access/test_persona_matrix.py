@@ -47,6 +47,14 @@ def _spec_form(world: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+_SUBJECT = {"change": "conflict", "bulk": "failed_bulk"}
+_API = {"change": "changes", "bulk": "bulk"}
+
+
+def _DECISION(world: dict[str, Any]) -> dict[str, Any]:  # noqa: N802 - a constant-like case body
+    return {"comment": "looks fine", "reason": "urgent"}
+
+
 # url name -> {method: case}; every mutating method of every endpoint.
 MUTATING: dict[str, dict[str, Case]] = {
     "offloading:namespace_offload": {
@@ -99,6 +107,21 @@ MUTATING: dict[str, dict[str, Case]] = {
     "api:bulkrequest-handoff": {
         "POST": Case(True, "post", lambda w: f"/api/v1/bulk/{w['failed_bulk']}/handoff/", lambda w: {}),
     },
+    # Change governance: deciding on a change or a bulk needs the rights on its namespaces (then: not its requester).
+    **{
+        f"offloading:governance_{kind}_{verb}": {
+            "POST": Case(False, "post", lambda w, k=kind, v=verb: f"/{_API[k]}/{w[_SUBJECT[k]]}/{v}/", _DECISION)
+        }
+        for kind in ("change", "bulk")
+        for verb in ("approve", "reject", "cancel", "break-glass")
+    },
+    **{
+        f"api:{kind}-{verb}": {
+            "POST": Case(True, "post", lambda w, k=kind, v=verb: f"/api/v1/{_API[k]}/{w[_SUBJECT[k]]}/{v}/", _DECISION)
+        }
+        for kind in ("change", "bulk")
+        for verb in ("approve", "reject", "cancel", "break-glass")
+    },
     "api:bulkrequest-list": {
         "POST": Case(
             True,
@@ -127,6 +150,8 @@ READ_ONLY = {
     "offloading:bulk_detail",
     "offloading:bulk_progress",
     "offloading:audit_list",
+    "offloading:governance_approvals",
+    "api:approvals",
     "offloading:freshness",
     "api:snapshot",
     "api:cluster-list",
