@@ -1,15 +1,31 @@
-"""Request id and request context for the audit trail; the request-body limit."""
+"""Request id and request context for the audit trail; the request-body limit; live polls answered
+before the session and page middleware."""
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings
+from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY, get_user_model
+from django.contrib.auth.models import Group
+from django.contrib.sessions.backends.db import SessionStore
+from django.contrib.sessions.models import Session
+from django.core.exceptions import ValidationError
+from django.db import connection
 from django.http import HttpRequest, HttpResponse
+from django.urls import Resolver404, resolve
+from django.utils import timezone
+from django.utils.crypto import constant_time_compare
 
+from access import roles
+from access.models import Scope
 from liqo_dash.statusbody import status_data
 from offloading import context
+from offloading.views import live
 
 
 def _body_refusal(request: HttpRequest) -> HttpResponse | None:
@@ -56,3 +72,145 @@ class RequestContextMiddleware:
             context.reset_request(token)
         response["X-Request-ID"] = request.request_id  # type: ignore[attr-defined]
         return response
+
+
+# --------------------------------------------------------------------------------------------------
+# Live polls answered early. An open page polls every 2-5 s, and most polls get a 304 (or, while a bulk
+# applies, another viewer's render): the answer needs only who asks and the region's counters. Through
+# the whole chain it cost the session, the user and the role's groups as three querysets (each costing
+# several times its indexed read), the counters, and every middleware. This one comes before the
+# session middleware: it reads the session row, the user and their role groups with plain indexed
+# reads, checks them as django.contrib.auth and access.roles do, and asks offloading.views.live.early
+# for a 304 or a reusable shared render. Anything it does not recognise exactly (no or an expired
+# session, another session engine or authentication backend, a session hash that does not match,
+# an inactive or role-less user, an operator's scopes when needed, a poll the page must render) goes
+# through the whole chain as before, which then decides as it always did.
+
+_SESSION_ENGINE = "django.contrib.sessions.backends.db"
+_MODEL_BACKEND = "django.contrib.auth.backends.ModelBackend"
+
+
+@dataclass(frozen=True)
+class _Viewer:
+    pk: Any
+    role: str
+
+    @property
+    def who(self) -> str:  # as offloading.views.live._who
+        return f"{self.pk}:{self.role}"
+
+
+@functools.cache
+def _tables() -> dict[str, str]:
+    """The quoted table and column names the early reads use."""
+    quote = connection.ops.quote_name
+    user_model: Any = get_user_model()
+    through: Any = user_model.groups.through
+
+    def column(model: Any, name: str) -> str:
+        return quote(str(model._meta.get_field(name).column))
+
+    return {
+        "session": quote(Session._meta.db_table),
+        "user": quote(user_model._meta.db_table),
+        "user_pk": quote(str(user_model._meta.pk.column)),
+        "group": quote(Group._meta.db_table),
+        "member": quote(through._meta.db_table),
+        "member_user": column(through, "user"),
+        "member_group": column(through, "group"),
+        "scope": quote(Scope._meta.db_table),
+    }
+
+
+def _one(sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return list(cursor.fetchall())
+
+
+def _viewer(request: HttpRequest) -> _Viewer | None:
+    """Who sends this poll, as AuthenticationMiddleware and access.roles.role_of would find them (None:
+    not recognised here, the whole chain decides)."""
+    key = request.COOKIES.get(settings.SESSION_COOKIE_NAME)
+    if not key or settings.SESSION_ENGINE != _SESSION_ENGINE:
+        return None
+    names = _tables()
+    now = connection.ops.adapt_datetimefield_value(timezone.now())
+    rows = _one(f"SELECT session_data FROM {names['session']} WHERE session_key = %s AND expire_date > %s", [key, now])
+    if not rows:
+        return None
+    session = SessionStore().decode(rows[0][0])
+    backend, session_hash = session.get(BACKEND_SESSION_KEY), session.get(HASH_SESSION_KEY)
+    if backend != _MODEL_BACKEND or backend not in settings.AUTHENTICATION_BACKENDS or not session_hash:
+        return None
+    user_model: Any = get_user_model()
+    try:
+        pk = user_model._meta.pk.to_python(session.get(SESSION_KEY))
+    except ValidationError:
+        return None
+    found = _one(f"SELECT password, is_active, is_superuser FROM {names['user']} WHERE {names['user_pk']} = %s", [pk])
+    if not found or not found[0][1]:
+        return None  # gone or inactive: ModelBackend finds no user
+    password, _active, superuser = found[0]
+    # The hash of the password the session was opened with (a changed password logs the session out).
+    if not constant_time_compare(session_hash, user_model(pk=pk, password=password).get_session_auth_hash()):
+        return None  # a stale or a fallback key's hash: the chain flushes or cycles the session
+    if superuser:
+        return _Viewer(pk, roles.ADMIN)
+    groups = _one(
+        f"SELECT g.name FROM {names['group']} g INNER JOIN {names['member']} m ON m.{names['member_group']} = g.id "
+        f"WHERE m.{names['member_user']} = %s",
+        [pk],
+    )
+    held = {name for (name,) in groups if name in roles.ROLES}
+    return _Viewer(pk, max(held, key=roles.rank)) if held else None
+
+
+def _access(viewer: _Viewer) -> str:
+    """The shared key's access, as offloading.views.live._access_key: the role, and an operator's scopes
+    (their own and their groups')."""
+    if viewer.role != roles.OPERATOR:
+        return viewer.role
+    names = _tables()
+    rows = _one(
+        f"SELECT kind, value FROM {names['scope']} WHERE user_id = %s OR group_id IN "
+        f"(SELECT {names['member_group']} FROM {names['member']} WHERE {names['member_user']} = %s)",
+        [viewer.pk, viewer.pk],
+    )
+    found = sorted(set(rows), key=lambda scope: (scope[0], scope[1]))
+    return viewer.role + "|" + "|".join(f"{kind}={value}" for kind, value in found)
+
+
+class LivePollMiddleware:
+    """A live poll's 304 or shared render before the session and page middleware (above)."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        answer = self._early(request) if request.headers.get("X-Live-Poll") == "1" else None
+        return answer if answer is not None else self.get_response(request)
+
+    @staticmethod
+    def _early(request: HttpRequest) -> HttpResponse | None:
+        # OIDC sessions are refreshed on pages that can follow a redirect: htmx polls never are.
+        if request.method != "GET" or (settings.OIDC_ENABLED and request.headers.get("HX-Request") != "true"):
+            return None
+        try:
+            match = resolve(request.path_info)
+        except Resolver404:
+            return None
+        badge = getattr(match.func, "live_badge", False)
+        if not (badge or getattr(match.func, "live_page", False)) or not match.url_name:
+            return None
+        viewer = _viewer(request)
+        if viewer is None:
+            return None
+        if badge:
+            answer: HttpResponse | None = live.badge(request, viewer.who)
+        else:
+            answer = live.early(request, match.url_name, viewer.who, lambda: _access(viewer))
+        if answer is not None:
+            request.resolver_match = match  # the request metrics count it by its view
+            answer["X-Request-ID"] = context.new_request_id(request.headers.get("X-Request-ID"))
+        return answer

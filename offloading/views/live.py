@@ -16,6 +16,7 @@ from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.core.cache import cache
+from django.db import connection
 from django.http import HttpRequest, HttpResponse
 from django.template.loader import render_to_string
 from django.utils.http import parse_etags
@@ -73,8 +74,20 @@ REGIONS: dict[str, tuple[str, ...]] = {
 def versions(kinds: tuple[str, ...] = KINDS) -> dict[str, int]:
     """The counter of each kind: one indexed read, whatever the size of the fleet. A kind without a row
     (a database emptied by ``flush``) counts 0."""
-    found = dict(LiveVersion.objects.filter(kind__in=kinds).values_list("kind", "version"))
+    # A plain cursor: every poll reads it, and the queryset's own work cost several times the read.
+    table, kind_column, version_column = _live_columns()
+    marks = ", ".join(["%s"] * len(kinds))
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {kind_column}, {version_column} FROM {table} WHERE {kind_column} IN ({marks})", kinds)
+        found = dict(cursor.fetchall())
     return {kind: int(found.get(kind, 0)) for kind in kinds}
+
+
+@functools.cache
+def _live_columns() -> tuple[str, str, str]:
+    quote = connection.ops.quote_name
+    meta = LiveVersion._meta
+    return quote(meta.db_table), quote(str(meta.get_field("kind").column)), quote(str(meta.get_field("version").column))
 
 
 def region_kinds(url_name: str | None) -> tuple[str, ...]:
@@ -101,8 +114,8 @@ def _who(request: HttpRequest) -> str:
 # (milliseconds, hex): which of two answers is the newer, without saying what moved.
 
 
-def _hash(version: str, request: HttpRequest) -> str:
-    key = f"{version}|{request.get_full_path()}|{_who(request)}|{request.headers.get('HX-Request', '')}"
+def _hash(version: str, request: HttpRequest, who: str) -> str:
+    key = f"{version}|{request.get_full_path()}|{who}|{request.headers.get('HX-Request', '')}"
     return hashlib.sha256(key.encode()).hexdigest()[:32]
 
 
@@ -216,11 +229,11 @@ def shared_key(url_name: str, full_path: str, hx: str, access: str) -> str:
     return "liqo-dash:live:" + hashlib.sha256(f"{url_name}|{full_path}|{hx}|{access}".encode()).hexdigest()
 
 
-def _answer(shared: Shared, request: HttpRequest) -> HttpResponse:
+def _answer(shared: Shared, request: HttpRequest, who: str) -> HttpResponse:
     response = HttpResponse(shared.content, status=shared.status, content_type=shared.content_type)
     if shared.vary:
         response["Vary"] = shared.vary
-    response["ETag"] = _etag(_hash(shared.version, request), shared.read_ms)
+    response["ETag"] = _etag(_hash(shared.version, request, who), shared.read_ms)
     response["X-Live"] = "shared"  # what the poll cost: another viewer's render (bench/viewers.py counts them)
     return response
 
@@ -233,7 +246,7 @@ def _render(
     element = _region_id(request, (match.url_name if match else None) or "")
     started = time.monotonic()
     response = view(request, *args, **kwargs)
-    response["ETag"] = _etag(_hash(version, request), read_ms)
+    response["ETag"] = _etag(_hash(version, request, _who(request)), read_ms)
     response["X-Live"] = "rendered"
     if element is None or response.status_code not in (200, 286) or response.streaming:
         return response, None
@@ -259,27 +272,62 @@ def _cached(operation: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         return None
 
 
+def _reusable(kept: Shared | None, version: str, read_ms: int, held_ms: int) -> bool:
+    """Whether a poll (counters ``version`` read at ``read_ms``, holding a render read at ``held_ms``)
+    gets the kept render: it is the current version, or newer than what it holds and in its window."""
+    if kept is None:
+        return False
+    return kept.version == version or (kept.read_ms > held_ms and read_ms - kept.read_ms < kept.reuse_ms)
+
+
+def _kept_render(request: HttpRequest, url_name: str, access: str) -> tuple[str, Shared | None]:
+    key = shared_key(url_name, request.get_full_path(), request.headers.get("HX-Request", ""), access)
+    return key, _cached(cache.get, key)
+
+
+def early(request: HttpRequest, url_name: str, who: str, access: Callable[[], str | None]) -> HttpResponse | None:
+    """A poll's answer when it needs no view, for offloading.middleware.LivePollMiddleware, which asks
+    before the session, user and page middleware run: a 304 while nothing the region shows moved, or
+    another viewer's render of the same access that this poll may reuse (as ``_poll`` decides them).
+    ``who`` is the user's "pk:role" (as ``_who``); ``access`` gives the shared key's access (as
+    ``_access_key``), asked only when a render is looked up. None: the view must run (the whole
+    middleware chain, then ``_poll``)."""
+    read_ms = _now_ms()
+    version = data_version(region_kinds(url_name))
+    tags, _newest, held_ms = _held(request)
+    current = _hash(version, request, who)
+    if current in tags:
+        return _not_modified(tags[current])
+    if _region_id(request, url_name) is None:
+        return None
+    shared_access = access()
+    if shared_access is None:
+        return None
+    kept = _kept_render(request, url_name, shared_access)[1]
+    return _answer(kept, request, who) if kept is not None and _reusable(kept, version, read_ms, held_ms) else None
+
+
 def _poll(view: Callable[..., HttpResponse], request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
     match = request.resolver_match
     url_name = match.url_name if match else None
     read_ms = _now_ms()
     version = data_version(region_kinds(url_name))
     tags, newest, held_ms = _held(request)
-    current = _hash(version, request)
+    who = _who(request)
+    current = _hash(version, request, who)
     if current in tags:
         return _not_modified(tags[current])
     access = _access_key(request) if _region_id(request, url_name or "") is not None else None
     if access is None:
         return _render(view, request, args, kwargs, version, read_ms)[0]
-    key = shared_key(url_name or "", request.get_full_path(), request.headers.get("HX-Request", ""), access)
-    kept: Shared | None = _cached(cache.get, key)
+    key, kept = _kept_render(request, url_name or "", access)
     newer = kept is not None and kept.read_ms > held_ms
-    if kept is not None and (kept.version == version or (newer and read_ms - kept.read_ms < kept.reuse_ms)):
-        return _answer(kept, request)
+    if kept is not None and _reusable(kept, version, read_ms, held_ms):
+        return _answer(kept, request, who)
     leased = _cached(cache.add, key + ":lease", 1, timeout=_LEASE_S)
     if leased is False:  # another viewer is rendering it now
         if kept is not None and newer:
-            return _answer(kept, request)
+            return _answer(kept, request, who)
         if newest:
             return _not_modified(newest)  # keep what you have: the next poll gets that render
         return _render(view, request, args, kwargs, version, read_ms)[0]
@@ -305,6 +353,7 @@ def page(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
             return view(request, *args, **kwargs)
         return _poll(view, request, *args, **kwargs)
 
+    wrapped.live_page = True  # type: ignore[attr-defined]  # LivePollMiddleware answers its polls early
     return wrapped
 
 
@@ -314,6 +363,12 @@ def freshness(request: HttpRequest) -> HttpResponse:
     """The freshness badge alone (every page polls it; the browser ticks its age in between). A poll
     that holds the badge's ETag gets a 304 while what the badge says has not moved: the snapshot's
     refresh times and error, the API server's outage, the level and reason (which age with the clock)."""
+    return badge(request, _who(request))
+
+
+def badge(request: HttpRequest, who: str) -> HttpResponse:
+    """The badge's answer for the user ``who`` ("pk:role", as ``_who``); LivePollMiddleware asks it
+    directly for a poll whose session and role it checked."""
     context = freshness_context()
     state = context["snapshot"]
     outage = context["api_outage"]
@@ -326,7 +381,7 @@ def freshness(request: HttpRequest) -> HttpResponse:
         context["freshness_level"],
         context["freshness_reason"],
         context["freshness_interval"],
-        _who(request),
+        who,
     )
     etag = '"' + hashlib.sha256(json.dumps(shown, default=str).encode()).hexdigest()[:32] + '"'
     if request.headers.get("X-Live-Poll") == "1" and etag in request.headers.get("If-None-Match", ""):
@@ -337,3 +392,6 @@ def freshness(request: HttpRequest) -> HttpResponse:
     response["ETag"] = etag
     response["Cache-Control"] = "no-store"
     return response
+
+
+freshness.live_badge = True  # type: ignore[attr-defined]  # LivePollMiddleware answers its polls early
