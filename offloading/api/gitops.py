@@ -96,6 +96,11 @@ class CommitSerializer(serializers.Serializer):
     files = serializers.ListField(child=serializers.CharField(), help_text="The files committed (repository paths).")
     changeIds = serializers.ListField(child=serializers.IntegerField())  # noqa: N815
     bulk = serializers.IntegerField(required=False, help_text="The bulk request handed off, if it was one.")
+    managedBy = serializers.DictField(  # noqa: N815
+        child=serializers.CharField(),
+        required=False,
+        help_text="The namespaces handed off whose offloading Argo CD or Flux manages, with who (only when any).",
+    )
     auditSeq = serializers.IntegerField(help_text="The sequence number of the `handed_off` audit event.")  # noqa: N815
 
 

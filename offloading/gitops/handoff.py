@@ -39,6 +39,7 @@ from offloading.choices import AuditAction
 from offloading.context import Actor
 from offloading.gitops import repo
 from offloading.gitops.files import ChangeFiles, FileChange, FilesError, change_files
+from offloading.gitops.managed import claim_headline, detection_of
 from offloading.models import AuditEvent, BulkRequest, ChangeRequest, Namespace
 
 logger = logging.getLogger(__name__)
@@ -70,6 +71,16 @@ class HandOff:
         known = {ns.name: ns for ns in Namespace.objects.filter(name__in=names)}
         return [(known.get(ch.namespace) or Namespace(name=ch.namespace, labels={}), ch) for ch in self.changes]
 
+    def managed_by(self) -> dict[str, str]:
+        """The namespaces handed off whose offloading Argo CD or Flux manages, with who (the page's words):
+        the ones for which the hand-off is the way to go, as a direct push would be undone."""
+        found = {}
+        for namespace, _change in self.namespaces():
+            detection = detection_of(namespace)
+            if detection is not None and detection.claims:
+                found[namespace.name] = "; ".join(claim_headline(claim) for claim in detection.claims)
+        return found
+
     @property
     def what(self) -> str:
         if self.bulk is not None:
@@ -91,6 +102,8 @@ class Commit:
     change_ids: tuple[int, ...]
     bulk: int | None
     audit_seq: int | None = None
+    # namespace -> who manages its offloading from Git (only those that are)
+    managed_by: tuple[tuple[str, str], ...] = ()
 
     def details(self) -> dict[str, Any]:
         """The ``after`` of the ``handed_off`` audit row (camelCase, as the API answers)."""
@@ -106,6 +119,8 @@ class Commit:
         }
         if self.bulk is not None:
             found["bulk"] = self.bulk
+        if self.managed_by:
+            found["managedBy"] = dict(self.managed_by)
         return found
 
     @classmethod
@@ -122,6 +137,7 @@ class Commit:
             change_ids=tuple(int(i) for i in after.get("changeIds") or ()),
             bulk=after.get("bulk"),
             audit_seq=event.seq,
+            managed_by=tuple((str(k), str(v)) for k, v in (after.get("managedBy") or {}).items()),
         )
 
 
@@ -210,6 +226,7 @@ def hand_off(
         files=tuple(sorted(files.under(config.path))),
         change_ids=files.change_ids,
         bulk=handoff.bulk.pk if handoff.bulk is not None else None,
+        managed_by=tuple(sorted(handoff.managed_by().items())),
     )
     single = handoff.changes[0] if handoff.bulk is None else None
     event = record(

@@ -50,6 +50,14 @@ def _page(request: HttpRequest, context: dict[str, Any], status: int = 200) -> H
     return render(request, "offloading/handoff.html", context, status=status)
 
 
+def _managed(prepare: Any) -> list[tuple[str, str]]:
+    """The namespaces of the hand-off managed from Git, with who (none when it has no files)."""
+    try:
+        return sorted(prepare().managed_by().items())
+    except FilesError:
+        return []
+
+
 def _post(request: HttpRequest, prepare: Any, back: str, pk: int, context: dict[str, Any]) -> HttpResponse:
     actor = current_actor()
     try:
@@ -74,6 +82,7 @@ def _post(request: HttpRequest, prepare: Any, back: str, pk: int, context: dict[
 def change_handoff(request: HttpRequest, pk: int) -> HttpResponse:
     change = get_object_or_404(ChangeRequest, pk=pk)
     context = {"change": change, "what": f"change #{change.pk}", "commits": handoff.commits_of_change(change)}
+    context["managed"] = _managed(lambda: handoff.of_change(change))
     if request.method == "POST":
         return _post(request, lambda: handoff.of_change(change), "offloading:change_handoff", pk, context)
     return _page(request, context)
@@ -84,6 +93,7 @@ def change_handoff(request: HttpRequest, pk: int) -> HttpResponse:
 def bulk_handoff(request: HttpRequest, pk: int) -> HttpResponse:
     bulk = get_object_or_404(BulkRequest, pk=pk)
     context = {"bulk": bulk, "what": f"bulk #{bulk.pk}", "commits": handoff.commits_of_bulk(bulk)}
+    context["managed"] = _managed(lambda: handoff.of_bulk(bulk))
     if request.method == "POST":
         return _post(request, lambda: handoff.of_bulk(bulk), "offloading:bulk_handoff", pk, context)
     return _page(request, context)

@@ -16,11 +16,13 @@ from rest_framework.test import APIClient
 
 from access.models import Scope
 from offloading.audit.trail import verify
-from offloading.choices import AuditAction
+from offloading.choices import AuditAction, ChangeAction
+from offloading.gitops.detect import facts
 from offloading.models import AuditEvent, BulkRequest, ChangeRequest, Namespace
 from tests.conftest import free_port
 from tests.gitops.conftest import HTTP_PASSWORD, HTTP_USER
 from tests.gitops.gitserver import GitDaemon, GitHttpServer, git
+from tests.gitops.test_override import WHO, _flux
 
 pytestmark = pytest.mark.django_db
 
@@ -242,3 +244,30 @@ def test_the_schema_shows_the_hand_off(api: Any) -> None:
         ref = operation["responses"]["201"]["content"]["application/json"]["schema"]["$ref"]
         assert ref.endswith("/Commit")
     assert {"sha", "branch", "repository", "files"} <= set(schema["components"]["schemas"]["Commit"]["properties"])
+
+
+def test_a_change_of_a_namespace_managed_from_git_says_who_manages_it(
+    api: Any, admin_client: Any, fleet: Any, daemon: GitDaemon, settings: Any
+) -> None:
+    """The way to go for an offloading Flux manages: a change that Flux undid (here in conflict) is handed
+    off; the answer, the audit row and the page say who manages the namespace."""
+    configure(settings, daemon.url())
+    Namespace.objects.filter(name="shop").update(gitops_facts=facts(_flux()))
+    base = dict(Namespace.objects.get(name="shop").offloading_spec or {})
+    change = ChangeRequest.objects.create(
+        namespace="shop",
+        action=ChangeAction.UPDATE,
+        base_spec=base,
+        desired_spec={**base, "clusterSelector": GAINS},
+        state="conflict",
+        requester_name="admin",
+        source="api",
+    )
+    page = admin_client.get(f"/changes/{change.pk}/handoff/").content.decode()
+    assert 'id="handoff-managed"' in page and WHO in page
+    response = api.post(f"/api/v1/changes/{change.pk}/handoff/", format="json")
+    assert response.status_code == 201, response.content
+    assert response.json()["managedBy"] == {"shop": WHO}
+    (event,) = _handed_off()
+    assert isinstance(event.after, dict) and event.after["managedBy"] == {"shop": WHO}
+    assert verify().ok
