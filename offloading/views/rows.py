@@ -29,7 +29,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from liqo_rules import constants as liqo_constants
 from liqo_rules.spec import is_system_namespace
-from offloading.gitops.detect import detect
+from offloading.gitops.detect import TOOL_NAMES, detect
 from offloading.gitops.managed import badges
 from offloading.insight.diagnosis import creating_hint
 from offloading.models import ClusterOffloading, generation_lags
@@ -157,7 +157,7 @@ class NamespaceRow(NamedTuple):
     is_system: bool
     allowed: bool  # the signed-in user may offload or edit it
     refusal: str  # why not
-    # Who manages the offloading from Git: (headline, probable, evidence) per claim (gitops_badges)
+    # Who manages the offloading from Git: (tool, probable, headline and evidence) per claim (gitops_badges)
     gitops: tuple[tuple[str, bool, str], ...] = ()
 
     @property
@@ -261,13 +261,18 @@ class ListedNamespace:
 
 @lru_cache(maxsize=256)
 def gitops_badges(facts_text: str) -> tuple[tuple[str, bool, str], ...]:
-    """(headline, probable, evidence) of each GitOps claim on an offloading's snapshot facts (JSON text),
-    as the namespace page's badge says them; decoded and detected once per distinct facts (a fleet
-    managed from Git has a handful of them), so a poll of the list pays nothing per row for it."""
+    """(tool, probable, headline and evidence) of each GitOps claim on an offloading's snapshot facts
+    (JSON text): the row shows the tool ("Flux", "Argo CD", short enough for a phone's row) and the
+    namespace page's headline and evidence as its title. Decoded and detected once per distinct facts
+    (a fleet managed from Git has a handful of them), so a poll of the list pays nothing per row for it."""
     facts = json.loads(facts_text) if facts_text else None
     if not facts:
         return ()
-    return tuple((b.headline, b.probable, b.title) for b in badges(detect(facts)))
+    detection = detect(facts)
+    return tuple(
+        (TOOL_NAMES[claim.tool], badge.probable, f"{badge.headline}\n{badge.title}".strip())
+        for claim, badge in zip(detection.claims, badges(detection), strict=True)
+    )
 
 
 def namespace_row(ns: Any, chips: tuple[tuple[str, str], ...], selected: int, decision: Any) -> NamespaceRow:

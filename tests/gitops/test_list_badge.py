@@ -41,7 +41,8 @@ def test_the_list_shows_the_badge_without_a_query_per_row(admin_client: Any, fle
     Namespace.objects.filter(name="shop").update(gitops_facts=facts(_flux()))
     body, one_queries = _list(admin_client)
     shop = _row(body, "shop")
-    assert WHO in shop and "kustomize.toolkit.fluxcd.io/name=apps" in shop  # the evidence, as its title
+    # The tool, and the namespace page's headline and evidence as its title
+    assert ">Flux</span>" in shop and f'title="{WHO}' in shop and "kustomize.toolkit.fluxcd.io/name=apps" in shop
     assert WHO not in _row(body, "payments") and WHO not in _row(body, "team-00")
 
     Namespace.objects.filter(name__startswith="team-").update(gitops_facts=facts(_flux()))
@@ -63,7 +64,7 @@ def test_the_badges_are_computed_once_per_distinct_facts() -> None:
     rows.gitops_badges.cache_clear()
     text = Namespace(gitops_facts=facts(_flux())).gitops_facts
     first = rows.gitops_badges(json.dumps(text))
-    assert first and first[0][0] == WHO and first[0][1] is False
+    assert first and first[0][:2] == ("Flux", False) and first[0][2].startswith(WHO + "\n")
     rows.gitops_badges(json.dumps(text))
     assert rows.gitops_badges.cache_info().hits == 1
     assert rows.gitops_badges("{}") == () and rows.gitops_badges("") == ()
