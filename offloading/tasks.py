@@ -20,7 +20,7 @@ from offloading.changes import apply, bulkpush
 from offloading.changes import sweep as sweeper
 from offloading.cluster import breaker as apihealth
 from offloading.cluster.pace import paced
-from offloading.governance import approvals as governance
+from offloading.governance import beat as governance
 from offloading.models import ChangeRequest
 from offloading.queue import APPLY_BULK, APPLY_CHANGE, AWAIT_DELETION, DELIVER_ALERT, PROBE_API, REFRESH
 from offloading.snapshot import refresh as snapshot

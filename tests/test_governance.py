@@ -19,7 +19,7 @@ from offloading.changes.bulk import request_bulk
 from offloading.changes.requests import request_offload, request_unoffload
 from offloading.choices import AlertKind, AuditAction, ChangeAction, ChangeState, Source
 from offloading.context import Actor
-from offloading.governance import approvals, clock, policy, windows
+from offloading.governance import approvals, beat, clock, facts, policy, windows
 from offloading.models import Alert, Approval, ApprovalDecision, AuditEvent, ChangeRequest, Namespace, Schedule
 from tests.conftest import READY_SPEC
 
@@ -38,6 +38,7 @@ def sent(monkeypatch: Any) -> dict[str, list[int]]:
     monkeypatch.setattr(
         "offloading.governance.approvals.enqueue_apply", lambda pk, countdown=0: found["apply"].append(pk)
     )
+    monkeypatch.setattr("offloading.governance.beat.enqueue_apply", lambda pk, countdown=0: found["apply"].append(pk))
     monkeypatch.setattr("offloading.governance.approvals.enqueue_bulk", lambda pk, *a: found["bulk"].append(pk))
     monkeypatch.setattr("offloading.changes.bulk.enqueue_bulk", lambda pk, *a: found["bulk"].append(pk))
     return found
@@ -209,9 +210,9 @@ def test_an_approval_request_expires_after_its_ttl(fleet: Any, people: Any, sent
     with clock.frozen(T0):
         change = unoffload_shop(people)
     with clock.frozen(T0 + timedelta(minutes=59)):
-        assert approvals.expire_due() == 0
+        assert beat.expire_due() == 0
     with clock.frozen(T0 + timedelta(hours=1)):
-        assert approvals.expire_due() == 1
+        assert beat.expire_due() == 1
         with pytest.raises(approvals.Refused) as late:
             approvals.approve(actor(people["oscar"]), change_id=change.pk)
     assert late.value.code == 409
@@ -304,7 +305,7 @@ def test_the_change_hash_covers_what_the_approver_saw(fleet: Any, people: Any, s
     spec = {**READY_SPEC, "podOffloadingStrategy": "Remote"}
     change = request_offload("shop", spec, actor(people["olga"]), confirmed=True)
     approval = Approval.objects.get(change=change)
-    assert approval.spec_hash == approvals.change_hash(change)
+    assert approval.spec_hash == facts.change_hash(change)
     # The row is the one the worker applies: a spec edited behind the approver's back is not approved.
     ChangeRequest.objects.filter(pk=change.pk).update(desired_spec={**spec, "podOffloadingStrategy": "Local"})
     with pytest.raises(approvals.Refused) as moved:
@@ -386,9 +387,9 @@ def test_a_change_outside_its_window_is_scheduled_and_released_when_it_opens(
     assert isinstance(scheduled.after, dict)
     assert datetime.fromisoformat(scheduled.after["notBefore"]) == opens and "it applies at" in scheduled.message
     with clock.frozen(opens - timedelta(seconds=1)):
-        assert approvals.release_due() == 0
+        assert beat.release_due() == 0
     with clock.frozen(opens):
-        assert approvals.release_due() == 1
+        assert beat.release_due() == 1
     change.refresh_from_db()
     assert change.state == ChangeState.QUEUED and sent["apply"] == [change.pk]
     assert Schedule.objects.get(change=change).released_at == opens
@@ -405,7 +406,7 @@ def test_an_approved_change_outside_its_window_is_scheduled(fleet: Any, people: 
     # Changed between approval and window: back for a new decision instead of being released.
     Namespace.objects.filter(name="shop").update(offloading_generation=9)
     with clock.frozen(datetime(2026, 11, 25, 21, 0, tzinfo=UTC)):
-        assert approvals.release_due() == 0
+        assert beat.release_due() == 0
     change.refresh_from_db()
     assert change.state == ChangeState.AWAITING_APPROVAL and change.base_generation == 9
     assert Approval.objects.filter(change=change, decision=ApprovalDecision.PENDING).count() == 1
@@ -422,7 +423,7 @@ def test_a_scheduled_change_can_be_cancelled(fleet: Any, people: Any, sent: Any,
     change.refresh_from_db()
     assert change.state == ChangeState.CANCELLED and actions_of(change)[-1] == AuditAction.CANCELLED
     with clock.frozen(T0 + timedelta(days=7)):
-        assert approvals.release_due() == 0
+        assert beat.release_due() == 0
     assert sent["apply"] == []
 
 
@@ -505,7 +506,7 @@ def test_a_bulk_spreads_within_its_window(fleet: Any, people: Any, sent: Any, se
     assert times == [opens + timedelta(minutes=30 * i) for i in range(4)]  # the first half of 4 hours
     assert sent["bulk"] == []
     with clock.frozen(opens + timedelta(minutes=45)):
-        assert approvals.release_due() == 2
+        assert beat.release_due() == 2
 
 
 # ----------------------------------------------------------------------------------------------------

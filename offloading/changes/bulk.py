@@ -29,7 +29,7 @@ from offloading.changes.requests import (
 from offloading.choices import ChangeAction, ChangeState, Source
 from offloading.cluster.identity import acting_as
 from offloading.context import Actor
-from offloading.governance import approvals
+from offloading.governance import holds
 from offloading.models import (
     BulkRequest,
     ChangeRequest,
@@ -230,7 +230,7 @@ def request_bulk(
         require_bulk_confirmation(plan.changes)
     plan.changes = _ask_cluster_all(plan.changes, plan.skipped, actor)
     _refuse_empty(plan, actor, namespace_selector, action)
-    waits = approvals.gate_bulk(plan.changes)  # one approval for the whole bulk, or windows per namespace
+    waits = holds.gate_bulk(plan.changes)  # one approval for the whole bulk, or windows per namespace
     with transaction.atomic():
         bulk = BulkRequest.objects.create(
             action=action,
@@ -248,7 +248,7 @@ def request_bulk(
         for change in plan.changes:
             change.bulk = bulk
             save_and_enqueue(change, actor, enqueue=False)
-        approvals.hold_bulk(bulk, plan.changes, waits, actor)
+        holds.hold_bulk(bulk, plan.changes, waits, actor)
         # One task pushes them all, many at a time (offloading.changes.bulkpush.apply_bulk).
         if waits.enqueue:
             transaction.on_commit(lambda: enqueue_bulk(bulk.pk), robust=True)
@@ -297,7 +297,7 @@ def retry_failed(bulk_id: int, actor: Actor, *, confirmed: bool = False) -> Bulk
         raise ChangeRejected({"bulk": [message]})
     if not confirmed:
         require_bulk_confirmation(changes)
-    waits = approvals.gate_bulk(changes)
+    waits = holds.gate_bulk(changes)
     with transaction.atomic():
         retry = BulkRequest.objects.create(
             action=original.action,
@@ -314,7 +314,7 @@ def retry_failed(bulk_id: int, actor: Actor, *, confirmed: bool = False) -> Bulk
         for change in changes:
             change.bulk = retry
             save_and_enqueue(change, actor, enqueue=False)
-        approvals.hold_bulk(retry, changes, waits, actor)
+        holds.hold_bulk(retry, changes, waits, actor)
         if waits.enqueue:
             transaction.on_commit(lambda: enqueue_bulk(retry.pk), robust=True)
     return retry

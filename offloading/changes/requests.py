@@ -58,7 +58,7 @@ from offloading.choices import ChangeAction, ChangeState
 from offloading.cluster.identity import acting_as
 from offloading.context import Actor
 from offloading.gitops.managed import detection_of, who
-from offloading.governance import approvals
+from offloading.governance import holds
 from offloading.models import (
     BulkRequest,
     ChangeRequest,
@@ -362,10 +362,10 @@ def submit(change: ChangeInput, actor: Actor, *, reapplying: bool = False) -> Ch
             denied = dry_run_refusal(namespace.name, built.desired_spec or {})
         if denied is not None:
             raise denied
-    waits = approvals.gate(namespace, built)  # awaiting approval, or scheduled for its window, or queued
+    waits = holds.gate(namespace, built)  # awaiting approval, or scheduled for its window, or queued
     with transaction.atomic():
         saved = save_and_enqueue(built, actor, enqueue=waits.enqueue)
-        approvals.hold(saved, waits, actor)
+        holds.hold(saved, waits, actor)
         return saved
 
 

@@ -1,0 +1,95 @@
+"""What governance compares and names: the hash of a change as an approver sees it, the snapshot's
+version of a namespace, and the small helpers and the refusal shared by ``holds``, ``approvals`` and
+``beat``."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from datetime import datetime
+from typing import Any
+
+from django.urls import reverse
+from django.utils import timezone
+
+from liqo_rules.spec import normalize_spec
+from offloading.choices import ChangeAction, ChangeState, Source
+from offloading.context import Actor, new_request_id
+from offloading.models import BulkRequest, ChangeRequest, Namespace
+
+log = logging.getLogger(__name__)
+
+WAITING = (ChangeState.AWAITING_APPROVAL, ChangeState.SCHEDULED)
+
+
+class Refused(Exception):
+    """A governance step that cannot be taken: ``code`` is the HTTP status (400, 403, 404, 409),
+    ``field`` the field the message belongs to."""
+
+    def __init__(self, code: int, message: str, field: str = "change") -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.field = field
+
+
+# --------------------------------------------------------------------------------------------------
+# Facts
+
+
+def change_hash(change: ChangeRequest) -> str:
+    """The hash of a change as an approver sees it."""
+    body = {
+        "namespace": change.namespace,
+        "action": change.action,
+        "desired": normalize_spec(change.desired_spec) if change.desired_spec else None,
+        "base": normalize_spec(change.base_spec) if change.base_spec else None,
+        "label": bool(change.label_namespace),
+    }
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def version_of(namespace: Namespace | None) -> dict[str, Any]:
+    """The snapshot's version of a namespace's offloading, as an approval keeps it."""
+    if namespace is None or not namespace.offloaded:
+        return {"offloaded": False}
+    spec = normalize_spec(namespace.offloading_spec or {})
+    return {
+        "offloaded": True,
+        "uid": namespace.offloading_uid,
+        "generation": namespace.offloading_generation,
+        "spec": hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest(),
+        "resourceVersion": namespace.offloading_resource_version,
+    }
+
+
+def same_version(seen: dict[str, Any], now: dict[str, Any]) -> bool:
+    keys = ("offloaded", "uid", "generation", "spec")
+    return all(seen.get(k) == now.get(k) for k in keys)
+
+
+def labels_of(name: str) -> dict[str, str]:
+    return Namespace.objects.filter(name=name).values_list("labels", flat=True).first() or {}
+
+
+def policy_action(change: ChangeRequest) -> str:
+    return {ChangeAction.UNOFFLOAD: "unoffload", ChangeAction.UPDATE: "edit"}.get(
+        ChangeAction(change.action), "offload"
+    )
+
+
+def change_path(change: ChangeRequest) -> str:
+    return reverse("offloading:change_detail", args=[change.pk])
+
+
+def bulk_path(bulk: BulkRequest) -> str:
+    return reverse("offloading:bulk_detail", args=[bulk.pk])
+
+
+def system_actor() -> Actor:
+    return Actor(None, "system", Source.TASK, new_request_id())
+
+
+def at_text(value: datetime) -> str:
+    return value.astimezone(timezone.get_current_timezone()).strftime("%Y-%m-%d %H:%M %Z")
