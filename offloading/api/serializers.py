@@ -340,7 +340,8 @@ class BulkRequestSerializer(CamelCaseFields, serializers.ModelSerializer):
         ]
 
     def get_progress(self, obj: BulkRequest) -> dict[str, int]:
-        return obj.progress()
+        # camelCase like every key of the API (awaitingApproval: a state of issue 29)
+        return {camel(state): count for state, count in obj.progress().items()}
 
 
 class AuditEventSerializer(CamelCaseFields, serializers.ModelSerializer):
