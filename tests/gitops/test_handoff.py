@@ -7,6 +7,7 @@ failures are clear Status bodies; a viewer and an operator out of scope may not 
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -271,3 +272,23 @@ def test_a_change_of_a_namespace_managed_from_git_says_who_manages_it(
     (event,) = _handed_off()
     assert isinstance(event.after, dict) and event.after["managedBy"] == {"shop": WHO}
     assert verify().ok
+
+
+def test_a_server_that_never_answers_is_cut_off_by_the_timeout(api: Any, fleet: Any, settings: Any) -> None:
+    """A Git server that takes the connection and says nothing: the hand-off ends after the configured
+    timeout with the 503 Status, instead of holding the request."""
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)  # the kernel accepts the connections; nobody ever answers
+    try:
+        configure(settings, f"git://127.0.0.1:{silent.getsockname()[1]}/fleet.git", TIMEOUT="2")
+        change = _edit(api)
+        response = api.post(f"/api/v1/changes/{change.pk}/handoff/", format="json")
+    finally:
+        silent.close()
+    assert response.status_code == 503, response.content
+    status = response.json()
+    assert (
+        status["details"]["causes"][0]["reason"] == "Unreachable" and "did not answer within 2 s" in status["message"]
+    )
+    assert _handed_off() == []
