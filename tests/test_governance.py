@@ -542,6 +542,7 @@ def test_the_api_answers_with_status_bodies(fleet: Any, people: Any, sent: Any, 
     again = oscar.post(f"/api/v1/changes/{pk}/approve/", {}, format="json")
     assert again.status_code == 409 and again.json()["reason"] == "Conflict"
     assert oscar.post("/api/v1/changes/999999/approve/", {}, format="json").status_code == 404
+    assert oscar.post(f"/api/v1/bulk/{2**64}/approve/", {}, format="json").status_code == 404  # no row has it
     assert client_of(people["vera"]).post(f"/api/v1/changes/{pk}/cancel/", {}, format="json").status_code == 403
 
 

@@ -35,6 +35,10 @@ entry point:
   ``?gitopsOverride=true`` on DELETE; bulk: the namespace is left out with the reason). An override is
   said in the message of the change's ``requested`` audit row. Checked when the change is built, so bulk
   plans and previews leave managed namespaces out the same way.
+- Governance (``offloading.governance``): a change the approval policy says needs a second person is
+  recorded ``awaiting_approval``, one outside its scope's change window ``scheduled``; neither is sent to
+  the worker until it is approved or its window opens (``offloading.governance.approvals``). Asked last,
+  so that only a change that could go through waits.
 """
 
 from __future__ import annotations

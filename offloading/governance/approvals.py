@@ -112,7 +112,11 @@ def _pending(change_id: int | None = None, bulk_id: int | None = None) -> tuple[
 
 
 def _subject(change_id: int | None, bulk_id: int | None) -> list[ChangeRequest]:
-    """Every change of the change or bulk a step is about (404 when there is none)."""
+    """Every change of the change or bulk a step is about (404 when there is none, or for an id no row
+    can have)."""
+    for given, what, field in ((change_id, "change", "change"), (bulk_id, "bulk request", "bulk")):
+        if given is not None and not 0 < given < 2**63:
+            raise Refused(404, f"{what} {given} does not exist", field)
     if bulk_id is not None:
         if not BulkRequest.objects.filter(pk=bulk_id).exists():
             raise Refused(404, f"bulk request {bulk_id} does not exist", "bulk")
