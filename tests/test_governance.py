@@ -578,3 +578,20 @@ def test_the_approvals_page_decides_and_the_change_page_shows_it(
     assert "Approved</strong> by oscar" in client.get(f"/changes/{change.pk}/").content.decode()
     client.force_login(people["ada"])
     assert "Break glass (admins)" in client.get("/approvals/").content.decode()
+
+
+def test_breaking_glass_on_one_child_of_a_bulk_leaves_the_others_to_the_bulks_approval(
+    fleet: Any, people: Any, sent: Any, settings: Any
+) -> None:
+    govern(settings, APPROVAL_POLICY="destructive")
+    for name in ("team-a", "team-b"):
+        Namespace.objects.create(name=name, labels={"tier": "web"}, offloaded=True, offloading_spec=READY_SPEC)
+    bulk = request_bulk(ChangeAction.UNOFFLOAD, "tier=web", None, actor(people["olga"], Source.BULK), confirmed=True)
+    first, second = bulk.changes.order_by("namespace")
+    assert approvals.break_glass(actor(people["ada"]), change_id=first.pk, reason="team-a leaks") == 1
+    assert Approval.objects.get(bulk=bulk).decision == ApprovalDecision.PENDING
+    second.refresh_from_db()
+    assert second.state == ChangeState.AWAITING_APPROVAL
+    approvals.approve(actor(people["oscar"]), bulk_id=bulk.pk)
+    second.refresh_from_db()
+    assert second.state == ChangeState.QUEUED and sent["apply"] == [first.pk, second.pk]

@@ -59,6 +59,7 @@ from offloading.governance.facts import (
     Refused,
     at_text,
     bulk_path,
+    change_hash,
     change_path,
     labels_of,
     policy_action,
@@ -66,7 +67,7 @@ from offloading.governance.facts import (
     system_actor,
     version_of,
 )
-from offloading.governance.holds import hash_of, request_approval, schedule_change, schedule_spread, window_gate
+from offloading.governance.holds import request_approval, schedule_change, schedule_spread, window_gate
 from offloading.models import Approval, ApprovalDecision, BulkRequest, ChangeRequest, Namespace, Schedule
 from offloading.queue import enqueue_apply, enqueue_bulk
 from offloading.whatif.destructive import is_destructive
@@ -178,14 +179,12 @@ def _expired_now(approval: Approval) -> bool:
 def _changed(approval: Approval, children: list[ChangeRequest]) -> list[str]:
     """The namespaces that changed since the approval was asked (or whose change is not the one seen)."""
     current = {ns.name: version_of(ns) for ns in Namespace.objects.filter(name__in=[c.namespace for c in children])}
-    moved = [
+    return [
         c.namespace
         for c in children
         if not same_version(approval.seen.get(c.namespace, {}), current.get(c.namespace, {"offloaded": False}))
+        or approval.seen.get(c.namespace, {}).get("change") != change_hash(c)
     ]
-    if not moved and hash_of(children) != approval.spec_hash:
-        moved = [c.namespace for c in children]
-    return moved
 
 
 def finish(changes: Iterable[ChangeRequest], state: str, message: str, from_states: Iterable[str]) -> list[int]:
@@ -492,7 +491,8 @@ def break_glass(actor: Actor, *, change_id: int | None = None, bulk_id: int | No
         raise Refused(400, "breaking glass needs a reason: say why this change cannot wait", "reason")
     changes, approval, what = _waiting(change_id, bulk_id)
     with transaction.atomic():
-        if approval is not None:
+        # One child of a bulk breaks glass alone: the bulk's approval still waits for the others.
+        if approval is not None and (bulk_id is not None or approval.change_id is not None):
             Approval.objects.filter(pk=approval.pk, decision=ApprovalDecision.PENDING).update(
                 decision=ApprovalDecision.BROKE_GLASS,
                 decided_by_id=actor.user_id,

@@ -90,7 +90,7 @@ def _changed_one(approval: Approval, change: ChangeRequest) -> list[str]:
     seen = approval.seen.get(change.namespace, {})
     if not same_version(seen, version_of(namespace)):
         return [change.namespace]
-    if approval.change_id is not None and change_hash(change) != approval.spec_hash:
+    if seen.get("change") != change_hash(change):
         return [change.namespace]
     return []
 

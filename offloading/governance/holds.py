@@ -142,7 +142,10 @@ def request_approval(
         requested_at=now,
         expires_at=now + policy.approval_ttl(),
         spec_hash=hash_of(children),
-        seen={c.namespace: versions.get(c.namespace, {"offloaded": False}) for c in children},
+        # Per namespace: its version in the snapshot and the hash of its change, as the approver sees them.
+        seen={
+            c.namespace: {**versions.get(c.namespace, {"offloaded": False}), "change": change_hash(c)} for c in children
+        },
     )
     what = f"change #{change.pk}" if change is not None else f"bulk #{bulk.pk if bulk else ''}"
     text = message or f"{what} awaits a second person's approval until {at_text(approval.expires_at)}: {reason}"
