@@ -492,6 +492,7 @@ def test_a_bulk_waits_for_one_approval_with_its_impact(fleet: Any, people: Any, 
     assert set(bulk.changes.values_list("state", flat=True)) == {ChangeState.QUEUED}
     assert sent["bulk"] == [bulk.pk]
     assert AuditEvent.objects.filter(action=AuditAction.APPROVED, change__bulk=bulk).count() == 2
+    assert [a.decided_by_name for a in approvals.decisions_for(children)] == ["oscar"]  # for a GitOps hand-off
     assert verify().ok
 
 

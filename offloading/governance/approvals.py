@@ -45,7 +45,7 @@ from functools import partial
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.db import transaction
+from django.db import models, transaction
 from django.utils import timezone
 
 from access import policy as access_policy
@@ -564,3 +564,16 @@ def current_approval(change: ChangeRequest) -> Approval | None:
     if own is None and change.bulk_id is not None:
         return Approval.objects.filter(bulk_id=change.bulk_id).order_by("-id").first()
     return own
+
+
+def decisions_for(changes: Iterable[ChangeRequest]) -> list[Approval]:
+    """The approvals that let ``changes`` through (approved, or break glass), oldest first: what a GitOps
+    hand-off's commit message names (``offloading.gitops.handoff.hand_off(approvals=...)``)."""
+    changes = list(changes)
+    ids = [c.pk for c in changes]
+    bulks = {c.bulk_id for c in changes if c.bulk_id is not None}
+    decided = (ApprovalDecision.APPROVED, ApprovalDecision.BROKE_GLASS)
+    found = Approval.objects.filter(decision__in=decided).filter(
+        models.Q(change_id__in=ids) | models.Q(bulk_id__in=bulks)
+    )
+    return list(found.order_by("decided_at", "id"))
