@@ -7,6 +7,7 @@ import logging
 import random
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -19,13 +20,12 @@ from django.utils import timezone
 from liqo_rules.spec import normalize_spec
 from offloading.alerts import rules as alerts
 from offloading.audit.events import record_outcome
-from offloading.changes import groupcommit
 from offloading.changes.authorize import identity_of_change
 from offloading.changes.push import Conflict, Waiting, push_delete, push_spec
 from offloading.choices import ChangeAction, ChangeState
 from offloading.cluster import breaker as apihealth
 from offloading.cluster import kube
-from offloading.cluster.identity import acting_as
+from offloading.cluster.identity import Identity, acting_as
 from offloading.models import (
     ChangeRequest,
     Namespace,
@@ -38,12 +38,7 @@ log = logging.getLogger(__name__)
 
 
 def finish(change_id: int, state: str, message: str, **fields: Any) -> bool:
-    """Move an applying change to a terminal state and audit it, exactly once (grouped with the other
-    threads' writes on SQLite: ``groupcommit``)."""
-    return groupcommit.write(lambda: _finish(change_id, state, message, **fields))
-
-
-def _finish(change_id: int, state: str, message: str, **fields: Any) -> bool:
+    """Move an applying change to a terminal state and audit it, exactly once."""
     now = timezone.now()
     with transaction.atomic():
         done = ChangeRequest.objects.filter(pk=change_id, state=ChangeState.APPLYING).update(
@@ -76,25 +71,31 @@ def claim(change_id: int) -> ChangeRequest | None:
         # the older change enqueues it when it finishes (start_next), and the sweeper is the safety
         # net if that message is lost.
         return None
-    return groupcommit.write(lambda: _claim(change_id))
+    return _claim(change_id)
 
 
 def _claim(change_id: int) -> ChangeRequest | None:
-    now = timezone.now()
-    lease_expired = now - timedelta(seconds=settings.LIQO_DASH["STUCK_AFTER"])
-    claimed = ChangeRequest.objects.filter(pk=change_id, state=ChangeState.QUEUED).update(
-        state=ChangeState.APPLYING,
-        claimed_at=now,
-        updated_at=now,
-        attempts=F("attempts") + 1,
-        waiting_reason="",
-        waiting_since=None,
-    ) or ChangeRequest.objects.filter(pk=change_id, state=ChangeState.APPLYING, updated_at__lt=lease_expired).update(
-        claimed_at=now, updated_at=now, attempts=F("attempts") + 1
-    )
-    if not claimed:
+    if not _take(change_id, timezone.now()):
         return None
     return ChangeRequest.objects.get(pk=change_id)
+
+
+def _take(change_id: int, now: Any) -> bool:
+    """The conditional UPDATE of a claim: a queued change, or one whose claim's lease expired."""
+    lease_expired = now - timedelta(seconds=settings.LIQO_DASH["STUCK_AFTER"])
+    return bool(
+        ChangeRequest.objects.filter(pk=change_id, state=ChangeState.QUEUED).update(
+            state=ChangeState.APPLYING,
+            claimed_at=now,
+            updated_at=now,
+            attempts=F("attempts") + 1,
+            waiting_reason="",
+            waiting_since=None,
+        )
+        or ChangeRequest.objects.filter(pk=change_id, state=ChangeState.APPLYING, updated_at__lt=lease_expired).update(
+            claimed_at=now, updated_at=now, attempts=F("attempts") + 1
+        )
+    )
 
 
 def apply_change(change_id: int) -> str:
@@ -223,27 +224,48 @@ def _gave_up(first: Any, now: Any, exc: kube.KubeError) -> str:
     return f"Gave up after {minutes} min: the API server kept failing from {since} to {until} ({exc.message})"
 
 
-def _apply_claimed(change: ChangeRequest, followups: list[Callable[[], None]]) -> str:
+@dataclass
+class Pushed:
+    """What one push brought back: the object written and the API server's warnings, or the error."""
+
+    result: tuple[dict[str, Any] | None, list[str]] | None = None
+    error: BaseException | None = None
+
+
+def push(change: ChangeRequest, identity: Identity | None) -> Pushed:
+    """The network part of applying a claimed change, and nothing else (no database write, no cache):
+    as the user who asked (Kubernetes impersonation, on every attempt: the cluster decides), paced
+    (bounded in flight in the worker, a 429 holds every push until its Retry-After). A bulk's threads
+    run only this; :func:`settle` records what it brought back."""
     try:
-        # As the user who asked (Kubernetes impersonation), on every attempt: the cluster decides. Paced:
-        # bounded in flight per process, and a 429 holds every push until its Retry-After.
-        with acting_as(identity_of_change(change)), kube.paced():
+        with acting_as(identity), kube.paced():
             if change.action == ChangeAction.UNOFFLOAD:
-                result = push_delete(change)
-            else:
-                result = push_spec(change)
-    except Waiting:
+                return Pushed(result=push_delete(change))
+            return Pushed(result=push_spec(change))
+    except (Waiting, Conflict, kube.KubeError) as exc:
+        return Pushed(error=exc)
+
+
+def _apply_claimed(change: ChangeRequest, followups: list[Callable[[], None]]) -> str:
+    return settle(change, push(change, identity_of_change(change)), followups)
+
+
+def settle(change: ChangeRequest, pushed: Pushed, followups: list[Callable[[], None]]) -> str:
+    """Record the outcome of a push: applied, a conflict, failed, or back in the queue to retry or to
+    wait for the API server or for Liqo's finalizer. Returns the change's state."""
+    exc = pushed.error
+    if isinstance(exc, Waiting):
         ChangeRequest.objects.filter(pk=change.pk).update(
             message="Waiting for Liqo to remove the remote namespaces", updated_at=timezone.now()
         )
         followups.append(lambda: enqueue_await_deletion(change.pk, countdown=1.0))
         return ChangeState.APPLYING
-    except Conflict as exc:
+    if isinstance(exc, Conflict):
         found = normalize_spec(exc.found["spec"]) if exc.found and "spec" in exc.found else None
         finish(change.pk, ChangeState.CONFLICT, str(exc), conflict_spec=found)
         trigger_refresh()
         return ChangeState.CONFLICT
-    except kube.KubeError as exc:
+    if isinstance(exc, kube.KubeError):
         # A retry budget, not a retry count: transient errors are retried for APPLY_RETRY_FOR seconds
         # from the first one; a permanent error (4xx other than 409/429) fails at once.
         now = timezone.now()
@@ -267,9 +289,12 @@ def _apply_claimed(change: ChangeRequest, followups: list[Callable[[], None]]) -
             finish(change.pk, ChangeState.FAILED, exc.message)
         trigger_refresh()
         return ChangeState.FAILED
+    if exc is not None:
+        raise exc
+    assert pushed.result is not None
     if apihealth.report_success():
         followups.append(_resume_waiting)
-    obj, warnings = result
+    obj, warnings = pushed.result
     fields: dict[str, Any] = {"warnings": list(dict.fromkeys([*change.warnings, *warnings]))}
     # What was written goes into the snapshot now, unless the watcher keeps it: then the watch brings
     # the same object within a second, and writing it here too would double the snapshot's writes.
@@ -297,6 +322,119 @@ def _applied_message(change: ChangeRequest) -> str:
         ChangeAction.UPDATE: "NamespaceOffloading updated",
         ChangeAction.UNOFFLOAD: "NamespaceOffloading deleted and gone",
     }[ChangeAction(change.action)]
+
+
+@dataclass
+class Claimed:
+    """A change claimed for a bulk's threads, with the owner of its namespace's lock."""
+
+    change: ChangeRequest
+    owner: str
+
+
+def claim_batch(change_ids: list[int]) -> list[Claimed]:
+    """Claim the changes among ``change_ids`` that :func:`apply_change` would claim, at once (see
+    :func:`settle_batch`, which claims the next ones in the transaction that records the last ones)."""
+    with transaction.atomic():
+        changes = _take_batch(change_ids)
+    return _lock_batch(changes)
+
+
+def _take_batch(change_ids: list[int]) -> list[ChangeRequest]:
+    """The claims of :func:`claim_batch`, in the caller's transaction: one read of the changes and of
+    the older pending changes of their namespaces (per-namespace order: a change behind an older one is
+    left, as :func:`claim` leaves it), then each one's conditional UPDATE."""
+    rows = [c for c in ChangeRequest.objects.filter(pk__in=change_ids).order_by("pk") if not c.is_terminal]
+    if not rows:
+        return []
+    first_pending: dict[str, int] = {}
+    for namespace, pk in (
+        ChangeRequest.objects.filter(namespace__in={c.namespace for c in rows}, state__in=ChangeState.pending())
+        .order_by("pk")
+        .values_list("namespace", "pk")
+    ):
+        first_pending.setdefault(namespace, pk)
+    now = timezone.now()
+    taken = [c.pk for c in rows if first_pending.get(c.namespace, c.pk) >= c.pk and _take(c.pk, now)]
+    return list(ChangeRequest.objects.filter(pk__in=taken).order_by("pk")) if taken else []
+
+
+def _lock_batch(changes: list[ChangeRequest]) -> list[Claimed]:
+    """After the claims: the breaker read once (an outage parks them all, as :func:`apply_change` parks
+    one), then each namespace's lock (one held by another worker requeues its change)."""
+    if not changes:
+        return []
+    current_outage = apihealth.outage()
+    if current_outage is not None:
+        rechecks: list[Callable[[], None]] = []
+        for change in changes:
+            rechecks = _park(change, current_outage, count_attempt=False)
+        for recheck in rechecks[:1]:
+            recheck()
+        return []
+    lease = max(1, int(settings.LIQO_DASH["STUCK_AFTER"]))
+    claimed = []
+    for change in changes:
+        owner = f"{change.pk}:{random.random()}"
+        if cache.add(_lock_key(change.namespace), owner, timeout=lease):
+            claimed.append(Claimed(change, owner))
+        else:
+            _requeue(change, "another worker is writing this namespace", countdown=1.0, count_attempt=False)
+    return claimed
+
+
+def settle_batch(done: list[tuple[Claimed, Pushed]], claim: list[int] | None = None) -> list[Claimed]:
+    """Record the outcomes of a bulk's pushes and claim the changes ``claim`` in one transaction (each
+    outcome in its own savepoint, so one failing leaves the others; on SQLite one turn of its one write
+    lock instead of one per change), then release the namespaces' locks, send the follow-ups, start the
+    next change of each namespace whose change finished, and lock the newly claimed changes: what
+    :func:`apply_change` does after its push and before the next one, for many changes at once. A push
+    that raised a bug is logged and left applying (the sweeper takes it over once its lease expires);
+    a commit that fails leaves every change of the batch to the sweeper. Returns the claimed changes."""
+    followups: list[Callable[[], None]] = []
+    finished: list[str] = []
+    taken: list[ChangeRequest] = []
+    try:
+        with transaction.atomic():
+            for claimed, pushed in done:
+                try:
+                    with transaction.atomic():
+                        state = settle(claimed.change, pushed, followups)
+                except Exception:  # noqa: BLE001 - one change's bug must not stop the others
+                    log.exception("recording change %s failed", claimed.change.pk)
+                    continue
+                if state in ChangeState.terminal():
+                    finished.append(claimed.change.namespace)
+            if claim:
+                taken = _take_batch(claim)
+    except Exception:  # noqa: BLE001 - the commit failed: the changes stay applying until their lease expires
+        log.exception("recording %d changes failed", len(done))
+        followups, finished, taken = [], [], []
+    for claimed, _ in done:
+        key = _lock_key(claimed.change.namespace)
+        if cache.get(key) == claimed.owner:
+            cache.delete(key)
+    for followup in followups:
+        followup()
+    start_next_of(finished)
+    return _lock_batch(taken)
+
+
+def start_next_of(namespaces: list[str]) -> None:
+    """:func:`start_next` for many namespaces, in one query."""
+    if not namespaces:
+        return
+    seen: set[str] = set()
+    for pk, namespace, state in (
+        ChangeRequest.objects.filter(namespace__in=set(namespaces), state__in=ChangeState.pending())
+        .order_by("pk")
+        .values_list("pk", "namespace", "state")
+    ):
+        if namespace in seen:
+            continue
+        seen.add(namespace)
+        if state == ChangeState.QUEUED:
+            enqueue_apply(pk)
 
 
 def await_deletion(change_id: int) -> str:
