@@ -3,7 +3,10 @@ says, and the verdict of the last verification of the trail."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import threading
+from collections.abc import Iterator
 from typing import Any
 
 from django.core.cache import cache
@@ -31,7 +34,7 @@ def record(
     """The one constructor of an audit row: every event of the trail (requested, bulk requested,
     refused, applied/failed/conflict, drift, drift accepted) is written here, by ``actor`` (who, from
     where, under which request id). Sealed by ``AuditEvent.save``, inside the caller's transaction."""
-    return AuditEvent.objects.create(
+    event = AuditEvent(
         user_id=actor.user_id,
         user_name=actor.user_name,
         source=actor.source,
@@ -44,6 +47,36 @@ def record(
         outcome=outcome,
         message=message,
     )
+    pending = getattr(_together, "pending", None)
+    if pending is not None:
+        pending.append(event)  # sealed and written with the others when the block ends
+    else:
+        event.save(force_insert=True)
+    return event
+
+
+_together = threading.local()
+
+
+@contextlib.contextmanager
+def sealed_together() -> Iterator[list[AuditEvent]]:
+    """Within the block, :func:`record` builds the events and keeps them in the list it yields; they
+    are sealed and written together, in the order recorded, when the block ends without an error
+    (``AuditEvent.append_all``: one lock of the chain's head for all, not five statements each). Use it
+    inside the transaction that writes what the events describe; a caller that rolls back a savepoint
+    inside the block drops the events recorded since (``del pending[mark:]``). The events have no id
+    until the block ends. Nested blocks add to the outermost one's list."""
+    outer = getattr(_together, "pending", None)
+    if outer is not None:
+        yield outer
+        return
+    pending: list[AuditEvent] = []
+    _together.pending = pending
+    try:
+        yield pending
+    finally:
+        _together.pending = None
+    AuditEvent.append_all(pending)
 
 
 def requester_of(change: ChangeRequest) -> Actor:

@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from liqo_rules.spec import normalize_spec
 from offloading.alerts import rules as alerts
-from offloading.audit.events import record_outcome
+from offloading.audit.events import record_outcome, sealed_together
 from offloading.changes.authorize import identity_of_change
 from offloading.changes.push import Conflict, Waiting, push_delete, push_spec
 from offloading.choices import ChangeAction, ChangeState
@@ -395,12 +395,14 @@ def settle_batch(done: list[tuple[Claimed, Pushed]], claim: list[int] | None = N
     finished: list[str] = []
     taken: list[ChangeRequest] = []
     try:
-        with transaction.atomic():
+        with transaction.atomic(), sealed_together() as events:
             for claimed, pushed in done:
+                recorded = len(events)
                 try:
                     with transaction.atomic():
                         state = settle(claimed.change, pushed, followups)
                 except Exception:  # noqa: BLE001 - one change's bug must not stop the others
+                    del events[recorded:]  # its savepoint is rolled back: so are its audit events
                     log.exception("recording change %s failed", claimed.change.pk)
                     continue
                 if state in ChangeState.terminal():

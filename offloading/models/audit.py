@@ -61,6 +61,25 @@ class AuditEvent(models.Model):
             super().save(*args, **kwargs)
             AuditChainHead.objects.filter(pk=1).update(last_hash=self.hash, last_seq=self.seq)
 
+    @classmethod
+    def append_all(cls, events: list[AuditEvent]) -> None:
+        """Seal and insert ``events`` in this order under one lock of the head: the same numbers and
+        seals :meth:`save` gives them one by one, in three statements instead of five per event."""
+        if not events:
+            return
+        if any(event.pk is not None for event in events):
+            raise ValueError("audit events are append-only")
+        with transaction.atomic():
+            head, _ = AuditChainHead.objects.select_for_update().get_or_create(pk=1)
+            seq, prev = head.last_seq, head.last_hash
+            key = auditseal.key_id()
+            for event in events:
+                seq += 1
+                event.seq, event.prev_hash, event.key_id = seq, prev, key
+                event.hash = prev = event.compute_hash()
+            AuditEvent.objects.bulk_create(events)
+            AuditChainHead.objects.filter(pk=1).update(last_hash=prev, last_seq=seq)
+
     def delete(self, *args: Any, **kwargs: Any) -> Any:
         raise ValueError("audit events are append-only")
 
