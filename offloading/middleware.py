@@ -148,21 +148,22 @@ def _viewer(request: HttpRequest) -> _Viewer | None:
         pk = user_model._meta.pk.to_python(session.get(SESSION_KEY))
     except ValidationError:
         return None
-    found = _one(f"SELECT password, is_active, is_superuser FROM {names['user']} WHERE {names['user_pk']} = %s", [pk])
+    # The user and their groups in one read: one row per group (one row with no group name if none).
+    found = _one(
+        f"SELECT u.password, u.is_active, u.is_superuser, g.name FROM {names['user']} u "
+        f"LEFT JOIN {names['member']} m ON m.{names['member_user']} = u.{names['user_pk']} "
+        f"LEFT JOIN {names['group']} g ON g.id = m.{names['member_group']} WHERE u.{names['user_pk']} = %s",
+        [pk],
+    )
     if not found or not found[0][1]:
         return None  # gone or inactive: ModelBackend finds no user
-    password, _active, superuser = found[0]
+    password, _active, superuser, _group = found[0]
     # The hash of the password the session was opened with (a changed password logs the session out).
     if not constant_time_compare(session_hash, user_model(pk=pk, password=password).get_session_auth_hash()):
         return None  # a stale or a fallback key's hash: the chain flushes or cycles the session
     if superuser:
         return _Viewer(pk, roles.ADMIN)
-    groups = _one(
-        f"SELECT g.name FROM {names['group']} g INNER JOIN {names['member']} m ON m.{names['member_group']} = g.id "
-        f"WHERE m.{names['member_user']} = %s",
-        [pk],
-    )
-    held = {name for (name,) in groups if name in roles.ROLES}
+    held = {row[3] for row in found if row[3] in roles.ROLES}
     return _Viewer(pk, max(held, key=roles.rank)) if held else None
 
 
