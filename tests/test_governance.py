@@ -571,6 +571,7 @@ def test_the_approvals_page_decides_and_the_change_page_shows_it(
     assert "Break glass (admins)" not in page
     detail = client.get(f"/changes/{change.pk}/").content.decode()
     assert "Awaiting a decision" in detail and "Governance" in detail
+    assert '<li class="current">Awaiting approval</li>' in detail  # the steps say what it waits for
     refused = client.post(f"/changes/{change.pk}/reject/", {"comment": ""}, follow=True).content.decode()
     assert "a comment is required" in refused
     client.post(f"/changes/{change.pk}/approve/", {"comment": "go"})
