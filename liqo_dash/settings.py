@@ -176,6 +176,8 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"].setdefault("OPTIONS", {}).update(
         {"timeout": 30, "transaction_mode": "IMMEDIATE", "init_command": "PRAGMA journal_mode=WAL;"}
     )
+    # ... in short steps (liqo_dash/sqlite/base.py): SQLite's own busy handler sleeps up to 100 ms.
+    DATABASES["default"]["ENGINE"] = "liqo_dash.sqlite"
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

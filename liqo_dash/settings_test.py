@@ -17,7 +17,7 @@ os.environ.setdefault("INSECURE_HTTP", "true")
 from liqo_dash.settings import *  # noqa: E402,F403
 from liqo_dash.settings import DATABASES, VAR_DIR  # noqa: E402
 
-if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+if "sqlite" in DATABASES["default"]["ENGINE"]:  # Django's backend or ours (liqo_dash/sqlite)
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test-db.sqlite3")}
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

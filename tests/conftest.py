@@ -233,7 +233,7 @@ def _redis_ping(redis_module: Any, url: str) -> bool:
 def database_url() -> str:
     """A URL for the database the tests use right now (the test database), for worker processes."""
     cfg = connection.settings_dict
-    if cfg["ENGINE"].endswith("sqlite3"):
+    if "sqlite" in cfg["ENGINE"]:
         return f"sqlite:///{cfg['NAME']}"
     user = cfg.get("USER") or ""
     password = f":{cfg['PASSWORD']}" if cfg.get("PASSWORD") else ""
