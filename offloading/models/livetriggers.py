@@ -27,6 +27,9 @@ TABLES = {
     "offloading_statustransition": "transitions",
     "offloading_changerequest": "changes",
     "offloading_bulkrequest": "bulk",
+    # a change's approval and schedule are part of what its pages show (its state, when it applies)
+    "offloading_approval": "changes",
+    "offloading_schedule": "changes",
     "offloading_auditevent": "audit",
     "offloading_pod": "pods",
     "offloading_kubeevent": "events",
