@@ -29,6 +29,7 @@ from offloading.changes.errors import ChangeRejected, Refusal
 from offloading.context import Actor, current_actor
 from offloading.gitops import handoff, repo
 from offloading.gitops.files import FilesError
+from offloading.governance.approvals import handoff_approvals
 from offloading.models import BulkRequest, ChangeRequest
 
 # HTTP status and Kubernetes reason of each failure of the hand-off (the others: 409 Conflict).
@@ -146,7 +147,7 @@ class _HandOffView(SnapshotHeadersMixin, APIView):
         try:
             prepared = self.prepare(pk)
             permit(actor, prepared)
-            commit = handoff.hand_off(prepared, actor)
+            commit = handoff.hand_off(prepared, actor, approvals=handoff_approvals(prepared.changes))
         except ChangeRejected as exc:
             return refusal_response(exc, name=str(pk), kind=self.kind)
         except repo.GitOpsError as error:

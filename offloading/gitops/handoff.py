@@ -165,9 +165,9 @@ def of_bulk(bulk: BulkRequest) -> HandOff:
 
 
 def approvals_for(changes: Sequence[ChangeRequest]) -> tuple[repo.Approval, ...]:
-    """The approvals the commit message names. The hook of the governance flow: liqo-dash records no
-    approval yet, so a hand-off says "Approvals: none"; once approvals exist, they are read here (or
-    given to :func:`hand_off` as ``approvals``)."""
+    """The approvals the commit message names when the caller gives none: none. The pages and the API
+    give the governance flow's decisions (``offloading.governance.approvals.handoff_approvals``; that
+    flow sits above this package, which cannot read it)."""
     return ()
 
 

@@ -53,6 +53,7 @@ from access import roles
 from offloading.audit.events import record, record_refused, requester_of
 from offloading.choices import AuditAction, ChangeAction, ChangeState
 from offloading.context import Actor
+from offloading.gitops import repo
 from offloading.governance import clock, notify, policy, windows
 from offloading.governance.facts import (
     WAITING,
@@ -577,3 +578,16 @@ def decisions_for(changes: Iterable[ChangeRequest]) -> list[Approval]:
         models.Q(change_id__in=ids) | models.Q(bulk_id__in=bulks)
     )
     return list(found.order_by("decided_at", "id"))
+
+
+def handoff_approvals(changes: Iterable[ChangeRequest]) -> tuple[repo.Approval, ...]:
+    """:func:`decisions_for` as the GitOps hand-off's commit message names them: who, when, and what they
+    said (a break glass says so, with its reason)."""
+    named = []
+    for decision in decisions_for(changes):
+        comment = decision.comment
+        if decision.decision == ApprovalDecision.BROKE_GLASS:
+            comment = f"break glass: {comment}" if comment else "break glass"
+        at = decision.decided_at.isoformat() if decision.decided_at else ""
+        named.append(repo.Approval(decision.decided_by_name or "(unknown)", at, comment))
+    return tuple(named)

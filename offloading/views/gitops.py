@@ -22,6 +22,7 @@ from offloading.changes.errors import ChangeRejected
 from offloading.context import Actor, current_actor
 from offloading.gitops import handoff, repo
 from offloading.gitops.files import FilesError
+from offloading.governance.approvals import handoff_approvals
 from offloading.models import BulkRequest, ChangeRequest
 from offloading.views.common import forbidden
 
@@ -69,7 +70,7 @@ def _post(request: HttpRequest, prepare: Any, back: str, pk: int, context: dict[
     except ChangeRejected as exc:
         return forbidden(request, exc)
     try:
-        handoff.hand_off(prepared, actor)
+        handoff.hand_off(prepared, actor, approvals=handoff_approvals(prepared.changes))
     except repo.GitOpsError as error:
         unreachable = isinstance(error, repo.Unreachable) or type(error) is repo.GitOpsError
         status = UNREACHABLE_STATUS if unreachable else FAILED_STATUS

@@ -292,3 +292,37 @@ def test_a_server_that_never_answers_is_cut_off_by_the_timeout(api: Any, fleet: 
         status["details"]["causes"][0]["reason"] == "Unreachable" and "did not answer within 2 s" in status["message"]
     )
     assert _handed_off() == []
+
+
+def test_the_commit_names_who_approved_the_change(
+    api: Any, fleet: Any, daemon: GitDaemon, settings: Any, tmp_path: Path
+) -> None:
+    """The governance flow's decision (here written as an approval of the change by olga) is in the
+    commit message the pages and the API hand off."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from offloading.models import Approval, ApprovalDecision
+
+    configure(settings, daemon.url())
+    change = _edit(api)
+    now = timezone.now()
+    Approval.objects.create(
+        change=change,
+        requester_name="admin",
+        expires_at=now + timedelta(hours=1),
+        spec_hash="x",
+        decision=ApprovalDecision.APPROVED,
+        decided_by_name="olga",
+        decided_at=now,
+        comment="window agreed with the payments team",
+    )
+    response = api.post(f"/api/v1/changes/{change.pk}/handoff/", format="json")
+    assert response.status_code == 201, response.content
+    clone = _clone(daemon.url(), tmp_path / "clone")
+    git("fetch", "--quiet", "origin", response.json()["branch"], cwd=clone)
+    message = git("log", "-1", "--format=%B", response.json()["sha"], cwd=clone)
+    assert "Approvals: none" not in message
+    assert "- olga at " in message and '"window agreed with the payments team"' in message
+    assert "Approved-by: olga" in message
