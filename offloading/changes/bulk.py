@@ -14,7 +14,7 @@ from access import policy
 from liqo_rules.selectors.parse import parse_requirements
 from liqo_rules.selectors.requirements import SelectorError
 from liqo_rules.spec import apply_defaults
-from offloading.audit.events import record_bulk_requested
+from offloading.audit.events import record_bulk_requested, sealed_together
 from offloading.changes import authorize
 from offloading.changes.errors import ChangeRejected, Refusal
 from offloading.changes.requests import (
@@ -231,7 +231,7 @@ def request_bulk(
     plan.changes = _ask_cluster_all(plan.changes, plan.skipped, actor)
     _refuse_empty(plan, actor, namespace_selector, action)
     waits = holds.gate_bulk(plan.changes)  # one approval for the whole bulk, or windows per namespace
-    with transaction.atomic():
+    with transaction.atomic(), sealed_together():  # the children's audit rows: one append for all
         bulk = BulkRequest.objects.create(
             action=action,
             namespace_selector=namespace_selector,
@@ -298,7 +298,7 @@ def retry_failed(bulk_id: int, actor: Actor, *, confirmed: bool = False) -> Bulk
     if not confirmed:
         require_bulk_confirmation(changes)
     waits = holds.gate_bulk(changes)
-    with transaction.atomic():
+    with transaction.atomic(), sealed_together():  # the children's audit rows: one append for all
         retry = BulkRequest.objects.create(
             action=original.action,
             namespace_selector=original.namespace_selector,
