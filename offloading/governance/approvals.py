@@ -223,12 +223,19 @@ def rebase(change: ChangeRequest, namespace: Namespace | None) -> str:
     return ""
 
 
+def _settle_decision(approval: Approval, decision: str, actor: Actor | None = None, comment: str = "") -> bool:
+    """Move a pending approval to ``decision`` (by ``actor``, saying ``comment``); False when it was no
+    longer pending (someone decided meanwhile)."""
+    fields: dict[str, Any] = {"decision": decision, "decided_at": clock.now()}
+    if actor is not None:
+        fields.update(decided_by_id=actor.user_id, decided_by_name=actor.user_name, comment=comment)
+    return bool(Approval.objects.filter(pk=approval.pk, decision=ApprovalDecision.PENDING).update(**fields))
+
+
 def _ask_again(approval: Approval, children: list[ChangeRequest], moved: list[str], actor: Actor) -> str:
     """Supersede ``approval``: rebase the changes on the snapshot, cancel those that no longer apply, and
     ask for a new decision on the rest. The message for whoever tried to decide."""
-    Approval.objects.filter(pk=approval.pk, decision=ApprovalDecision.PENDING).update(
-        decision=ApprovalDecision.SUPERSEDED, decided_at=clock.now()
-    )
+    _settle_decision(approval, ApprovalDecision.SUPERSEDED)
     namespaces = {ns.name: ns for ns in Namespace.objects.filter(name__in=[c.namespace for c in children])}
     kept = []
     for change in children:
@@ -272,9 +279,7 @@ def _ask_again(approval: Approval, children: list[ChangeRequest], moved: list[st
 
 
 def expire(approval: Approval, children: list[ChangeRequest]) -> None:
-    if not Approval.objects.filter(pk=approval.pk, decision=ApprovalDecision.PENDING).update(
-        decision=ApprovalDecision.EXPIRED, decided_at=clock.now()
-    ):
+    if not _settle_decision(approval, ApprovalDecision.EXPIRED):
         return
     message = f"nobody approved it before {at_text(approval.expires_at)}: ask again if it is still needed"
     moved = finish(children, ChangeState.EXPIRED, message, [ChangeState.AWAITING_APPROVAL])
@@ -356,13 +361,7 @@ def approve(actor: Actor, *, change_id: int | None = None, bulk_id: int | None =
             message = _ask_again(approval, children, moved, actor)
         raise Refused(409, message[:1].upper() + message[1:])
     with transaction.atomic():
-        decided = Approval.objects.filter(pk=approval.pk, decision=ApprovalDecision.PENDING).update(
-            decision=ApprovalDecision.APPROVED,
-            decided_by_id=actor.user_id,
-            decided_by_name=actor.user_name,
-            decided_at=clock.now(),
-            comment=comment,
-        )
+        decided = _settle_decision(approval, ApprovalDecision.APPROVED, actor, comment)
         if not decided:
             raise Refused(409, "this approval request was decided by someone else meanwhile")
         for change in children:
@@ -390,13 +389,7 @@ def reject(actor: Actor, *, change_id: int | None = None, bulk_id: int | None = 
         raise Refused(400, "say why the change is rejected (a comment is required)", "comment")
     approval, children = _decide(actor, "reject", change_id, bulk_id, comment)
     with transaction.atomic():
-        if not Approval.objects.filter(pk=approval.pk, decision=ApprovalDecision.PENDING).update(
-            decision=ApprovalDecision.REJECTED,
-            decided_by_id=actor.user_id,
-            decided_by_name=actor.user_name,
-            decided_at=clock.now(),
-            comment=comment,
-        ):
+        if not _settle_decision(approval, ApprovalDecision.REJECTED, actor, comment):
             raise Refused(409, "this approval request was decided by someone else meanwhile")
         message = f"rejected by {actor.user_name}: {comment}"
         moved = finish(children, ChangeState.REJECTED, message, [ChangeState.AWAITING_APPROVAL])
@@ -458,13 +451,7 @@ def cancel(actor: Actor, *, change_id: int | None = None, bulk_id: int | None = 
         message = f"cancelled by {actor.user_name}" + (f": {comment}" if comment else "")
         moved = finish(changes, ChangeState.CANCELLED, message, WAITING)
         if approval is not None and (bulk_id is not None or approval.change_id is not None):
-            Approval.objects.filter(pk=approval.pk, decision=ApprovalDecision.PENDING).update(
-                decision=ApprovalDecision.CANCELLED,
-                decided_by_id=actor.user_id,
-                decided_by_name=actor.user_name,
-                decided_at=clock.now(),
-                comment=comment,
-            )
+            _settle_decision(approval, ApprovalDecision.CANCELLED, actor, comment)
             notify.resolve_alert(notify.approval_key(approval.change_id, approval.bulk_id))
         for change in changes:
             if change.pk in moved:
@@ -494,13 +481,7 @@ def break_glass(actor: Actor, *, change_id: int | None = None, bulk_id: int | No
     with transaction.atomic():
         # One child of a bulk breaks glass alone: the bulk's approval still waits for the others.
         if approval is not None and (bulk_id is not None or approval.change_id is not None):
-            Approval.objects.filter(pk=approval.pk, decision=ApprovalDecision.PENDING).update(
-                decision=ApprovalDecision.BROKE_GLASS,
-                decided_by_id=actor.user_id,
-                decided_by_name=actor.user_name,
-                decided_at=clock.now(),
-                comment=reason,
-            )
+            _settle_decision(approval, ApprovalDecision.BROKE_GLASS, actor, reason)
             notify.resolve_alert(notify.approval_key(approval.change_id, approval.bulk_id))
         queued = []
         for change in changes:
