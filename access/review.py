@@ -52,12 +52,23 @@ def review(identity: Identity, checks: list[Check], reviewer: Reviewer) -> Decis
     return Decision(True, "allowed by the cluster")
 
 
+LOOK_UP = "look up"  # review_change's identity: found from the user name
+
+
 def review_change(
-    username: str, action: str, namespace: str, reviewer: Reviewer | None = None, *, label: bool = True
+    username: str,
+    action: str,
+    namespace: str,
+    reviewer: Reviewer | None = None,
+    *,
+    label: bool = True,
+    identity: Identity | None | str = LOOK_UP,
 ) -> Decision:
     """The cluster's answer for ``username`` doing ``action`` on ``namespace``; allowed without asking
-    when impersonation is off (the dashboard then acts as itself)."""
-    identity = identity_for(username)
+    when impersonation is off (the dashboard then acts as itself). ``identity``: the user's, when the
+    caller already has it (a bulk asks for hundreds of namespaces as one user)."""
+    if isinstance(identity, str):
+        identity = identity_for(username)
     if identity is None:
         return Decision(True, "impersonation is off: the dashboard acts as itself")
     if reviewer is None:

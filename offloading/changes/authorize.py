@@ -25,7 +25,7 @@ from django.contrib.auth import get_user_model
 
 from access import policy, roles
 from access.impersonation import Identity, identity_for
-from access.review import review_change
+from access.review import LOOK_UP, review_change
 from liqo_rules.constants import SELECTED_NAME
 from offloading.audit.events import record_refused
 from offloading.changes.errors import ChangeRejected, Refusal
@@ -118,14 +118,20 @@ def identity(actor: Actor) -> Identity | None:
     return None if actor.user_id is None else identity_for(actor.user_name)
 
 
-def ask_cluster(actor: Actor, change: ChangeRequest, *, record: bool = True) -> None:
+def ask_cluster(
+    actor: Actor, change: ChangeRequest, *, record: bool = True, who: Identity | None | str = LOOK_UP
+) -> None:
     """Gate 2: raise ``FORBIDDEN`` (audited when ``record``) unless the cluster lets the impersonated
-    user make every request ``change`` will make."""
+    user make every request ``change`` will make (``who``: the actor's :func:`identity`, when known)."""
     if actor.user_id is None:
         return
     try:
         decision = review_change(
-            actor.user_name, cluster_action(change), change.namespace, label=bool(change.label_namespace)
+            actor.user_name,
+            cluster_action(change),
+            change.namespace,
+            label=bool(change.label_namespace),
+            identity=who,
         )
     except KubeError as exc:
         # Like the dry-run: an API server that cannot be asked now does not block the request. The

@@ -11,6 +11,7 @@ from django.conf import settings
 from django.db import transaction
 
 from access import policy
+from access.impersonation import Identity
 from liqo_rules.selectors.parse import parse_requirements
 from liqo_rules.selectors.requirements import SelectorError
 from liqo_rules.spec import apply_defaults
@@ -144,24 +145,28 @@ def plan_bulk(
     return BulkPlan(changes, skipped)
 
 
-def _ask_cluster(change: ChangeRequest, actor: Actor) -> ChangeRejected | None:
-    """The cluster's refusal of one bulk child: its access review for the user, then (offloads) the
-    dry-run as that user; None when it takes it."""
+def _ask_cluster(change: ChangeRequest, actor: Actor, who: Identity | None) -> ChangeRejected | None:
+    """The cluster's refusal of one bulk child: its access review for the user (``who``), then
+    (offloads) the dry-run as that user; None when it takes it."""
     try:
-        authorize.ask_cluster(actor, change, record=False)  # the refusal is kept in the bulk's skipped list
+        # the refusal is kept in the bulk's skipped list
+        authorize.ask_cluster(actor, change, record=False, who=who)
     except ChangeRejected as exc:
         return exc
     if change.action == ChangeAction.UNOFFLOAD:
         return None
-    with acting_as(authorize.identity(actor)):
+    with acting_as(who):
         return dry_run_refusal(change.namespace, change.desired_spec or {})
 
 
 def _ask_cluster_all(changes: list[ChangeRequest], skipped: list[dict[str, str]], actor: Actor) -> list[ChangeRequest]:
-    """The changes the cluster accepts (a few at a time); the refused ones go to ``skipped``."""
+    """The changes the cluster accepts (a few at a time); the refused ones go to ``skipped``. The user's
+    identity is looked up once, not by each thread for each namespace."""
     limit = max(1, int(settings.LIQO_DASH["DRY_RUN_CONCURRENCY"]))
+    who = authorize.identity(actor)
+
     with ThreadPoolExecutor(max_workers=limit) as pool:
-        verdicts = list(pool.map(lambda c: _ask_cluster(c, actor), changes))
+        verdicts = list(pool.map(lambda c: _ask_cluster(c, actor, who), changes))
     accepted = []
     for change, refusal in zip(changes, verdicts, strict=True):
         if refusal is None:
