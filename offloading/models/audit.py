@@ -35,7 +35,7 @@ class AuditEvent(models.Model):
     )
     before = models.JSONField(null=True, blank=True)
     after = models.JSONField(null=True, blank=True)
-    outcome = models.CharField(max_length=16, blank=True)
+    outcome = models.CharField(max_length=24, blank=True)  # a change state (awaiting_approval ...) or a verdict
     message = models.TextField(blank=True)
     prev_hash = models.CharField(max_length=64, blank=True)  # the seal of the event before
     hash = models.CharField(max_length=64, unique=True)  # this event's seal
