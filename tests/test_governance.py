@@ -22,6 +22,7 @@ from offloading.context import Actor
 from offloading.governance import approvals, beat, clock, facts, policy, windows
 from offloading.models import Alert, Approval, ApprovalDecision, AuditEvent, ChangeRequest, Namespace, Schedule
 from tests.conftest import READY_SPEC
+from tests.test_alerts import Receiver
 
 # Real commits: what is sent to the worker is sent once the transaction that records it commits.
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -434,7 +435,6 @@ def test_a_scheduled_change_can_be_cancelled(fleet: Any, people: Any, sent: Any,
 def test_break_glass_needs_an_admin_and_a_reason_and_is_audited_and_alerted(
     fleet: Any, people: Any, sent: Any, settings: Any
 ) -> None:
-    from tests.test_alerts import Receiver
 
     hook = Receiver()
     try:

@@ -8,18 +8,20 @@ failures are clear Status bodies; a viewer and an operator out of scope may not 
 from __future__ import annotations
 
 import socket
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import Group
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from access.models import Scope
 from offloading.audit.trail import verify
 from offloading.choices import AuditAction, ChangeAction
 from offloading.gitops.detect import facts
-from offloading.models import AuditEvent, BulkRequest, ChangeRequest, Namespace
+from offloading.models import Approval, ApprovalDecision, AuditEvent, BulkRequest, ChangeRequest, Namespace
 from tests.conftest import free_port
 from tests.gitops.conftest import HTTP_PASSWORD, HTTP_USER
 from tests.gitops.gitserver import GitDaemon, GitHttpServer, git
@@ -299,12 +301,6 @@ def test_the_commit_names_who_approved_the_change(
 ) -> None:
     """The governance flow's decision (here written as an approval of the change by olga) is in the
     commit message the pages and the API hand off."""
-    from datetime import timedelta
-
-    from django.utils import timezone
-
-    from offloading.models import Approval, ApprovalDecision
-
     configure(settings, daemon.url())
     change = _edit(api)
     now = timezone.now()
