@@ -32,4 +32,5 @@ urlpatterns = [
     path("live/freshness/", live.freshness, name="freshness"),
     path("", include("offloading.views.governance_urls")),
     path("", include("offloading.views.gitops_urls")),
+    path("", include("offloading.views.domain_urls")),
 ]
