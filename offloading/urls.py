@@ -33,4 +33,5 @@ urlpatterns = [
     path("", include("offloading.views.governance_urls")),
     path("", include("offloading.views.gitops_urls")),
     path("", include("offloading.views.domain_urls")),
+    path("", include("offloading.views.managed_urls")),
 ]

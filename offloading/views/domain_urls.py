@@ -1,4 +1,4 @@
-"""Page routes of the Liqo domain (issue 28: managed clusters, the domain map), included by
+"""Page routes of the Liqo domain map (issue 28), included by
 offloading/urls.py (same app namespace). Empty until those pages land."""
 
 from django.urls import URLPattern, URLResolver
