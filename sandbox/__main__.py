@@ -11,12 +11,27 @@ import time
 import urllib.request
 from pathlib import Path
 
-from sandbox import fleet, scenarios
+import yaml
+
+from sandbox import domain, fleet, scenarios
 from sandbox.rbac import SERVICE_USER
 from sandbox.server import Sandbox
 
 
+def _wait_for_signal() -> threading.Event:
+    stop = threading.Event()
+
+    def handle(signum: int, frame: object) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, handle)
+    signal.signal(signal.SIGINT, handle)
+    return stop
+
+
 def _serve(args: argparse.Namespace) -> int:
+    if domain.is_domain(args.scenario):
+        return _serve_domain(args)
     sb = Sandbox(
         scenario=args.scenario,
         controller_delay=args.controller_delay,
@@ -32,13 +47,7 @@ def _serve(args: argparse.Namespace) -> int:
         sb.write_kubeconfig(args.kubeconfig)
     if args.service_kubeconfig:
         sb.write_kubeconfig(args.service_kubeconfig, user=SERVICE_USER)
-    stop = threading.Event()
-
-    def handle(signum: int, frame: object) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGTERM, handle)
-    signal.signal(signal.SIGINT, handle)
+    stop = _wait_for_signal()
     print(f"(started in {took:.2f}s)", file=sys.stderr, flush=True)
     print(f"sandbox listening on {sb.url}", flush=True)
     try:
@@ -46,6 +55,49 @@ def _serve(args: argparse.Namespace) -> int:
     finally:
         sb.stop()
     return 0
+
+
+def _serve_domain(args: argparse.Namespace) -> int:
+    """Several clusters (sandbox.domain): one port each from --port on, one kubeconfig context each."""
+    if args.state_file:
+        raise SystemExit("--state-file is not supported with a domain scenario")
+    try:
+        dom = domain.Domain(
+            args.scenario,
+            controller_delay=args.controller_delay,
+            port=args.port,
+            host=args.host,
+            rbac=args.rbac_policy,
+        )
+    except (ValueError, OSError) as exc:
+        raise SystemExit(f"--scenario {args.scenario}: {exc}") from None
+    started = time.perf_counter()
+    dom.start()
+    took = time.perf_counter() - started
+    if args.kubeconfig:
+        dom.write_kubeconfig(args.kubeconfig)
+    if args.service_kubeconfig:
+        dom.write_kubeconfig(args.service_kubeconfig, user=SERVICE_USER)
+    stop = _wait_for_signal()
+    print(f"(domain of {len(dom.clusters)} clusters started in {took:.2f}s)", file=sys.stderr, flush=True)
+    for name, sb in dom.clusters.items():
+        print(f"sandbox {name} listening on {sb.url}", flush=True)
+    try:
+        stop.wait()
+    finally:
+        dom.stop()
+    return 0
+
+
+def _context_url(kubeconfig: str, context: str | None) -> str:
+    """The server of a kubeconfig's context (its current context when none is named)."""
+    document = yaml.safe_load(Path(kubeconfig).read_text()) or {}
+    name = context or document.get("current-context")
+    contexts = {entry["name"]: entry["context"] for entry in document.get("contexts") or []}
+    clusters = {entry["name"]: entry["cluster"] for entry in document.get("clusters") or []}
+    if name not in contexts:
+        raise SystemExit(f"{kubeconfig}: no context {name!r} ({', '.join(contexts)})")
+    return str(clusters[contexts[name]["cluster"]]["server"])
 
 
 def _generate(args: argparse.Namespace) -> int:
@@ -59,7 +111,10 @@ def _generate(args: argparse.Namespace) -> int:
 
 
 def _faults(args: argparse.Namespace) -> int:
-    url = args.url.rstrip("/") + "/sandbox/faults"
+    if not args.url and not args.kubeconfig:
+        raise SystemExit("give --url, or --kubeconfig (and --context for a domain's cluster)")
+    base = args.url or _context_url(args.kubeconfig, args.context)
+    url = base.rstrip("/") + "/sandbox/faults"
     if args.clear:
         request = urllib.request.Request(url, method="DELETE")
     elif args.set:
@@ -88,7 +143,10 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--port", type=int, default=0, help="0 picks a free port")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument(
-        "--scenario", default="demo", help=f"a built-in name ({', '.join(scenarios.builtin_names())}) or a YAML file"
+        "--scenario",
+        default="demo",
+        help=f"a built-in name ({', '.join(scenarios.builtin_names())}), a YAML file, or a domain of several "
+        "clusters: domain:rome,milan,turin:provider, domain:3 or a YAML file with domain: (sandbox/domain.py)",
     )
     serve.add_argument("--kubeconfig", help="write a kubeconfig for the sandbox here (as its admin)")
     serve.add_argument(
@@ -114,7 +172,9 @@ def main(argv: list[str] | None = None) -> int:
     gen.set_defaults(func=_generate)
 
     faults = sub.add_parser("faults", help="show or change the faults of a running sandbox")
-    faults.add_argument("--url", required=True, help="the sandbox URL, e.g. http://127.0.0.1:8001")
+    faults.add_argument("--url", help="the sandbox URL, e.g. http://127.0.0.1:8001")
+    faults.add_argument("--kubeconfig", help="instead of --url: the server of this kubeconfig's context")
+    faults.add_argument("--context", help="with --kubeconfig: the context (a domain's cluster name)")
     faults.add_argument(
         "--set", nargs="*", metavar="KEY=VALUE", help="e.g. latency=0.5 error_rate=0.1 outage=true peer_down=milan"
     )

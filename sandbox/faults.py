@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -43,6 +43,9 @@ class Faults:
         self._random = random.Random()
         self._listeners: list[Callable[[FaultSettings], None]] = []
         self._inflight = 0
+        # Peers another part of a sandbox domain reports unreachable (their own API is out: sandbox.domain);
+        # kept apart from the settings, which are this cluster's own faults.
+        self._unreachable: frozenset[str] = frozenset()
         self.throttled = 0  # requests answered 429 by max_inflight since the start
         self.peak_inflight = 0  # most requests in flight at once (watches not counted) since reset_peak
 
@@ -121,7 +124,22 @@ class Faults:
 
     def peer_is_down(self, cluster_id: str) -> bool:
         with self._lock:
-            return cluster_id in self._settings.peer_down
+            return cluster_id in self._settings.peer_down or cluster_id in self._unreachable
+
+    def unreachable(self) -> frozenset[str]:
+        """The peers reported unreachable from outside this cluster's settings (a domain's outages)."""
+        with self._lock:
+            return self._unreachable
+
+    def set_unreachable(self, cluster_ids: Collection[str]) -> None:
+        """Report exactly these peers unreachable (besides `peer_down`); listeners hear of the change."""
+        with self._lock:
+            if frozenset(cluster_ids) == self._unreachable:
+                return
+            self._unreachable = frozenset(cluster_ids)
+            settings = FaultSettings(**asdict(self._settings))
+        for listener in self._listeners:
+            listener(settings)
 
     def controller_is_down(self) -> bool:
         with self._lock:

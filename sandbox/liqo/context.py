@@ -65,6 +65,10 @@ class Peer:
     # error only reaches its log, as in Liqo (issue 27).
     namespace_map_writable: bool = True
     store: Store = field(default_factory=Store)
+    # `<namespace>/<name>` of our NamespaceMap as replicated in this peer (its tenant namespace for us,
+    # named after the peer), which annotates the namespaces it creates for us; empty: the local map's.
+    # A sandbox domain sets it, and `store` to the peer's own API store (sandbox.domain).
+    map_ref: str = ""
 
     def namespaces(self) -> dict[str, Obj]:
         return {o["metadata"]["name"]: o for o in self.store.items(NAMESPACES)}

@@ -27,7 +27,7 @@ class ProviderController:
             return None
         if self.ctx.faults.peer_is_down(cluster_id):
             return None  # nothing is replicated while the peer is unreachable; the simulation re-enqueues
-        nm_ref = f"{nm['metadata']['namespace']}/{nm['metadata']['name']}"
+        nm_ref = peer.map_ref or f"{nm['metadata']['namespace']}/{nm['metadata']['name']}"
         desired: dict[str, str] = (nm.get("spec") or {}).get("desiredMapping") or {}
         old: dict[str, Mapping] = (nm.get("status") or {}).get("currentMapping") or {}
         current: dict[str, Mapping] = clone(old)
@@ -82,7 +82,11 @@ class ProviderController:
             store.replace(NAMESPACES, dict(existing, metadata=meta, status={"phase": "Terminating"}), None)
             current[local_ns] = {"remoteNamespace": remote, "phase": c.MAPPING_TERMINATING}
             return True
-        store.remove(NAMESPACES, "", remote)
+        try:
+            store.remove(NAMESPACES, "", remote)
+        except ApiError as err:  # finalized meanwhile by the peer's own namespace controller (a domain)
+            if err.code != 404:
+                raise
         del current[local_ns]
         return False
 

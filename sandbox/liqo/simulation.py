@@ -145,7 +145,7 @@ class LiqoSimulation(LiqoContext):
         if self._controller_down and not settings.controller_down:
             self.enqueue_all_offloadings(0.0)  # back up: it resyncs every NamespaceOffloading
         self._controller_down = settings.controller_down
-        down = set(settings.peer_down)
+        down = set(settings.peer_down) | self.faults.unreachable()  # a domain's outages too
         changed = down ^ self._down
         self._down = down
         for cluster_id in changed:

@@ -1,0 +1,439 @@
+"""A sandbox domain: several sandbox clusters in one process, each with its own API endpoint (its own
+port) and its own kubeconfig context, peered with one another as Liqo peers them.
+
+Each cluster is a whole `Sandbox` started from a scenario built here: its own nodes and namespaces,
+and a peer (ForeignCluster, VirtualNodes, NamespaceMap) for every other cluster of the domain, with
+the role the domain gives it (a mesh: every cluster consumes and provides, except provider-only
+clusters, which consume nothing). Once all are started they are linked: the simulated provider side
+of cluster A's peer B writes into B's own store, so an offload from A to B creates the twin namespace
+in B's API (named by Liqo's mapping strategy, labelled ``liqo.io/remote-cluster-id=A``, annotated with
+A's NamespaceMap as replicated in B, ``liqo-tenant-A/B``), and deleting the offloading removes it. A
+cluster whose API is out (the ``outage`` fault) is unreachable for the others: their ForeignCluster,
+VirtualNodes and Nodes for it turn not ready and nothing converges there until it is back.
+
+Scenarios (``--scenario``):
+
+* ``domain:rome,milan,naples``: these clusters, each with generated demo namespaces (some offloaded);
+  ``name:provider`` makes a cluster provider-only (``domain:rome,milan,turin:provider``);
+* ``domain:3``: that many clusters, named rome, milan, naples, turin, ... (``cluster-11`` past ten);
+* a YAML file (or, in-process, a dict) with a top-level ``domain:`` mapping, see
+  ``scenarios/domains/italy.yaml``.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from liqo_rules import constants as c
+from liqo_rules.peers import ROLE_CONSUMER, ROLE_CONSUMER_AND_PROVIDER, ROLE_PROVIDER, tenant_namespace_name
+from liqo_rules.spec import is_dns1123_label
+from sandbox import persistence
+from sandbox.faults import FaultSettings
+from sandbox.objects import clone
+from sandbox.rbac import ADMIN_USER
+from sandbox.server import Sandbox
+
+PREFIX = "domain:"
+PROVIDER_ONLY = "provider"
+NAMES = ("rome", "milan", "naples", "turin", "florence", "bologna", "genoa", "venice", "palermo", "bari")
+MAX_CLUSTERS = 20
+REGIONS = ("eu-south-1", "eu-west-1", "eu-central-1")
+PROVIDERS = ("kubeadm", "eks", "gke", "aks")
+REGION_LABEL = "topology.kubernetes.io/region"
+# What a cluster entry of a domain YAML may say besides the single-cluster scenario keys it passes on.
+CLUSTER_KEYS = {"name", "providerOnly", "port", "labels"}
+COMPUTED_KEYS = {"localCluster", "peers"}  # the domain writes these itself
+
+
+@dataclass
+class ClusterSpec:
+    """One cluster of a domain: its name (= its Liqo cluster id and its kubeconfig context)."""
+
+    name: str
+    provider_only: bool = False
+    port: int | None = None  # None: the domain's --port plus the cluster's index (0: a free one)
+    labels: dict[str, str] = field(default_factory=dict)
+    scenario: dict[str, Any] = field(default_factory=dict)  # single-cluster keys: namespaces, localNodes, ...
+
+
+@dataclass
+class DomainSpec:
+    clusters: list[ClusterSpec]
+    description: str = ""
+
+    def names(self) -> list[str]:
+        return [cluster.name for cluster in self.clusters]
+
+
+# -- parsing ---------------------------------------------------------------------------------------
+def is_domain(scenario: str | Path | dict[str, Any]) -> bool:
+    """Whether ``--scenario`` asks for a domain (a ``domain:`` string, or YAML with a top-level ``domain:``)."""
+    if isinstance(scenario, dict):
+        return "domain" in scenario
+    if str(scenario).startswith(PREFIX):
+        return True
+    path = Path(scenario)
+    if path.suffix not in (".yaml", ".yml") or not path.is_file():
+        return False
+    with path.open() as fh:  # a look at the top-level keys, not a parse (fleet files are large)
+        return any(re.match(r"domain\s*:", line) for line in fh)
+
+
+def load(scenario: str | Path | dict[str, Any]) -> DomainSpec:
+    """The domain a ``--scenario`` value describes; ValueError when it is not a valid one."""
+    if isinstance(scenario, dict):
+        return from_data(scenario)
+    text = str(scenario)
+    if text.startswith(PREFIX):
+        return parse(text[len(PREFIX) :])
+    data = yaml.safe_load(Path(scenario).read_text())
+    if not isinstance(data, dict):
+        raise ValueError(f"domain scenario {scenario} is not a YAML mapping")
+    return from_data(data)
+
+
+def parse(text: str) -> DomainSpec:
+    """``3`` or ``rome,milan,turin:provider``."""
+    text = text.strip()
+    if text.isdigit():
+        count = int(text)
+        if not 1 <= count <= MAX_CLUSTERS:
+            raise ValueError(f"domain:N takes 1 to {MAX_CLUSTERS} clusters, not {count}")
+        names = [NAMES[i] if i < len(NAMES) else f"cluster-{i + 1}" for i in range(count)]
+        return _checked(DomainSpec([ClusterSpec(name) for name in names]))
+    clusters = []
+    for item in text.split(","):
+        name, _, flag = item.strip().partition(":")
+        if flag not in ("", PROVIDER_ONLY):
+            raise ValueError(f"domain: unknown flag {flag!r} on cluster {name!r} (only ':{PROVIDER_ONLY}')")
+        clusters.append(ClusterSpec(name, provider_only=flag == PROVIDER_ONLY))
+    return _checked(DomainSpec(clusters))
+
+
+def from_data(data: dict[str, Any]) -> DomainSpec:
+    """The YAML form: ``{description, domain: {clusters: [name | {name, providerOnly, port, labels, ...}]}}``."""
+    domain = data.get("domain")
+    if not isinstance(domain, dict) or not isinstance(domain.get("clusters"), list):
+        raise ValueError("a domain scenario needs domain: {clusters: [...]}")
+    clusters = []
+    for entry in domain["clusters"]:
+        if isinstance(entry, str):
+            entry = {"name": entry}
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+            raise ValueError(f"domain: a cluster is a name or a mapping with a name, not {entry!r}")
+        computed = COMPUTED_KEYS & set(entry)
+        if computed:
+            raise ValueError(f"domain: cluster {entry['name']!r}: the domain writes {', '.join(sorted(computed))}")
+        port = entry.get("port")
+        if port is not None and (not isinstance(port, int) or isinstance(port, bool) or not 0 <= port < 65536):
+            raise ValueError(f"domain: cluster {entry['name']!r}: port must be a port number")
+        provider_only = entry.get("providerOnly", False)
+        if not isinstance(provider_only, bool):
+            raise ValueError(f"domain: cluster {entry['name']!r}: providerOnly must be true or false")
+        clusters.append(
+            ClusterSpec(
+                entry["name"],
+                provider_only=provider_only,
+                port=port,
+                labels={str(k): str(v) for k, v in (entry.get("labels") or {}).items()},
+                scenario={k: clone(v) for k, v in entry.items() if k not in CLUSTER_KEYS},
+            )
+        )
+    return _checked(DomainSpec(clusters, str(data.get("description") or "")))
+
+
+def _checked(spec: DomainSpec) -> DomainSpec:
+    names = spec.names()
+    if not names:
+        raise ValueError("a domain needs at least one cluster")
+    for name in names:
+        if not is_dns1123_label(name) or name == "local":
+            raise ValueError(f"domain: {name!r} is not a valid cluster name (a DNS label such as rome)")
+    duplicates = sorted({name for name in names if names.count(name) > 1})
+    if duplicates:
+        raise ValueError(f"domain: cluster(s) named twice: {', '.join(duplicates)}")
+    if len(names) > MAX_CLUSTERS:
+        raise ValueError(f"a domain holds at most {MAX_CLUSTERS} clusters")
+    return spec
+
+
+# -- the scenario of each cluster ------------------------------------------------------------------
+def role_of(peer: ClusterSpec, seen_from: ClusterSpec) -> str | None:
+    """The role ``seen_from``'s ForeignCluster for ``peer`` shows; None: the two do not peer (both are
+    provider-only). Every cluster provides; a cluster that is not provider-only consumes the others."""
+    provides = not seen_from.provider_only  # seen_from offloads into peer
+    consumes = not peer.provider_only  # peer offloads into seen_from
+    if provides and consumes:
+        return ROLE_CONSUMER_AND_PROVIDER
+    if provides:
+        return ROLE_PROVIDER
+    if consumes:
+        return ROLE_CONSUMER
+    return None
+
+
+def labels_of(spec: DomainSpec, cluster: ClusterSpec) -> dict[str, str]:
+    index = spec.clusters.index(cluster)
+    defaults = {
+        REGION_LABEL: REGIONS[index % len(REGIONS)],
+        c.CLUSTER_PROVIDER_LABEL: PROVIDERS[index % len(PROVIDERS)],
+    }
+    return {**defaults, **cluster.labels}
+
+
+def demo_namespaces(spec: DomainSpec, cluster: ClusterSpec) -> list[dict[str, Any]]:
+    """A few namespaces per cluster. A consumer offloads ``web`` to the next cluster of the domain
+    (DefaultName: ``web-<cluster>`` there), ``api`` to every peer, ``ml-<cluster>`` to the previous one
+    with EnforceSameName and pods only remote; ``batch`` stays local (and shares its name with every
+    other cluster's ``batch``)."""
+    team = {"team": cluster.name}
+    local = [{"name": "batch", "labels": {**team, "env": "prod"}, "pods": 1}]
+    if cluster.provider_only:
+        return [*local, {"name": "monitoring", "labels": {**team, "env": "ops"}}]
+    others = [other.name for other in spec.clusters if other is not cluster]
+    if not others:
+        return local
+    index = spec.clusters.index(cluster)
+    ring = [other.name for other in spec.clusters[index + 1 :] + spec.clusters[:index]]
+    after, before = ring[0], ring[-1]
+    return [
+        {
+            "name": "web",
+            "labels": {**team, "env": "prod"},
+            "offloading": {"selector": [f"{c.REMOTE_CLUSTER_ID_LABEL}={after}"]},
+            "pods": 2,
+        },
+        {"name": "api", "labels": {**team, "env": "prod"}, "offloading": {"selector": []}, "pods": 1},
+        {
+            "name": f"ml-{cluster.name}",
+            "labels": {**team, "env": "staging"},
+            "offloading": {
+                "selector": [f"{c.REMOTE_CLUSTER_ID_LABEL}={before}"],
+                "namespaceMappingStrategy": "EnforceSameName",
+                "podOffloadingStrategy": "Remote",
+            },
+        },
+        *local,
+    ]
+
+
+def cluster_scenario(spec: DomainSpec, cluster: ClusterSpec) -> dict[str, Any]:
+    """The single-cluster scenario of one cluster: its nodes and namespaces, and a peer for every other
+    cluster it peers with (the peer's labels are that cluster's own)."""
+    data = clone(cluster.scenario)
+    data.setdefault("description", f"cluster {cluster.name} of the domain {', '.join(spec.names())}")
+    data["localCluster"] = {"id": cluster.name, "labels": labels_of(spec, cluster)}
+    data.setdefault(
+        "localNodes",
+        [{"name": f"{cluster.name}-control-plane", "roles": ["control-plane"]}]
+        + [{"name": f"{cluster.name}-worker-{i}", "roles": ["worker"]} for i in (1, 2)],
+    )
+    if "namespaces" not in data:
+        data["namespaces"] = demo_namespaces(spec, cluster)
+    peers = []
+    for other in spec.clusters:
+        role = None if other is cluster else role_of(other, cluster)
+        if role is None:
+            continue
+        other_namespaces = other.scenario.get("namespaces")
+        if other_namespaces is None:
+            other_namespaces = demo_namespaces(spec, other)
+        peers.append(
+            {
+                "id": other.name,
+                "role": role,
+                "labels": labels_of(spec, other),
+                # Until the domain links the clusters, the peer's store stands for it: its namespaces,
+                # so that an EnforceSameName offloading conflicts from the start as it will after.
+                "existingNamespaces": [ns["name"] for ns in other_namespaces],
+            }
+        )
+    data["peers"] = peers
+    return data
+
+
+# -- the running domain ----------------------------------------------------------------------------
+class Domain:
+    """Several sandbox clusters peered with one another.
+
+    with Domain("domain:rome,milan,naples", port=0) as d: d["milan"].url; d.write_kubeconfig(path)
+    """
+
+    def __init__(
+        self,
+        scenario: str | Path | dict[str, Any] | DomainSpec,
+        *,
+        controller_delay: float = 0.0,
+        port: int = 0,
+        host: str = "127.0.0.1",
+        rbac: str | Path | dict[str, Any] | None = None,
+    ) -> None:
+        self.spec = scenario if isinstance(scenario, DomainSpec) else load(scenario)
+        self.clusters: dict[str, Sandbox] = {}
+        for index, cluster in enumerate(self.spec.clusters):
+            if cluster.port is not None:
+                cluster_port = cluster.port
+            else:
+                cluster_port = port + index if port else 0
+            self.clusters[cluster.name] = Sandbox(
+                scenario=cluster_scenario(self.spec, cluster),
+                controller_delay=controller_delay,
+                port=cluster_port,
+                host=host,
+                rbac=rbac,
+            )
+        self._lock = threading.Lock()
+        self._outage: dict[str, bool] = dict.fromkeys(self.clusters, False)
+        self.started = False
+
+    def __getitem__(self, name: str) -> Sandbox:
+        return self.clusters[name]
+
+    def names(self) -> list[str]:
+        return list(self.clusters)
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+    def start(self, timeout: float = 30.0) -> Domain:
+        """Start every cluster, link them, and return once the offloadings between them converged."""
+        if self.started:
+            return self
+        started: list[Sandbox] = []
+        try:
+            for sb in self.clusters.values():
+                started.append(sb.start())
+            self.started = True
+            delays = {name: sb.liqo.controller_delay for name, sb in self.clusters.items()}
+            for sb in self.clusters.values():
+                sb.liqo.controller_delay = 0.0  # the initial domain converges at once, as a cluster does
+            self._link()
+            self.wait_idle(timeout)
+            for name, sb in self.clusters.items():
+                sb.liqo.controller_delay = delays[name]
+        except BaseException:
+            for sb in started:
+                sb.stop()
+            self.started = False
+            raise
+        return self
+
+    def _link(self) -> None:
+        for name, sb in self.clusters.items():
+            for peer_id, peer in sb.liqo.peers.items():
+                other = self.clusters.get(peer_id)
+                if other is None:
+                    continue
+                # Our NamespaceMap for the peer, as replicated there: in its tenant namespace for us.
+                peer.map_ref = f"{tenant_namespace_name(name)}/{peer_id}"
+                peer.store = other.store
+                sb.liqo.enqueue_provider(peer_id)
+            sb.faults.add_listener(partial(self._faults_changed, name))
+            sb.api.admin_hooks["domain"] = partial(self.endpoint, name)
+
+    def stop(self) -> None:
+        for sb in self.clusters.values():
+            sb.stop()
+        self.started = False
+
+    def __enter__(self) -> Domain:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def wait_idle(self, timeout: float = 10.0) -> bool:
+        """Return once no cluster's simulated controllers have work left, including the work one cluster
+        gives another (a twin namespace created in a peer); TimeoutError otherwise."""
+        deadline = time.monotonic() + timeout
+        while True:
+            before = [sb.store.revision for sb in self.clusters.values()]
+            for sb in self.clusters.values():
+                sb.wait_idle(max(0.05, deadline - time.monotonic()))
+            if [sb.store.revision for sb in self.clusters.values()] == before:
+                return True
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the sandbox domain is still busy after {timeout}s")
+
+    # -- faults across the domain ------------------------------------------------------------------
+    def _faults_changed(self, name: str, settings: FaultSettings) -> None:
+        """A cluster whose API is out is unreachable for its peers (as `peer_down` there, kept apart)."""
+        outage = settings.outage
+        with self._lock:
+            if self._outage.get(name) == outage:
+                return
+            self._outage[name] = outage
+            out = {cluster for cluster, down in self._outage.items() if down}
+        for other, sb in self.clusters.items():
+            sb.faults.set_unreachable({cluster for cluster in out if cluster != other and cluster in sb.liqo.peers})
+
+    def describe(self, asked_from: str | None = None) -> dict[str, Any]:
+        """What ``GET /sandbox/domain`` answers: every cluster with its URL, context, roles and faults."""
+        by_name = {cluster.name: cluster for cluster in self.spec.clusters}
+        clusters = []
+        for name, sb in self.clusters.items():
+            clusters.append(
+                {
+                    "name": name,
+                    "context": name,
+                    "url": sb.url if sb.started else None,
+                    "providerOnly": by_name[name].provider_only,
+                    "peers": {peer_id: peer.role for peer_id, peer in sorted(sb.liqo.peers.items())},
+                    "faults": sb.faults.as_dict(),
+                    "unreachablePeers": sorted(sb.faults.unreachable()),
+                }
+            )
+        return {"cluster": asked_from, "clusters": clusters}
+
+    def endpoint(self, asked_from: str, method: str, payload: Any) -> tuple[int, Any]:
+        """``/sandbox/domain`` on every cluster: GET describes the domain; PATCH ``{"cluster": name,
+        "faults": {...}}`` changes that cluster's faults (as its own ``PATCH /sandbox/faults``), PUT sets
+        exactly those; DELETE clears the faults of every cluster."""
+        if method in ("PATCH", "PUT"):
+            if not isinstance(payload, dict) or set(payload) - {"cluster", "faults"}:
+                raise ValueError('give {"cluster": "<name>", "faults": {...}}')
+            sb = self.clusters.get(str(payload.get("cluster")))
+            if sb is None:
+                raise ValueError(f"no cluster {payload.get('cluster')!r} in the domain ({', '.join(self.clusters)})")
+            faults = payload.get("faults") or {}
+            if not isinstance(faults, dict):
+                raise ValueError("faults must be a mapping, as /sandbox/faults takes")
+            if method == "PATCH":
+                sb.faults.set(**faults)
+            else:
+                sb.faults.replace(faults)
+        elif method == "DELETE":
+            for sb in self.clusters.values():
+                sb.faults.clear()
+        elif method != "GET":
+            return 405, {"error": "use GET, PATCH, PUT or DELETE"}
+        return 200, self.describe(asked_from)
+
+    # -- kubeconfig --------------------------------------------------------------------------------
+    def kubeconfig(self, user: str = ADMIN_USER, current: str | None = None) -> dict[str, Any]:
+        """One kubeconfig for the whole domain: a cluster, a user and a context per cluster, each named
+        after it (the user ``<user>@<cluster>``); the current context is the first cluster's."""
+        document: dict[str, Any] = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [],
+            "users": [],
+            "contexts": [],
+            "current-context": current or self.names()[0],
+            "preferences": {},
+        }
+        for name, sb in self.clusters.items():
+            single = persistence.kubeconfig(sb.url, user, sb.policy.token_for(user))
+            document["clusters"].append({"name": name, "cluster": single["clusters"][0]["cluster"]})
+            document["users"].append({"name": f"{user}@{name}", "user": single["users"][0]["user"]})
+            document["contexts"].append({"name": name, "context": {"cluster": name, "user": f"{user}@{name}"}})
+        return document
+
+    def write_kubeconfig(self, path: str | Path, user: str = ADMIN_USER) -> Path:
+        return persistence.write_yaml(Path(path), self.kubeconfig(user))
