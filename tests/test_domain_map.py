@@ -1,0 +1,246 @@
+"""The Liqo domain map (issue 28): the pure layout of a domain's graph (positions, edges, folding past
+the limit), the graph built from the snapshot, and the page that draws it as SVG with a table."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+import pytest
+from django.urls import reverse
+
+from offloading.insight import domain
+from offloading.insight.domain import DomainEdge, DomainNode, layout, local_domain
+from offloading.models import Cluster, ClusterOffloading, Namespace, SnapshotState
+
+LOCAL = DomainNode("rome", "rome", managed=True, health=domain.HEALTHY)
+
+
+def star(peers: int, *, consumers: int = 0) -> tuple[list[DomainNode], list[DomainEdge]]:
+    """The local cluster offloading i namespaces to peer i (some not Ready on every 7th), and the first
+    ``consumers`` peers offloading back to it."""
+    nodes = [LOCAL]
+    edges = []
+    for i in range(peers):
+        health = domain.UNREACHABLE if i % 11 == 5 else domain.HEALTHY
+        peer = DomainNode(f"peer-{i:03d}", f"peer-{i:03d}", managed=False, health=health, role="Provider")
+        nodes.append(peer)
+        not_ready = 1 if i % 7 == 3 else 0
+        edges.append(
+            DomainEdge("rome", peer.id, i, not_ready, domain.edge_health(i, not_ready, health != domain.UNREACHABLE))
+        )
+        if i < consumers:
+            edges.append(DomainEdge(peer.id, "rome", 2, 0, domain.READY))
+    return nodes, edges
+
+
+def _distance(a: Any, b: Any) -> float:
+    return math.hypot(a.x - b.x, a.y - b.y)
+
+
+@pytest.mark.parametrize("peers", [1, 3, 20, 50, 119, 120])
+def test_the_layout_places_every_node_apart_inside_the_picture_and_keeps_every_edge(peers: int) -> None:
+    nodes, edges = star(peers, consumers=3)
+    picture = layout(nodes, edges)
+    assert picture.hidden == 0
+    assert [p.node.id for p in picture.nodes][0] == "rome"
+    assert sorted(p.node.id for p in picture.nodes) == sorted(n.id for n in nodes)
+    placed = {p.node.id: p for p in picture.nodes}
+    centre = picture.size / 2
+    assert (placed["rome"].x, placed["rome"].y) == (centre, centre), "one managed cluster: in the middle"
+    peer_nodes = [p for p in picture.nodes if not p.node.managed]
+    if len(peer_nodes) > 1:
+        closest = min(_distance(a, b) for i, a in enumerate(peer_nodes) for b in peer_nodes[i + 1 :])
+        assert closest >= domain.SPACING - 0.5, "neighbours along the ring leave room for a label each"
+    for p in peer_nodes:
+        assert _distance(p, placed["rome"]) > domain.BOX_W / 2 + 40
+        # The label starts outside the node, runs outwards, fits in the picture and is never upside down.
+        assert math.hypot(p.label_x - centre, p.label_y - centre) > math.hypot(p.x - centre, p.y - centre)
+        assert math.hypot(p.label_x - centre, p.label_y - centre) + domain.LABEL_ROOM <= centre + 0.5
+        assert -90 <= p.rotate <= 90
+    # Every edge is drawn once, between ends that exist, with its count; arrows end at the target's outline.
+    assert sorted((e.edge.source, e.edge.target, e.edge.namespaces) for e in picture.edges) == sorted(
+        (e.source, e.target, e.namespaces) for e in edges
+    )
+    for e in picture.edges:
+        target = placed[e.edge.target]
+        assert e.edge.source in placed and e.edge.target in placed
+        if not target.node.managed:
+            assert abs(math.hypot(e.x2 - target.x, e.y2 - target.y) - domain.PEER_R) < 0.6
+        assert 0 < e.label_x < picture.size and 0 < e.label_y < picture.size
+    # A peer that is consumer and provider has two arrows, side by side rather than on top of each other.
+    both = [e for e in picture.edges if "peer-000" in (e.edge.source, e.edge.target)]
+    assert len(both) == 2 and math.hypot(both[0].x1 - both[1].x2, both[0].y1 - both[1].y2) > 5
+
+
+def test_past_the_limit_the_quiet_peers_fold_into_one_node_with_their_counts_summed() -> None:
+    nodes, edges = star(200, consumers=10)
+    picture = layout(nodes, edges)
+    shown = [p.node for p in picture.nodes if not p.node.managed]
+    assert len(shown) == domain.MAX_PEERS and picture.hidden == 200 - (domain.MAX_PEERS - 1)
+    more = next(n for n in shown if n.more)
+    assert more.id == domain.MORE_ID and more.more == picture.hidden
+    ids = {n.id for n in shown}
+    # The unreachable peers and those with namespaces not Ready are never folded.
+    assert all(n.id in ids for n in nodes if n.health == domain.UNREACHABLE)
+    assert all(e.target in ids for e in edges if e.health == domain.DEGRADED)
+    # Nothing offloaded is lost: the folded edges' counts add up on the "and N more" edge.
+    assert sum(e.edge.namespaces for e in picture.edges) == sum(e.namespaces for e in edges)
+    folded = next(e for e in picture.edges if e.edge.target == domain.MORE_ID)
+    assert folded.edge.peers == picture.hidden and folded.edge.source == "rome"
+    assert {e.edge.source for e in picture.edges} | {e.edge.target for e in picture.edges} <= ids | {"rome"}
+    positions = {(p.x, p.y) for p in picture.nodes}
+    assert len(positions) == len(picture.nodes), "positions distinct"
+
+
+def test_several_managed_clusters_sit_on_an_inner_ring_and_peers_face_theirs() -> None:
+    milan = DomainNode("milan", "milan", managed=True, health=domain.HEALTHY)
+    nodes = [LOCAL, milan] + [DomainNode(f"p{i}", f"p{i}", False, domain.HEALTHY, "Provider") for i in range(12)]
+    edges = [DomainEdge("rome" if i < 6 else "milan", f"p{i}", 1, 0, domain.READY) for i in range(12)]
+    edges.append(DomainEdge("rome", "milan", 4, 1, domain.DEGRADED))
+    picture = layout(nodes, edges)
+    placed = {p.node.id: p for p in picture.nodes}
+    assert _distance(placed["rome"], placed["milan"]) > domain.BOX_W
+    for i in range(12):
+        mine, other = ("rome", "milan") if i < 6 else ("milan", "rome")
+        assert _distance(placed[f"p{i}"], placed[mine]) < _distance(placed[f"p{i}"], placed[other])
+    assert len({(p.x, p.y) for p in picture.nodes}) == len(nodes)
+
+
+def test_edges_to_unknown_clusters_or_loops_are_left_out() -> None:
+    edges = [DomainEdge("rome", "nowhere", 3, 0, domain.READY), DomainEdge("rome", "rome", 1, 0, domain.READY)]
+    assert layout([LOCAL], edges).edges == []
+
+
+def test_edge_health_says_ready_degraded_idle_or_unreachable() -> None:
+    assert domain.edge_health(3, 0, True) == domain.READY
+    assert domain.edge_health(3, 1, True) == domain.DEGRADED
+    assert domain.edge_health(0, 0, True) == domain.IDLE
+    assert domain.edge_health(3, 0, False) == domain.UNREACHABLE
+    assert domain.peer_health("Unhealthy", "Healthy", "Healthy") == domain.UNREACHABLE
+    assert domain.peer_health("Healthy", "Healthy", "Unhealthy") == domain.UNHEALTHY
+    assert domain.peer_health("Healthy", "Healthy", "Disabled") == domain.HEALTHY
+    assert domain.peer_health("", "", "") == domain.UNKNOWN
+
+
+# --------------------------------------------------------------------------------------------------
+# From the snapshot, and the page.
+
+
+def _consumer_peer() -> None:
+    """bologna consumes rome: two twin namespaces here (one terminating), and its tenant namespace."""
+    Cluster.objects.create(
+        cluster_id="bologna",
+        name="bologna",
+        role="Consumer",
+        networking_status="Healthy",
+        authentication_status="Healthy",
+        offloading_status="Disabled",
+    )
+    label = {"liqo.io/remote-cluster-id": "bologna"}
+    Namespace.objects.create(name="reports", labels=label, status_phase="Active")
+    Namespace.objects.create(name="etl", labels=label, status_phase="Terminating")
+    Namespace.objects.create(
+        name="liqo-tenant-bologna", labels={**label, "liqo.io/tenant-namespace": "true"}, status_phase="Active"
+    )
+
+
+@pytest.mark.django_db
+def test_the_graph_of_the_snapshot_has_an_edge_per_provider_and_per_consumer(fleet: Any) -> None:
+    _consumer_peer()
+    ClusterOffloading.objects.filter(cluster_id="naples").update(selected=True, state="CreationLoopBackOff")
+    nodes, edges = local_domain()
+    by_id = {n.id: n for n in nodes}
+    assert by_id["rome"].managed and not by_id["milan"].managed
+    assert by_id["naples"].health == domain.UNHEALTHY and by_id["milan"].health == domain.HEALTHY
+    found = {(e.source, e.target): (e.namespaces, e.not_ready, e.health) for e in edges}
+    assert found == {
+        ("rome", "milan"): (1, 0, domain.READY),
+        ("rome", "naples"): (1, 1, domain.DEGRADED),
+        ("bologna", "rome"): (2, 1, domain.DEGRADED),  # the tenant namespace is not an offloaded one
+    }
+
+
+@pytest.mark.django_db
+def test_an_unreachable_local_cluster_makes_its_edges_unreachable(fleet: Any) -> None:
+    from django.utils import timezone
+
+    now = timezone.now()
+    SnapshotState.objects.filter(pk=1).update(
+        last_success_at=now - timezone.timedelta(minutes=5), last_attempt_at=now, last_error="connection refused"
+    )
+    nodes, edges = local_domain()
+    assert nodes[0].health == domain.UNREACHABLE
+    assert {e.health for e in edges} == {domain.UNREACHABLE}
+
+
+def _svg(page: str) -> str:
+    found = re.search(r'<svg id="domain-map".*?</svg>', page, re.S)
+    assert found, "the page draws the map"
+    return found.group(0)
+
+
+@pytest.mark.django_db
+def test_the_page_draws_the_edges_with_their_counts_and_links_and_lists_them(admin_client: Any, fleet: Any) -> None:
+    _consumer_peer()
+    url = reverse("offloading:domain_map")
+    assert url == "/domain/"
+    response = admin_client.get(url)
+    assert response.status_code == 200
+    page = response.content.decode()
+    svg = _svg(page)
+    edges = re.findall(
+        r'<a href="([^"]*)" tabindex="-1" class="domain-edge" data-source="([^"]+)" data-target="([^"]+)" data-namespaces="(\d+)"',
+        svg,
+    )
+    assert sorted((s, t, int(n)) for _u, s, t, n in edges) == [
+        ("bologna", "rome", 2),
+        ("rome", "milan", 1),
+        ("rome", "naples", 0),
+    ]
+    links = {(s, t): u for u, s, t, _n in edges}
+    assert links[("rome", "milan")] == "/namespaces/?cluster=milan"
+    assert (
+        links[("bologna", "rome")]
+        == "/namespaces/?selector=liqo.io%2Fremote-cluster-id%3Dbologna%2C%21liqo.io%2Ftenant-namespace"
+    )
+    assert sorted(re.findall(r'class="edge-count">(\d+)</text>', svg)) == ["1", "2"], "no label on an idle edge"
+    assert svg.count("marker-end=") == 3
+    # Nodes: the managed cluster (a box) and its three peers (circles), each linked to its page.
+    assert svg.count("<rect ") == 1 and 'class="domain-node managed"' in svg
+    for peer in ("milan", "naples", "bologna"):
+        assert f'<a href="/clusters/{peer}/" class="domain-node peer" data-cluster="{peer}"' in svg
+    assert 'data-cluster="naples" data-health="unhealthy"' in svg
+    # The table has the same edges, with links to the namespaces along them.
+    table = page[page.index('id="domain-edges"') :]
+    assert table.count("<tr data-source=") == 3
+    assert '<a href="/namespaces/?cluster=milan">1</a>' in table
+    assert "1 not Ready" in table and "some not Ready" in table
+    assert 'id="live" data-live' in page and "Legend" in page
+    # The selector the consumer's edge links to lists exactly its twins.
+    listed = admin_client.get(links[("bologna", "rome")]).content.decode()
+    assert "reports" in listed and "etl" in listed and "liqo-tenant-bologna" not in listed
+
+
+@pytest.mark.django_db
+def test_the_page_at_200_peers_folds_the_picture_and_lists_every_edge(admin_client: Any, fleet: Any) -> None:
+    Cluster.objects.bulk_create(
+        Cluster(cluster_id=f"peer-{i:03d}", name=f"peer-{i:03d}", role="Provider", networking_status="Healthy")
+        for i in range(198)
+    )
+    page = admin_client.get(reverse("offloading:domain_map")).content.decode()
+    svg = _svg(page)
+    assert svg.count('class="domain-node peer"') == domain.MAX_PEERS - 1
+    assert svg.count('class="domain-node more"') == 1
+    hidden = 200 - (domain.MAX_PEERS - 1)
+    assert f"+{hidden}</text>" in svg and f"and {hidden} more peers" in svg
+    # naples (unhealthy) and milan (the one with a namespace) stay in the picture.
+    assert 'data-cluster="naples"' in svg and 'data-cluster="milan"' in svg
+    assert page.count("<tr data-source=") == 200
+
+
+@pytest.mark.django_db
+def test_the_page_needs_a_login(client: Any) -> None:
+    response = client.get(reverse("offloading:domain_map"))
+    assert response.status_code == 302 and "/accounts/login/" in response["Location"]
