@@ -36,8 +36,11 @@ from liqo_rules import constants as c
 from liqo_rules.peers import ROLE_CONSUMER, ROLE_CONSUMER_AND_PROVIDER, ROLE_PROVIDER, tenant_namespace_name
 from liqo_rules.spec import is_dns1123_label
 from sandbox import persistence
+from sandbox.errors import ApiError
 from sandbox.faults import FaultSettings
-from sandbox.objects import clone
+from sandbox.kinds import NAMESPACE_MAPS, NAMESPACE_OFFLOADINGS, NODES, PODS, Kind
+from sandbox.liqo.context import is_virtual_node
+from sandbox.objects import Obj, clone
 from sandbox.rbac import ADMIN_USER
 from sandbox.server import Sandbox
 
@@ -192,7 +195,7 @@ def labels_of(spec: DomainSpec, cluster: ClusterSpec) -> dict[str, str]:
 def demo_namespaces(spec: DomainSpec, cluster: ClusterSpec) -> list[dict[str, Any]]:
     """A few namespaces per cluster. A consumer offloads ``web`` to the next cluster of the domain
     (DefaultName: ``web-<cluster>`` there), ``api`` to every peer, ``ml-<cluster>`` to the previous one
-    with EnforceSameName and pods only remote; ``batch`` stays local (and shares its name with every
+    with EnforceSameName and its two pods only remote (they run there); ``batch`` stays local (and shares its name with every
     other cluster's ``batch``)."""
     team = {"team": cluster.name}
     local = [{"name": "batch", "labels": {**team, "env": "prod"}, "pods": 1}]
@@ -220,6 +223,7 @@ def demo_namespaces(spec: DomainSpec, cluster: ClusterSpec) -> list[dict[str, An
                 "namespaceMappingStrategy": "EnforceSameName",
                 "podOffloadingStrategy": "Remote",
             },
+            "pods": 2,
         },
         *local,
     ]
@@ -292,6 +296,7 @@ class Domain:
             )
         self._lock = threading.Lock()
         self._outage: dict[str, bool] = dict.fromkeys(self.clusters, False)
+        self.reflections: dict[str, PodReflection] = {}
         self.started = False
 
     def __getitem__(self, name: str) -> Sandbox:
@@ -332,8 +337,12 @@ class Domain:
                     continue
                 # Our NamespaceMap for the peer, as replicated there: in its tenant namespace for us.
                 peer.map_ref = f"{tenant_namespace_name(name)}/{peer_id}"
+                peer.finalizes_namespaces = True
                 peer.store = other.store
                 sb.liqo.enqueue_provider(peer_id)
+            reflection = PodReflection(self, name)
+            self.reflections[name] = reflection
+            reflection.resync()
             sb.faults.add_listener(partial(self._faults_changed, name))
             sb.api.admin_hooks["domain"] = partial(self.endpoint, name)
 
@@ -364,6 +373,9 @@ class Domain:
     # -- faults across the domain ------------------------------------------------------------------
     def _faults_changed(self, name: str, settings: FaultSettings) -> None:
         """A cluster whose API is out is unreachable for its peers (as `peer_down` there, kept apart)."""
+        reflection = self.reflections.get(name)
+        if reflection is not None:
+            reflection.resync()  # a peer back (peer_down cleared): its pods are reflected again
         outage = settings.outage
         with self._lock:
             if self._outage.get(name) == outage:
@@ -437,3 +449,98 @@ class Domain:
 
     def write_kubeconfig(self, path: str | Path, user: str = ADMIN_USER) -> Path:
         return persistence.write_yaml(Path(path), self.kubeconfig(user))
+
+
+# -- pods of one cluster running in another ----------------------------------------------------------
+REFLECTION = "domain-pod-reflection"  # the work queue of a cluster's reflection (key: a local namespace)
+ORIGIN_LABEL = "liqo.io/origin-cluster-id"  # the sandbox's mark on a reflected pod: the cluster it comes from
+NODE_NAME_LABEL = "offloading.liqo.io/nodename"  # the local virtual node the pod runs on (liqo-semantics f.2)
+REFLECTOR = "liqo-virtual-kubelet"
+
+
+class PodReflection:
+    """The virtual kubelet's pod reflection from one cluster of the domain into its peers: a pod running on
+    the virtual node for peer B runs in B too, in the twin namespace, with the local labels (but
+    ``liqo.io/shadowPod``), ``offloading.liqo.io/nodename=<virtual node>`` and ``liqo.io/origin-cluster-id``;
+    B's scheduler binds it to one of B's nodes. A pod that stops running here (deleted, aborted) goes
+    from B too; nothing moves while B is unreachable."""
+
+    def __init__(self, dom: Domain, name: str) -> None:
+        self.domain = dom
+        self.name = name
+        self.sb = dom[name]
+        self.sb.controller.register(REFLECTION, self.reconcile)
+        self.sb.store.add_listener(self.on_change)
+
+    def enqueue(self, namespace: str) -> None:
+        self.sb.controller.enqueue(REFLECTION, namespace, self.sb.liqo.controller_delay)
+
+    def resync(self) -> None:
+        for nsoff in self.sb.store.items(NAMESPACE_OFFLOADINGS):
+            self.enqueue(nsoff["metadata"]["namespace"])
+
+    def on_change(self, kind: Kind, event: str, obj: Obj, prev: Obj | None) -> None:
+        """Under the store's lock: only enqueue."""
+        if kind is PODS:
+            self.enqueue(obj["metadata"].get("namespace") or "")
+        elif kind is NAMESPACE_MAPS:
+            before = ((prev or {}).get("status") or {}).get("currentMapping") or {}
+            after = (obj.get("status") or {}).get("currentMapping") or {}
+            for namespace in set(before) | set(after):
+                if before.get(namespace) != after.get(namespace):
+                    self.enqueue(namespace)
+
+    def reconcile(self, namespace: str) -> float | None:
+        sb = self.sb
+        virtual = {
+            node["metadata"]["name"]: (node["metadata"].get("labels") or {}).get(c.REMOTE_CLUSTER_ID_LABEL, "")
+            for node in sb.store.items(NODES)
+            if is_virtual_node(node)
+        }
+        running: dict[str, dict[str, Obj]] = {}  # peer -> pod name -> the local pod
+        for pod in sb.store.items(PODS, namespace):
+            node = (pod.get("spec") or {}).get("nodeName") or ""
+            live = not pod["metadata"].get("deletionTimestamp")
+            if node in virtual and live and (pod.get("status") or {}).get("phase") == "Running":
+                running.setdefault(virtual[node], {})[pod["metadata"]["name"]] = pod
+        maps = sb.liqo.local_namespace_maps()
+        for peer_id, peer in sb.liqo.peers.items():
+            other = self.domain.clusters.get(peer_id)
+            nm = maps.get(peer_id)
+            if other is None or nm is None or peer.store is not other.store or sb.faults.peer_is_down(peer_id):
+                continue
+            mapping = ((nm.get("status") or {}).get("currentMapping") or {}).get(namespace) or {}
+            remote = mapping.get("remoteNamespace") or ""
+            if not remote or mapping.get("phase") != c.MAPPING_ACCEPTED:
+                continue  # no twin (or one going away): its namespace controller deletes what it holds
+            self._sync(other, remote, running.get(peer_id, {}))
+        return None
+
+    def _sync(self, other: Sandbox, remote: str, wanted: dict[str, Obj]) -> None:
+        there = {
+            pod["metadata"]["name"]: pod
+            for pod in other.store.items(PODS, remote)
+            if (pod["metadata"].get("labels") or {}).get(ORIGIN_LABEL) == self.name
+        }
+        try:
+            for name, pod in wanted.items():
+                if name not in there:
+                    other.server.create(PODS, remote, self._remote_pod(pod, remote), manager=REFLECTOR)
+            for name, pod in there.items():
+                if name not in wanted and not pod["metadata"].get("deletionTimestamp"):
+                    other.server.delete(PODS, remote, name)
+        except ApiError as err:
+            if err.code not in (403, 404, 409):  # the twin going away or the pod already there / gone
+                raise
+
+    def _remote_pod(self, pod: Obj, remote: str) -> Obj:
+        meta, spec = pod["metadata"], pod.get("spec") or {}
+        labels = {k: v for k, v in (meta.get("labels") or {}).items() if k != c.SHADOW_POD_LABEL}
+        labels.update({NODE_NAME_LABEL: spec.get("nodeName") or "", ORIGIN_LABEL: self.name})
+        kept = ("containers", "initContainers", "restartPolicy", "serviceAccountName", "volumes")
+        return {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": meta["name"], "namespace": remote, "labels": labels},
+            "spec": {key: clone(spec[key]) for key in kept if key in spec},  # no affinity (f.2), no nodeName
+        }

@@ -69,6 +69,9 @@ class Peer:
     # named after the peer), which annotates the namespaces it creates for us; empty: the local map's.
     # A sandbox domain sets it, and `store` to the peer's own API store (sandbox.domain).
     map_ref: str = ""
+    # True when the peer is a running sandbox with its own namespace controller (a domain): a deleted
+    # twin is left Terminating for it to empty and finalize, instead of being removed from its store.
+    finalizes_namespaces: bool = False
 
     def namespaces(self) -> dict[str, Obj]:
         return {o["metadata"]["name"]: o for o in self.store.items(NAMESPACES)}

@@ -15,6 +15,9 @@ from sandbox.objects import Obj, clone
 from sandbox.runtime import Retry
 from sandbox.store import Store
 
+# Seconds between looks at a twin that a peer with its own namespace controller is finalizing (a domain).
+FINALIZE_POLL = 0.05
+
 
 class ProviderController:
     def __init__(self, ctx: LiqoContext) -> None:
@@ -37,8 +40,10 @@ class ProviderController:
             current[local_ns] = self._create(peer.store, local_ns, remote, nm_ref, phase)
         again = None
         for local_ns in [ns for ns in current if ns not in desired]:
-            if self._tear_down(peer.store, current, local_ns, nm_ref):
+            if self._tear_down(peer.store, current, local_ns, nm_ref, peer.finalizes_namespaces):
                 again = self.ctx.provider_delay(cluster_id)
+                if peer.finalizes_namespaces:
+                    again = max(again, FINALIZE_POLL)
         if current != old:
             body = clone(nm)
             body["status"] = dict(body.get("status") or {}, currentMapping=current)
@@ -70,7 +75,9 @@ class ProviderController:
         return {"remoteNamespace": remote, "phase": phase}
 
     @staticmethod
-    def _tear_down(store: Store, current: dict[str, Mapping], local_ns: str, nm_ref: str) -> bool:
+    def _tear_down(
+        store: Store, current: dict[str, Mapping], local_ns: str, nm_ref: str, finalized_there: bool = False
+    ) -> bool:
         """Delete a de-selected remote namespace in two steps (Terminating, then gone); True to come back."""
         remote = current[local_ns].get("remoteNamespace") or ""
         existing = store.get(NAMESPACES, "", remote) if remote else None
@@ -82,6 +89,8 @@ class ProviderController:
             store.replace(NAMESPACES, dict(existing, metadata=meta, status={"phase": "Terminating"}), None)
             current[local_ns] = {"remoteNamespace": remote, "phase": c.MAPPING_TERMINATING}
             return True
+        if finalized_there:
+            return True  # the peer's own namespace controller empties and removes it: look again later
         try:
             store.remove(NAMESPACES, "", remote)
         except ApiError as err:  # finalized meanwhile by the peer's own namespace controller (a domain)

@@ -204,6 +204,46 @@ def test_an_offload_creates_the_twin_in_the_providers_api_and_its_deletion_remov
     eventually(lambda: rome.phase("shop") is None)
 
 
+def _pods(cluster: Cluster, namespace: str) -> dict[str, Any]:
+    return {pod.metadata.name: pod for pod in cluster.core.list_namespaced_pod(namespace).items}
+
+
+@pytest.mark.sandbox
+def test_a_pod_on_the_virtual_node_runs_in_the_twin_and_leaves_with_it(clusters: dict[str, Cluster]) -> None:
+    rome, naples = clusters["rome"], clusters["naples"]
+    spec = {
+        "podOffloadingStrategy": "Remote",
+        "clusterSelector": selector([expr(c.REMOTE_CLUSTER_ID_LABEL, "In", "naples")]),
+    }
+    rome.offload("jobs", spec)
+    eventually(lambda: rome.phase("jobs") == "Ready")
+    container = {"name": "job", "image": "busybox:1.36"}
+    for name in ("job-1", "job-2"):
+        body = {"metadata": {"name": name, "labels": {"app": "jobs"}}, "spec": {"containers": [container]}}
+        rome.core.create_namespaced_pod("jobs", body)
+    local = eventually(lambda: len(_pods(rome, "jobs")) == 2 and _pods(rome, "jobs"))
+    assert {pod.spec.node_name for pod in local.values()} == {"naples"}  # the virtual node
+    remote = eventually(lambda: len(_pods(naples, "jobs-rome")) == 2 and _pods(naples, "jobs-rome"))
+    job = remote["job-1"]
+    assert job.metadata.labels == {
+        "app": "jobs",
+        "liqo.io/origin-cluster-id": "rome",
+        "offloading.liqo.io/nodename": "naples",
+    }
+    assert job.spec.node_name.startswith("naples-worker-")
+    assert eventually(lambda: _pods(naples, "jobs-rome")["job-1"].status.phase == "Running")
+
+    rome.core.delete_namespaced_pod("job-1", "jobs")
+    eventually(lambda: set(_pods(naples, "jobs-rome")) == {"job-2"})
+    # unoffloading: the twin goes, with the pod it still holds (naples' namespace controller empties it)
+    rome.custom.delete_namespaced_custom_object(GROUP, VERSION, "jobs", NSOFF, "offloading")
+    eventually(lambda: naples.namespace("jobs-rome") is None)
+    assert "jobs-rome" not in {pod.metadata.namespace for pod in naples.core.list_pod_for_all_namespaces().items}
+    # rome's other reflected pods stay where they run (ml-rome's, in turin)
+    turin = clusters["turin"].core.list_namespaced_pod("ml-rome", label_selector="liqo.io/origin-cluster-id=rome")
+    assert len(turin.items) == 2
+
+
 @pytest.mark.sandbox
 def test_enforce_same_name_collides_with_the_providers_own_namespace(clusters: dict[str, Cluster]) -> None:
     rome, milan = clusters["rome"], clusters["milan"]
