@@ -14,6 +14,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import dj_database_url
+from cryptography.fernet import Fernet
 
 from liqo_dash import env
 
@@ -323,6 +324,20 @@ LIQO_DASH_GITOPS: dict[str, str] = {
 }
 if urlsplit(LIQO_DASH_GITOPS["REPO_URL"]).password is not None:
     raise env.ConfigError("LIQO_DASH_GITOPS_REPO_URL must not carry a password: use LIQO_DASH_GITOPS_PASSWORD_FILE")
+
+# Managed clusters (issue 28, offloading.models.managed): the kubeconfig contexts (of KUBECONFIG) this
+# installation manages, comma-separated, the first one the default; empty (the default): the current
+# context alone, configured as above (KUBE_CONFIG_MODE, KUBE_CONTEXT), so a single-cluster install is
+# unchanged. Admins may register more clusters in the UI: their credentials are encrypted with
+# CREDENTIALS_KEY, Fernet keys (`Fernet.generate_key()`), comma-separated: the first encrypts, every one
+# decrypts (rotation: put the new key first). Empty: registering credentials is refused.
+LIQO_DASH_CLUSTERS: list[str] = env.string_list("LIQO_DASH_CLUSTERS", [])
+LIQO_DASH_CREDENTIALS_KEY: list[str] = env.string_list("LIQO_DASH_CREDENTIALS_KEY", [])
+for _key in LIQO_DASH_CREDENTIALS_KEY:
+    try:
+        Fernet(_key)
+    except ValueError:
+        raise env.ConfigError("LIQO_DASH_CREDENTIALS_KEY: each key must be a Fernet key (32 url-safe base64 bytes)")
 
 CELERY_BEAT_SCHEDULE = {
     "verify-audit": {"task": "offloading.tasks.verify_audit", "schedule": 3600.0},

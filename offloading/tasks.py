@@ -19,6 +19,7 @@ from offloading.audit import trail as audittrail
 from offloading.changes import apply, bulkpush
 from offloading.changes import sweep as sweeper
 from offloading.cluster import breaker as apihealth
+from offloading.cluster import managed
 from offloading.cluster.pace import paced
 from offloading.governance import beat as governance
 from offloading.models import ChangeRequest
@@ -119,3 +120,10 @@ def release_scheduled() -> int:
 @shared_task(name="offloading.tasks.expire_approvals", acks_late=True)
 def expire_approvals() -> int:
     return governance.expire_due()
+
+
+# Managed clusters (issue 28): make the configured contexts' rows exist, then read each cluster's Liqo
+# cluster id and version and note whether it answers. Not scheduled by beat yet.
+@shared_task(name="offloading.tasks.refresh_managed_clusters", acks_late=True, soft_time_limit=120, time_limit=150)
+def refresh_managed_clusters() -> dict[str, int]:
+    return managed.refresh_all()

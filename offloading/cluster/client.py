@@ -1,9 +1,11 @@
 """The one Kubernetes ApiClient of a process, configured from settings (in-cluster or a kubeconfig);
-``offloading.cluster.kube`` makes every call through it."""
+``offloading.cluster.kube`` makes every call through it. The configuration helpers below are shared with
+the managed clusters' clients (``offloading.cluster.managed``), so every client is tuned the same way."""
 
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 from django.conf import settings
 from kubernetes import client, config
@@ -35,28 +37,51 @@ def reset_client() -> None:
         _client = None
 
 
-def _configuration() -> client.Configuration:
+def new_configuration() -> client.Configuration:
+    """An empty Configuration with the pool size every client of liqo-dash uses."""
     cfg = client.Configuration()
     # One kept-alive connection per request in flight (a bulk's threads), not 5 per CPU: beyond its pool
     # urllib3 opens a new connection for every request and drops it after.
     cfg.connection_pool_maxsize = max(cfg.connection_pool_maxsize, int(settings.LIQO_DASH.get("KUBE_MAX_INFLIGHT", 32)))
+    return cfg
+
+
+def finish_configuration(cfg: client.Configuration) -> client.Configuration:
+    """What every client sets once its server and credentials are loaded."""
+    # Our tasks retry with backoff themselves; one quick retry here only rides over a dropped
+    # keep-alive connection.
+    cfg.retries = 1
+    return cfg
+
+
+def load_kubeconfig_context(cfg: client.Configuration, context: str) -> client.Configuration:
+    """Load ``context`` ("" for the current one) of the configured kubeconfig (KUBECONFIG, else
+    ~/.kube/config) into ``cfg``; raises ConfigException or OSError when it cannot."""
+    config.load_kube_config(
+        config_file=settings.LIQO_DASH["KUBECONFIG"] or None,
+        context=context or None,
+        client_configuration=cfg,
+        persist_config=False,
+    )
+    return finish_configuration(cfg)
+
+
+def load_kubeconfig_dict(cfg: client.Configuration, document: dict[str, Any]) -> client.Configuration:
+    """Load the current context of a kubeconfig held in memory into ``cfg`` (the client writes the
+    certificate and key data it needs to private temporary files, as for any kubeconfig)."""
+    config.load_kube_config_from_dict(document, client_configuration=cfg, persist_config=False)
+    return finish_configuration(cfg)
+
+
+def _configuration() -> client.Configuration:
+    cfg = new_configuration()
     opts = settings.LIQO_DASH
     mode = opts["KUBE_CONFIG_MODE"]
     if mode in ("auto", "incluster"):
         try:
             config.load_incluster_config(client_configuration=cfg)
-            cfg.retries = 1
-            return cfg
+            return finish_configuration(cfg)
         except config.ConfigException:
             if mode == "incluster":
                 raise
-    config.load_kube_config(
-        config_file=opts["KUBECONFIG"] or None,
-        context=opts["KUBE_CONTEXT"] or None,
-        client_configuration=cfg,
-        persist_config=False,
-    )
-    # Our tasks retry with backoff themselves; one quick retry here only rides over a dropped
-    # keep-alive connection.
-    cfg.retries = 1
-    return cfg
+    return load_kubeconfig_context(cfg, opts["KUBE_CONTEXT"])

@@ -8,6 +8,7 @@ from offloading.models.changes import BulkRequest, BulkRequestQuerySet, ChangeRe
 from offloading.models.governance import Approval, ApprovalDecision, Schedule
 from offloading.models.inventory import KubeEvent, LiqoResource, Pod
 from offloading.models.live import LiveVersion
+from offloading.models.managed import ManagedCluster
 from offloading.models.mapping import MappingEntry, PeerNamespaceMap
 from offloading.models.snapshot import (
     Cluster,
@@ -34,6 +35,7 @@ __all__ = [
     "KubeEvent",
     "LiqoResource",
     "LiveVersion",
+    "ManagedCluster",
     "MappingEntry",
     "Namespace",
     "PeerNamespaceMap",

@@ -1,0 +1,214 @@
+"""The clusters one installation manages (issue 28): each a consumer cluster with its own API server,
+reached through a kubeconfig context (``settings.LIQO_DASH_CLUSTERS``) or through credentials an admin
+registered in the UI, with what discovery last found there (Liqo cluster id, Liqo version, health).
+
+Registered credentials (the bearer token, or the client certificate and key) are kept only encrypted,
+with the Fernet keys of ``settings.LIQO_DASH_CREDENTIALS_KEY`` (the first encrypts, all decrypt: a new
+key goes first, then :func:`rotate_credentials` re-encrypts every row with it). Without a key nothing is
+stored: :class:`CredentialsKeyMissing`. The API server URL and the CA bundle are not secrets and stay in
+the clear (the list page shows the URL).
+
+This module does not talk to Kubernetes: ``offloading.cluster.managed`` builds the clients and runs the
+discovery."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from cryptography.fernet import Fernet, InvalidToken, MultiFernet
+from django.conf import settings
+from django.db import models, transaction
+from django.utils.text import slugify
+
+NAME_LENGTH = 63
+DEFAULT_NAME = "default"
+
+
+class CredentialsKeyMissing(RuntimeError):
+    """No LIQO_DASH_CREDENTIALS_KEY: credentials can be neither stored nor read."""
+
+    MESSAGE = (
+        "Registering a cluster's credentials needs an encryption key: set LIQO_DASH_CREDENTIALS_KEY "
+        "(a Fernet key) in the environment. Nothing was stored."
+    )
+
+    def __init__(self) -> None:
+        super().__init__(self.MESSAGE)
+
+
+class CredentialsUnreadable(RuntimeError):
+    """The stored credentials do not decrypt with any configured key (a key was removed or changed)."""
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """What authenticates to a registered cluster: a bearer token, or a client certificate and key (PEM)."""
+
+    token: str = field(default="", repr=False)
+    client_certificate: str = field(default="", repr=False)
+    client_key: str = field(default="", repr=False)
+
+    def as_dict(self) -> dict[str, str]:
+        return {k: v for k, v in vars(self).items() if v}
+
+
+def _cipher() -> MultiFernet:
+    keys = list(getattr(settings, "LIQO_DASH_CREDENTIALS_KEY", []) or [])
+    if not keys:
+        raise CredentialsKeyMissing()
+    return MultiFernet([Fernet(key) for key in keys])
+
+
+def can_store_credentials() -> bool:
+    """Whether a key is configured (the register page says so before anyone types a token)."""
+    return bool(getattr(settings, "LIQO_DASH_CREDENTIALS_KEY", []))
+
+
+def encrypt_credentials(credentials: Credentials) -> str:
+    return _cipher().encrypt(json.dumps(credentials.as_dict()).encode()).decode("ascii")
+
+
+def decrypt_credentials(ciphertext: str) -> Credentials:
+    try:
+        data = json.loads(_cipher().decrypt(ciphertext.encode("ascii")))
+    except InvalidToken:
+        raise CredentialsUnreadable(
+            "the stored credentials do not decrypt with any key of LIQO_DASH_CREDENTIALS_KEY"
+        ) from None
+    return Credentials(**{k: str(v) for k, v in data.items() if k in Credentials.__dataclass_fields__})
+
+
+class ManagedClusterSource(models.TextChoices):
+    CONTEXT = "context", "kubeconfig context"
+    CREDENTIALS = "credentials", "registered credentials"
+
+
+class ManagedClusterHealth(models.TextChoices):
+    UNKNOWN = "unknown", "Unknown"
+    REACHABLE = "reachable", "Reachable"
+    UNREACHABLE = "unreachable", "Unreachable"
+
+
+class ManagedCluster(models.Model):
+    """One managed consumer cluster. ``source`` says how it is reached: a kubeconfig ``context`` (an
+    empty one: the process's own configuration, as ``offloading.cluster.client`` loads it: in-cluster,
+    KUBE_CONTEXT or the kubeconfig's current context), or registered credentials (``api_server_url``,
+    ``ca_bundle`` and the encrypted token or client certificate and key). Exactly one row at most is the
+    default: the cluster the single-cluster pages and URLs address."""
+
+    name = models.SlugField(max_length=NAME_LENGTH, unique=True)
+    source = models.CharField(max_length=16, choices=ManagedClusterSource.choices, default=ManagedClusterSource.CONTEXT)
+    context = models.CharField(max_length=253, blank=True)
+    api_server_url = models.CharField(max_length=2048, blank=True)
+    ca_bundle = models.TextField(blank=True)
+    credentials_encrypted = models.TextField(blank=True)
+    # What discovery found (offloading.cluster.managed.refresh); kept when the cluster stops answering.
+    liqo_cluster_id = models.CharField(max_length=63, blank=True)
+    liqo_version = models.CharField(max_length=64, blank=True)
+    health = models.CharField(max_length=16, choices=ManagedClusterHealth.choices, default=ManagedClusterHealth.UNKNOWN)
+    last_checked_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
+    is_default = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ("-is_default", "name")
+        constraints = [
+            models.UniqueConstraint(
+                fields=["is_default"], condition=models.Q(is_default=True), name="one_default_managed_cluster"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(source="context") | ~models.Q(api_server_url=""),
+                name="managed_cluster_credentials_have_url",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def where(self) -> str:
+        """How it is reached, for the pages (never a secret)."""
+        if self.source == ManagedClusterSource.CREDENTIALS:
+            return self.api_server_url
+        return f"context {self.context}" if self.context else "current context"
+
+    def set_credentials(self, credentials: Credentials) -> None:
+        """Encrypt ``credentials`` into the row (not saved); raises CredentialsKeyMissing without a key."""
+        self.credentials_encrypted = encrypt_credentials(credentials)
+
+    def credentials(self) -> Credentials:
+        """The decrypted credentials (empty for a context); raises CredentialsKeyMissing or
+        CredentialsUnreadable."""
+        if not self.credentials_encrypted:
+            return Credentials()
+        return decrypt_credentials(self.credentials_encrypted)
+
+
+def rotate_credentials() -> int:
+    """Re-encrypt every row's credentials with the first key (after a new key was put first); returns
+    how many rows it rewrote."""
+    cipher, count = _cipher(), 0
+    rows = ManagedCluster.objects.exclude(credentials_encrypted="").values_list("pk", "credentials_encrypted")
+    for pk, ciphertext in rows:
+        try:
+            rotated = cipher.rotate(ciphertext.encode("ascii")).decode("ascii")
+        except InvalidToken:
+            raise CredentialsUnreadable(f"managed cluster #{pk}: its credentials decrypt with no configured key")
+        count += ManagedCluster.objects.filter(pk=pk, credentials_encrypted=ciphertext).update(
+            credentials_encrypted=rotated
+        )
+    return count
+
+
+def name_for_context(context: str, taken: set[str]) -> str:
+    """A free slug for a kubeconfig context ("arn:aws:eks:...:cluster/prod" -> "arnawseks...cluster-prod")."""
+    base = slugify(context.replace("/", "-").replace(":", "-"))[:NAME_LENGTH].strip("-") or "cluster"
+    name, n = base, 2
+    while name in taken:
+        suffix = f"-{n}"
+        name, n = base[: NAME_LENGTH - len(suffix)] + suffix, n + 1
+    return name
+
+
+def ensure_configured(contexts: list[str] | None = None) -> list[ManagedCluster]:
+    """Make the rows of the configured contexts exist (``settings.LIQO_DASH_CLUSTERS`` by default); the
+    first context is the default cluster. With none configured, the default is the current context, as
+    migration 0021 creates it. The default row keeps its primary key and name when the setting later
+    names a context (it is repointed, not replaced): what hangs on it stays, its URLs keep working.
+    Rows of contexts no longer listed, and registered clusters, are left as they are."""
+    wanted = list(dict.fromkeys(settings.LIQO_DASH_CLUSTERS if contexts is None else contexts))
+    with transaction.atomic():
+        default = ManagedCluster.objects.select_for_update().filter(is_default=True).first()
+        if not wanted:
+            if default is None:
+                default = ManagedCluster.objects.create(name=_free_name(DEFAULT_NAME), is_default=True)
+            return [default]
+        rows = []
+        for index, context in enumerate(wanted):
+            row = ManagedCluster.objects.filter(source=ManagedClusterSource.CONTEXT, context=context).first()
+            if (
+                row is None
+                and index == 0
+                and default is not None
+                and default.source == "context"
+                and not default.context
+            ):
+                default.context = context  # the current context, now named
+                default.save(update_fields=["context", "updated_at"])
+                row = default
+            if row is None:
+                row = ManagedCluster.objects.create(name=_free_name(context), context=context)
+            rows.append(row)
+        first = rows[0]
+        if not first.is_default:
+            ManagedCluster.objects.filter(is_default=True).update(is_default=False)
+            first.is_default = True
+            first.save(update_fields=["is_default", "updated_at"])
+        return rows
+
+
+def _free_name(context: str) -> str:
+    return name_for_context(context, set(ManagedCluster.objects.values_list("name", flat=True)))
