@@ -59,8 +59,6 @@ def _serve(args: argparse.Namespace) -> int:
 
 def _serve_domain(args: argparse.Namespace) -> int:
     """Several clusters (sandbox.domain): one port each from --port on, one kubeconfig context each."""
-    if args.state_file:
-        raise SystemExit("--state-file is not supported with a domain scenario")
     try:
         dom = domain.Domain(
             args.scenario,
@@ -68,6 +66,7 @@ def _serve_domain(args: argparse.Namespace) -> int:
             port=args.port,
             host=args.host,
             rbac=args.rbac_policy,
+            state_file=args.state_file,  # one per cluster: var/state.json -> var/state-rome.json
         )
     except (ValueError, OSError) as exc:
         raise SystemExit(f"--scenario {args.scenario}: {exc}") from None

@@ -23,6 +23,7 @@ Scenarios (``--scenario``):
 from __future__ import annotations
 
 import re
+import socket
 import threading
 import time
 from dataclasses import dataclass, field
@@ -265,6 +266,21 @@ def cluster_scenario(spec: DomainSpec, cluster: ClusterSpec) -> dict[str, Any]:
 
 
 # -- the running domain ----------------------------------------------------------------------------
+def state_path(path: str | Path, cluster: str) -> Path:
+    """Each cluster's state file: ``var/state.json`` -> ``var/state-rome.json``."""
+    path = Path(path)
+    return path.with_name(f"{path.stem}-{cluster}{path.suffix}")
+
+
+def _port_is_free(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
 class Domain:
     """Several sandbox clusters peered with one another.
 
@@ -279,20 +295,24 @@ class Domain:
         port: int = 0,
         host: str = "127.0.0.1",
         rbac: str | Path | dict[str, Any] | None = None,
+        state_file: str | Path | None = None,
     ) -> None:
         self.spec = scenario if isinstance(scenario, DomainSpec) else load(scenario)
         self.clusters: dict[str, Sandbox] = {}
         for index, cluster in enumerate(self.spec.clusters):
             if cluster.port is not None:
                 cluster_port = cluster.port
-            else:
-                cluster_port = port + index if port else 0
+            elif not port or index == 0:
+                cluster_port = port
+            else:  # the next ports after --port, or a free one where one is taken
+                cluster_port = port + index if _port_is_free(host, port + index) else 0
             self.clusters[cluster.name] = Sandbox(
                 scenario=cluster_scenario(self.spec, cluster),
                 controller_delay=controller_delay,
                 port=cluster_port,
                 host=host,
                 rbac=rbac,
+                state_file=state_path(state_file, cluster.name) if state_file else None,
             )
         self._lock = threading.Lock()
         self._outage: dict[str, bool] = dict.fromkeys(self.clusters, False)

@@ -35,7 +35,8 @@ def save_state(store: Store, liqo: LiqoSimulation, path: str | Path) -> int:
                     "role": p.role,
                     "namespaceDelay": p.namespace_delay,
                     "offloadingHealthy": p.offloading_healthy,
-                    "namespaces": p.store.items(NAMESPACES),
+                    # a domain's peer saves its own namespaces (and reading its store here would take its lock)
+                    "namespaces": [] if p.finalizes_namespaces else p.store.items(NAMESPACES),
                 }
                 for p in liqo.peers.values()
             ],

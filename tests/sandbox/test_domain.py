@@ -4,10 +4,12 @@ Clients are the official kubernetes client over HTTP and kubectl, as for a singl
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -375,3 +377,41 @@ def test_serve_runs_a_domain_and_faults_addresses_a_cluster_by_context(
     finally:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(15) == 0
+
+
+@pytest.mark.sandbox
+def test_a_domain_restarts_from_a_state_file_per_cluster(tmp_path: Path) -> None:
+    state = tmp_path / "state.json"
+    with Domain("domain:rome,milan", state_file=state) as dom:
+        rome = Cluster(dom.write_kubeconfig(tmp_path / "kubeconfig"), "rome")
+        rome.offload("keep", {"clusterSelector": selector([expr(c.REMOTE_CLUSTER_ID_LABEL, "In", "milan")])})
+        dom.wait_idle(10)
+        rome.api_client.close()
+    assert sorted(p.name for p in tmp_path.glob("state-*.json")) == ["state-milan.json", "state-rome.json"]
+    with Domain("domain:rome,milan", state_file=state) as dom:
+        kubeconfig = dom.write_kubeconfig(tmp_path / "kubeconfig")
+        rome, milan = Cluster(kubeconfig, "rome"), Cluster(kubeconfig, "milan")
+        dom.wait_idle(10)
+        assert rome.phase("keep") == "Ready"
+        twin = milan.namespace("keep-rome")
+        assert twin.metadata.annotations[c.MANAGED_BY_NAMESPACE_MAP_ANNOTATION] == "liqo-tenant-rome/milan"
+        # still linked after the restart: unoffloading removes the twin from milan
+        rome.custom.delete_namespaced_custom_object(GROUP, VERSION, "keep", NSOFF, "offloading")
+        eventually(lambda: milan.namespace("keep-rome") is None)
+        for cluster in (rome, milan):
+            cluster.api_client.close()
+
+
+@pytest.mark.sandbox
+def test_ports_follow_the_first_and_skip_one_that_is_taken() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        first = probe.getsockname()[1]
+    with socket.socket() as taken:
+        with contextlib.suppress(OSError):  # taken by someone else already: skipped all the same
+            taken.bind(("127.0.0.1", first + 1))
+        with Domain("domain:rome,milan,naples", port=first) as dom:
+            assert dom["rome"].port == first
+            assert dom["milan"].port != first + 1
+            assert len({dom[name].port for name in dom.names()}) == 3
+            assert http(dom["milan"].url + "/sandbox/domain")[1]["cluster"] == "milan"
