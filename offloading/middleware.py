@@ -11,6 +11,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY, get_user_model
+from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import Group
 from django.contrib.sessions.backends.db import SessionStore
 from django.contrib.sessions.models import Session
@@ -144,6 +145,8 @@ def _viewer(request: HttpRequest) -> _Viewer | None:
     if backend != _MODEL_BACKEND or backend not in settings.AUTHENTICATION_BACKENDS or not session_hash:
         return None
     user_model: Any = get_user_model()
+    if user_model.get_session_auth_hash is not AbstractBaseUser.get_session_auth_hash:
+        return None  # a user model with its own session hash: only the chain knows how to check it
     try:
         pk = user_model._meta.pk.to_python(session.get(SESSION_KEY))
     except ValidationError:
@@ -178,8 +181,7 @@ def _access(viewer: _Viewer) -> str:
         f"(SELECT {names['member_group']} FROM {names['member']} WHERE {names['member_user']} = %s)",
         [viewer.pk, viewer.pk],
     )
-    found = sorted(set(rows), key=lambda scope: (scope[0], scope[1]))
-    return viewer.role + "|" + "|".join(f"{kind}={value}" for kind, value in found)
+    return live.access_of(viewer.role, [(str(kind), str(value)) for kind, value in rows])
 
 
 class LivePollMiddleware:
@@ -213,5 +215,9 @@ class LivePollMiddleware:
             answer = live.early(request, match.url_name, viewer.who, lambda: _access(viewer))
         if answer is not None:
             request.resolver_match = match  # the request metrics count it by its view
+            # What the chain behind would have added: the request id, Vary: Cookie (the session
+            # middleware), X-Frame-Options (the clickjacking middleware); and no cache keeps it.
+            live.private(answer)
+            answer.setdefault("X-Frame-Options", getattr(settings, "X_FRAME_OPTIONS", "DENY"))
             answer["X-Request-ID"] = context.new_request_id(request.headers.get("X-Request-ID"))
         return answer

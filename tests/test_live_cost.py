@@ -6,21 +6,28 @@ refuses it as before, and a shared render never crosses roles or an operator's s
 
 from __future__ import annotations
 
+import json
+import time
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.conf import settings
 from django.contrib.auth.models import Group
+from django.contrib.sessions.backends.db import SessionStore
+from django.contrib.sessions.models import Session
 from django.db import connection
-from django.test import Client
+from django.test import Client, override_settings
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
+from django.utils import timezone
 
 from access import roles
 from access.models import Scope
 from offloading import middleware
-from offloading.models import Namespace
+from offloading.models import Namespace, SnapshotState
 from offloading.views import live
+from tests.browser import login
 
 pytestmark = pytest.mark.django_db
 
@@ -152,9 +159,10 @@ def test_the_early_role_and_access_are_those_of_access_roles(fleet: Any, django_
         assert found is not None and found.role == roles.role_of(user), user
         assert found.who == f"{user.pk}:{roles.role_of(user)}"
         assert middleware._access(found) == live._access_key(request), user
-    assert middleware._access(middleware._Viewer(operator.pk, roles.OPERATOR)) == (
-        "operator|glob=team-a-*|selector=team=b"
-    )
+    assert json.loads(middleware._access(middleware._Viewer(operator.pk, roles.OPERATOR))) == [
+        "operator",
+        [["glob", "team-a-*"], ["selector", "team=b"]],
+    ]
 
 
 def _held(client: Client, url: str = LIST) -> str:
@@ -213,3 +221,325 @@ def test_a_shared_render_does_not_cross_an_operator_scope(fleet: Any, django_use
 def test_a_poll_without_a_session_goes_through_the_chain(fleet: Any) -> None:
     answer = _poll(Client(), LIST, '"0.0"')
     assert answer.status_code == 302 and not _early(answer)
+
+
+# --------------------------------------------------------------------------------------------------
+# Review of the early answer (issue 30): never data nor a 304 for a session the chain would not accept,
+# never across users, roles or scopes; nothing at all for a request that is not a live poll.
+
+
+def test_an_expired_session_gets_no_304(fleet: Any, django_user_model: Any) -> None:
+    _, client = _person(django_user_model, "vera", "viewer")
+    etag = _held(client)
+    key = client.cookies[settings.SESSION_COOKIE_NAME].value
+    Session.objects.filter(session_key=key).update(expire_date=timezone.now() - timedelta(seconds=1))
+    answer = _poll(client, LIST, etag)
+    assert answer.status_code == 302 and not _early(answer) and "ETag" not in answer
+
+
+def test_an_unknown_or_forged_session_gets_no_304(fleet: Any, django_user_model: Any) -> None:
+    user, client = _person(django_user_model, "vera", "viewer")
+    etag = _held(client)
+    key = client.cookies[settings.SESSION_COOKIE_NAME].value
+    # A session key nobody was given.
+    guessed = Client()
+    guessed.cookies[settings.SESSION_COOKIE_NAME] = "x" * 32
+    answer = _poll(guessed, LIST, etag)
+    assert answer.status_code == 302 and not _early(answer)
+    # Vera's session row with its data signed by another key (a forged or a stale row): not hers.
+    forged = SessionStore()
+    with override_settings(SECRET_KEY="another-key-" + "0" * 50, SECRET_KEY_FALLBACKS=[]):
+        data = forged.encode(dict(client.session.items()))
+    Session.objects.filter(session_key=key).update(session_data=data)
+    answer = _poll(client, LIST, etag)
+    assert answer.status_code == 302 and not _early(answer)
+    # A session that names another backend than the one this middleware checks goes to the chain.
+    _, other = _person(django_user_model, "otto", "viewer")
+    etag = _held(other, OVERVIEW)
+    session = other.session
+    session["_auth_user_backend"] = "django.contrib.auth.backends.RemoteUserBackend"
+    session.save()
+    answer = _poll(other, OVERVIEW, etag)
+    assert answer.status_code == 302 and not _early(answer)  # a backend not configured: signed out
+
+
+def test_a_user_model_with_its_own_session_hash_is_left_to_the_chain(
+    fleet: Any, django_user_model: Any, monkeypatch: Any
+) -> None:
+    _, client = _person(django_user_model, "vera", "viewer")
+    etag = _held(client)
+    original = django_user_model.get_session_auth_hash
+    monkeypatch.setattr(django_user_model, "get_session_auth_hash", lambda self: original(self))
+    answer = _poll(client, LIST, etag)
+    assert answer.status_code == 304 and not _early(answer)  # the chain checked it, and agrees
+
+
+def test_an_anonymous_poll_gets_no_etag_and_never_a_304(fleet: Any) -> None:
+    anonymous = Client()
+    first = _poll(anonymous, LIST)
+    assert first.status_code == 302 and "ETag" not in first
+    # What a poll with no session would have held before: the hash of the counters for nobody ("-").
+    version = live.data_version(live.region_kinds("namespace_list"))
+    request = first.wsgi_request
+    guessed = f'"{live._hash(version, request, "-")}.{live._now_ms():x}"'
+    answer = _poll(anonymous, LIST, guessed)
+    assert answer.status_code == 302 and "ETag" not in answer and not _early(answer)
+
+
+def test_a_refused_or_missing_region_gets_no_etag(fleet: Any, django_user_model: Any) -> None:
+    _, client = _person(django_user_model, "vera", "viewer")
+    missing = _poll(client, reverse("offloading:namespace_status", args=["no-such-namespace"]))
+    assert missing.status_code == 404 and "ETag" not in missing
+    user, lost = _person(django_user_model, "lou", "viewer")
+    user.groups.clear()
+    refused = _poll(lost, LIST)
+    assert refused.status_code == 403 and "ETag" not in refused
+
+
+def test_another_users_etag_is_never_a_304(fleet: Any, django_user_model: Any) -> None:
+    _, ann = _person(django_user_model, "ann", "viewer")
+    _, bob = _person(django_user_model, "bob", "viewer")
+    for url in (LIST, OVERVIEW, reverse("offloading:freshness")):
+        etag = _poll(ann, url)["ETag"]
+        assert _poll(ann, url, etag).status_code == 304
+        answer = _poll(bob, url, etag)  # the same role, the same data: still Ann's tag, not Bob's
+        assert answer.status_code == 200 and answer["ETag"] != etag, url
+
+
+def test_a_shared_render_does_not_cross_roles(fleet: Any, django_user_model: Any) -> None:
+    admin = django_user_model.objects.create_superuser("root", "root@example.com", "root-password-123")
+    boss = Client()
+    boss.force_login(admin)
+    _, vera = _person(django_user_model, "vera", "viewer")
+    first = _poll(boss, OVERVIEW)
+    _phase("SomeFailed")
+    admins = _poll(boss, OVERVIEW, first["ETag"])
+    assert admins["X-Live"] == "rendered"
+    answer = _poll(vera, OVERVIEW)
+    assert answer["X-Live"] == "rendered" and not _early(answer)  # Vera's own render, through the chain
+    # And the other way round: a newer render of Vera's is never the admin's; the admin gets theirs.
+    _phase("Ready")
+    viewers = _poll(vera, OVERVIEW, answer["ETag"])
+    assert viewers["X-Live"] == "rendered" and viewers.content != admins.content
+    again = _poll(boss, OVERVIEW)
+    assert again["X-Live"] == "shared" and again.content == admins.content
+
+
+def test_a_shared_render_carries_nothing_of_the_user_who_rendered_it(fleet: Any, django_user_model: Any) -> None:
+    _, ann = _person(django_user_model, "annabel", "viewer")
+    _, bob = _person(django_user_model, "bob", "viewer")
+    page = ann.get(OVERVIEW)  # the page around the region: Ann's CSRF token, her name in the menu
+    token = page.context["csrf_token"]
+    first = _poll(ann, OVERVIEW)
+    _phase("SomeFailed")
+    rendered = _poll(ann, OVERVIEW, first["ETag"])
+    shared = _poll(bob, OVERVIEW)
+    assert shared["X-Live"] == "shared" and shared.content == rendered.content
+    body = shared.content.decode()
+    assert str(token) not in body and "annabel" not in body and "csrf" not in body.lower()
+
+
+def test_early_answers_are_private(fleet: Any, django_user_model: Any) -> None:
+    _, ann = _person(django_user_model, "ann", "viewer")
+    _, bob = _person(django_user_model, "bob", "viewer")
+    first = _poll(ann, OVERVIEW)
+    idle = _poll(ann, OVERVIEW, first["ETag"])
+    _phase("SomeFailed")
+    _poll(ann, OVERVIEW, first["ETag"])
+    shared = _poll(bob, OVERVIEW)
+    badge = _poll(ann, reverse("offloading:freshness"))
+    badge_idle = _poll(ann, reverse("offloading:freshness"), badge["ETag"])
+    for answer in (idle, shared, badge, badge_idle):
+        assert _early(answer)
+        # No shared cache may keep one user's answer for another: the chain's Vary: Cookie, no-store.
+        assert answer["Cache-Control"] == "no-store"
+        assert "Cookie" in answer["Vary"]
+        assert answer["X-Frame-Options"] == "DENY"
+    # The chain's poll answers are as private.
+    rendered = _poll(ann, OVERVIEW, first["ETag"])
+    assert not _early(rendered) or rendered["X-Live"] == "shared"
+    assert rendered["Cache-Control"] == "no-store" and "Cookie" in rendered["Vary"]
+
+
+def test_scopes_shape_what_an_operator_poll_returns(fleet: Any, django_user_model: Any) -> None:
+    """A change out of an operator's scope moves a counter (one per kind, for everyone), but what the
+    poll returns is the operator's own: the same region as before, never a render of other scopes;
+    a change of the operator's own scopes moves their version (their controls follow)."""
+    ann_user, ann = _person(django_user_model, "ann", "operator", scope="shop*")
+    _, bob = _person(django_user_model, "bob", "operator", scope="pay*")
+    status = reverse("offloading:namespace_status", args=["shop"])
+    held = _poll(ann, status)
+    assert held.status_code in (200, 286) and _poll(ann, status, held["ETag"]).status_code == 304
+    # Bob renders the region for his scopes after a change in his scope, out of Ann's.
+    bob_first = _poll(bob, status)
+    Namespace.objects.filter(name="payments").update(labels={"team": "pay", "moved": "yes"})
+    bob_now = _poll(bob, status, bob_first["ETag"])
+    assert bob_now.status_code in (200, 286)
+    answer = _poll(ann, status, held["ETag"])
+    # Ann's answer: rendered for her (never Bob's render), and the same region she holds.
+    assert answer.status_code in (200, 286) and answer["X-Live"] == "rendered"
+    assert answer.content == held.content
+    assert _poll(ann, status, answer["ETag"]).status_code == 304
+    # Her scopes change: the version she holds is no longer current, and what she gets is for her new
+    # scopes (the shared render of her old ones is not reused across the change).
+    Scope.objects.create(user=ann_user, kind="glob", value="pay*")
+    moved = _poll(ann, status, answer["ETag"])
+    assert moved.status_code in (200, 286) and moved["ETag"] != answer["ETag"]
+    assert middleware._access(middleware._Viewer(ann_user.pk, roles.OPERATOR)) == live.access_of(
+        roles.OPERATOR, [("glob", "pay*"), ("glob", "shop*")]
+    )
+
+
+def test_an_operator_access_is_unambiguous() -> None:
+    """Scopes are kept apart in the shared key's access: no value can make two sets of scopes read as
+    one (a glob with a separator in it, were it ever stored unvalidated)."""
+    one = live.access_of(roles.OPERATOR, [("glob", "a|glob=b")])
+    two = live.access_of(roles.OPERATOR, [("glob", "a"), ("glob", "b")])
+    assert one != two
+    assert live.access_of(roles.OPERATOR, [("glob", "b"), ("glob", "a"), ("glob", "a")]) == two
+    assert live.access_of(roles.VIEWER, [("glob", "a")]) == roles.VIEWER
+    # The parts of a shared key and of an ETag are kept apart too: the URL and HX-Request are the client's.
+    assert live.shared_key("home", "/?a", "true|admin", "viewer") != live.shared_key(
+        "home", "/?a|true", "admin", "viewer"
+    )
+
+
+@pytest.mark.parametrize(
+    ("method", "header", "url"),
+    [
+        ("get", None, LIST),  # a page, not a poll (even with a matching If-None-Match)
+        ("get", "0", LIST),
+        ("get", "true", LIST),
+        ("post", "1", LIST),
+        ("head", "1", LIST),
+        ("get", "1", "/namespaces/shop/"),  # not a live region
+        ("get", "1", "/api/v1/namespaces/"),
+        ("get", "1", "/no/such/page/"),
+    ],
+)
+def test_the_middleware_does_nothing_for_what_is_not_a_live_poll(
+    fleet: Any, django_user_model: Any, monkeypatch: Any, method: str, header: str | None, url: str
+) -> None:
+    _, client = _person(django_user_model, "vera", "viewer")
+    etag = _held(client)
+    looked: list[Any] = []
+    monkeypatch.setattr(middleware, "_viewer", lambda request: looked.append(request))
+    headers: dict[str, Any] = {"HTTP_IF_NONE_MATCH": etag, "HTTP_HX_REQUEST": "true"}
+    if header is not None:
+        headers["HTTP_X_LIVE_POLL"] = header
+    answer = getattr(client, method)(url, **headers)
+    assert not looked and not _early(answer) and answer.status_code != 304
+
+
+def test_a_poll_answered_early_is_what_the_chain_answers(fleet: Any, django_user_model: Any, monkeypatch: Any) -> None:
+    """The same poll with the early answer switched off: the same status and ETag (a 304 is a 304 for
+    the same user only), so the middleware decides nothing the chain would not."""
+    _, client = _person(django_user_model, "vera", "viewer")
+    etag = _held(client)
+    early = _poll(client, LIST, etag)
+    monkeypatch.setattr(middleware, "_viewer", lambda request: None)
+    chain = _poll(client, LIST, etag)
+    assert early.status_code == chain.status_code == 304 and _early(early) and not _early(chain)
+    assert early["ETag"] == chain["ETag"]
+
+
+# --------------------------------------------------------------------------------------------------
+# The freshness badge: a 304 while what it shows is unchanged, the watcher's heartbeats included
+
+
+def _beat(at: Any) -> None:
+    SnapshotState.objects.filter(pk=1).update(last_success_at=at, last_attempt_at=at, last_error="")
+
+
+def test_the_badge_answers_304_across_heartbeats_with_the_new_refresh_time(fleet: Any, django_user_model: Any) -> None:
+    _, client = _person(django_user_model, "vera", "viewer")
+    url = reverse("offloading:freshness")
+    now = timezone.now()
+    _beat(now)
+    first = _poll(client, url)
+    assert first.status_code == 200
+    body = first.content.decode()
+    shown = timezone.localtime(now)
+    assert f'data-fresh-at="{shown.isoformat()}"' in body and first["X-Fresh-At"] == shown.isoformat()
+    for seconds in (5, 10, 15):  # the watcher's heartbeats
+        later = now + timedelta(seconds=seconds)
+        _beat(later)
+        with CaptureQueriesContext(connection) as queries:
+            again = _poll(client, url, first["ETag"])
+        assert again.status_code == 304 and _early(again) and again.content == b""
+        assert again["X-Fresh-At"] == timezone.localtime(later).isoformat()  # the page ticks from it
+        assert again["ETag"] == first["ETag"]
+        assert len(queries) <= 3, [q["sql"] for q in queries.captured_queries]
+
+
+def test_the_badge_renders_again_when_what_it_says_changes(fleet: Any, django_user_model: Any) -> None:
+    _, client = _person(django_user_model, "vera", "viewer")
+    url = reverse("offloading:freshness")
+    now = timezone.now()
+    _beat(now)
+    fresh = _poll(client, url)
+    # A failed refresh: the reason changes.
+    SnapshotState.objects.filter(pk=1).update(last_attempt_at=now + timedelta(seconds=1), last_error="boom")
+    failed = _poll(client, url, fresh["ETag"])
+    assert failed.status_code == 200 and "boom" in failed.content.decode()
+    # No refresh for long: the level the server sees moves (amber, red), with its reason.
+    _beat(now - timedelta(minutes=10))
+    stale = _poll(client, url, failed["ETag"])
+    assert stale.status_code == 200 and 'data-level="red"' in stale.content.decode()
+    assert _poll(client, url, stale["ETag"]).status_code == 304
+    # Fresh again.
+    _beat(timezone.now())
+    back = _poll(client, url, stale["ETag"])
+    assert back.status_code == 200 and 'data-level="fresh"' in back.content.decode()
+    # No snapshot at all.
+    SnapshotState.objects.filter(pk=1).update(last_success_at=None)
+    none = _poll(client, url, back["ETag"])
+    assert none.status_code == 200 and "no snapshot yet" in none.content.decode() and "X-Fresh-At" not in none
+
+
+def test_the_page_script_takes_the_refresh_time_of_a_304() -> None:
+    """static/js/liqo-dash.js puts X-Fresh-At of a badge's 304 on the badge it keeps (checked by the
+    browser test below; here, that the script reads the header where it handles a 304)."""
+    script = (settings.BASE_DIR / "static" / "js" / "liqo-dash.js").read_text()
+    handler = script[script.index("xhr.status === 304") :]
+    assert handler.index('getResponseHeader("X-Fresh-At")') < handler.index("return;")
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_an_open_badge_follows_heartbeats_with_304s(
+    browser_page: Any, live_server: Any, admin_user: Any, fleet: Any, settings: Any
+) -> None:
+    """Chromium on the live server: while the watcher's heartbeats move the refresh time, the badge's
+    polls answer 304 and the page takes the refresh time from them, so the badge stays fresh (a 304
+    that left the old time would age it amber within two intervals)."""
+    # Amber after 16 s without news: more than a poll period (10 s) and a heartbeat (1 s) apart, less than
+    # the time from the first render (at the first poll) to the second 304 (at the third, ~20 s later).
+    settings.LIQO_DASH = {**settings.LIQO_DASH, "REFRESH_INTERVAL": 8.0}
+    _beat(timezone.now())
+    page = browser_page
+    answers: list[tuple[int, str]] = []
+    page.on(
+        "response",
+        lambda r: answers.append((r.status, r.headers.get("x-fresh-at", ""))) if "/live/freshness/" in r.url else None,
+    )
+    login(page, live_server)
+    _beat(timezone.now())
+    page.goto(f"{live_server.url}/namespaces/")
+    badge = page.locator(".freshness[data-fresh-at]")
+    opened_at = badge.get_attribute("data-fresh-at")
+    page.evaluate("window.__notReloaded = true")
+    levels = []
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and sum(1 for status, _ in answers if status == 304) < 2:
+        _beat(timezone.now())  # the watcher's heartbeat, every second
+        page.wait_for_timeout(1000)
+        levels.append(badge.get_attribute("data-level"))
+    not_modified = [fresh_at for status, fresh_at in answers if status == 304]
+    assert len(not_modified) >= 2 and all(not_modified), answers
+    assert page.evaluate("window.__notReloaded === true")
+    # The badge took the newest refresh time of the 304s, and never aged past fresh meanwhile.
+    assert badge.get_attribute("data-fresh-at") != opened_at
+    assert set(levels) == {"fresh"}, levels
+    title = badge.get_attribute("title") or ""
+    assert title.startswith("Last successful refresh at ") and not_modified[-1][11:19] in title

@@ -19,6 +19,9 @@ from django.core.cache import cache
 from django.db import connection
 from django.http import HttpRequest, HttpResponse
 from django.template.loader import render_to_string
+from django.utils import timezone
+from django.utils.cache import patch_vary_headers
+from django.utils.dateformat import format as date_format
 from django.utils.http import parse_etags
 from django.views.decorators.http import require_GET
 
@@ -111,12 +114,25 @@ def _who(request: HttpRequest) -> str:
 # --------------------------------------------------------------------------------------------------
 # The ETag of a poll: a hash of the region's counters, the full URL, the user and role and whether htmx
 # asked (opaque, never shared between users), then, after a dot, when the answer's counters were read
-# (milliseconds, hex): which of two answers is the newer, without saying what moved.
+# (milliseconds, hex): which of two answers is the newer, without saying what moved. The parts are
+# hashed as a JSON array: the URL and the HX-Request header are the client's, and a separator inside
+# them must not make one user's parts read as another's. Only a signed-in user with a role gets one,
+# and only on an answer with content (200, or htmx's 286): a refusal or a redirect never turns into a
+# 304 at the next poll.
 
 
 def _hash(version: str, request: HttpRequest, who: str) -> str:
-    key = f"{version}|{request.get_full_path()}|{who}|{request.headers.get('HX-Request', '')}"
+    key = json.dumps([version, request.get_full_path(), who, request.headers.get("HX-Request", "")])
     return hashlib.sha256(key.encode()).hexdigest()[:32]
+
+
+def private(response: HttpResponse) -> HttpResponse:
+    """A poll's answer is one user's (and often a region of a page under the page's URL): no cache
+    keeps it, whatever answered it (the view, or LivePollMiddleware before the session middleware,
+    which would otherwise not add ``Vary: Cookie``)."""
+    response["Cache-Control"] = "no-store"
+    patch_vary_headers(response, ("Cookie",))
+    return response
 
 
 def _etag(digest: str, read_ms: int) -> str:
@@ -194,6 +210,14 @@ def _region_id(request: HttpRequest, url_name: str) -> str | None:
     return None
 
 
+def access_of(role: str, scopes: list[tuple[str, str]]) -> str:
+    """The shared key's access: the role, and for an operator their scopes ((kind, value) pairs,
+    sorted) as a JSON array, so that no scope value can make one set of scopes read as another."""
+    if role != roles.OPERATOR:
+        return role
+    return json.dumps([role, sorted(set(scopes))])
+
+
 def _access_key(request: HttpRequest) -> str | None:
     """What a shared region depends on of the user: the role, and an operator's scopes (None: no role)."""
     user: Any = request.user
@@ -202,7 +226,7 @@ def _access_key(request: HttpRequest) -> str | None:
         return None
     if role != roles.OPERATOR:
         return role
-    return role + "|" + "|".join(f"{scope.kind}={scope.value}" for scope in roles.scopes_of(user))
+    return access_of(role, [(scope.kind, scope.value) for scope in roles.scopes_of(user)])
 
 
 _OPENING = re.compile(r"<([a-zA-Z][a-zA-Z0-9]*)\s(?:[^>]*?\s)?id=\"([^\"]+)\"[^>]*>")
@@ -226,7 +250,7 @@ def region_of(html: str, element_id: str) -> str | None:
 
 def shared_key(url_name: str, full_path: str, hx: str, access: str) -> str:
     """The cache key of a region's shared render."""
-    return "liqo-dash:live:" + hashlib.sha256(f"{url_name}|{full_path}|{hx}|{access}".encode()).hexdigest()
+    return "liqo-dash:live:" + hashlib.sha256(json.dumps([url_name, full_path, hx, access]).encode()).hexdigest()
 
 
 def _answer(shared: Shared, request: HttpRequest, who: str) -> HttpResponse:
@@ -246,9 +270,11 @@ def _render(
     element = _region_id(request, (match.url_name if match else None) or "")
     started = time.monotonic()
     response = view(request, *args, **kwargs)
+    if response.status_code not in (200, 286):
+        return response, None  # no ETag: a refusal or a redirect is never a 304 at the next poll
     response["ETag"] = _etag(_hash(version, request, _who(request)), read_ms)
     response["X-Live"] = "rendered"
-    if element is None or response.status_code not in (200, 286) or response.streaming:
+    if element is None or response.streaming:
         return response, None
     content: bytes = response.content
     if element:
@@ -308,6 +334,11 @@ def early(request: HttpRequest, url_name: str, who: str, access: Callable[[], st
 
 
 def _poll(view: Callable[..., HttpResponse], request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+    user: Any = request.user
+    if not user.is_authenticated or roles.role_of(user) is None:
+        # No 304 and no shared render for who is not signed in with a role: the view (login_required,
+        # AccessMiddleware before it) refuses as for any request.
+        return view(request, *args, **kwargs)
     match = request.resolver_match
     url_name = match.url_name if match else None
     read_ms = _now_ms()
@@ -351,7 +382,7 @@ def page(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
     def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         if request.method != "GET" or request.headers.get("X-Live-Poll") != "1":
             return view(request, *args, **kwargs)
-        return _poll(view, request, *args, **kwargs)
+        return private(_poll(view, request, *args, **kwargs))
 
     wrapped.live_page = True  # type: ignore[attr-defined]  # LivePollMiddleware answers its polls early
     return wrapped
@@ -360,23 +391,27 @@ def page(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
 @login_required
 @require_GET
 def freshness(request: HttpRequest) -> HttpResponse:
-    """The freshness badge alone (every page polls it; the browser ticks its age in between). A poll
-    that holds the badge's ETag gets a 304 while what the badge says has not moved: the snapshot's
-    refresh times and error, the API server's outage, the level and reason (which age with the clock)."""
+    """The freshness badge alone (every page polls it; the browser ticks its age in between)."""
     return badge(request, _who(request))
 
 
 def badge(request: HttpRequest, who: str) -> HttpResponse:
     """The badge's answer for the user ``who`` ("pk:role", as ``_who``); LivePollMiddleware asks it
-    directly for a poll whose session and role it checked."""
+    directly for a poll whose session and role it checked.
+
+    The watcher marks the snapshot fresh every few seconds, and the badge is polled every 10 s: if its
+    ETag followed the refresh time, nearly every poll would render it again. The browser works out
+    the age, and the level and word that follow from it, from the refresh time alone
+    (static/js/liqo-dash.js), so the ETag is a hash of only what it cannot work out: whether there is
+    a snapshot, the API server's outage, the level and reason as the server sees them (an error, a
+    watcher gone quiet) and the refresh interval. A poll that holds it gets a 304 while those stay,
+    with the newest refresh time in ``X-Fresh-At`` (ISO 8601, as the badge's ``data-fresh-at``), which
+    the page puts on the badge it keeps."""
     context = freshness_context()
     state = context["snapshot"]
     outage = context["api_outage"]
     shown = (
-        state.last_success_at,
-        state.last_attempt_at,
-        state.last_error,
-        context["snapshot_stale"],
+        state.last_success_at is not None,
         outage and (outage.since, outage.error),
         context["freshness_level"],
         context["freshness_reason"],
@@ -384,12 +419,14 @@ def badge(request: HttpRequest, who: str) -> HttpResponse:
         who,
     )
     etag = '"' + hashlib.sha256(json.dumps(shown, default=str).encode()).hexdigest()[:32] + '"'
-    if request.headers.get("X-Live-Poll") == "1" and etag in request.headers.get("If-None-Match", ""):
+    if request.headers.get("X-Live-Poll") == "1" and etag in parse_etags(request.headers.get("If-None-Match", "")):
         response = HttpResponse(status=304)
     else:
         # The badge needs only its own context: no context processors (they would read the state again).
         response = HttpResponse(render_to_string("offloading/_freshness.html", context))
     response["ETag"] = etag
+    if state.last_success_at is not None:
+        response["X-Fresh-At"] = date_format(timezone.localtime(state.last_success_at), "c")
     response["Cache-Control"] = "no-store"
     return response
 

@@ -2,6 +2,8 @@
  *
  * - The freshness badge ticks: its age counts up every second from the server's own clock, and it
  *   turns amber past two refresh intervals and red past five, without waiting for the next poll.
+ *   While nothing else on it changes its poll answers 304 with the newest refresh time (X-Fresh-At),
+ *   which the badge takes (its data-fresh-at and its tooltip's time) instead of a new render.
  * - Live regions ([data-live]) poll their page: the poll asks for the URL the browser shows now (so
  *   the user's filters, sort and page stay), sends the ETag of what it shows, and keeps it on 304.
  *   A fragment region ([data-live=fragment]: a namespace's or a change's status, a bulk's progress,
@@ -48,6 +50,18 @@
     });
   }
 
+  // A 304 of the badge brings the newest refresh time: the age counts from it, the tooltip names it
+  // (the time as the server writes it: the ISO date and time of day in the server's zone).
+  function followRefresh(region, freshAt) {
+    region.querySelectorAll(".freshness[data-fresh-at]").forEach(function (badge) {
+      if (badge.dataset.freshAt === freshAt || isNaN(Date.parse(freshAt))) return;
+      badge.dataset.freshAt = freshAt;
+      var when = freshAt.slice(0, 10) + " " + freshAt.slice(11, 19);
+      badge.title = (badge.title || "").replace(/^Last successful refresh at [^.]*/, "Last successful refresh at " + when);
+    });
+    tickFreshness();
+  }
+
   function reachableScrollers(root) {
     (root || document).querySelectorAll("main table").forEach(function (table) {
       if (table.scrollWidth > table.clientWidth + 1) {
@@ -82,6 +96,8 @@
     var xhr = event.detail.xhr;
     if (xhr.status === 304) {
       event.detail.shouldSwap = false;
+      var freshAt = xhr.getResponseHeader("X-Fresh-At");
+      if (freshAt) followRefresh(region, freshAt);
       return;
     }
     var etag = xhr.getResponseHeader("ETag");
