@@ -32,6 +32,7 @@ from offloading.models.managed import (
     CredentialsKeyMissing,
     CredentialsUnreadable,
     ensure_configured,
+    name_for_context,
     rotate_credentials,
 )
 from sandbox.rbac import ADMIN_TOKEN
@@ -125,6 +126,10 @@ def test_the_default_cluster_comes_back_when_its_row_is_missing(db: Any) -> None
 def test_the_default_cluster_talks_through_the_process_client(sandbox: Any, default_cluster: ManagedCluster) -> None:
     default = default_cluster
     assert managedclient.api_client_for(default) is kube.api_client()
+    # The process's client is configured as before the helpers were shared with the managed clusters'.
+    cfg = kube.api_client().configuration
+    assert (cfg.host, cfg.retries, cfg.api_key["BearerToken"]) == (sandbox.url, 1, f"Bearer {ADMIN_TOKEN}")
+    assert cfg.connection_pool_maxsize >= 32
     found = managedclient.refresh(default)
     assert (found.health, found.liqo_cluster_id, found.liqo_version, found.last_error) == (
         "reachable",
@@ -156,6 +161,7 @@ def test_registering_with_a_token_discovers_the_cluster_id_and_version(
         assert shown in row
     assert ADMIN_TOKEN not in page
     assert "Registered rome-eu: it answers." in page
+    assert reverse(REGISTER) in page  # admins get the link to register another
 
 
 def test_liqo_cluster_id_configmap_wins_over_what_the_peers_say(sandbox: Any, k8s: Any, key: str, db: Any) -> None:
@@ -350,3 +356,15 @@ def test_a_client_is_kept_until_the_connection_details_change(key: str, db: Any)
     cluster.save()
     second = managedclient.api_client_for(cluster)
     assert second is not first and second.configuration.api_key["BearerToken"] == "Bearer two"
+
+
+def test_a_context_gets_a_free_dns_label_as_its_name() -> None:
+    assert (
+        name_for_context("arn:aws:eks:eu-west-1:123456789012:cluster/prod_eu", set())
+        == "arn-aws-eks-eu-west-1-123456789012-cluster-prod-eu"
+    )
+    assert name_for_context("gke_proj_europe-west8_prod", set()) == "gke-proj-europe-west8-prod"
+    assert name_for_context("kind-rome", {"kind-rome", "kind-rome-2"}) == "kind-rome-3"
+    long = name_for_context("x" * 80, {"x" * 63})
+    assert long == "x" * 61 + "-2"
+    assert name_for_context("::", set()) == "cluster"

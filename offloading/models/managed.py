@@ -14,11 +14,12 @@ discovery."""
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from django.conf import settings
-from django.db import models, transaction
+from django.db import IntegrityError, models, transaction
 from django.utils.text import slugify
 
 NAME_LENGTH = 63
@@ -119,6 +120,9 @@ class ManagedCluster(models.Model):
             models.UniqueConstraint(
                 fields=["is_default"], condition=models.Q(is_default=True), name="one_default_managed_cluster"
             ),
+            models.UniqueConstraint(
+                fields=["context"], condition=models.Q(source="context"), name="one_managed_cluster_per_context"
+            ),
             models.CheckConstraint(
                 condition=models.Q(source="context") | ~models.Q(api_server_url=""),
                 name="managed_cluster_credentials_have_url",
@@ -165,7 +169,7 @@ def rotate_credentials() -> int:
 
 def name_for_context(context: str, taken: set[str]) -> str:
     """A free slug for a kubeconfig context ("arn:aws:eks:...:cluster/prod" -> "arnawseks...cluster-prod")."""
-    base = slugify(context.replace("/", "-").replace(":", "-"))[:NAME_LENGTH].strip("-") or "cluster"
+    base = re.sub(r"[-_]+", "-", slugify(re.sub(r"[/:._@]", "-", context)))[:NAME_LENGTH].strip("-") or "cluster"
     name, n = base, 2
     while name in taken:
         suffix = f"-{n}"
@@ -200,7 +204,13 @@ def ensure_configured(contexts: list[str] | None = None) -> list[ManagedCluster]
                 default.save(update_fields=["context", "updated_at"])
                 row = default
             if row is None:
-                row = ManagedCluster.objects.create(name=_free_name(context), context=context)
+                try:
+                    with transaction.atomic():
+                        row = ManagedCluster.objects.create(name=_free_name(context), context=context)
+                except IntegrityError:  # another process made it (or took the name) just now
+                    row = ManagedCluster.objects.filter(source=ManagedClusterSource.CONTEXT, context=context).first()
+                    if row is None:
+                        row = ManagedCluster.objects.create(name=_free_name(context), context=context)
             rows.append(row)
         first = rows[0]
         if not first.is_default:
