@@ -16,6 +16,9 @@ Scenarios (``--scenario``):
 * ``domain:rome,milan,naples``: these clusters, each with generated demo namespaces (some offloaded);
   ``name:provider`` makes a cluster provider-only (``domain:rome,milan,turin:provider``);
 * ``domain:3``: that many clusters, named rome, milan, naples, turin, ... (``cluster-11`` past ten);
+* either followed by ``/NxK@F~E+P`` (``domain:10/1000x20``): in every cluster a generated fleet
+  (``generated:`` of a single sandbox: N namespaces, K simulated peers besides the domain) in place of
+  the demo namespaces, for benchmarks;
 * a YAML file (or, in-process, a dict) with a top-level ``domain:`` mapping, see
   ``scenarios/domains/italy.yaml``.
 """
@@ -36,7 +39,7 @@ import yaml
 from liqo_rules import constants as c
 from liqo_rules.peers import ROLE_CONSUMER, ROLE_CONSUMER_AND_PROVIDER, ROLE_PROVIDER, tenant_namespace_name
 from liqo_rules.spec import is_dns1123_label
-from sandbox import persistence
+from sandbox import persistence, scenarios
 from sandbox.errors import ApiError
 from sandbox.faults import FaultSettings
 from sandbox.kinds import NAMESPACE_MAPS, NAMESPACE_OFFLOADINGS, NODES, PODS, Kind
@@ -53,7 +56,7 @@ REGIONS = ("eu-south-1", "eu-west-1", "eu-central-1")
 PROVIDERS = ("kubeadm", "eks", "gke", "aks")
 REGION_LABEL = "topology.kubernetes.io/region"
 # What a cluster entry of a domain YAML may say besides the single-cluster scenario keys it passes on.
-CLUSTER_KEYS = {"name", "providerOnly", "port", "labels"}
+CLUSTER_KEYS = {"name", "providerOnly", "port", "labels", "generated"}
 COMPUTED_KEYS = {"localCluster", "peers"}  # the domain writes these itself
 
 
@@ -66,6 +69,8 @@ class ClusterSpec:
     port: int | None = None  # None: the domain's --port plus the cluster's index (0: a free one)
     labels: dict[str, str] = field(default_factory=dict)
     scenario: dict[str, Any] = field(default_factory=dict)  # single-cluster keys: namespaces, localNodes, ...
+    # ``NxK@F~E+P`` (scenarios.generated): N generated namespaces and K simulated peers besides the domain
+    generated: str | None = None
 
 
 @dataclass
@@ -105,21 +110,31 @@ def load(scenario: str | Path | dict[str, Any]) -> DomainSpec:
 
 
 def parse(text: str) -> DomainSpec:
-    """``3`` or ``rome,milan,turin:provider``."""
+    """``3`` or ``rome,milan,turin:provider``, optionally followed by ``/NxK@F~E+P``: a generated fleet in
+    every cluster (scenarios.generated: N namespaces, K simulated peers besides the domain)."""
+    text, _, fleet = text.strip().partition("/")
+    spec = _parse_clusters(text)
+    if fleet:
+        for cluster in spec.clusters:
+            cluster.generated = fleet
+    return _checked(spec)
+
+
+def _parse_clusters(text: str) -> DomainSpec:
     text = text.strip()
     if text.isdigit():
         count = int(text)
         if not 1 <= count <= MAX_CLUSTERS:
             raise ValueError(f"domain:N takes 1 to {MAX_CLUSTERS} clusters, not {count}")
         names = [NAMES[i] if i < len(NAMES) else f"cluster-{i + 1}" for i in range(count)]
-        return _checked(DomainSpec([ClusterSpec(name) for name in names]))
+        return DomainSpec([ClusterSpec(name) for name in names])
     clusters = []
     for item in text.split(","):
         name, _, flag = item.strip().partition(":")
         if flag not in ("", PROVIDER_ONLY):
             raise ValueError(f"domain: unknown flag {flag!r} on cluster {name!r} (only ':{PROVIDER_ONLY}')")
         clusters.append(ClusterSpec(name, provider_only=flag == PROVIDER_ONLY))
-    return _checked(DomainSpec(clusters))
+    return DomainSpec(clusters)
 
 
 def from_data(data: dict[str, Any]) -> DomainSpec:
@@ -148,6 +163,7 @@ def from_data(data: dict[str, Any]) -> DomainSpec:
                 provider_only=provider_only,
                 port=port,
                 labels={str(k): str(v) for k, v in (entry.get("labels") or {}).items()},
+                generated=str(entry["generated"]) if entry.get("generated") else None,
                 scenario={k: clone(v) for k, v in entry.items() if k not in CLUSTER_KEYS},
             )
         )
@@ -166,6 +182,15 @@ def _checked(spec: DomainSpec) -> DomainSpec:
         raise ValueError(f"domain: cluster(s) named twice: {', '.join(duplicates)}")
     if len(names) > MAX_CLUSTERS:
         raise ValueError(f"a domain holds at most {MAX_CLUSTERS} clusters")
+    for cluster in spec.clusters:
+        if cluster.generated is None:
+            continue
+        fleet = scenarios.generated(cluster.generated, cluster.name)
+        if fleet is None:
+            raise ValueError(f"domain: cluster {cluster.name!r}: {cluster.generated!r} is not NxK[@F][~E][+P]")
+        clashes = sorted({peer["id"] for peer in fleet["peers"]} & set(names))
+        if clashes:
+            raise ValueError(f"domain: cluster(s) {', '.join(clashes)} share their name with generated peers")
     return spec
 
 
@@ -230,27 +255,44 @@ def demo_namespaces(spec: DomainSpec, cluster: ClusterSpec) -> list[dict[str, An
     ]
 
 
-def cluster_scenario(spec: DomainSpec, cluster: ClusterSpec) -> dict[str, Any]:
-    """The single-cluster scenario of one cluster: its nodes and namespaces, and a peer for every other
-    cluster it peers with (the peer's labels are that cluster's own)."""
+def namespaces_of(spec: DomainSpec, cluster: ClusterSpec) -> list[dict[str, Any]]:
+    """The cluster's namespaces: its scenario's, else its generated fleet's (a provider-only cluster
+    offloads none of them), else the demo's."""
+    if "namespaces" in cluster.scenario:
+        return list(cluster.scenario["namespaces"] or [])
+    fleet = generated_fleet(cluster)
+    if fleet is not None:
+        if cluster.provider_only:
+            return [{k: v for k, v in ns.items() if k != "offloading"} for ns in fleet["namespaces"]]
+        return list(fleet["namespaces"])
+    return demo_namespaces(spec, cluster)
+
+
+def generated_fleet(cluster: ClusterSpec) -> dict[str, Any] | None:
+    return scenarios.generated(cluster.generated, cluster.name) if cluster.generated else None
+
+
+def cluster_scenario(
+    spec: DomainSpec, cluster: ClusterSpec, namespaces: dict[str, list[dict[str, Any]]] | None = None
+) -> dict[str, Any]:
+    """The single-cluster scenario of one cluster: its nodes and namespaces, a peer for every other
+    cluster it peers with (the peer's labels are that cluster's own), then its generated peers, if any.
+    ``namespaces``: every cluster's (``namespaces_of``), when the caller has them already."""
+    namespaces = namespaces or {other.name: namespaces_of(spec, other) for other in spec.clusters}
+    fleet = generated_fleet(cluster)
     data = clone(cluster.scenario)
     data.setdefault("description", f"cluster {cluster.name} of the domain {', '.join(spec.names())}")
     data["localCluster"] = {"id": cluster.name, "labels": labels_of(spec, cluster)}
-    data.setdefault(
-        "localNodes",
-        [{"name": f"{cluster.name}-control-plane", "roles": ["control-plane"]}]
-        + [{"name": f"{cluster.name}-worker-{i}", "roles": ["worker"]} for i in (1, 2)],
-    )
-    if "namespaces" not in data:
-        data["namespaces"] = demo_namespaces(spec, cluster)
+    default_nodes = [{"name": f"{cluster.name}-control-plane", "roles": ["control-plane"]}] + [
+        {"name": f"{cluster.name}-worker-{i}", "roles": ["worker"]} for i in (1, 2)
+    ]
+    data.setdefault("localNodes", fleet["localNodes"] if fleet else default_nodes)
+    data["namespaces"] = namespaces[cluster.name]
     peers = []
     for other in spec.clusters:
         role = None if other is cluster else role_of(other, cluster)
         if role is None:
             continue
-        other_namespaces = other.scenario.get("namespaces")
-        if other_namespaces is None:
-            other_namespaces = demo_namespaces(spec, other)
         peers.append(
             {
                 "id": other.name,
@@ -258,9 +300,11 @@ def cluster_scenario(spec: DomainSpec, cluster: ClusterSpec) -> dict[str, Any]:
                 "labels": labels_of(spec, other),
                 # Until the domain links the clusters, the peer's store stands for it: its namespaces,
                 # so that an EnforceSameName offloading conflicts from the start as it will after.
-                "existingNamespaces": [ns["name"] for ns in other_namespaces],
+                "existingNamespaces": [ns["name"] for ns in namespaces[other.name]],
             }
         )
+    if fleet and not cluster.provider_only:
+        peers += fleet["peers"]
     data["peers"] = peers
     return data
 
@@ -299,6 +343,7 @@ class Domain:
     ) -> None:
         self.spec = scenario if isinstance(scenario, DomainSpec) else load(scenario)
         self.clusters: dict[str, Sandbox] = {}
+        namespaces = {cluster.name: namespaces_of(self.spec, cluster) for cluster in self.spec.clusters}
         for index, cluster in enumerate(self.spec.clusters):
             if cluster.port is not None:
                 cluster_port = cluster.port
@@ -307,7 +352,7 @@ class Domain:
             else:  # the next ports after --port, or a free one where one is taken
                 cluster_port = port + index if _port_is_free(host, port + index) else 0
             self.clusters[cluster.name] = Sandbox(
-                scenario=cluster_scenario(self.spec, cluster),
+                scenario=cluster_scenario(self.spec, cluster, namespaces),
                 controller_delay=controller_delay,
                 port=cluster_port,
                 host=host,

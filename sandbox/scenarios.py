@@ -28,6 +28,7 @@ from sandbox.objects import clone
 from sandbox.runtime import Controller
 
 BUILTIN_DIR = Path(__file__).with_name("scenarios")
+GENERATED = "generated:"
 # The namespaces of a fresh cluster with Liqo installed (on the local cluster and on every peer).
 SYSTEM_NAMESPACES = ("default", *c.KUBERNETES_SYSTEM_NAMESPACES, c.LIQO_NAMESPACE)
 
@@ -39,17 +40,10 @@ def builtin_names() -> list[str]:
 def load(scenario: str | Path | dict[str, Any]) -> dict[str, Any]:
     if isinstance(scenario, dict):
         return clone(scenario)
-    share = r"(0(?:\.\d+)?|1(?:\.0*)?)"
-    generated = re.fullmatch(rf"generated:(\d+)x(\d+)(?:@{share})?(?:~{share})?(?:\+(\d+))?", str(scenario))
-    if generated:  # generated:10000x200 (@0.6: 60 % offloaded; ~0.9: 90 % of those on every peer; +2: 2 pods each)
-        fraction, everywhere = (float(generated.group(n)) if generated.group(n) else None for n in (3, 4))
-        return generate(
-            int(generated.group(1)),
-            int(generated.group(2)),
-            offloaded=0.1 if fraction is None else fraction,
-            everywhere=everywhere or 0.0,
-            pods=int(generated.group(5) or 0),
-        )
+    if str(scenario).startswith(GENERATED):
+        fleet = generated(str(scenario)[len(GENERATED) :])
+        if fleet is not None:
+            return fleet
     path = Path(scenario)
     if not path.exists() and (BUILTIN_DIR / f"{scenario}.yaml").exists():
         path = BUILTIN_DIR / f"{scenario}.yaml"
@@ -61,6 +55,24 @@ def load(scenario: str | Path | dict[str, Any]) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ValueError(f"scenario {path} is not a YAML mapping")
     return data
+
+
+def generated(text: str, local_id: str = "rome") -> dict[str, Any] | None:
+    """``NxK``, ``NxK@F~E+P`` (what follows ``generated:``) as a generated fleet; None if it is not that form.
+    10000x200: namespaces x peers; @0.6: 60 % offloaded; ~0.9: 90 % of those on every peer; +2: 2 pods each."""
+    share = r"(0(?:\.\d+)?|1(?:\.0*)?)"
+    found = re.fullmatch(rf"(\d+)x(\d+)(?:@{share})?(?:~{share})?(?:\+(\d+))?", text)
+    if not found:
+        return None
+    fraction, everywhere = (float(found.group(n)) if found.group(n) else None for n in (3, 4))
+    return generate(
+        int(found.group(1)),
+        int(found.group(2)),
+        offloaded=0.1 if fraction is None else fraction,
+        everywhere=everywhere or 0.0,
+        pods=int(found.group(5) or 0),
+        local_id=local_id,
+    )
 
 
 def local_cluster_id(data: dict[str, Any]) -> str:

@@ -133,6 +133,8 @@ def test_the_grammar_names_clusters_counts_them_and_marks_provider_only_ones() -
         ("domain:", "not a valid cluster name"),
         ({"domain": {"clusters": [{"name": "rome", "peers": []}]}}, "the domain writes peers"),
         ({"domain": {"clusters": [{"name": "rome", "port": "8001"}]}}, "port must be"),
+        ("domain:rome,milan/lots", "is not NxK"),
+        ("domain:rome,cluster-0001/10x2", "share their name with generated peers"),
     ],
 )
 def test_the_grammar_refuses_what_it_cannot_serve(scenario: Any, message: str) -> None:
@@ -415,3 +417,20 @@ def test_ports_follow_the_first_and_skip_one_that_is_taken() -> None:
             assert dom["milan"].port != first + 1
             assert len({dom[name].port for name in dom.names()}) == 3
             assert http(dom["milan"].url + "/sandbox/domain")[1]["cluster"] == "milan"
+
+
+@pytest.mark.sandbox
+def test_a_generated_fleet_in_every_cluster_adds_namespaces_and_simulated_peers(tmp_path: Path) -> None:
+    spec = domain.load("domain:rome,milan,turin:provider/30x3@0.5")
+    assert [cluster.generated for cluster in spec.clusters] == ["30x3@0.5"] * 3
+    with Domain(spec) as dom:
+        kubeconfig = dom.write_kubeconfig(tmp_path / "kubeconfig")
+        rome, turin = Cluster(kubeconfig, "rome"), Cluster(kubeconfig, "turin")
+        generated = {"cluster-0000": "Provider", "cluster-0001": "Provider", "cluster-0002": "Provider"}
+        assert rome.roles() == {"milan": MESH, "turin": "Provider", **generated}
+        assert turin.roles() == {"rome": "Consumer", "milan": "Consumer"}  # provider-only: no peers of its own
+        assert len([ns for ns in rome.namespaces() if ns.endswith(tuple(f"-{i:05d}" for i in range(30)))]) == 30
+        offloaded = rome.custom.list_cluster_custom_object(GROUP, VERSION, NSOFF)["items"]
+        assert len(offloaded) > 5 and not turin.custom.list_cluster_custom_object(GROUP, VERSION, NSOFF)["items"]
+        for cluster in (rome, turin):
+            cluster.api_client.close()
