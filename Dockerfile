@@ -40,4 +40,4 @@ RUN SECRET_KEY=collectstatic-only-build-key-collectstatic-only-build-key-0123456
 USER 10001:10001
 EXPOSE 8000
 # The web process, as in the Procfile; the manifests run worker, beat and watcher from this image.
-CMD ["gunicorn", "liqo_dash.wsgi", "-c", "deploy/gunicorn.conf.py", "--bind", "0.0.0.0:8000", "--workers", "2", "--threads", "4", "--access-logfile", "-"]
+CMD ["gunicorn", "liqo_dash.wsgi", "-c", "deploy/gunicorn.conf.py", "--bind", "0.0.0.0:8000"]

@@ -7,8 +7,14 @@ refuses it as before, and a shared render never crosses roles or an operator's s
 from __future__ import annotations
 
 import json
+import os
+import shlex
+import socket
+import subprocess
+import sys
 import time
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,6 +34,7 @@ from offloading import middleware
 from offloading.models import Namespace, SnapshotState
 from offloading.views import live
 from tests.browser import login
+from tests.conftest import ROOT, database_url, free_port, wait_until
 
 pytestmark = pytest.mark.django_db
 
@@ -543,3 +550,93 @@ def test_an_open_badge_follows_heartbeats_with_304s(
     assert set(levels) == {"fresh"}, levels
     title = badge.get_attribute("title") or ""
     assert title.startswith("Last successful refresh at ") and not_modified[-1][11:19] in title
+
+
+# --------------------------------------------------------------------------------------------------
+# The web process: the Procfile's command, kept-alive connections, no access log unless asked
+
+
+def _web(tmp_path: Path, name: str, **extra: str) -> tuple[subprocess.Popen[bytes], int, Path]:
+    """The Procfile's web command on a free port, on the test database (the caller stops it)."""
+    line = next(x for x in (ROOT / "Procfile").read_text().splitlines() if x.startswith("web:"))
+    port = free_port()
+    command = shlex.split(line.partition(":")[2].replace("${PORT:-8000}", str(port)).replace("0.0.0.0", "127.0.0.1"))
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "liqo_dash.settings_test",
+        "DATABASE_URL": database_url(),
+        "LIQO_DASH_VAR_DIR": str(settings.VAR_DIR),
+        "LIQO_DASH_LOCAL_CACHE": "true",
+        "INSECURE_HTTP": "true",
+        "PYTHONUNBUFFERED": "1",
+        "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
+        **extra,
+    }
+    if "GUNICORN_CMD_ARGS" not in extra:
+        env.pop("GUNICORN_CMD_ARGS", None)
+    log = tmp_path / f"{name}.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+    return proc, port, log
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(10)
+
+
+def _three_on_one_connection(port: int) -> list[tuple[int, str]]:
+    """Three GETs of /healthz on one HTTP/1.1 connection, 3 s apart (a poller's pace): each answer's
+    status and Connection header; the connection must stay open between them."""
+    answers = []
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        stream = sock.makefile("rb")
+        for i in range(3):
+            if i:
+                time.sleep(3)
+            sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            status = int(stream.readline().split()[1])
+            headers = {}
+            while (line := stream.readline()) not in (b"\r\n", b""):
+                key, _, value = line.decode("latin-1").partition(":")
+                headers[key.strip().lower()] = value.strip()
+            stream.read(int(headers.get("content-length", "0")))
+            answers.append((status, headers.get("connection", "")))
+    return answers
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_the_web_process_keeps_pollers_connections_and_logs_no_access(tmp_path: Path) -> None:
+    quiet, port, quiet_log = _web(tmp_path, "quiet", LOG_FORMAT="json")
+    asked, asked_port, asked_log = _web(tmp_path, "asked", GUNICORN_CMD_ARGS="--access-logfile -")
+    try:
+        for proc, where, log in ((quiet, port, quiet_log), (asked, asked_port, asked_log)):
+            wait_until(lambda p=proc, w=where: p.poll() is not None or _answers(w), 90, message="gunicorn")
+            assert proc.poll() is None, log.read_text()
+        # A poller's requests 3 s apart reuse one connection (gunicorn's default keep-alive, 2 s, closed it).
+        for answers in (_three_on_one_connection(port), _three_on_one_connection(asked_port)):
+            assert all(status == 200 and connection != "close" for status, connection in answers), answers
+        time.sleep(0.5)
+        # No access log by default, JSON logging included (gunicorn logs access whenever a logging
+        # configuration is given); GUNICORN_CMD_ARGS turns it on.
+        assert "/healthz" not in quiet_log.read_text(errors="replace"), quiet_log.read_text()
+        assert asked_log.read_text(errors="replace").count("GET /healthz") >= 3, asked_log.read_text()
+        # The configuration's worker class, though the command line names none.
+        assert "Using worker: gthread" in asked_log.read_text(errors="replace")
+    finally:
+        _stop(quiet)
+        _stop(asked)
+
+
+def _answers(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=2) as sock:
+            sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+            return sock.recv(64).startswith(b"HTTP/1.1 200")
+    except OSError:
+        return False
