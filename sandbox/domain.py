@@ -42,7 +42,7 @@ from liqo_rules.spec import is_dns1123_label
 from sandbox import persistence, scenarios
 from sandbox.errors import ApiError
 from sandbox.faults import FaultSettings
-from sandbox.kinds import NAMESPACE_MAPS, NAMESPACE_OFFLOADINGS, NODES, PODS, Kind
+from sandbox.kinds import CONFIG_MAPS, NAMESPACE_MAPS, NAMESPACE_OFFLOADINGS, NODES, PODS, Kind
 from sandbox.liqo.context import is_virtual_node
 from sandbox.objects import Obj, clone
 from sandbox.rbac import ADMIN_USER
@@ -325,6 +325,25 @@ def _port_is_free(host: str, port: int) -> bool:
     return True
 
 
+# Liqo's ConfigMap with the cluster's id, as its Helm chart installs it (liqoctl info reads it by its label).
+CLUSTER_ID_CONFIG_MAP = "liqo-clusterid-configmap"
+CLUSTER_ID_CONFIG_MAP_LABELS = {"app.kubernetes.io/name": "clusterid-configmap"}
+
+
+def _cluster_id_config_map(sb: Sandbox, cluster_id: str) -> None:
+    """A domain's cluster says its id as a Liqo install does (a single sandbox leaves it to its peers'
+    tenant namespaces, so that both ways of finding it stay tested)."""
+    if sb.store.get(CONFIG_MAPS, c.LIQO_NAMESPACE, CLUSTER_ID_CONFIG_MAP) is not None:
+        return  # restored from its state file
+    body = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": CLUSTER_ID_CONFIG_MAP, "labels": dict(CLUSTER_ID_CONFIG_MAP_LABELS)},
+        "data": {"CLUSTER_ID": cluster_id},
+    }
+    sb.server.create(CONFIG_MAPS, c.LIQO_NAMESPACE, body, manager="helm")
+
+
 class Domain:
     """Several sandbox clusters peered with one another.
 
@@ -371,7 +390,7 @@ class Domain:
         return list(self.clusters)
 
     # -- lifecycle ---------------------------------------------------------------------------------
-    def start(self, timeout: float = 30.0) -> Domain:
+    def start(self, timeout: float = 300.0) -> Domain:
         """Start every cluster, link them, and return once the offloadings between them converged."""
         if self.started:
             return self
@@ -405,6 +424,7 @@ class Domain:
                 peer.finalizes_namespaces = True
                 peer.store = other.store
                 sb.liqo.enqueue_provider(peer_id)
+            _cluster_id_config_map(sb, name)
             reflection = PodReflection(self, name)
             self.reflections[name] = reflection
             reflection.resync()

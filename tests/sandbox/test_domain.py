@@ -185,6 +185,12 @@ def test_each_cluster_has_its_port_and_context_and_sees_the_others_with_their_ro
     assert twin.labels[c.REMOTE_CLUSTER_ID_LABEL] == "rome"
     assert twin.annotations[c.MANAGED_BY_NAMESPACE_MAP_ANNOTATION] == "liqo-tenant-rome/milan"
     assert twin.annotations[c.ORIGINAL_NAME_ANNOTATION] == "web"
+    # each says its cluster id as a Liqo install does (liqoctl info and the dashboard read it by its label)
+    for name, cluster in clusters.items():
+        found = cluster.core.list_namespaced_config_map(
+            "liqo", label_selector="app.kubernetes.io/name=clusterid-configmap"
+        )
+        assert [cm.data["CLUSTER_ID"] for cm in found.items] == [name]
 
 
 @pytest.mark.sandbox
