@@ -440,3 +440,22 @@ def test_a_generated_fleet_in_every_cluster_adds_namespaces_and_simulated_peers(
         assert len(offloaded) > 5 and not turin.custom.list_cluster_custom_object(GROUP, VERSION, NSOFF)["items"]
         for cluster in (rome, turin):
             cluster.api_client.close()
+
+
+@pytest.mark.sandbox
+def test_the_italy_domain_offloads_by_region_and_collides_on_names_the_providers_use(tmp_path: Path) -> None:
+    with Domain(ROOT / "sandbox/scenarios/domains/italy.yaml") as dom:
+        kubeconfig = dom.write_kubeconfig(tmp_path / "kubeconfig")
+        bound = {name: Cluster(kubeconfig, name) for name in dom.names()}
+        # checkout goes to the clusters of eu-south-1 by their labels: rome and milan, not turin
+        assert bound["naples"].phase("checkout") == "Ready"
+        assert [name for name in ("rome", "milan", "turin") if bound[name].namespace("checkout-naples")] == [
+            "rome",
+            "milan",
+        ]
+        # batch with EnforceSameName: rome and milan have their own batch, turin takes naples' twin
+        assert bound["naples"].phase("batch") == "SomeFailed"
+        assert bound["turin"].namespace("batch").metadata.labels[c.REMOTE_CLUSTER_ID_LABEL] == "naples"
+        assert c.REMOTE_CLUSTER_ID_LABEL not in bound["rome"].namespace("batch").metadata.labels
+        for cluster in bound.values():
+            cluster.api_client.close()
