@@ -1,16 +1,18 @@
 """Open pages: N viewers polling the live pages of one web pod, while nothing changes and while a
 100-namespace bulk offload applies.
 
-The processes are the Procfile's (bench/viewers_pod.py): the web process (gunicorn with
-deploy/gunicorn.conf.py, 2 workers x 4 threads), a Celery worker and beat on Redis, and the watcher
+The processes are the Procfile's (bench/viewers_pod.py): the web process (the Procfile's command as it
+is: gunicorn with deploy/gunicorn.conf.py, whose settings GUNICORN_CMD_ARGS in the environment
+overrides), a Celery worker and beat on Redis, and the watcher
 keeping the snapshot of the sandbox's ``generated:NxK`` fleet (its cold sync first; the sandbox's Liqo
 controller is frozen, so nothing moves unless the benchmark moves it), on the benchmark's SQLite
 database. Each viewer is a browser tab as static/js/liqo-dash.js drives it: one live region (namespace
 list, matrix or cluster list every 2 s; overview, a cluster's page or the audit trail every 5 s; a
 namespace's status every 2 s, until it answers 286 as htmx does), polled with ``X-Live-Poll`` and the
-ETag it got, plus the freshness badge every 10 s. The load generator is asyncio on loopback, one
-connection per request (gunicorn closes idle keep-alive connections after 2 s), bounded in viewers and
-time.
+ETag it got, plus the freshness badge every 10 s. The load generator is asyncio on loopback; each
+viewer keeps a connection open for its region and one for its badge, as a browser does
+(``--connection-per-request``: a new connection for every request, as before the web process kept
+them), bounded in viewers and time.
 
 For each count of viewers, the tabs open their pages, then keep polling through two windows without a
 gap: **idle** (``--window`` seconds, nothing changes but the watcher's heartbeat) and **bulk** (from
@@ -31,12 +33,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import json
 import os
 import random
 import resource
+import shlex
 import shutil
+import socket
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -87,6 +93,112 @@ class ViewersRun:
 
 
 # --------------------------------------------------------------------------------------------------
+# The web pod: the Procfile's web command as it is
+
+
+def procfile_web(port: int) -> list[str]:
+    """The Procfile's web command, bound to 127.0.0.1:``port``, run with this interpreter."""
+    line = next(x for x in (harness.ROOT / "Procfile").read_text().splitlines() if x.startswith("web:"))
+    words = shlex.split(line.partition(":")[2].replace("${PORT:-8000}", str(port)).replace("0.0.0.0", "127.0.0.1"))
+    return [sys.executable, "-m", *words] if words[0] == "gunicorn" else words
+
+
+class ProcfileWebPod(WebPod):
+    """viewers_pod.WebPod started with the Procfile's web command (no flags of the benchmark's own: the
+    workers, threads, keep-alive and access log are deploy/gunicorn.conf.py's, or GUNICORN_CMD_ARGS's)."""
+
+    def __init__(self, var_dir: Path, **extra_env: str) -> None:  # WebPod's start, with another command
+        from django.db import connection
+
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            self.port = int(sock.getsockname()[1])
+        env = {
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "liqo_dash.settings",
+            "DATABASE_URL": f"sqlite:///{connection.settings_dict['NAME']}",
+            "LIQO_DASH_LOCAL_CACHE": "true",
+            "INSECURE_HTTP": "true",
+            "LOG_LEVEL": "WARNING",
+            **extra_env,
+        }
+        self.log = var_dir / "web.log"
+        with open(self.log, "wb") as out:
+            self.proc = subprocess.Popen(
+                procfile_web(self.port),
+                cwd=harness.ROOT,
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        deadline = time.monotonic() + 120
+        while self.log.read_text(errors="replace").count("Booting worker") < 2:
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"gunicorn did not start:\n{self.log.read_text(errors='replace')[-2000:]}")
+            time.sleep(0.2)
+        used = self.cpu_s()  # the workers warm up (liqo_dash.warmup): measured from when the pod is quiet
+        while time.monotonic() < deadline:
+            time.sleep(1.0)
+            used, before = self.cpu_s(), used
+            if used - before < 0.05:
+                break
+
+
+# --------------------------------------------------------------------------------------------------
+# The viewers' connections: kept alive, as a browser keeps them
+
+
+class KeptConnection:
+    """One HTTP/1.1 connection reused for a poller's requests (opened again when the server closed it)."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.streams: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
+        self.opened = 0  # how many times it was (re)opened
+
+    def close(self) -> None:
+        if self.streams is not None:
+            self.streams[1].close()
+            self.streams = None
+
+    async def get(self, path: str, headers: dict[str, str]) -> tuple[int, dict[str, str], float]:
+        """(status, headers, seconds until the whole answer was read), as viewers_pod.get."""
+        started = time.perf_counter()
+        for attempt in range(2):
+            reused = self.streams is not None
+            if self.streams is None:
+                self.streams = await asyncio.open_connection("127.0.0.1", self.port)
+                self.opened += 1
+            reader, writer = self.streams
+            try:
+                lines = [f"GET {path} HTTP/1.1", "Host: 127.0.0.1", *(f"{k}: {v}" for k, v in headers.items())]
+                writer.write(("\r\n".join(lines) + "\r\n\r\n").encode())
+                await writer.drain()
+                head = await reader.readuntil(b"\r\n\r\n")
+                status_line, *rest = head.decode("latin-1").split("\r\n")
+                answer = {k.lower(): v.strip() for k, _, v in (line.partition(":") for line in rest if line)}
+                status = int(status_line.split()[1])
+                if "chunked" in answer.get("transfer-encoding", ""):
+                    while size := int((await reader.readuntil(b"\r\n")).split(b";")[0], 16):
+                        await reader.readexactly(size + 2)
+                    while await reader.readuntil(b"\r\n") != b"\r\n":
+                        pass  # trailers
+                elif status not in (204, 304):
+                    await reader.readexactly(int(answer.get("content-length") or 0))
+                if answer.get("connection", "").lower() == "close":
+                    self.close()
+                return status, answer, time.perf_counter() - started
+            except (OSError, asyncio.IncompleteReadError):
+                self.close()
+                if not reused or attempt:
+                    raise
+                started = time.perf_counter()  # the server had closed it while idle: once more, anew
+        raise AssertionError("unreachable")
+
+
+# --------------------------------------------------------------------------------------------------
 # The viewers
 
 
@@ -100,6 +212,7 @@ async def _viewers(
     windows: list[Callable[[], Any]],
     log: Callable[[str], None],
     mark: Callable[[], None],
+    keep_alive: bool = True,
 ) -> tuple[list[Poll], int, list[Any]]:
     """Every viewer opens its region once (rendered, a few at a time), then polls it with its ETag (and
     the badge) through ``windows`` one after the other (each a function, run in a thread: a window lasts
@@ -109,6 +222,17 @@ async def _viewers(
     for i, cookie in enumerate(cookies):
         name, url, every = pages[i % len(pages)]
         viewers.append({"name": name, "url": url, "every": every, "cookie": cookie, "etag": "", "badge": ""})
+    kept: list[KeptConnection] = []
+
+    def sender(viewer: dict[str, Any], key: str) -> Callable[..., Any]:
+        """How this viewer's poller sends: on its own kept-alive connection, or a new one each time."""
+        if not keep_alive:
+            return functools.partial(get, port)
+        if "conn_" + key not in viewer:
+            viewer["conn_" + key] = KeptConnection(port)
+            kept.append(viewer["conn_" + key])
+        return viewer["conn_" + key].get
+
     opening = asyncio.Semaphore(8)
     errors = 0
 
@@ -123,7 +247,7 @@ async def _viewers(
         async with opening:
             for key, url in (("etag", viewer["url"]), ("badge", "/live/freshness/")):
                 try:
-                    status, answer, _ = await get(port, url, headers(viewer, ""))
+                    status, answer, _ = await sender(viewer, key)(url, headers(viewer, ""))
                 except (OSError, asyncio.IncompleteReadError):
                     errors += 1
                     continue
@@ -150,9 +274,13 @@ async def _viewers(
         while not stop.is_set() and not viewer.get("stopped_" + key):
             tick, window = time.monotonic(), current
             try:
-                status, answer, seconds = await asyncio.wait_for(get(port, url, headers(viewer, viewer[key])), 30)
+                status, answer, seconds = await asyncio.wait_for(
+                    sender(viewer, key)(url, headers(viewer, viewer[key])), 30
+                )
             except (TimeoutError, OSError, asyncio.IncompleteReadError):
                 errors += 1
+                if keep_alive:
+                    viewer["conn_" + key].close()  # a request cut in the middle: the next one opens anew
             else:
                 if status not in (200, 286, 304):
                     errors += 1
@@ -177,6 +305,11 @@ async def _viewers(
         tasks.append(poll(v, "etag", v["url"], v["every"], v["name"]))
         tasks.append(poll(v, "badge", "/live/freshness/", FRESHNESS_EVERY_S, "freshness badge"))
     results, *_ = await asyncio.gather(drive(), *tasks)
+    if kept:
+        reopened = sum(c.opened for c in kept) - len(kept)
+        log(f"{len(kept)} kept-alive connections, opened again {reopened} times (the server closed them)")
+    for connection in kept:
+        connection.close()
     return polls, errors, results
 
 
@@ -188,7 +321,11 @@ def _percentile(values: list[float], q: float) -> float:
 
 
 def run(
-    pod: WebPod, cookies: list[str], windows: list[tuple[str, Callable[[], Any]]], log: Callable[[str], None]
+    pod: WebPod,
+    cookies: list[str],
+    windows: list[tuple[str, Callable[[], Any]]],
+    log: Callable[[str], None],
+    keep_alive: bool = True,
 ) -> list[ViewersRun]:
     """``cookies`` viewers through ``windows`` ((phase, function): the window lasts as long as the
     function runs; a bulk window's function returns its BulkRun). The web pod's CPU over each window
@@ -199,7 +336,9 @@ def run(
         used = resource.getrusage(resource.RUSAGE_SELF)
         marks.append((pod.cpu_s(), time.monotonic(), used.ru_utime + used.ru_stime, os.getloadavg()[0]))
 
-    polls, errors, results = asyncio.run(_viewers(pod.port, cookies, regions(), [w for _, w in windows], log, mark))
+    polls, errors, results = asyncio.run(
+        _viewers(pod.port, cookies, regions(), [w for _, w in windows], log, mark, keep_alive)
+    )
     found = []
     for index, (phase, _) in enumerate(windows):
         (cpu_before, wall_before, own_before, _), (cpu_after, wall_after, own_after, load) = marks[index : index + 2]
@@ -253,6 +392,8 @@ def measure(
     window_s: float,
     log: Callable[[str], None],
     bulk: bool = True,
+    keep_alive: bool = True,
+    per_request_run: bool = True,
 ) -> dict[str, Any]:
     """The fleet in the sandbox, the deployment's processes (the watcher's cold sync), then the web pod
     and each count of viewers: idle, then while a bulk applies (after the bulk alone, with no viewer)."""
@@ -277,9 +418,9 @@ def measure(
             # default), then the most viewers again with a connection per request (DATABASE_CONN_MAX_AGE=0).
             for extra, counted, found in (
                 ({}, counts, runs),
-                ({"DATABASE_CONN_MAX_AGE": "0"}, counts[-1:], per_request),
+                *([({"DATABASE_CONN_MAX_AGE": "0"}, counts[-1:], per_request)] if per_request_run else []),
             ):
-                pod = WebPod(var_dir, **deployment.web_env(), **extra)
+                pod = ProcfileWebPod(var_dir, **deployment.web_env(), **extra)
 
                 def offload(pod: WebPod = pod) -> BulkRun:
                     return deployment.bulk(pod.port, size)
@@ -287,10 +428,10 @@ def measure(
                 windows: list[tuple[str, Callable[[], Any]]] = [("idle", idle)] + ([("bulk", offload)] if bulk else [])
                 try:
                     if bulk and not extra:
-                        alone += run(pod, [], [("bulk", offload)], log)
+                        alone += run(pod, [], [("bulk", offload)], log, keep_alive)
                         log(f"the bulk alone: {alone[0].bulk}; web {alone[0].web_cpu_s:.1f} s CPU")
                     for count in counted:
-                        for item in run(pod, cookies[:count], windows, log):
+                        for item in run(pod, cookies[:count], windows, log, keep_alive):
                             log(item.line() + (" (DATABASE_CONN_MAX_AGE=0)" if extra else ""))
                             found.append(item)
                 finally:
@@ -310,6 +451,9 @@ def measure(
         "bulk_viewers_p95_ms": {str(r.viewers): r.p95_ms for r in bulk_runs},
         "bulk_viewer_cpu_us_per_s": {str(r.viewers): r.cpu_us_per_viewer_s for r in bulk_runs},
         "cpu_count": os.cpu_count(),
+        "web_command": " ".join(procfile_web(0)[2:]).replace("127.0.0.1:0", "127.0.0.1:PORT"),
+        "gunicorn_cmd_args": os.environ.get("GUNICORN_CMD_ARGS", ""),
+        "keep_alive": keep_alive,
     }
 
 
@@ -345,8 +489,11 @@ def table(figures: dict[str, Any]) -> list[str]:
 
 def lines(figures: dict[str, Any]) -> list[str]:
     out = [
-        f"Open pages, one web pod (gunicorn 2 workers x 4 threads), fleet {figures.get('fleet')}, "
-        f"{figures.get('cpu_count')} cores; idle, then while a bulk offload applies:"
+        f"Open pages, one web pod ({figures.get('web_command')}"
+        f"{', GUNICORN_CMD_ARGS=' + repr(figures['gunicorn_cmd_args']) if figures.get('gunicorn_cmd_args') else ''}), "
+        f"fleet {figures.get('fleet')}, {figures.get('cpu_count')} cores, "
+        f"{'kept-alive connections' if figures.get('keep_alive', False) else 'a connection per request'}; "
+        "idle, then while a bulk offload applies:"
     ]
     alone = figures.get("bulk_alone")
     if alone:
@@ -374,6 +521,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--viewers", type=int, action="append", help="viewer counts (repeatable); default 50, 200")
     parser.add_argument("--window", type=float, default=20.0, help="seconds of idle polling per count (default 20)")
     parser.add_argument("--no-bulk", dest="bulk", action="store_false", help="only the idle windows")
+    parser.add_argument(
+        "--connection-per-request",
+        dest="keep_alive",
+        action="store_false",
+        help="a new connection for every request (by default each viewer keeps its connections, as a browser)",
+    )
+    parser.add_argument(
+        "--no-per-request-connections",
+        dest="per_request_run",
+        action="store_false",
+        help="skip the extra run of the most viewers with DATABASE_CONN_MAX_AGE=0",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory (database, logs)")
     parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON to FILE ('-': stdout)")
     args = parser.parse_args(argv)
@@ -386,7 +545,17 @@ def main(argv: list[str] | None = None) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="liqo-dash-bench-viewers-"))
     try:
         harness.setup_django(tmp)
-        figures = measure(namespaces, clusters, tmp, args.viewers or [50, 200], args.window, log, bulk=args.bulk)
+        figures = measure(
+            namespaces,
+            clusters,
+            tmp,
+            args.viewers or [50, 200],
+            args.window,
+            log,
+            bulk=args.bulk,
+            keep_alive=args.keep_alive,
+            per_request_run=args.per_request_run,
+        )
     finally:
         if args.keep:
             log(f"kept {tmp} (database, logs)")

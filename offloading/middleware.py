@@ -219,5 +219,8 @@ class LivePollMiddleware:
             # middleware), X-Frame-Options (the clickjacking middleware); and no cache keeps it.
             live.private(answer)
             answer.setdefault("X-Frame-Options", getattr(settings, "X_FRAME_OPTIONS", "DENY"))
+            if answer.status_code != 304 and not answer.has_header("Content-Length"):
+                # As the common middleware would: a kept-alive connection then needs no chunked framing.
+                answer["Content-Length"] = str(len(answer.content))
             answer["X-Request-ID"] = context.new_request_id(request.headers.get("X-Request-ID"))
         return answer

@@ -362,6 +362,8 @@ def test_early_answers_are_private(fleet: Any, django_user_model: Any) -> None:
         assert answer["Cache-Control"] == "no-store"
         assert "Cookie" in answer["Vary"]
         assert answer["X-Frame-Options"] == "DENY"
+        if answer.status_code == 200:
+            assert answer["Content-Length"] == str(len(answer.content))
     # The chain's poll answers are as private.
     rendered = _poll(ann, OVERVIEW, first["ETag"])
     assert not _early(rendered) or rendered["X-Live"] == "shared"
