@@ -43,7 +43,7 @@ def _distance(a: Any, b: Any) -> float:
 def test_the_layout_places_every_node_apart_inside_the_picture_and_keeps_every_edge(peers: int) -> None:
     nodes, edges = star(peers, consumers=3)
     picture = layout(nodes, edges)
-    assert picture.hidden == 0
+    assert picture.hidden == 0 and picture.label_room == pytest.approx(len("peer-000") * domain.CHAR_WIDTH, abs=0.1)
     assert [p.node.id for p in picture.nodes][0] == "rome"
     assert sorted(p.node.id for p in picture.nodes) == sorted(n.id for n in nodes)
     placed = {p.node.id: p for p in picture.nodes}
@@ -53,11 +53,12 @@ def test_the_layout_places_every_node_apart_inside_the_picture_and_keeps_every_e
     if len(peer_nodes) > 1:
         closest = min(_distance(a, b) for i, a in enumerate(peer_nodes) for b in peer_nodes[i + 1 :])
         assert closest >= domain.SPACING - 0.5, "neighbours along the ring leave room for a label each"
+        assert closest >= 2 * picture.peer_r + 2, "their circles do not touch"
     for p in peer_nodes:
         assert _distance(p, placed["rome"]) > domain.BOX_W / 2 + 40
         # The label starts outside the node, runs outwards, fits in the picture and is never upside down.
         assert math.hypot(p.label_x - centre, p.label_y - centre) > math.hypot(p.x - centre, p.y - centre)
-        assert math.hypot(p.label_x - centre, p.label_y - centre) + domain.LABEL_ROOM <= centre + 0.5
+        assert math.hypot(p.label_x - centre, p.label_y - centre) + picture.label_room <= centre + 0.5
         assert -90 <= p.rotate <= 90
     # Every edge is drawn once, between ends that exist, with its count; arrows end at the target's outline.
     assert sorted((e.edge.source, e.edge.target, e.edge.namespaces) for e in picture.edges) == sorted(
@@ -67,7 +68,7 @@ def test_the_layout_places_every_node_apart_inside_the_picture_and_keeps_every_e
         target = placed[e.edge.target]
         assert e.edge.source in placed and e.edge.target in placed
         if not target.node.managed:
-            assert abs(math.hypot(e.x2 - target.x, e.y2 - target.y) - domain.PEER_R) < 0.6
+            assert abs(math.hypot(e.x2 - target.x, e.y2 - target.y) - picture.peer_r) < 0.6
         assert 0 < e.label_x < picture.size and 0 < e.label_y < picture.size
     # A peer that is consumer and provider has two arrows, side by side rather than on top of each other.
     both = [e for e in picture.edges if "peer-000" in (e.edge.source, e.edge.target)]
@@ -85,6 +86,7 @@ def test_past_the_limit_the_quiet_peers_fold_into_one_node_with_their_counts_sum
     # The unreachable peers and those with namespaces not Ready are never folded.
     assert all(n.id in ids for n in nodes if n.health == domain.UNREACHABLE)
     assert all(e.target in ids for e in edges if e.health == domain.DEGRADED)
+    assert all(f"peer-{i:03d}" in ids for i in range(10)), "nor the peers that also consume the managed cluster"
     # Nothing offloaded is lost: the folded edges' counts add up on the "and N more" edge.
     assert sum(e.edge.namespaces for e in picture.edges) == sum(e.namespaces for e in edges)
     folded = next(e for e in picture.edges if e.edge.target == domain.MORE_ID)
@@ -92,6 +94,10 @@ def test_past_the_limit_the_quiet_peers_fold_into_one_node_with_their_counts_sum
     assert {e.edge.source for e in picture.edges} | {e.edge.target for e in picture.edges} <= ids | {"rome"}
     positions = {(p.x, p.y) for p in picture.nodes}
     assert len(positions) == len(picture.nodes), "positions distinct"
+    # The bigger "and N more" circle keeps clear of its neighbours on the ring.
+    placed_more = next(p for p in picture.nodes if p.node.more)
+    others = [p for p in picture.nodes if p is not placed_more and not p.node.managed]
+    assert min(_distance(placed_more, p) for p in others) >= domain.MORE_R + picture.peer_r + 4
 
 
 def test_several_managed_clusters_sit_on_an_inner_ring_and_peers_face_theirs() -> None:
@@ -208,16 +214,16 @@ def test_the_page_draws_the_edges_with_their_counts_and_links_and_lists_them(adm
     assert sorted(re.findall(r'class="edge-count">(\d+)</text>', svg)) == ["1", "2"], "no label on an idle edge"
     assert svg.count("marker-end=") == 3
     # Nodes: the managed cluster (a box) and its three peers (circles), each linked to its page.
-    assert svg.count("<rect ") == 1 and 'class="domain-node managed"' in svg
+    assert svg.count("<rect ") == 1 and 'class="domain-node domain-managed"' in svg
     for peer in ("milan", "naples", "bologna"):
-        assert f'<a href="/clusters/{peer}/" class="domain-node peer" data-cluster="{peer}"' in svg
+        assert f'<a href="/clusters/{peer}/" class="domain-node domain-peer" data-cluster="{peer}"' in svg
     assert 'data-cluster="naples" data-health="unhealthy"' in svg
     # The table has the same edges, with links to the namespaces along them.
     table = page[page.index('id="domain-edges"') :]
     assert table.count("<tr data-source=") == 3
     assert '<a href="/namespaces/?cluster=milan">1</a>' in table
     assert "1 not Ready" in table and "some not Ready" in table
-    assert 'id="live" data-live' in page and "Legend" in page
+    assert 'id="live" data-live' in page and 'id="domain-legend"' in page
     # The selector the consumer's edge links to lists exactly its twins.
     listed = admin_client.get(links[("bologna", "rome")]).content.decode()
     assert "reports" in listed and "etl" in listed and "liqo-tenant-bologna" not in listed
@@ -231,8 +237,8 @@ def test_the_page_at_200_peers_folds_the_picture_and_lists_every_edge(admin_clie
     )
     page = admin_client.get(reverse("offloading:domain_map")).content.decode()
     svg = _svg(page)
-    assert svg.count('class="domain-node peer"') == domain.MAX_PEERS - 1
-    assert svg.count('class="domain-node more"') == 1
+    assert svg.count('class="domain-node domain-peer"') == domain.MAX_PEERS - 1
+    assert svg.count('class="domain-node domain-more"') == 1
     hidden = 200 - (domain.MAX_PEERS - 1)
     assert f"+{hidden}</text>" in svg and f"and {hidden} more peers" in svg
     # naples (unhealthy) and milan (the one with a namespace) stay in the picture.

@@ -37,8 +37,8 @@ MAX_PEERS = 120  # peers drawn; past it, the least eventful are folded into one 
 # Geometry, in SVG user units (the picture is drawn at its natural size: a unit is a CSS pixel).
 LABEL_SIZE = 12  # a peer's name; never smaller
 LABEL_CHARS = 22  # a longer name is cut (its full name is in the node's tooltip and in the table)
-LABEL_ROOM = LABEL_CHARS * 0.62 * LABEL_SIZE  # how far a label runs outwards
-PEER_R = 9  # a peer's circle
+CHAR_WIDTH = 0.62 * LABEL_SIZE  # a character of a label, at most (digits and lower case are narrower)
+PEER_R, PEER_R_DENSE = 9, 7  # a peer's circle; smaller when neighbours are closer than DENSE_SPACING
 MORE_R = 16  # the "and N more" circle
 SPACING = 17  # between neighbouring peers along the ring: radial labels of LABEL_SIZE never touch
 RING_MIN = 190  # the peers' ring, at least
@@ -98,6 +98,8 @@ class Layout:
     nodes: list[PlacedNode]
     edges: list[PlacedEdge]
     hidden: int  # peers folded into the "and N more" node (0: none)
+    label_room: float  # how far the longest peer label runs outwards from its node
+    peer_r: float  # a peer's circle
 
 
 def edge_health(namespaces: int, not_ready: int, reachable: bool) -> str:
@@ -116,12 +118,14 @@ def _worst(healths: list[str], order: tuple[str, ...]) -> str:
 # Folding: past ``limit`` peers, the least eventful ones become one node with their edges summed.
 
 
-def _peer_rank(node: DomainNode, edges: list[DomainEdge]) -> tuple[int, int, int, str]:
-    """Sorts first what the picture must show: troubled peers and edges, then the busiest edges."""
+def _peer_rank(node: DomainNode, edges: list[DomainEdge]) -> tuple[int, int, int, int, str]:
+    """Sorts first what the picture must show: troubled peers and edges, peers with edges both ways
+    (consumers of a managed cluster too), then the busiest edges."""
     trouble = max((EDGE_HEALTHS.index(e.health) for e in edges), default=0)
     return (
         -NODE_HEALTHS.index(node.health),
         -trouble,
+        -len(edges),
         -sum(e.namespaces for e in edges),
         node.id,
     )
@@ -195,7 +199,9 @@ def _ring_order(peers: list[DomainNode], managed: list[DomainNode], edges: list[
     return sorted(peers, key=lambda n: (n.more > 0, group(n), n.name, n.id))
 
 
-def _outline_point(node: DomainNode, x: float, y: float, ux: float, uy: float, shift: float) -> tuple[float, float]:
+def _outline_point(
+    node: DomainNode, x: float, y: float, ux: float, uy: float, shift: float, peer_r: float
+) -> tuple[float, float]:
     """Where a line parallel to the unit direction (ux, uy), ``shift`` to its right of the centre of
     ``node`` (at x, y), leaves the node's outline going that way."""
     nx, ny = -uy * shift, ux * shift
@@ -206,7 +212,7 @@ def _outline_point(node: DomainNode, x: float, y: float, ux: float, uy: float, s
             ((BOX_H / 2) * math.copysign(1, uy) - sy) / uy if abs(uy) > 1e-9 else math.inf,
         )
         return x + sx + ux * t, y + sy + uy * t
-    radius = MORE_R if node.more else PEER_R
+    radius = MORE_R if node.more else peer_r
     along = math.sqrt(max(radius * radius - shift * shift, 0.0))
     return x + nx + ux * along, y + ny + uy * along
 
@@ -228,10 +234,18 @@ def layout(nodes: list[DomainNode], edges: list[DomainEdge], limit: int = MAX_PE
     peers = _ring_order([n for n in nodes if not n.managed], managed, edges)
 
     inner = 0.0 if len(managed) <= 1 else max(110.0, len(managed) * INNER_SPACING / (2 * math.pi))
-    ring = max(RING_MIN, len(peers) * SPACING / (2 * math.pi), inner + BOX_W + 90)
-    half = float(math.ceil(ring + MORE_R + 6 + LABEL_ROOM + MARGIN))
+    # Each peer takes SPACING along the ring; the bigger "and N more" node takes its extra width too.
+    more_slot = 2 * (MORE_R + PEER_R + 4) - SPACING  # its centre that far from its neighbours' (at 4 apart)
+    slots = [more_slot if n.more else SPACING for n in peers]
+    ring = max(RING_MIN, sum(slots) / (2 * math.pi), inner + BOX_W + 90)
+    # Room for the longest label as drawn (cut at LABEL_CHARS; the "and N more" node's reads "... peers").
+    longest = max((len(n.name) + (6 if n.more else 0) for n in peers), default=0)
+    label_room = min(longest, LABEL_CHARS) * CHAR_WIDTH
+    half = float(math.ceil(ring + MORE_R + 6 + label_room + MARGIN))
     centre = half
-    spacing = 2 * math.pi * ring / max(len(peers), 1)
+    stretch = 2 * math.pi * ring / max(sum(slots), 1)  # > 1 when the ring is bigger than the slots need
+    spacing = SPACING * stretch
+    peer_r = PEER_R if spacing >= DENSE_SPACING else PEER_R_DENSE
 
     placed: dict[str, PlacedNode] = {}
     for i, node in enumerate(managed):
@@ -239,10 +253,13 @@ def layout(nodes: list[DomainNode], edges: list[DomainEdge], limit: int = MAX_PE
         x, y = centre + inner * math.cos(angle), centre + inner * math.sin(angle)
         placed[node.id] = PlacedNode(node, round(x, 1), round(y, 1), round(x, 1), round(y, 1), "middle", 0.0)
     alternate: dict[str, bool] = {}
+    along = 0.0  # the arc length before this peer's slot
     for i, node in enumerate(peers):
-        angle = 2 * math.pi * (i + 0.5) / len(peers) - math.pi / 2
+        slot = slots[i] * stretch
+        angle = (along + slot / 2) / ring - math.pi / 2
+        along += slot
         cos, sin = math.cos(angle), math.sin(angle)
-        out = ring + (MORE_R if node.more else PEER_R) + 6
+        out = ring + (MORE_R if node.more else peer_r) + 6
         anchor = "start" if cos >= -1e-9 else "end"  # read outwards on the right, inwards on the left
         rotate = (math.degrees(angle) + (0 if anchor == "start" else 180) + 180) % 360 - 180
         placed[node.id] = PlacedNode(
@@ -264,14 +281,14 @@ def layout(nodes: list[DomainNode], edges: list[DomainEdge], limit: int = MAX_PE
         length = math.hypot(b.x - a.x, b.y - a.y) or 1.0
         ux, uy = (b.x - a.x) / length, (b.y - a.y) / length
         shift = PAIR_SHIFT if (edge.target, edge.source) in pairs else 0.0  # both ways: each on its right
-        x1, y1 = _outline_point(a.node, a.x, a.y, ux, uy, shift)
-        x2, y2 = _outline_point(b.node, b.x, b.y, -ux, -uy, -shift)
+        x1, y1 = _outline_point(a.node, a.x, a.y, ux, uy, shift, peer_r)
+        x2, y2 = _outline_point(b.node, b.x, b.y, -ux, -uy, -shift, peer_r)
         # The count sits near the peer end, away from the crowd in the middle: before the arrowhead on
         # an edge to a peer, further in on an edge from one (so both directions of a pair can be read).
         if not b.node.managed:
-            lx, ly = _along(x1, y1, x2, y2, 22 + (20 if alternate.get(b.node.id) else 0))
+            lx, ly = _along(x1, y1, x2, y2, 28 + (20 if alternate.get(b.node.id) else 0))
         elif not a.node.managed:
-            lx, ly = _along(x2, y2, x1, y1, 64 + (20 if alternate.get(a.node.id) else 0))
+            lx, ly = _along(x2, y2, x1, y1, 70 + (20 if alternate.get(a.node.id) else 0))
         else:
             lx, ly = (x1 + x2) / 2, (y1 + y2) / 2
         width = 1.5 + 4.5 * edge.namespaces / most if edge.namespaces else 1.2
@@ -288,7 +305,7 @@ def layout(nodes: list[DomainNode], edges: list[DomainEdge], limit: int = MAX_PE
             )
         )
     ordered = [placed[n.id] for n in managed] + [placed[n.id] for n in peers]
-    return Layout(int(2 * half), ordered, drawn, hidden)
+    return Layout(int(2 * half), ordered, drawn, hidden, round(label_room, 1), peer_r)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -193,9 +193,14 @@ def domain_context(nodes: list[DomainNode], edges: list[DomainEdge], peers: set[
         "offloaded_total": sum(e.namespaces for e in edges),
         "alone": [by_id[n.id] for n in nodes if n.id not in linked],
         "markers": [(f"domain-arrow-{health}", paint["stroke"]) for health, paint in EDGE_PAINT.items()],
-        "node_legend": [(NODE_WORDS[h], NODE_PAINT[h]) for h in domain.NODE_HEALTHS],
+        # The legend, with how many peers and edges are in each state (the picture's summary).
+        "node_legend": [
+            (NODE_WORDS[h], NODE_PAINT[h], sum(1 for n in nodes if not n.managed and n.health == h))
+            for h in domain.NODE_HEALTHS
+        ],
         "edge_legend": [
-            (EDGE_WORDS[h], EDGE_PAINT[h]) for h in (domain.READY, domain.DEGRADED, domain.UNREACHABLE, domain.IDLE)
+            (EDGE_WORDS[h], EDGE_PAINT[h], sum(1 for e in edges if e.health == h))
+            for h in (domain.READY, domain.DEGRADED, domain.UNREACHABLE, domain.IDLE)
         ],
     }
 

@@ -1,0 +1,122 @@
+"""The Liqo domain map in Chromium, on generated fleets of 20 and 200 peers served by the sandbox and
+read the way the watcher reads them: every drawn peer links to its page, the counts on the arrows do not
+overlap, the picture is drawn at its natural size (12 px names), past 120 peers the quiet ones fold into
+one node, and the table lists every edge. Screenshots go to docs/screenshots/domain-map-*.png."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.utils import timezone
+from playwright.sync_api import expect
+
+from offloading.cluster import kube
+from offloading.insight import domain
+from offloading.models import Cluster, ClusterOffloading, Namespace, SnapshotState
+from tests.browser import login
+from tests.test_diagnosis_scenarios import sync_snapshot
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+DOCS_SCREENSHOTS = Path(__file__).resolve().parent.parent / "docs" / "screenshots"
+
+# The counts on the arrows: none may cover another (horizontal text, so their boxes are exact).
+OVERLAPPING_COUNTS = """() => {
+  const boxes = [...document.querySelectorAll("#domain-map text.edge-count")].map((t) => t.getBoundingClientRect());
+  const hits = [];
+  for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) {
+    const a = boxes[i], b = boxes[j];
+    if (a.left < b.right - 0.5 && b.left < a.right - 0.5 && a.top < b.bottom - 0.5 && b.top < a.bottom - 0.5) hits.push([i, j]);
+  }
+  return {count: boxes.length, hits: hits.length};
+}"""
+
+
+@contextmanager
+def generated_fleet(tmp_path: Path, settings: Any, peers: int) -> Iterator[None]:
+    """A generated fleet (sandbox.fleet: 10 namespaces a peer, a tenth offloaded by region and provider)
+    synced into the snapshot, with a few peers made eventful as a real domain has them: two whose
+    offloading module is unhealthy, one unreachable, one where a namespace is not Ready, and two that
+    also consume this cluster."""
+    from sandbox import Sandbox
+
+    with Sandbox(scenario=f"generated:{peers * 10}x{peers}", controller_delay=0.0, port=0) as sb:
+        kubeconfig = sb.write_kubeconfig(tmp_path / f"kubeconfig-{peers}")
+        settings.LIQO_DASH = {**settings.LIQO_DASH, "KUBECONFIG": str(kubeconfig), "KUBE_CONFIG_MODE": "kubeconfig"}
+        kube.reset_client()
+        sb.wait_idle(60)
+        sync_snapshot()
+        now = timezone.now()  # the watcher's mark of a good sync: the managed cluster is reachable
+        SnapshotState.objects.filter(pk=1).update(last_success_at=now, last_attempt_at=now, last_error="")
+        ids = sorted(Cluster.objects.values_list("cluster_id", flat=True))
+        assert len(ids) == peers
+        Cluster.objects.filter(cluster_id__in=ids[3:5]).update(offloading_status="Unhealthy")
+        Cluster.objects.filter(cluster_id=ids[7]).update(networking_status="Unhealthy")
+        Cluster.objects.filter(cluster_id__in=ids[10:12]).update(role="ConsumerAndProvider")
+        stuck = ClusterOffloading.objects.filter(cluster_id=ids[15], selected=True).order_by("pk")[:1]
+        assert ClusterOffloading.objects.filter(pk__in=stuck).update(state="CreationLoopBackOff") == 1
+        for consumer in ids[10:12]:
+            for name in ("reports", "etl"):
+                Namespace.objects.create(
+                    name=f"{name}-{consumer}", labels={"liqo.io/remote-cluster-id": consumer}, status_phase="Active"
+                )
+        yield
+    kube.reset_client()
+
+
+def test_the_domain_map_stays_readable_at_20_and_200_peers(
+    browser_page: Any, live_server: Any, admin_user: Any, tmp_path: Path, settings: Any
+) -> None:
+    page = browser_page
+    login(page, live_server)
+    DOCS_SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    for peers in (20, 200):
+        with generated_fleet(tmp_path, settings, peers):
+            page.goto(f"{live_server.url}/domain/")
+            svg = page.locator("#domain-map")
+            drawn = min(peers, domain.MAX_PEERS - 1)
+            expect(svg.locator("a.domain-node.domain-peer")).to_have_count(drawn)
+            expect(svg.locator("a.domain-node.domain-managed")).to_have_count(1)
+            expect(svg.locator("a.domain-node.domain-more")).to_have_count(0 if peers <= domain.MAX_PEERS else 1)
+            # Every edge of the domain is in the table: one per provider, one more per consumer.
+            expect(page.locator("#domain-edges tbody tr")).to_have_count(peers + 2)
+            # The unhealthy and unreachable peers are drawn, and say so.
+            expect(svg.locator('a.domain-node[data-health="unhealthy"]')).to_have_count(2)
+            expect(svg.locator('a.domain-node[data-health="unreachable"]')).to_have_count(1)
+            expect(svg.locator('a.domain-edge[data-health="unreachable"]')).to_have_count(1)
+            expect(svg.locator('a.domain-edge[data-health="degraded"]')).to_have_count(1)
+            expect(page.locator("#domain-edges tbody tr").nth(1)).to_contain_text("1 not Ready")
+            # Drawn at its natural size: a name is 12 px on the screen, never shrunk to fit.
+            scale = page.evaluate(
+                "() => { const s = document.getElementById('domain-map');"
+                " return s.getBoundingClientRect().width / s.viewBox.baseVal.width; }"
+            )
+            assert abs(scale - 1) < 0.01, scale
+            counts = page.evaluate(OVERLAPPING_COUNTS)
+            assert counts["count"] > 0 and counts["hits"] == 0, counts
+            # The picture, its legend and the first rows of the table (the rest is a long table).
+            table = page.locator("#domain-edges").bounding_box()
+            assert table
+            clip = {"x": 0, "y": 0, "width": 1440, "height": table["y"] + 330}
+            page.screenshot(path=str(DOCS_SCREENSHOTS / f"domain-map-{peers}.png"), full_page=True, clip=clip)
+            if peers == 200:
+                more = svg.locator("a.domain-node.domain-more")
+                expect(more.locator("text").first).to_have_text(f"+{200 - drawn}")
+                more.click()
+                expect(page).to_have_url(re.compile(r"#domain-edges$"))
+            else:
+                # An arrow's count opens the namespaces offloaded along it; a peer opens its page.
+                edge = svg.locator("a.domain-edge", has=page.locator("text.edge-count")).first
+                target, count = edge.get_attribute("data-target"), edge.get_attribute("data-namespaces")
+                edge.locator("text.edge-count").click()
+                page.wait_for_url(f"{live_server.url}/namespaces/?cluster={target}")
+                expect(page.locator("#namespace-table tbody tr")).to_have_count(int(count or 0))
+                page.go_back()
+                svg.locator(f'a.domain-node.domain-peer[data-cluster="{target}"] circle').click()
+                page.wait_for_url(f"{live_server.url}/clusters/{target}/")
+                expect(page.locator("h2")).to_have_text(str(target))
