@@ -371,3 +371,19 @@ def test_a_context_gets_a_free_dns_label_as_its_name() -> None:
     long = name_for_context("x" * 80, {"x" * 63})
     assert long == "x" * 61 + "-2"
     assert name_for_context("::", set()) == "cluster"
+
+
+def test_a_ca_bundle_and_a_client_certificate_reach_the_client_as_private_files(key: str, db: Any) -> None:
+    certificate, private_key = _client_pair()
+    cluster = ManagedCluster(
+        name="tls", source="credentials", api_server_url="https://tls.example:6443", ca_bundle=certificate
+    )
+    cluster.set_credentials(Credentials(client_certificate=certificate, client_key=private_key))
+    cluster.save()
+    cfg = managedclient.api_client_for(cluster).configuration
+    assert (cfg.host, cfg.verify_ssl) == ("https://tls.example:6443", True)
+    assert Path(cfg.ssl_ca_cert).read_text() == certificate
+    assert Path(cfg.cert_file).read_text() == certificate
+    assert Path(cfg.key_file).read_text() == private_key
+    assert Path(cfg.key_file).stat().st_mode & 0o077 == 0, "the key file is readable by its owner only"
+    assert "BearerToken" not in cfg.api_key

@@ -21,6 +21,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -51,6 +52,7 @@ _FC = ("core.liqo.io", "v1beta1", "foreignclusters")
 # How many clusters discovery asks at once (each waits on its API server, not on the CPU).
 DISCOVERY_THREADS = 8
 
+log = logging.getLogger(__name__)
 _lock = threading.Lock()
 _clients: dict[int, tuple[str, client.ApiClient]] = {}
 
@@ -271,6 +273,15 @@ def refresh(cluster: ManagedCluster, timeout: float | None = None) -> ManagedClu
     return store(cluster, discover(cluster, timeout))
 
 
+def _discover_safely(cluster: ManagedCluster, timeout: float | None) -> Discovery:
+    """discover(), with an unexpected failure noted on that cluster instead of ending everyone's refresh."""
+    try:
+        return discover(cluster, timeout)
+    except Exception as exc:  # noqa: BLE001 - one cluster's surprise must not hide the others' health
+        log.exception("discovery of managed cluster %s failed", cluster.name)
+        return Discovery(ManagedClusterHealth.UNKNOWN, error=f"discovery failed: {exc!r}")
+
+
 def refresh_all(timeout: float | None = None) -> dict[str, int]:
     """Make the configured contexts' rows exist, then discover every managed cluster (several at once)
     and store the results; returns how many are in each health."""
@@ -279,7 +290,7 @@ def refresh_all(timeout: float | None = None) -> dict[str, int]:
     if not clusters:
         return {}
     with ThreadPoolExecutor(max_workers=min(DISCOVERY_THREADS, len(clusters))) as pool:
-        found = list(pool.map(lambda c: discover(c, timeout), clusters))
+        found = list(pool.map(lambda c: _discover_safely(c, timeout), clusters))
     counts: dict[str, int] = {}
     for cluster, result in zip(clusters, found, strict=True):
         store(cluster, result)
