@@ -19,7 +19,9 @@ from offloading.cluster import kube
 from offloading.insight import domain
 from offloading.models import Cluster, ClusterOffloading, Namespace, SnapshotState
 from tests.browser import login
+from tests.conftest import ADMIN_PASSWORD
 from tests.test_diagnosis_scenarios import sync_snapshot
+from tests.test_layout import _axe, context  # noqa: F401 - the axe helper, and the fixture of a CSP-free context
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -120,3 +122,26 @@ def test_the_domain_map_stays_readable_at_20_and_200_peers(
                 svg.locator(f'a.domain-node.domain-peer[data-cluster="{target}"] circle').click()
                 page.wait_for_url(f"{live_server.url}/clusters/{target}/")
                 expect(page.locator("h2")).to_have_text(str(target))
+
+
+@pytest.mark.parametrize("width", [420, 1440])
+def test_the_domain_map_does_not_scroll_sideways_and_axe_finds_nothing_serious(
+    context: Any,  # noqa: F811 - the fixture imported above
+    live_server: Any,
+    admin_user: Any,
+    fleet: Any,
+    width: int,
+) -> None:
+    """As tests/test_layout.py checks the other pages: on a phone the picture scrolls inside its own box
+    (its names stay 12 px), not the page."""
+    page = context.new_page()
+    page.set_viewport_size({"width": width, "height": 900})
+    page.goto(f"{live_server.url}/accounts/login/")
+    page.fill("input[name=username]", "admin")
+    page.fill("input[name=password]", ADMIN_PASSWORD)
+    page.click("main button[type=submit]")
+    page.wait_for_url(f"{live_server.url}/")
+    page.goto(f"{live_server.url}/domain/")
+    expect(page.locator("#domain-map a.domain-node.domain-peer")).to_have_count(2)
+    assert page.evaluate("document.documentElement.scrollWidth - window.innerWidth") <= 0
+    assert _axe(page) == []

@@ -4,13 +4,14 @@ table (for screen readers, and for reading a domain of hundreds of peers)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from html import escape
 from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
+from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET
 
 from liqo_rules import constants as liqo
@@ -45,54 +46,6 @@ EDGE_WORDS = {
     domain.IDLE: "nothing offloaded",
 }
 TABLE_ID = "domain-edges"
-
-
-@dataclass(frozen=True)
-class DrawnNode:
-    placed: PlacedNode
-    url: str
-    label: str  # the name as drawn (cut at LABEL_CHARS)
-    title: str  # the tooltip: the whole name and what the node is
-    words: str  # its health in words
-    fill: str
-    stroke: str
-    dash: str
-
-    @property
-    def box_x(self) -> float:  # a managed cluster's box, around its centre
-        return round(self.placed.x - domain.BOX_W / 2, 1)
-
-    @property
-    def box_y(self) -> float:
-        return round(self.placed.y - domain.BOX_H / 2, 1)
-
-
-@dataclass(frozen=True)
-class DrawnEdge:
-    placed: PlacedEdge
-    url: str
-    title: str
-    stroke: str
-    dash: str
-    marker: str
-
-
-@dataclass(frozen=True)
-class Listed:
-    """A cluster named in the table: linked to its page when it has one."""
-
-    node: DomainNode
-    url: str
-    words: str
-
-
-@dataclass(frozen=True)
-class EdgeRow:
-    edge: DomainEdge
-    consumer: Listed
-    provider: Listed
-    url: str
-    words: str
 
 
 def _cut(name: str, chars: int) -> str:
@@ -135,63 +88,144 @@ def _edge_title(edge: DomainEdge, names: dict[str, str]) -> str:
     return f"{names[edge.source]} → {names[edge.target]}{over}: {count}, {state}"
 
 
+def _attrs(**attrs: object) -> str:
+    """SVG attributes, escaped (a value None or "" is left out; ``_`` in a name is ``-``)."""
+    return "".join(
+        f' {name.rstrip("_").replace("_", "-")}="{escape(str(value))}"'
+        for name, value in attrs.items()
+        if value is not None and value != ""
+    )
+
+
+def edge_markup(placed: PlacedEdge, url: str, title: str) -> str:
+    """One arrow: a link (out of the tab order: the table has the same links) around its line and its count."""
+    edge = placed.edge
+    paint = EDGE_PAINT[edge.health]
+    line = _attrs(
+        x1=placed.x1,
+        y1=placed.y1,
+        x2=placed.x2,
+        y2=placed.y2,
+        stroke=paint["stroke"],
+        stroke_width=placed.width,
+        stroke_opacity="0.8",
+        stroke_dasharray=paint["dash"],
+        marker_end=f"url(#domain-arrow-{edge.health})",
+    )
+    count = ""
+    if edge.namespaces:
+        count = (
+            f'<text{_attrs(x=placed.label_x, y=placed.label_y)} text-anchor="middle" dominant-baseline="central"'
+            f' font-size="11" font-weight="700" fill="{paint["stroke"]}" stroke="#ffffff" stroke-width="3"'
+            f' paint-order="stroke" class="edge-count">{edge.namespaces}</text>'
+        )
+    link = _attrs(
+        href=url,
+        tabindex="-1",
+        class_="domain-edge",
+        data_source=edge.source,
+        data_target=edge.target,
+        data_namespaces=edge.namespaces,
+        data_health=edge.health,
+    )
+    return f"<a{link}><title>{escape(title)}</title><line{line}/>{count}</a>"
+
+
+def node_markup(placed: PlacedNode, url: str, peer_r: float) -> str:
+    """One cluster: a managed cluster's box, a peer's circle or the "and N more" circle, with its name."""
+    node = placed.node
+    paint = NODE_PAINT[node.health]
+    kind = "domain-managed" if node.managed else "domain-more" if node.more else "domain-peer"
+    link = _attrs(href=url, class_=f"domain-node {kind}", data_cluster=node.id, data_health=node.health)
+    x, y = placed.x, placed.y
+    if node.managed:
+        box = _attrs(
+            x=round(x - domain.BOX_W / 2, 1),
+            y=round(y - domain.BOX_H / 2, 1),
+            width=domain.BOX_W,
+            height=domain.BOX_H,
+            rx=8,
+            fill="#0f2741",
+            stroke=paint["stroke"],
+            stroke_width=4,
+            stroke_dasharray="6 3" if paint["dash"] else "",
+        )
+        shape = (
+            f"<rect{box}/>"
+            f'<text x="{x}" y="{y}" dy="-4" text-anchor="middle" font-size="13" font-weight="700" fill="#ffffff">'
+            f"{escape(_cut(node.name, 16))}</text>"
+            f'<text x="{x}" y="{y}" dy="12" text-anchor="middle" font-size="10" fill="#cfd8e3">managed · {node.health}</text>'
+        )
+        return f"<a{link}><title>{escape(_node_title(node))}</title>{shape}</a>"
+    rotate = f"rotate({placed.rotate} {placed.label_x} {placed.label_y})" if placed.rotate else ""
+    label = _attrs(x=placed.label_x, y=placed.label_y, text_anchor=placed.anchor, transform=rotate, class_="node-label")
+    if node.more:
+        shape = (
+            f'<circle cx="{x}" cy="{y}" r="{domain.MORE_R}" fill="#ffffff" stroke="{paint["stroke"]}" stroke-width="2"'
+            f' stroke-dasharray="4 2"/>'
+            f'<text x="{x}" y="{y}" text-anchor="middle" dominant-baseline="central" font-size="10" font-weight="700"'
+            f' fill="#1f2d3d">+{node.more}</text>'
+            f'<text{label} dominant-baseline="central" font-size="12" font-style="italic" fill="#1f2d3d">'
+            f"{escape(node.name)} peers</text>"
+        )
+    else:
+        bad = node.health in (domain.UNHEALTHY, domain.UNREACHABLE)
+        circle = _attrs(
+            cx=x,
+            cy=y,
+            r=peer_r,
+            fill=paint["fill"],
+            stroke=paint["stroke"],
+            stroke_width=2,
+            stroke_dasharray=paint["dash"],
+        )
+        weight = ' font-weight="700" fill="#b42318"' if bad else ' fill="#1f2d3d"'
+        shape = (
+            f'<circle{circle}/><text{label} dominant-baseline="central" font-size="12"{weight}>'
+            f"{escape(_cut(node.name, domain.LABEL_CHARS))}</text>"
+        )
+    return f"<a{link}><title>{escape(_node_title(node))}</title>{shape}</a>"
+
+
 def domain_context(nodes: list[DomainNode], edges: list[DomainEdge], peers: set[str]) -> dict[str, object]:
     """What the page draws and lists for a domain's nodes and edges (``peers``: the clusters that have a
-    page, the snapshot's peers)."""
+    page, the snapshot's peers).
+
+    The picture's elements and the table's rows are built here rather than by the template engine
+    (as views.fleet.matrix_cells): measured at 200 peers and 2,000 offloaded namespaces, the template
+    took about 0.5 s of the page's 0.6 s (test client, SQLite); built here, the whole page takes 80 ms."""
     picture = domain.layout(nodes, edges)
     managed = {n.id for n in nodes if n.managed}
+    urls = {n.id: node_url(n, peers) for n in nodes}
+    urls[domain.MORE_ID] = f"#{TABLE_ID}"
     names = {n.node.id: n.node.name for n in picture.nodes}
-    drawn_nodes = [
-        DrawnNode(
-            p,
-            node_url(p.node, peers),
-            _cut(p.node.name, 16 if p.node.managed else domain.LABEL_CHARS),
-            _node_title(p.node),
-            NODE_WORDS[p.node.health],
-            NODE_PAINT[p.node.health]["fill"],
-            NODE_PAINT[p.node.health]["stroke"],
-            NODE_PAINT[p.node.health]["dash"],
-        )
-        for p in picture.nodes
-    ]
-    drawn_edges = [
-        DrawnEdge(
-            e,
-            edge_url(e.edge, managed),
-            _edge_title(e.edge, names),
-            EDGE_PAINT[e.edge.health]["stroke"],
-            EDGE_PAINT[e.edge.health]["dash"],
-            f"domain-arrow-{e.edge.health}",
-        )
-        for e in picture.edges
-    ]
-    by_id = {n.id: Listed(n, node_url(n, peers), NODE_WORDS[n.health]) for n in nodes}
+    svg = "\n".join(
+        [
+            '<g class="domain-edges">',
+            *(edge_markup(e, edge_url(e.edge, managed), _edge_title(e.edge, names)) for e in picture.edges),
+            '</g><g class="domain-nodes">',
+            *(node_markup(p, urls[p.node.id], picture.peer_r) for p in picture.nodes),
+            "</g>",
+        ]
+    )
     # The table: every edge (none folded), troubled ones first.
+    known = {n.id: n for n in nodes}
     ordered = sorted(
-        (e for e in edges if e.source in by_id and e.target in by_id),
+        (e for e in edges if e.source in known and e.target in known),
         key=lambda e: (-domain.EDGE_HEALTHS.index(e.health), e.source, e.target),
     )
-    rows = [
-        EdgeRow(
-            e,
-            by_id[e.source],
-            by_id[e.target],
-            edge_url(e, managed),
-            EDGE_WORDS[e.health] + (f" ({e.not_ready} not Ready)" if e.not_ready else ""),
-        )
-        for e in ordered
-    ]
+    rows = "\n".join(_row(e, known, urls, managed) for e in ordered)
     linked = {e.source for e in edges} | {e.target for e in edges}
     return {
         "picture": picture,
-        "nodes": drawn_nodes,
-        "edges": drawn_edges,
-        "rows": rows,
+        "svg": mark_safe(svg),  # noqa: S308 - every value escaped by _attrs and escape
+        "rows": mark_safe(rows),  # noqa: S308 - the same
+        "edge_count": len(ordered),
         "table_id": TABLE_ID,
         "managed": [n for n in nodes if n.managed],
         "peer_count": sum(1 for n in nodes if not n.managed),
         "offloaded_total": sum(e.namespaces for e in edges),
-        "alone": [by_id[n.id] for n in nodes if n.id not in linked],
+        "alone": [(n, urls[n.id]) for n in nodes if n.id not in linked],
         "markers": [(f"domain-arrow-{health}", paint["stroke"]) for health, paint in EDGE_PAINT.items()],
         # The legend, with how many peers and edges are in each state (the picture's summary).
         "node_legend": [
@@ -203,6 +237,29 @@ def domain_context(nodes: list[DomainNode], edges: list[DomainEdge], peers: set[
             for h in (domain.READY, domain.DEGRADED, domain.UNREACHABLE, domain.IDLE)
         ],
     }
+
+
+BADGES = {domain.READY: "ok", domain.IDLE: "muted", domain.DEGRADED: "warn", domain.UNREACHABLE: "bad"}
+
+
+def _cluster_cell(node: DomainNode, url: str) -> str:
+    name = escape(node.name)
+    cell = f'<a href="{escape(url)}">{name}</a>' if url else name
+    return cell + (' <span class="badge info">managed</span>' if node.managed else "")
+
+
+def _row(edge: DomainEdge, known: dict[str, DomainNode], urls: dict[str, str], managed: set[str]) -> str:
+    """One edge of the table: consumer, provider, the namespaces (linked), its health, the provider's."""
+    consumer, provider = known[edge.source], known[edge.target]
+    words = EDGE_WORDS[edge.health] + (f" ({edge.not_ready} not Ready)" if edge.not_ready else "")
+    return (
+        f'<tr data-source="{escape(edge.source)}" data-target="{escape(edge.target)}">'
+        f"<td>{_cluster_cell(consumer, urls[consumer.id])}</td>"
+        f"<td>{_cluster_cell(provider, urls[provider.id])}</td>"
+        f'<td><a href="{escape(edge_url(edge, managed))}">{edge.namespaces}</a></td>'
+        f'<td><span class="badge {BADGES[edge.health]}">{escape(words)}</span></td>'
+        f'<td class="opt">{NODE_WORDS[provider.health]}</td></tr>'
+    )
 
 
 @login_required
