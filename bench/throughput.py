@@ -12,8 +12,9 @@ One sandbox API server in its own process, 50 ms of latency added to every API r
    moves both alike), with the requests it made counted by the sandbox: its expected time is its
    requests x one request's time, and a measured time over 1.5x that is flagged, with the CPU the
    sandbox and kubectl used meanwhile;
-3. **the bulk** (``bench/throughput_bulk.py``): N offloads through ``request_bulk`` as an admin user (an
-   access review and a server-side dry-run per namespace, as the form and the API do), then the worker
+3. **the bulk** (``bench/throughput_bulk.py``): N offloads through ``request_bulk`` as an admin user (as
+   deployed, ``LIQO_DASH_BULK_CHECKS=push``: recorded at once, each push made as the user is the check;
+   ``request``: an access review and a server-side dry-run per namespace first), then the worker
    pushing them, timed from the request until the last change is applied; the API calls of each phase
    per change, the most requests in flight at once, the physical limit (changes x calls per change x
    latency / requests in flight), the worker's memory, the CPU of every process, and how long a status
@@ -162,6 +163,7 @@ def measure(var_dir: Path, size: int, log: Callable[[str], None], max_inflight: 
             kubectl_list_s=round(kubectl_list_s, 3),
             load_average=round(bulk.load_average, 1),
             flags=flags(reference, expected, single_s, together_s),
+            bulk_checks=str(settings.LIQO_DASH["BULK_CHECKS"]),
         )
     finally:
         if watcher is not None:

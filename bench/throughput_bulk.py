@@ -1,5 +1,6 @@
 """The bulk of the throughput run (``bench/throughput.py``): ``request_bulk`` of N offloads as an admin
-user (an access review and a dry-run per namespace), then the worker pushing them, timed from the request
+user (with ``LIQO_DASH_BULK_CHECKS=request`` an access review and a dry-run per namespace first; by
+default the pushes are the checks), then the worker pushing them, timed from the request
 until the last change is applied; meanwhile the status of other namespaces is changed one at a time and
 timed until the snapshot holds it, and the worker's memory and every process's CPU are sampled. Then
 the N offloadings are listed through the REST API, against ``kubectl get -A -o json``."""

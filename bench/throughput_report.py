@@ -26,7 +26,7 @@ class Throughput:
     kubectl_own_cpu_s: float  # CPU kubectl itself used
     kubectl_calls_by_verb: dict[str, int]  # its resource requests by verb and resource
     bulk_s: float
-    bulk_request_s: float  # of which the request itself (reviews and dry-runs), before the worker
+    bulk_request_s: float  # of which the request itself (recording; with BULK_CHECKS=request also the checks)
     bulk_applied: int
     bulk_failed: int
     request_calls_per_change: float
@@ -44,6 +44,7 @@ class Throughput:
     api_list_s: float
     kubectl_list_s: float
     load_average: float = 0.0  # the machine's, at the bulk's end (other work shares its cores)
+    bulk_checks: str = "push"  # LIQO_DASH_BULK_CHECKS: each push is the check, or the request asks first
     flags: list[str] = field(default_factory=list)
 
     @property
@@ -94,7 +95,8 @@ class Throughput:
             "    per change                       "
             + ", ".join(f"{key} {value * 1000 / self.namespaces:.1f} ms" for key, value in self.bulk_cpu_s.items()),
             f"  calls per change                   request {self.request_calls_per_change:.2f} + worker "
-            f"{self.worker_calls_per_change:.2f}  ({verbs})",
+            f"{self.worker_calls_per_change:.2f}  ({verbs}; bulk checks: "
+            + ("each push, as the user)" if self.bulk_checks == "push" else "access review + dry-run first)"),
             f"  requests in flight                 bound {self.kube_max_inflight} (worker), "
             f"{self.check_concurrency} (request checks); at most {self.peak_inflight} seen by the sandbox",
             f"  physical limit                     {self.physical_limit_s:7.1f} s   (changes x calls per change x "

@@ -282,6 +282,11 @@ LIQO_DASH: dict[str, Any] = {
     "KUBE_MAX_INFLIGHT": env.integer("LIQO_DASH_KUBE_MAX_INFLIGHT", 32),
     # How many access reviews and dry-runs a bulk request sends to the API server at once.
     "DRY_RUN_CONCURRENCY": env.integer("LIQO_DASH_DRY_RUN_CONCURRENCY", 32),
+    # Who checks each namespace of a bulk. "push" (default): the bulk is recorded at once and each push,
+    # made as the user (impersonation) through Liqo's webhook, is the check; a namespace the cluster
+    # refuses is reported as refused, with the reason, in the bulk's result. "request": an access review
+    # and a dry-run per namespace before anything is recorded (two more round trips per namespace).
+    "BULK_CHECKS": env.string("LIQO_DASH_BULK_CHECKS", "push"),
     # Notifications (README "Notifications"): Slack-compatible JSON POSTed to ALERT_WEBHOOK_URL when a change
     # fails, a namespace is stuck or a peer turns unhealthy (and when those recover); empty: off. Links
     # point at ALERT_DASHBOARD_URL (default: the first CSRF_TRUSTED_ORIGINS entry without a wildcard).

@@ -71,3 +71,8 @@ class AlertKind(models.TextChoices):
 class AlertState(models.TextChoices):
     OPEN = "open", "Open"
     RESOLVED = "resolved", "Resolved"
+
+
+# The start of a change's message when the API server refused its push for good (403 Forbidden for the
+# impersonated user, 422 from validation or Liqo's webhook): a bulk's result lists these as refused.
+REFUSED_BY_CLUSTER = "Refused by the cluster"

@@ -286,7 +286,7 @@ def test_a_namespace_the_request_checks_refuse_is_reported_with_the_reason(
     sandbox: Any, k8s: Any, threaded: list[Any], settings: Any
 ) -> None:
     names = _namespaces(k8s, "checked", 4)
-    settings.LIQO_DASH = {**settings.LIQO_DASH, "DRY_RUN_ON_SUBMIT": True}
+    settings.LIQO_DASH = {**settings.LIQO_DASH, "DRY_RUN_ON_SUBMIT": True, "BULK_CHECKS": "request"}
     # Someone else offloads one with EnforceSameName after our snapshot: the dry-run meets their object,
     # and Liqo's webhook refuses to change its mapping strategy.
     k8s.custom.create_namespaced_custom_object(

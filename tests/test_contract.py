@@ -173,8 +173,11 @@ def _kubectl_offloaded_behind_the_snapshot(k8s: Any, name: str) -> None:
 
 
 def test_a_webhook_denial_is_a_field_error_a_422_and_a_skipped_namespace(
-    sandbox: Any, k8s: Any, admin_client: Any, api: APIClient, dry_runs: None
+    sandbox: Any, k8s: Any, admin_client: Any, api: APIClient, dry_runs: None, settings: Any
 ) -> None:
+    # A bulk asks the cluster before recording only with BULK_CHECKS=request (by default its pushes are
+    # the checks: tests/access/test_cluster_decides.py); a single change always asks first.
+    settings.LIQO_DASH = {**settings.LIQO_DASH, "BULK_CHECKS": "request"}
     _kubectl_offloaded_behind_the_snapshot(k8s, "denied")
     webhook_says = liqo.WEBHOOK_MAPPING_IMMUTABLE_MESSAGE
 

@@ -320,8 +320,15 @@ class ChangeRequestSerializer(CamelCaseFields, serializers.ModelSerializer):
         return {"reason": obj.waiting_reason, "since": obj.waiting_since, "message": obj.message}
 
 
+class BulkRefusedSerializer(serializers.Serializer):
+    namespace = serializers.CharField()
+    change = serializers.IntegerField()
+    reason = serializers.CharField()
+
+
 class BulkRequestSerializer(CamelCaseFields, serializers.ModelSerializer):
     progress = serializers.SerializerMethodField()
+    refused = serializers.SerializerMethodField()
 
     class Meta:
         model = BulkRequest
@@ -336,8 +343,15 @@ class BulkRequestSerializer(CamelCaseFields, serializers.ModelSerializer):
             "created_at",
             "total",
             "skipped",
+            "refused",
             "progress",
         ]
+
+    @extend_schema_field(BulkRefusedSerializer(many=True))
+    def get_refused(self, obj: BulkRequest) -> list[dict[str, object]]:
+        """The namespaces whose push the cluster refused (the user's RBAC, validation, Liqo's webhook),
+        each with the API server's reason: by default a bulk's checks are its pushes."""
+        return obj.refused()
 
     def get_progress(self, obj: BulkRequest) -> dict[str, int]:
         # camelCase like every key of the API (awaitingApproval: a state of issue 29)

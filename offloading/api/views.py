@@ -360,7 +360,7 @@ class BulkRequestViewSet(
     FilesNegotiation, NamedNotFoundMixin, SnapshotHeadersMixin, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet
 ):
     not_found_kind = "bulkrequests"
-    queryset = BulkRequest.objects.with_progress()
+    queryset = BulkRequest.objects.with_progress().with_refused()
     serializer_class = BulkRequestSerializer
     filter_backends: list[Any] = []
 

@@ -22,7 +22,7 @@ from offloading.alerts import rules as alerts
 from offloading.audit.events import record_outcome, sealed_together
 from offloading.changes.authorize import identity_of_change
 from offloading.changes.push import Conflict, Waiting, push_delete, push_spec
-from offloading.choices import ChangeAction, ChangeState
+from offloading.choices import REFUSED_BY_CLUSTER, ChangeAction, ChangeState
 from offloading.cluster import breaker as apihealth
 from offloading.cluster import kube
 from offloading.cluster.identity import Identity, acting_as
@@ -286,7 +286,7 @@ def settle(change: ChangeRequest, pushed: Pushed, followups: list[Callable[[], N
                 return ChangeState.QUEUED
             finish(change.pk, ChangeState.FAILED, _gave_up(first, now, exc))
         else:
-            finish(change.pk, ChangeState.FAILED, exc.message)
+            finish(change.pk, ChangeState.FAILED, _permanent_failure(exc))
         trigger_refresh()
         return ChangeState.FAILED
     if exc is not None:
@@ -314,6 +314,13 @@ def settle(change: ChangeRequest, pushed: Pushed, followups: list[Callable[[], N
     finish(change.pk, ChangeState.APPLIED, _applied_message(change), **fields)
     trigger_refresh()
     return ChangeState.APPLIED
+
+
+def _permanent_failure(exc: kube.KubeError) -> str:
+    """A permanent error's message; a refusal (the user's RBAC, validation, Liqo's webhook) says so."""
+    if exc.kind in ("forbidden", "invalid"):
+        return f"{REFUSED_BY_CLUSTER}: {exc.message}"
+    return exc.message
 
 
 def _applied_message(change: ChangeRequest) -> str:

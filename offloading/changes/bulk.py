@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
 
 from access import policy
@@ -159,6 +160,21 @@ def _ask_cluster(change: ChangeRequest, actor: Actor, who: Identity | None) -> C
         return dry_run_refusal(change.namespace, change.desired_spec or {})
 
 
+BULK_CHECK_MODES = ("push", "request")
+
+
+def checks_at_request() -> bool:
+    """Whether a bulk asks the cluster about each namespace before recording it (``BULK_CHECKS=request``),
+    or records at once and lets each push, made as the user, be the check (``push``, the default). The
+    push meets the same authorization (the impersonated user's RBAC: what the access review asks) and the
+    same admission (Liqo's webhook: what the dry-run asks), so asking first only adds two round trips per
+    namespace; the preview (``dryRun``) still asks when the requester wants the cluster's verdict first."""
+    mode = settings.LIQO_DASH["BULK_CHECKS"]
+    if mode not in BULK_CHECK_MODES:
+        raise ImproperlyConfigured(f"LIQO_DASH_BULK_CHECKS must be one of {', '.join(BULK_CHECK_MODES)}, not {mode!r}")
+    return bool(mode == "request")
+
+
 def _ask_cluster_all(changes: list[ChangeRequest], skipped: list[dict[str, str]], actor: Actor) -> list[ChangeRequest]:
     """The changes the cluster accepts (a few at a time); the refused ones go to ``skipped``. The user's
     identity is looked up once, not by each thread for each namespace."""
@@ -217,8 +233,9 @@ def request_bulk(
     confirmed: bool = False,
     gitops_override: bool = False,
 ) -> BulkRequest:
-    """Record one parent request and a change per namespace that can take it, in one transaction
-    (the API server is asked first, outside the transaction). A bulk change that is destructive for any
+    """Record one parent request and a change per namespace that can take it, in one transaction (with
+    ``BULK_CHECKS=request`` the API server is asked first, outside the transaction; by default each push
+    is the check, :func:`checks_at_request`). A bulk change that is destructive for any
     of its namespaces (``offloading.whatif.destructive``) needs ``confirmed``, as a single change does;
     ``gitops_override`` includes the namespaces managed from Git (:func:`plan_bulk`)."""
     plan = plan_bulk(
@@ -233,8 +250,9 @@ def request_bulk(
     _refuse_empty(plan, actor, namespace_selector, action)
     if not confirmed:  # before the API server is asked of every namespace
         require_bulk_confirmation(plan.changes)
-    plan.changes = _ask_cluster_all(plan.changes, plan.skipped, actor)
-    _refuse_empty(plan, actor, namespace_selector, action)
+    if checks_at_request():
+        plan.changes = _ask_cluster_all(plan.changes, plan.skipped, actor)
+        _refuse_empty(plan, actor, namespace_selector, action)
     waits = holds.gate_bulk(plan.changes)  # one approval for the whole bulk, or windows per namespace
     with transaction.atomic(), sealed_together():  # the children's audit rows: one append for all
         bulk = BulkRequest.objects.create(
@@ -262,7 +280,8 @@ def request_bulk(
 
 def retry_failed(bulk_id: int, actor: Actor, *, confirmed: bool = False) -> BulkRequest:
     """A new bulk request for the children of ``bulk_id`` that failed, each asked for again with the
-    same rules (scopes, the cluster's review, the dry-run, the confirmation of a destructive change),
+    same rules (scopes, the cluster's checks as :func:`checks_at_request` says, the confirmation of a
+    destructive change),
     based on the snapshot now."""
     original = BulkRequest.objects.filter(pk=bulk_id).first()
     if original is None:
@@ -293,7 +312,8 @@ def retry_failed(bulk_id: int, actor: Actor, *, confirmed: bool = False) -> Bulk
             skipped.append({"namespace": namespace.name, "reason": NOTHING_TO_CHANGE, "why": "noop"})
         except ChangeRejected as exc:
             skipped.append({"namespace": namespace.name, "reason": "; ".join(exc.messages)})
-    changes = _ask_cluster_all(changes, skipped, actor)
+    if checks_at_request():
+        changes = _ask_cluster_all(changes, skipped, actor)
     if not changes:
         reasons = "; ".join(sorted({s["reason"] for s in skipped})[:3])
         message = f"none of the failed changes can be asked for again ({reasons})"

@@ -6,7 +6,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from offloading.choices import ChangeAction, ChangeState, Source
+from offloading.choices import REFUSED_BY_CLUSTER, ChangeAction, ChangeState, Source
 
 
 class BulkRequestQuerySet(models.QuerySet):
@@ -18,6 +18,13 @@ class BulkRequestQuerySet(models.QuerySet):
                 for state in ChangeState.values
             }
         )
+
+    def with_refused(self) -> BulkRequestQuerySet:
+        """Fetch every listed bulk's refused children in one more query (:meth:`BulkRequest.refused`)."""
+        refused = ChangeRequest.objects.filter(
+            state=ChangeState.FAILED, message__startswith=f"{REFUSED_BY_CLUSTER}: "
+        ).order_by("namespace", "pk")
+        return self.prefetch_related(models.Prefetch("changes", queryset=refused, to_attr="refused_rows"))
 
 
 class BulkRequest(models.Model):
@@ -42,6 +49,15 @@ class BulkRequest(models.Model):
 
     def __str__(self) -> str:
         return f"bulk #{self.pk} {self.action} {self.namespace_selector}"
+
+    def refused(self) -> list[dict[str, object]]:
+        """The children the cluster refused when they were pushed (the user's RBAC, validation, Liqo's
+        webhook), each with its namespace, change id and the API server's reason, by namespace."""
+        prefix = f"{REFUSED_BY_CLUSTER}: "
+        rows = getattr(self, "refused_rows", None)  # BulkRequestQuerySet.with_refused
+        if rows is None:
+            rows = self.changes.filter(state=ChangeState.FAILED, message__startswith=prefix).order_by("namespace", "pk")
+        return [{"namespace": c.namespace, "change": c.pk, "reason": c.message.removeprefix(prefix)} for c in rows]
 
     def progress(self) -> dict[str, int]:
         """Counts of the children by state, plus done (terminal) and total. Uses the ``n_<state>``

@@ -173,7 +173,14 @@ def bulk_progress(request: HttpRequest, pk: int) -> HttpResponse:
     response = render(
         request,
         "offloading/_bulk_progress.html",
-        {"bulk": item, "progress": progress, "changes": rows.object_list, "rows_page": rows, "row_limit": BULK_ROWS},
+        {
+            "bulk": item,
+            "progress": progress,
+            "refused": item.refused() if progress["failed"] else [],
+            "changes": rows.object_list,
+            "rows_page": rows,
+            "row_limit": BULK_ROWS,
+        },
     )
     if progress["done"] >= progress["total"]:
         response.status_code = HttpResponseStopPolling.status_code

@@ -7,13 +7,17 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.core.exceptions import ImproperlyConfigured
 from rest_framework.test import APIClient
 
 from access.models import ApiToken
+from offloading.changes import bulkpush
 from offloading.changes.apply import apply_change
+from offloading.changes.bulk import request_bulk
 from offloading.choices import AuditAction, ChangeAction, ChangeState
 from offloading.cluster import kube
-from offloading.models import AuditEvent, ChangeRequest
+from offloading.context import Actor
+from offloading.models import AuditEvent, BulkRequest, ChangeRequest
 from offloading.snapshot.refresh import refresh
 
 pytestmark = pytest.mark.django_db
@@ -88,3 +92,40 @@ def test_the_worker_pushes_as_the_user_who_asked(olga: APIClient) -> None:
     assert 'User "liqo-dash:olga" cannot create resource "namespaceoffloadings"' in denied.message
     assert kube.get_offloading("gamma") is None
     assert kube.get_offloading("alpha") is not None
+
+
+def _olga_bulk(olga: APIClient) -> BulkRequest:
+    """olga offloads alpha (allowed) and gamma (the cluster refuses her there) in one bulk."""
+    user = olga.user  # type: ignore[attr-defined]
+    return request_bulk(ChangeAction.OFFLOAD, "team in (payments,data)", {}, Actor(user.pk, "olga", "api", "r1"))
+
+
+def test_a_bulk_records_at_once_and_reports_what_the_push_was_refused(olga: APIClient) -> None:
+    """By default (BULK_CHECKS=push) the bulk asks nothing before recording: the push, made as olga,
+    is the check, and the namespace the cluster refuses is listed as refused with its reason."""
+    bulk = _olga_bulk(olga)
+    assert bulk.total == 2 and bulk.skipped == []
+    assert bulkpush.apply_bulk(bulk.pk) == 2
+
+    states = dict(ChangeRequest.objects.filter(bulk=bulk).values_list("namespace", "state"))
+    assert states == {"alpha": ChangeState.APPLIED, "gamma": ChangeState.FAILED}
+    assert kube.get_offloading("gamma") is None and kube.get_offloading("alpha") is not None
+    body = olga.get(f"/api/v1/bulk/{bulk.pk}/").json()
+    assert [r["namespace"] for r in body["refused"]] == ["gamma"]
+    assert 'User "liqo-dash:olga" cannot create resource "namespaceoffloadings"' in body["refused"][0]["reason"]
+    assert body["progress"]["failed"] == 1 and body["progress"]["applied"] == 1
+
+
+def test_with_checks_at_request_the_refused_namespace_is_never_recorded(olga: APIClient, settings: Any) -> None:
+    settings.LIQO_DASH = {**settings.LIQO_DASH, "BULK_CHECKS": "request"}
+    bulk = _olga_bulk(olga)
+    assert bulk.total == 1 and list(bulk.changes.values_list("namespace", flat=True)) == ["alpha"]
+    assert [s["namespace"] for s in bulk.skipped] == ["gamma"]
+    assert "does not allow" in bulk.skipped[0]["reason"]
+    assert olga.get(f"/api/v1/bulk/{bulk.pk}/").json()["refused"] == []
+
+
+def test_an_unknown_bulk_checks_mode_is_a_configuration_error(olga: APIClient, settings: Any) -> None:
+    settings.LIQO_DASH = {**settings.LIQO_DASH, "BULK_CHECKS": "later"}
+    with pytest.raises(ImproperlyConfigured, match="LIQO_DASH_BULK_CHECKS"):
+        _olga_bulk(olga)
