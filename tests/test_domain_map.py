@@ -250,3 +250,25 @@ def test_the_page_at_200_peers_folds_the_picture_and_lists_every_edge(admin_clie
 def test_the_page_needs_a_login(client: Any) -> None:
     response = client.get(reverse("offloading:domain_map"))
     assert response.status_code == 302 and "/accounts/login/" in response["Location"]
+
+
+@pytest.mark.django_db
+def test_cluster_names_are_escaped_in_the_picture_and_the_table(admin_client: Any, fleet: Any) -> None:
+    Cluster.objects.filter(cluster_id="milan").update(name='<b onclick="x">milan&co</b>')
+    page = admin_client.get(reverse("offloading:domain_map")).content.decode()
+    assert "<b onclick" not in page
+    svg = _svg(page)
+    assert "&lt;b onclick=&quot;x&quot;&gt;milan&amp;co&lt;/b&gt;" in page  # whole, in the table and the tooltip
+    assert "&gt;milan&amp;…</text>" in svg, "cut at LABEL_CHARS in the picture"
+
+
+@pytest.mark.django_db
+def test_a_poll_of_the_page_is_answered_304_while_nothing_changed(admin_client: Any, fleet: Any) -> None:
+    url = reverse("offloading:domain_map")
+    poll = {"HTTP_X_LIVE_POLL": "1", "HTTP_HX_REQUEST": "true"}
+    first = admin_client.get(url, **poll)
+    assert first.status_code == 200 and first["ETag"]
+    assert admin_client.get(url, HTTP_IF_NONE_MATCH=first["ETag"], **poll).status_code == 304
+    ClusterOffloading.objects.filter(cluster_id="naples").update(selected=True, state="NamespaceCreated")
+    again = admin_client.get(url, HTTP_IF_NONE_MATCH=first["ETag"], **poll)
+    assert again.status_code == 200 and 'data-target="naples" data-namespaces="1"' in again.content.decode()
