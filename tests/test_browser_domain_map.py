@@ -1,4 +1,4 @@
-"""The Liqo domain map in Chromium, on generated fleets of 20 and 200 peers served by the sandbox and
+"""The Liqo domain map in Chromium, on generated fleets of 20, 50 and 200 peers served by the sandbox and
 read the way the watcher reads them: every drawn peer links to its page, the counts on the arrows do not
 overlap, the picture is drawn at its natural size (12 px names), past 120 peers the quiet ones fold into
 one node, and the table lists every edge. Screenshots go to docs/screenshots/domain-map-*.png."""
@@ -71,13 +71,13 @@ def generated_fleet(tmp_path: Path, settings: Any, peers: int) -> Iterator[None]
     kube.reset_client()
 
 
-def test_the_domain_map_stays_readable_at_20_and_200_peers(
+def test_the_domain_map_stays_readable_at_20_50_and_200_peers(
     browser_page: Any, live_server: Any, admin_user: Any, tmp_path: Path, settings: Any
 ) -> None:
     page = browser_page
     login(page, live_server)
     DOCS_SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    for peers in (20, 200):
+    for peers in (20, 50, 200):
         with generated_fleet(tmp_path, settings, peers):
             page.goto(f"{live_server.url}/domain/")
             svg = page.locator("#domain-map")

@@ -272,3 +272,11 @@ def test_a_poll_of_the_page_is_answered_304_while_nothing_changed(admin_client: 
     ClusterOffloading.objects.filter(cluster_id="naples").update(selected=True, state="NamespaceCreated")
     again = admin_client.get(url, HTTP_IF_NONE_MATCH=first["ETag"], **poll)
     assert again.status_code == 200 and 'data-target="naples" data-namespaces="1"' in again.content.decode()
+
+
+@pytest.mark.django_db
+def test_an_empty_snapshot_draws_the_managed_cluster_alone(admin_client: Any) -> None:
+    page = admin_client.get(reverse("offloading:domain_map")).content.decode()
+    svg = _svg(page)
+    assert 'data-cluster="local" data-health="unknown"' in svg and 'class="domain-edge"' not in svg
+    assert "No edges: the snapshot has no peers" in page and "0 peers" in page
