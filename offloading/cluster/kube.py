@@ -328,11 +328,22 @@ def list_pages(kind: str, page_size: int | None = None) -> Iterator[tuple[list[d
             return
 
 
+class _RawWatch(k8s_watch.Watch):
+    """The client's Watch, each event decoded once. The watcher keeps only the raw object, while the
+    client would also turn it back into JSON and decode it again into its model (for a NamespaceMap of
+    1,000 entries 7.9 instead of 2.2 ms per event; for a Namespace, a typed model, 660 instead of 15 us).
+    Without a return type the client hands over the decoded event as it is; this stream never reconnects
+    by itself (``timeout_seconds`` is always given), so the resourceVersion it would track is not needed."""
+
+    def get_return_type(self, func: Any) -> None:
+        return None
+
+
 def watch(kind: str, resource_version: str, timeout_seconds: int = 300) -> Iterator[tuple[str, dict[str, Any]]]:
     """Stream ``(type, object)`` watch events of ``kind`` after ``resource_version``, bookmarks
     included (type ``BOOKMARK``). Raises KubeError: kind ``gone`` when the version is too old."""
     method, args, kwargs = _list_method(kind)
-    watcher = k8s_watch.Watch()
+    watcher = _RawWatch()
     try:
         for event in watcher.stream(
             method,
