@@ -76,6 +76,7 @@ class ViewersRun:
     per_region_rendered: dict[str, int] = field(default_factory=dict)  # polls answered 200 / 286, rendered for it
     per_region_shared: dict[str, int] = field(default_factory=dict)  # of those, another viewer's render (X-Live)
     phase: str = "idle"  # or "bulk": while a bulk offload applies
+    web_args: str | None = None  # GUNICORN_CMD_ARGS of a compared web process (None: the main runs')
     load_average: float = 0.0  # the machine's (1 min), at the window's end
     web_cpu_s: float = 0.0  # the web pod's CPU seconds over the window
     bulk: dict[str, Any] | None = None  # the bulk of the window (viewers_pod.BulkRun)
@@ -84,8 +85,9 @@ class ViewersRun:
 
     def line(self) -> str:
         share = 100 * self.not_modified / self.polls if self.polls else 0.0
+        args = "" if self.web_args is None else f" [GUNICORN_CMD_ARGS={self.web_args!r}]"
         return (
-            f"{self.viewers:4d} viewers, {self.phase:<4}: {self.polls} polls in {self.window_s:.0f} s ({share:.0f} % "
+            f"{self.viewers:4d} viewers, {self.phase:<4}{args}: {self.polls} polls in {self.window_s:.0f} s ({share:.0f} % "
             f"304, {self.errors} errors), p50 {self.p50_ms:.1f} ms, p95 {self.p95_ms:.1f} ms, max "
             f"{self.max_ms:.0f} ms; web {self.web_cores:.2f} cores = {self.cpu_us_per_viewer_s:.0f} us CPU per "
             f"viewer per second (load generator {self.generator_cores:.2f} cores; load average {self.load_average:.1f})"
@@ -394,12 +396,14 @@ def measure(
     bulk: bool = True,
     keep_alive: bool = True,
     per_request_run: bool = True,
+    compare: list[str] | None = None,
 ) -> dict[str, Any]:
     """The fleet in the sandbox, the deployment's processes (the watcher's cold sync), then the web pod
     and each count of viewers: idle, then while a bulk applies (after the bulk alone, with no viewer)."""
     harness.reset_database()
     runs: list[ViewersRun] = []
     per_request: list[ViewersRun] = []
+    compared: list[ViewersRun] = []
     alone: list[ViewersRun] = []
     with harness.Fleet(namespaces, clusters, var_dir) as fleet:
         log(f"viewers: sandbox with {fleet.label} up; the worker, beat and watcher start")
@@ -436,6 +440,17 @@ def measure(
                             found.append(item)
                 finally:
                     pod.stop()
+            # The most viewers idle again on web processes with other settings (GUNICORN_CMD_ARGS), one
+            # after the other on the same fleet: list one twice around another to see the machine's drift.
+            for args in compare or []:
+                pod = ProcfileWebPod(var_dir, **deployment.web_env(), GUNICORN_CMD_ARGS=args)
+                try:
+                    for item in run(pod, cookies[: counts[-1]], [("idle", idle)], log, keep_alive):
+                        item.web_args = args
+                        log(item.line())
+                        compared.append(item)
+                finally:
+                    pod.stop()
         finally:
             deployment.stop()
     idle_runs = [r for r in runs if r.phase == "idle"]
@@ -446,6 +461,7 @@ def measure(
         "bulk_runs": [asdict(r) for r in bulk_runs],
         "bulk_alone": asdict(alone[0]) if alone else None,
         "per_request_connections": [asdict(r) for r in per_request],
+        "compared": [asdict(r) for r in compared],
         "viewers_p95_ms": {str(r.viewers): r.p95_ms for r in idle_runs},
         "idle_viewer_cpu_us_per_s": {str(r.viewers): r.cpu_us_per_viewer_s for r in idle_runs},
         "bulk_viewers_p95_ms": {str(r.viewers): r.p95_ms for r in bulk_runs},
@@ -498,7 +514,12 @@ def lines(figures: dict[str, Any]) -> list[str]:
     alone = figures.get("bulk_alone")
     if alone:
         out.append(f"  the bulk with no viewer: {alone['bulk']}; web {alone['web_cores']:.2f} cores")
-    for key, note in (("runs", ""), ("bulk_runs", ""), ("per_request_connections", " (DATABASE_CONN_MAX_AGE=0)")):
+    for key, note in (
+        ("runs", ""),
+        ("bulk_runs", ""),
+        ("per_request_connections", " (DATABASE_CONN_MAX_AGE=0)"),
+        ("compared", ""),
+    ):
         for item in figures.get(key) or []:
             run_ = ViewersRun(**item)
             goal = ""
@@ -533,6 +554,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_false",
         help="skip the extra run of the most viewers with DATABASE_CONN_MAX_AGE=0",
     )
+    parser.add_argument(
+        "--compare",
+        metavar="GUNICORN_CMD_ARGS",
+        action="append",
+        help="then the most viewers idle on a web process with these settings (repeatable; '' for the defaults)",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory (database, logs)")
     parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON to FILE ('-': stdout)")
     args = parser.parse_args(argv)
@@ -555,6 +582,7 @@ def main(argv: list[str] | None = None) -> int:
             bulk=args.bulk,
             keep_alive=args.keep_alive,
             per_request_run=args.per_request_run,
+            compare=args.compare,
         )
     finally:
         if args.keep:
