@@ -142,6 +142,7 @@ READ_ONLY = {
     "offloading:namespace_detail",
     "offloading:namespace_status",
     "offloading:namespace_reflection",
+    "offloading:namespace_twins",
     "offloading:namespace_offload_preview",
     "offloading:change_list",
     "offloading:change_detail",

@@ -1,0 +1,285 @@
+"""A namespace followed across the domain (issue 28): the namespace page's "Across the domain" section
+reads each managed provider's own API for the twin (its phase, the pods running there, what else is
+there), shows a provider that does not answer as unreachable without holding the page, and lists peers
+that are not managed; the collision check of a proposed offload against a managed provider's real
+namespaces. Against a real two-cluster sandbox domain (rome, milan) over HTTP: the dashboard's default
+cluster is rome, milan is registered as a managed cluster on its own kubeconfig context."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import Group
+from django.core.cache import cache
+from django.urls import reverse
+from kubernetes import client as k8s_client
+from kubernetes import config as k8s_config
+from kubernetes.client.rest import ApiException
+
+from liqo_rules import constants as c
+from offloading.cluster import kube, twins
+from offloading.cluster import managed as managedclient
+from offloading.models import ClusterOffloading, ManagedCluster, MappingEntry, Namespace, PeerNamespaceMap
+from offloading.models.managed import ensure_configured
+from offloading.snapshot.refresh import refresh
+from sandbox.domain import Domain
+from tests.sandbox.conftest import GROUP, NSOFF, VERSION, expr, selector
+
+HTMX = {"HTTP_HX_REQUEST": "true"}
+TO_MILAN = selector([expr(c.REMOTE_CLUSTER_ID_LABEL, "In", "milan")])
+
+
+def eventually(check: Callable[[], Any], timeout: float = 10.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        answer = check()
+        if answer or time.monotonic() > deadline:
+            assert answer, f"still {answer!r} after {timeout}s"
+            return answer
+        time.sleep(0.05)
+
+
+@dataclass
+class World:
+    dom: Domain
+    rome: k8s_client.CoreV1Api
+    rome_custom: k8s_client.CustomObjectsApi
+    milan: k8s_client.CoreV1Api
+    managed_milan: ManagedCluster
+
+    def offload(self, namespace: str, spec: dict[str, Any]) -> None:
+        self.rome.create_namespace({"metadata": {"name": namespace}})
+        body = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "NamespaceOffloading", "metadata": {"name": "offloading"}}
+        self.rome_custom.create_namespaced_custom_object(GROUP, VERSION, namespace, NSOFF, {**body, "spec": spec})
+
+    def phase(self, namespace: str) -> str:
+        try:
+            nsoff = self.rome_custom.get_namespaced_custom_object(GROUP, VERSION, namespace, NSOFF, "offloading")
+        except ApiException:
+            return ""
+        return str((nsoff.get("status") or {}).get("offloadingPhase") or "")
+
+    def milan_pods(self, namespace: str) -> dict[str, Any]:
+        return {pod.metadata.name: pod for pod in self.milan.list_namespaced_pod(namespace).items}
+
+
+@pytest.fixture
+def world(tmp_path: Path, settings: Any, db: Any) -> Iterator[World]:
+    """rome and milan; the dashboard's default cluster is rome (the kubeconfig's current context), and
+    milan a managed cluster on its own context, discovered (its Liqo cluster id is milan)."""
+    managedclient.forget_clients()
+    with Domain("domain:rome,milan", controller_delay=0.0, port=0) as dom:
+        kubeconfig = dom.write_kubeconfig(tmp_path / "kubeconfig")
+        settings.LIQO_DASH = {**settings.LIQO_DASH, "KUBECONFIG": str(kubeconfig), "KUBE_CONFIG_MODE": "kubeconfig"}
+        kube.reset_client()
+        ensure_configured([])
+        milan = managedclient.refresh(ManagedCluster.objects.create(name="milan-eu", context="milan"))
+        assert (milan.health, milan.liqo_cluster_id) == ("reachable", "milan")
+        clients = [k8s_config.new_client_from_config(config_file=str(kubeconfig), context=n) for n in ("rome", "milan")]
+        yield World(
+            dom,
+            k8s_client.CoreV1Api(clients[0]),
+            k8s_client.CustomObjectsApi(clients[0]),
+            k8s_client.CoreV1Api(clients[1]),
+            milan,
+        )
+        for api in clients:
+            api.close()
+        managedclient.forget_clients()
+    kube.reset_client()
+
+
+def _section(client: Any, namespace: str) -> tuple[str, float]:
+    started = time.monotonic()
+    response = client.get(reverse("offloading:namespace_twins", args=[namespace]), **HTMX)
+    elapsed = time.monotonic() - started
+    assert response.status_code == 200, response.content.decode()[:1000]
+    assert response["Cache-Control"] == "no-store"
+    return response.content.decode(), elapsed
+
+
+def _row(page: str, cluster_id: str) -> str:
+    start = page.index(f'id="twin-{cluster_id}"')
+    return page[start : page.index("</tr>", start)]
+
+
+def _offload_shop_with_pods(world: World) -> None:
+    world.offload("shop", {"podOffloadingStrategy": "Remote", "clusterSelector": TO_MILAN})
+    eventually(lambda: world.phase("shop") == "Ready")
+    for name in ("cart-1", "cart-2"):
+        body = {
+            "metadata": {"name": name, "labels": {"app": "cart"}},
+            "spec": {"containers": [{"name": "c", "image": "nginx"}]},
+        }
+        world.rome.create_namespaced_pod("shop", body)
+    eventually(
+        lambda: (
+            {pod.status.phase for pod in world.milan_pods("shop-rome").values()} == {"Running"}
+            and len(world.milan_pods("shop-rome")) == 2
+        )
+    )
+    # What Liqo's reflectors put in the twin besides pods (the sandbox reflects only pods).
+    world.milan.create_namespaced_config_map("shop-rome", {"metadata": {"name": "cart-settings"}, "data": {"a": "b"}})
+    refresh()
+
+
+@pytest.mark.sandbox
+def test_the_section_follows_a_namespace_into_its_twin_in_milan(world: World, admin_client: Any) -> None:
+    _offload_shop_with_pods(world)
+    detail = admin_client.get(reverse("offloading:namespace_detail", args=["shop"])).content.decode()
+    assert f'hx-get="{reverse("offloading:namespace_twins", args=["shop"])}" hx-trigger="load"' in detail
+
+    page, elapsed = _section(admin_client, "shop")
+    row = _row(page, "milan")
+    assert 'data-state="Active"' in row and "managed cluster milan-eu" in row
+    assert "<code>shop-rome</code>" in row
+    assert ">Active<" in row  # the phase there
+    assert "here: " in row and ">NamespaceCreated<" in row  # what this cluster's offloading says of milan
+    for pod in ("cart-1", "cart-2"):
+        assert f"<code>{pod}</code>" in row
+    assert row.count(">Running<") == 2
+    nodes = {pod.spec.node_name for pod in world.milan_pods("shop-rome").values()}
+    assert all(node.startswith("milan-") and f"on {node}" in row for node in nodes)
+    assert "configmaps: 1" in row and "cart-settings" in row and "services: <span" in row
+    assert "not managed by this dashboard" not in page  # milan is managed: its side is visible
+    assert elapsed < 3
+
+    # The same, as data: the twin is this namespace's own, read in one go.
+    across = twins.twins(Namespace.objects.get(name="shop"))
+    (twin,) = across.twins
+    assert (twin.cluster_id, twin.cluster, twin.remote_name, twin.state, twin.ours) == (
+        "milan",
+        "milan-eu",
+        "shop-rome",
+        "Active",
+        True,
+    )
+    assert [(p.name, p.phase) for p in twin.reading.pods] == [("cart-1", "Running"), ("cart-2", "Running")]
+
+    # Unoffloading: milan's namespace controller removes the twin; the section says it is gone.
+    world.rome_custom.delete_namespaced_custom_object(GROUP, VERSION, "shop", NSOFF, "offloading")
+    eventually(lambda: "shop-rome" not in {ns.metadata.name for ns in world.milan.list_namespace().items})
+    MappingEntry.objects.filter(namespace="shop").delete()
+    ClusterOffloading.objects.filter(namespace__name="shop").update(selected=False, state="Terminating")
+    cache.clear()
+    page, _ = _section(admin_client, "shop")
+    assert 'data-state="missing"' in _row(page, "milan")
+
+
+@pytest.mark.sandbox
+def test_milan_down_shows_unreachable_while_the_page_answers_quickly(world: World, admin_client: Any) -> None:
+    _offload_shop_with_pods(world)
+    page, _ = _section(admin_client, "shop")
+    assert 'data-state="Active"' in _row(page, "milan")
+
+    world.dom["milan"].faults.set(outage=True)
+    # Within a few seconds a reload asks no cluster: the answer is the cached one.
+    page, elapsed = _section(admin_client, "shop")
+    assert 'data-state="Active"' in _row(page, "milan") and elapsed < 1
+
+    cache.clear()
+    page, elapsed = _section(admin_client, "shop")
+    row = _row(page, "milan")
+    assert 'data-state="unreachable"' in row and ">unreachable<" in row
+    assert "cart-1" not in row
+    assert elapsed < twins.DEADLINE
+    # rome keeps answering: the namespace page itself is unaffected.
+    assert admin_client.get(reverse("offloading:namespace_detail", args=["shop"])).status_code == 200
+
+    # A milan that hangs rather than drops: the section gives up at the deadline.
+    world.dom["milan"].faults.set(outage=False, timeout_rate=1.0, timeout_seconds=6.0)
+    cache.clear()
+    page, elapsed = _section(admin_client, "shop")
+    row = _row(page, "milan")
+    assert 'data-state="unreachable"' in row and f"no answer within {twins.DEADLINE:g} s" in row
+    assert twins.DEADLINE - 0.2 < elapsed < twins.DEADLINE + 1.5
+    # ... and the late answer is cached as unreachable: a reload at once does not wait again.
+    page, elapsed = _section(admin_client, "shop")
+    assert 'data-state="unreachable"' in _row(page, "milan") and elapsed < 1
+    world.dom["milan"].faults.set(timeout_rate=0.0)
+
+
+@pytest.mark.sandbox
+def test_the_collision_check_finds_a_name_milan_already_has(world: World, admin_client: Any) -> None:
+    world.milan.create_namespace({"metadata": {"name": "reports", "labels": {"owner": "milan"}}})
+    world.offload("web2", {"clusterSelector": TO_MILAN})
+    eventually(lambda: world.phase("web2") == "Ready")
+    refresh()
+    same_name = {"namespaceMappingStrategy": "EnforceSameName", "clusterSelector": TO_MILAN}
+
+    (taken,) = twins.remote_collisions("reports", same_name, ["milan", "paris"])
+    assert (taken.cluster_id, taken.cluster, taken.remote_name, taken.verdict) == (
+        "milan",
+        "milan-eu",
+        "reports",
+        "taken",
+    )
+    assert taken.fails and "CreationLoopBackOff" in taken.message() and "not by Liqo" in taken.message()
+    # web2's twin in milan is web2's own; a new DefaultName namespace's name is free there; another
+    # namespace asking for web2's twin by name would share it; a peer not managed is not checked.
+    (ours,) = twins.remote_collisions("web2", {"clusterSelector": TO_MILAN}, ["milan"])
+    assert (ours.remote_name, ours.verdict, ours.fails) == ("web2-rome", "ours", False)
+    (free,) = twins.remote_collisions("fresh", {}, ["milan"])
+    assert (free.remote_name, free.verdict) == ("fresh-rome", "free")
+    selected = {"namespaceMappingStrategy": "SelectedName", "remoteNamespaceName": "web2-rome"}
+    (shared,) = twins.remote_collisions("other", selected, ["milan"])
+    assert (shared.verdict, shared.detail) == ("shared", "web2")
+    assert twins.remote_collisions("reports", same_name, ["paris"]) == []
+    assert twins.remote_collisions("fresh", {}, ["milan"], local_id="") == []  # DefaultName: name not known
+
+    # Offloaded anyway, Liqo fails as foreseen, and the section says why: that namespace is not the twin.
+    world.offload("reports", same_name)
+    eventually(lambda: world.phase("reports") == "AllFailed")
+    refresh()
+    page, _ = _section(admin_client, "reports")
+    row = _row(page, "milan")
+    assert 'data-state="Active"' in row and "CreationLoopBackOff" in row
+    assert "not this cluster&#x27;s twin: a namespace of its own" in row
+
+
+# -- without a domain: the snapshot alone -----------------------------------------------------------------------
+def _offloaded(name: str, *peers: str) -> Namespace:
+    ns = Namespace.objects.create(
+        name=name, offloaded=True, offloading_spec={"namespaceMappingStrategy": "EnforceSameName"}
+    )
+    for peer in peers:
+        ClusterOffloading.objects.create(namespace=ns, cluster_id=peer, selected=True, state="Ready")
+    return ns
+
+
+def test_peers_that_are_not_managed_are_listed_as_not_visible(admin_client: Any) -> None:
+    ensure_configured([])
+    _offloaded("catalog", "paris", "berlin")
+    nsmap = PeerNamespaceMap.objects.create(cluster_id="vienna", namespace="liqo-tenant-vienna", name="vienna")
+    MappingEntry.objects.create(
+        namespace_map=nsmap, cluster_id="vienna", namespace="catalog", desired="catalog", current_phase="Accepted"
+    )
+    page, elapsed = _section(admin_client, "catalog")
+    assert "<table" not in page  # no managed provider: nothing was asked
+    for peer in ("paris", "berlin", "vienna"):
+        line = page[page.index(f'id="twin-{peer}"') :].split("</li>")[0]
+        assert "not managed by this dashboard: its side is not visible" in line and "<code>catalog</code>" in line
+    assert elapsed < 1
+    Namespace.objects.create(name="quiet")
+    page, _ = _section(admin_client, "quiet")
+    assert "Not offloaded: this namespace has no twin on any peer." in page
+
+
+def test_who_may_see_the_section_is_who_may_see_the_namespace_page(client: Any, django_user_model: Any) -> None:
+    _offloaded("catalog", "paris")
+    url = reverse("offloading:namespace_twins", args=["catalog"])
+    assert client.get(url, **HTMX).status_code == 302  # signed out: to the login page
+    nobody = django_user_model.objects.create_user("nora", password="nora-password-123")
+    client.force_login(nobody)
+    assert client.get(url, **HTMX).status_code == 403  # no role: refused as on every page
+    viewer = django_user_model.objects.create_user("vera", password="vera-password-123")
+    viewer.groups.add(Group.objects.get(name="viewer"))
+    client.force_login(viewer)
+    assert client.get(url, **HTMX).status_code == 200
+    assert client.get(reverse("offloading:namespace_twins", args=["nowhere"]), **HTMX).status_code == 404
+    assert client.post(url, **HTMX).status_code == 405
