@@ -362,13 +362,24 @@ def _remote_name(namespace: Namespace, entry: MappingEntry | None, local_id: str
     return remote_namespace_name(namespace.name, local_id, spec)
 
 
+def _whose(reading: Reading, local_id: str) -> str:
+    """Whose a namespace is that is not this cluster's twin, in words."""
+    if reading.owner and reading.owner != local_id and reading.managed_by:
+        return f"the twin of a namespace of cluster {reading.owner}"
+    if reading.owner == local_id:
+        return "labelled for this cluster, but not managed by its NamespaceMap"
+    return "a namespace of its own, not made by Liqo for this cluster"
+
+
 def _note(namespace: str, reading: Reading, local_id: str) -> tuple[bool, str]:
     """(whether it is this namespace's twin, what is odd about it)."""
     if not reading.exists:
         return False, ""
     if not is_twin_of(reading, local_id):
-        owner = f"the twin of cluster {reading.owner}'s namespace" if reading.owner else "a namespace of its own"
-        return False, f"not this cluster's twin: {owner} (Liqo cannot create the twin under this name)"
+        return (
+            False,
+            f"not this cluster's twin: {_whose(reading, local_id)} (Liqo cannot create the twin under this name)",
+        )
     if reading.original_name and reading.original_name != namespace:
         return False, f"the twin of this cluster's namespace {reading.original_name}: both share it"
     return True, ""
@@ -448,9 +459,7 @@ def _verdict(namespace: str, cluster: ManagedCluster, remote: str, reading: Read
     if not reading.exists:
         return check(FREE)
     if not is_twin_of(reading, local_id):
-        if reading.owner:
-            return check(TAKEN, f"it is the twin of cluster {reading.owner}'s namespace")
-        return check(TAKEN, "it was made there, not by Liqo for this cluster")
+        return check(TAKEN, _whose(reading, local_id))
     if reading.original_name and reading.original_name != namespace:
         return check(SHARED, reading.original_name)
     return check(OURS)
