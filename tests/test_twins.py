@@ -7,6 +7,7 @@ cluster is rome, milan is registered as a managed cluster on its own kubeconfig 
 
 from __future__ import annotations
 
+import socket
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cryptography.fernet import Fernet
 from django.contrib.auth.models import Group
 from django.core.cache import cache
 from django.urls import reverse
@@ -25,7 +27,7 @@ from liqo_rules import constants as c
 from offloading.cluster import kube, twins
 from offloading.cluster import managed as managedclient
 from offloading.models import ClusterOffloading, ManagedCluster, MappingEntry, Namespace, PeerNamespaceMap
-from offloading.models.managed import ensure_configured
+from offloading.models.managed import Credentials, ensure_configured
 from offloading.snapshot.refresh import refresh
 from sandbox.domain import Domain
 from tests.sandbox.conftest import GROUP, NSOFF, VERSION, expr, selector
@@ -282,3 +284,67 @@ def test_who_may_see_the_section_is_who_may_see_the_namespace_page(client: Any, 
     assert client.get(url, **HTMX).status_code == 200
     assert client.get(reverse("offloading:namespace_twins", args=["nowhere"]), **HTMX).status_code == 404
     assert client.post(url, **HTMX).status_code == 405
+
+
+def test_whose_namespace_it_is_decides_the_verdict() -> None:
+    milan = ManagedCluster(name="milan-eu", liqo_cluster_id="milan")
+    mine = twins.Reading("Active", owner="rome", managed_by="liqo-tenant-rome/milan", original_name="shop")
+    naples = twins.Reading("Active", owner="naples", managed_by="liqo-tenant-naples/milan", original_name="shop")
+    unmarked = twins.Reading("Active", owner="rome")  # labelled, but no NamespaceMap manages it
+    verdicts = {
+        name: twins._verdict("shop", milan, "shop", reading, "rome")
+        for name, reading in {
+            "mine": mine,
+            "naples": naples,
+            "unmarked": unmarked,
+            "gone": twins.Reading("missing"),
+            "down": twins.Reading("unreachable", error="no answer within 3 s"),
+            "refused": twins.Reading("refused", error="forbidden"),
+        }.items()
+    }
+    assert {k: v.verdict for k, v in verdicts.items()} == {
+        "mine": "ours",
+        "naples": "taken",
+        "unmarked": "taken",
+        "gone": "free",
+        "down": "unchecked",
+        "refused": "unchecked",
+    }
+    assert "the twin of a namespace of cluster naples" in verdicts["naples"].message()
+    assert "not managed by its NamespaceMap" in verdicts["unmarked"].message()
+    assert "could not be checked: unreachable: no answer within 3 s" in verdicts["down"].message()
+    assert twins._verdict("cart", milan, "shop", mine, "rome").verdict == "shared"
+
+
+@pytest.fixture
+def silent_server() -> Iterator[str]:
+    """An address that takes connections and never answers (a hung API server)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(16)
+        yield f"https://127.0.0.1:{sock.getsockname()[1]}"
+
+
+def test_hung_providers_are_asked_at_once_and_given_up_at_the_deadline(
+    admin_client: Any, settings: Any, silent_server: str
+) -> None:
+    settings.LIQO_DASH_CREDENTIALS_KEY = [Fernet.generate_key().decode()]
+    ensure_configured([])
+    for name in ("milan", "naples", "turin"):
+        cluster = ManagedCluster(name=f"{name}-eu", source="credentials", api_server_url=silent_server)
+        cluster.liqo_cluster_id = name
+        cluster.set_credentials(Credentials(token="not-used"))
+        cluster.save()
+    _offloaded("catalog", "milan", "naples", "turin")
+    # DefaultName before this cluster's Liqo id is known: the twin's name cannot be told, nobody is asked.
+    Namespace.objects.create(name="early", offloaded=True, offloading_spec={})
+    ClusterOffloading.objects.create(namespace=Namespace.objects.get(name="early"), cluster_id="milan", selected=True)
+    try:
+        page, elapsed = _section(admin_client, "catalog")
+        assert elapsed < twins.DEADLINE + 1.0, "three hung providers are waited for together, not one after another"
+        for name in ("milan", "naples", "turin"):
+            assert 'data-state="unreachable"' in _row(page, name)
+        page, elapsed = _section(admin_client, "early")
+        assert "not known yet" in _row(page, "milan") and elapsed < 1
+    finally:
+        managedclient.forget_clients()
