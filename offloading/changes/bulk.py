@@ -25,7 +25,7 @@ from offloading.changes.requests import (
     NothingToChange,
     build_change,
     dry_run_refusal,
-    save_and_enqueue,
+    save_all,
     unconfirmed,
 )
 from offloading.choices import ChangeAction, ChangeState, Source
@@ -39,6 +39,7 @@ from offloading.models import (
 )
 from offloading.queue import enqueue_bulk
 from offloading.snapshot.refresh import local_cluster_id
+from offloading.whatif import collisions
 from offloading.whatif.destructive import destructive_changes
 
 log = logging.getLogger(__name__)
@@ -114,33 +115,34 @@ def plan_bulk(
     actor = Actor(actor.user_id, actor.user_name, Source.BULK, actor.request_id)
     authorize.permit_bulk(actor, namespace_selector, f"bulk {action}")
     user = authorize.user_of(actor)
-    for namespace in bulk_targets(namespace_selector):
-        if actor.user_id is not None:
-            # Out of the user's scopes (or no right to change at all): left out, never queued.
-            decision = policy.can_change(
-                user, namespace.name, namespace.labels or {}, authorize.policy_action(namespace, action)
+    with collisions.indexed(local_id):  # every target's remote name checked against one read of the others
+        for namespace in bulk_targets(namespace_selector):
+            if actor.user_id is not None:
+                # Out of the user's scopes (or no right to change at all): left out, never queued.
+                decision = policy.can_change(
+                    user, namespace.name, namespace.labels or {}, authorize.policy_action(namespace, action)
+                )
+                if not decision.allowed:
+                    skipped.append({"namespace": namespace.name, "reason": decision.reason, "why": "scope"})
+                    continue
+            wanted = ChangeInput(
+                namespace.name,
+                action,
+                spec,
+                expected.get(namespace.name),
+                label_namespace,
+                gitops_override=gitops_override,
             )
-            if not decision.allowed:
-                skipped.append({"namespace": namespace.name, "reason": decision.reason, "why": "scope"})
+            try:
+                change = build_change(namespace, wanted, actor, local_id=local_id)
+            except NothingToChange:
+                # Already as asked: left out, never a failure of the bulk (nor an empty change).
+                skipped.append({"namespace": namespace.name, "reason": NOTHING_TO_CHANGE, "why": "noop"})
                 continue
-        wanted = ChangeInput(
-            namespace.name,
-            action,
-            spec,
-            expected.get(namespace.name),
-            label_namespace,
-            gitops_override=gitops_override,
-        )
-        try:
-            change = build_change(namespace, wanted, actor, local_id=local_id)
-        except NothingToChange:
-            # Already as asked: left out, never a failure of the bulk (nor an empty change).
-            skipped.append({"namespace": namespace.name, "reason": NOTHING_TO_CHANGE, "why": "noop"})
-            continue
-        except ChangeRejected as exc:
-            skipped.append({"namespace": namespace.name, "reason": "; ".join(exc.messages)})
-            continue
-        changes.append(change)
+            except ChangeRejected as exc:
+                skipped.append({"namespace": namespace.name, "reason": "; ".join(exc.messages)})
+                continue
+            changes.append(change)
     if ask_api_server:
         changes = _ask_cluster_all(changes, skipped, actor)
     return BulkPlan(changes, skipped)
@@ -270,7 +272,7 @@ def request_bulk(
         record_bulk_requested(bulk, actor, [change.namespace for change in plan.changes])
         for change in plan.changes:
             change.bulk = bulk
-            save_and_enqueue(change, actor, enqueue=False)
+        save_all(plan.changes, actor)
         holds.hold_bulk(bulk, plan.changes, waits, actor)
         # One task pushes them all, many at a time (offloading.changes.bulkpush.apply_bulk).
         if waits.enqueue:
@@ -338,7 +340,7 @@ def retry_failed(bulk_id: int, actor: Actor, *, confirmed: bool = False) -> Bulk
         record_bulk_requested(retry, actor, [change.namespace for change in changes], retry_of=original.pk)
         for change in changes:
             change.bulk = retry
-            save_and_enqueue(change, actor, enqueue=False)
+        save_all(changes, actor)
         holds.hold_bulk(retry, changes, waits, actor)
         if waits.enqueue:
             transaction.on_commit(lambda: enqueue_bulk(retry.pk), robust=True)

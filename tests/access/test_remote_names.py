@@ -146,3 +146,27 @@ def test_the_offload_page_preview_warns_of_a_collision(fleet: Any, admin_client:
     page = admin_client.post("/namespaces/payments/offload/preview/", data, HTTP_HX_REQUEST="true")
     assert page.status_code == 200
     assert b"data-collision" in page.content and b"already maps to the remote namespace" in page.content
+
+
+def test_a_bulk_leaves_out_the_namespace_whose_default_name_another_one_uses(fleet: Any, admin_user: Any) -> None:
+    """A bulk checks every target against one index of the offloaded namespaces' remote names: the
+    same refusal as a single change, for the colliding namespace only."""
+    shop = Namespace.objects.get(name="shop")
+    shop.remote_namespace_name = "payments-rome"  # what DefaultName gives payments here
+    shop.save()
+    Namespace.objects.filter(name="payments").update(labels={"bulk": "collide"})
+    Namespace.objects.create(name="search", labels={"bulk": "collide"})
+    response = _client(admin_user).post(
+        "/api/v1/bulk/",
+        {
+            "action": "offload",
+            "namespaceSelector": "bulk=collide",
+            "spec": {"namespaceMappingStrategy": "DefaultName", "clusterSelector": WEST},
+        },
+        format="json",
+    )
+    assert response.status_code == 201, response.content
+    body = response.json()
+    assert [s["namespace"] for s in body["skipped"]] == ["payments"]
+    assert 'already maps to the remote namespace "payments-rome" on milan' in body["skipped"][0]["reason"]
+    assert list(ChangeRequest.objects.values_list("namespace", flat=True)) == ["search"]
