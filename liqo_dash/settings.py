@@ -357,6 +357,8 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": LIQO_DASH["GOVERNANCE_INTERVAL"],
     },
     "expire-approvals": {"task": "offloading.tasks.expire_approvals", "schedule": LIQO_DASH["GOVERNANCE_INTERVAL"]},
+    # Managed clusters (issue 28): the configured contexts' rows, and each cluster's id, version and health.
+    "refresh-managed-clusters": {"task": "offloading.tasks.refresh_managed_clusters", "schedule": 60.0},
 }
 
 if LIQO_DASH["ALERT_WEBHOOK_URL"]:

@@ -4,8 +4,9 @@
 
 - ``sandbox``: the test starts a sandbox API server: it asks for a fixture that does
   (``SANDBOX_FIXTURES``), or its own code, one of its fixtures or a function of the tests they call
-  calls ``Sandbox(`` or runs ``python -m sandbox serve``. ``_sandbox_needs_the_marker`` (autouse) fails
-  a test without the marker that starts one anyway, so the marking cannot drift.
+  calls ``Sandbox(``, starts a domain of sandboxes (``Domain(``) or runs ``python -m sandbox serve``.
+  ``_sandbox_needs_the_marker`` (autouse) fails a test without the marker that starts one anyway, so the
+  marking cannot drift.
 - ``e2e``: a real Redis and Celery worker (``pipeline``, ``redis_url``).
 - ``browser``: Chromium (``browser_page``).
 - ``slow``: all of the above, a live HTTP server (``live_server``), and what ``SLOW_MODULES`` lists:
@@ -59,13 +60,14 @@ NOT_COLLECTED_IN_FAST_LANE: dict[str, str] = {
 FAST_LANE = "not slow"
 FAST_LIMIT = 5.0
 
-_STARTS_A_SANDBOX = re.compile(r'\bSandbox\(|"sandbox",\s*"serve"')
+_STARTS_A_SANDBOX = re.compile(r'\bSandbox\(|\bDomain\(|"sandbox",\s*"serve"')
 _source_starts_a_sandbox: dict[Any, bool] = {}
 
 
 def _starts_a_sandbox(function: Any) -> bool:
-    """Whether a test or fixture function defined under tests/ calls ``Sandbox(`` (or runs ``python -m
-    sandbox serve``), itself or through a function of the tests it calls by name (``_converge(...)``)."""
+    """Whether a test or fixture function defined under tests/ calls ``Sandbox(`` or ``Domain(`` (or runs
+    ``python -m sandbox serve``), itself or through a function of the tests it calls by name
+    (``_converge(...)``)."""
     function = inspect.unwrap(function)
     if function not in _source_starts_a_sandbox:
         _source_starts_a_sandbox[function] = False  # while looking: a recursive helper ends here

@@ -31,6 +31,19 @@ from offloading.management.commands.ensure_admin import demo_password
 
 START_SECS = 5
 START_RETRIES = 20
+# What `make run` serves: a domain of three clusters, rome (the dashboard's default cluster, with the
+# single-cluster demo's namespaces), milan and naples (SANDBOX_SCENARIO=demo: the single cluster alone).
+DEMO_SCENARIO = "sandbox/scenarios/domains/demo.yaml"
+
+
+def domain_clusters(scenario: str, cwd: Path) -> list[str]:
+    """The clusters (= kubeconfig contexts) of ``scenario`` when it is a sandbox domain, in order (the
+    first is the current context of the kubeconfigs the sandbox writes); [] for a single cluster. A
+    relative file is read from ``cwd``, where the sandbox runs."""
+    from sandbox import domain
+
+    found = scenario if scenario.startswith(domain.PREFIX) else str(cwd / scenario)
+    return domain.load(found).names() if domain.is_domain(found) else []
 
 
 def free_port(preferred: int) -> int:
@@ -174,7 +187,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("--port", type=int, default=env.integer("PORT", 8000))
-        parser.add_argument("--scenario", default=env.string("SANDBOX_SCENARIO", "demo"))
+        parser.add_argument("--scenario", default=env.string("SANDBOX_SCENARIO", DEMO_SCENARIO))
         parser.add_argument(
             "--no-sandbox", action="store_true", help="Use KUBECONFIG as it is instead of starting the sandbox."
         )
@@ -193,6 +206,7 @@ class Command(BaseCommand):
         environment.setdefault("INSECURE_HTTP", "true")
         environment.setdefault("PROMETHEUS_MULTIPROC_DIR", str(var / "prometheus"))
         programs: list[Program] = []
+        clusters: list[str] = []
         if not options["no_sandbox"]:
             sandbox_port = free_port(env.integer("SANDBOX_PORT", 18443))
             # Two kubeconfigs: the sandbox admin's for people (kubectl), and the dashboard's own service
@@ -202,6 +216,11 @@ class Command(BaseCommand):
             environment["KUBECONFIG"] = str(service_kubeconfig)
             environment["KUBE_CONFIG_MODE"] = "kubeconfig"
             delay = env.string("SANDBOX_CONTROLLER_DELAY", "1.5")
+            # A domain: one context per cluster in both kubeconfigs, the first the current one (the
+            # dashboard's own snapshot); every process manages them all, the first the default.
+            clusters = domain_clusters(options["scenario"], base)
+            if clusters:
+                environment.setdefault("LIQO_DASH_CLUSTERS", ",".join(clusters))
             programs.append(
                 Program(
                     "sandbox",
@@ -237,7 +256,13 @@ class Command(BaseCommand):
         config_path.write_text(supervisor_config(programs, var, base))
         url = f"http://127.0.0.1:{web_port}/"
         username = env.string("LIQO_DASH_ADMIN_USER", "admin")
-        banner = f"\n  liqo-dash is up: {url}\n  login: {username} / {demo_password()}\n  (Ctrl-C stops everything)\n"
+        banner = f"\n  liqo-dash is up: {url}\n  login: {username} / {demo_password()}\n"
+        if clusters:
+            where = var / "sandbox.kubeconfig"
+            if where.is_relative_to(Path.cwd()):
+                where = where.relative_to(Path.cwd())
+            banner += f"  clusters: {', '.join(clusters)} (kubectl --kubeconfig {where} --context NAME)\n"
+        banner += "  (Ctrl-C stops everything)\n"
 
         def announce() -> None:
             # Once the dashboard is ready (/readyz 200), not when its port opens: a page opened earlier
