@@ -7,7 +7,8 @@ from collections import defaultdict
 from datetime import datetime
 from typing import Any
 
-from django.db import transaction
+from django.db import connections, router, transaction
+from django.db.models import Model
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
@@ -97,6 +98,29 @@ def _cluster_rows(namespace_id: int, obj: dict[str, Any]) -> list[ClusterOffload
     ]
 
 
+def update_rows(rows: list[Any], field_names: list[str]) -> None:
+    """Write ``field_names`` of the saved model ``rows`` (all of one model): one ``UPDATE ... WHERE pk``
+    sent for every row at once (executemany). What ``bulk_update`` does, without its CASE WHEN per row
+    and field, whose building was most of the watcher's CPU during a bulk (13 fields x a batch of rows)."""
+    if not rows:
+        return
+    model: type[Model] = type(rows[0])
+    meta = model._meta
+    connection = connections[router.db_for_write(model)]
+    quote = connection.ops.quote_name
+    fields = [meta.get_field(name) for name in field_names]
+    columns = [str(getattr(field, "column", "")) for field in fields]
+    pk_column = str(getattr(meta.pk, "column", "id"))
+    assignments = ", ".join(f"{quote(column)} = %s" for column in columns)
+    sql = f"UPDATE {quote(meta.db_table)} SET {assignments} WHERE {quote(pk_column)} = %s"
+    params = [
+        [field.get_db_prep_save(getattr(row, field.attname), connection) for field in fields] + [row.pk]  # type: ignore[union-attr]
+        for row in rows
+    ]
+    with connection.cursor() as cursor:
+        cursor.executemany(sql, params)
+
+
 def replace_offloading_rows(observed: dict[str, dict[str, Any] | None], now: Any, history: bool = True) -> int:
     """Write the observed NamespaceOffloading (or None: not offloaded) of each namespace name into the
     snapshot: the namespace row, its per-cluster rows, and a StatusTransition for every phase or
@@ -151,7 +175,7 @@ def _replace_offloading_rows(observed: dict[str, dict[str, Any] | None], now: An
                 transitions.append(
                     StatusTransition(time=now, namespace=name, cluster_id=cluster_id, old=before, new=after)
                 )
-    Namespace.objects.bulk_update(updated, [*NOT_OFFLOADED, "refreshed_at"], batch_size=500)
+    update_rows(updated, [*NOT_OFFLOADED, "refreshed_at"])
     ClusterOffloading.objects.filter(namespace_id__in=[n.pk for n in updated if n.pk in old_states]).delete()
     ClusterOffloading.objects.bulk_create(new_rows, batch_size=2000)
     if not history:
