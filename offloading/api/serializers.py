@@ -14,6 +14,7 @@ from liqo_rules import constants as liqo
 from liqo_rules.limits import selector_count_problems
 from liqo_rules.selectors.liqoctl import cluster_selector
 from liqo_rules.selectors.requirements import SelectorError
+from offloading.api.docs import PreviewSerializer
 from offloading.api.governance_serializers import GovernanceSerializer, governance_of
 from offloading.filtersets import validate_label_selector
 from offloading.gitops.managed import detection_of
@@ -449,6 +450,41 @@ GITOPS_OVERRIDE_HELP = (
     "(the namespace's `gitops`). Without it such a change is a 409 `Status` whose cause is the field "
     "`gitopsOverride`, naming who manages it; with it the audit trail says the change overrode GitOps."
 )
+
+
+class RemoteNamespaceCheckSerializer(serializers.Serializer):
+    """The remote name checked on one selected peer that is a managed cluster too (issue 28)."""
+
+    clusterId = serializers.CharField(help_text="The peer's Liqo cluster id.")  # noqa: N815
+    managedCluster = serializers.CharField(help_text="Its name as a managed cluster of this dashboard.")  # noqa: N815
+    remoteNamespaceName = serializers.CharField()  # noqa: N815
+    verdict = serializers.ChoiceField(
+        choices=["free", "ours", "shared", "taken", "unchecked"],
+        help_text="`free`: no namespace of that name there; `ours`: already this namespace's twin; `shared`: the "
+        "twin of another namespace of this cluster (both would share it); `taken`: a namespace that is not this "
+        "cluster's twin, so Liqo would fail (CreationLoopBackOff) and a submit is refused (409); `unchecked`: the "
+        "provider could not be asked in time (a note, never a refusal).",
+    )
+    fails = serializers.BooleanField(help_text="Whether Liqo would fail there (`taken`).")
+    message = serializers.CharField()
+
+
+class NamespacePreviewSerializer(PreviewSerializer):
+    """The namespace preview's answer: ``PreviewSerializer`` and the remote name's check on the managed
+    providers (same schema component, ``Preview``)."""
+
+    class Meta:
+        ref_name = "Preview"
+
+    @extend_schema_field(RemoteNamespaceCheckSerializer(many=True))
+    def get_remoteNamespaceChecks(self, obj: Any) -> Any:  # noqa: N802 - the camelCase field's accessor
+        return obj.get("remoteNamespaceChecks", [])
+
+    remoteNamespaceChecks = serializers.SerializerMethodField(  # noqa: N815
+        help_text="For a new offloading, the remote name checked on each selected peer that is a managed cluster "
+        "too, on its own API (others are not visible from here); empty for an offloaded namespace, whose remote "
+        "name Liqo's webhook keeps.",
+    )
 
 
 class OffloadSerializer(SpecSerializer):

@@ -16,7 +16,8 @@ from rest_framework.response import Response
 from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
-from offloading.api.docs import BulkPlanSerializer, PreviewSerializer
+from access.impersonation import identity_for
+from offloading.api.docs import BulkPlanSerializer
 from offloading.api.errors import check_query_parameters, if_match_generation
 from offloading.api.handoff import FILES_SCHEMA, FilesNegotiation, files_of_bulk, files_of_change, files_response
 from offloading.api.renderers import PreviewJSONRenderer
@@ -27,6 +28,7 @@ from offloading.api.serializers import (
     ChangeRequestSerializer,
     ClusterSerializer,
     NamespaceDetailSerializer,
+    NamespacePreviewSerializer,
     NamespaceSerializer,
     OffloadSerializer,
     ReapplySerializer,
@@ -240,7 +242,7 @@ class NamespaceViewSet(NamedNotFoundMixin, SnapshotHeadersMixin, viewsets.ReadOn
             return refusal_response(exc, name=name)
         return Response(ChangeRequestSerializer(change).data, status=status.HTTP_202_ACCEPTED)
 
-    @extend_schema(request=OffloadSerializer, responses=PreviewSerializer)
+    @extend_schema(request=OffloadSerializer, responses=NamespacePreviewSerializer)
     @action(detail=True, methods=["post"], renderer_classes=PREVIEW_RENDERERS)
     def preview(self, request: Request, name: str) -> Response:
         """What the spec would do, computed from the snapshot; invalid input is part of the answer."""
@@ -256,8 +258,12 @@ class NamespaceViewSet(NamedNotFoundMixin, SnapshotHeadersMixin, viewsets.ReadOn
         if checked.errors:
             return Response({"valid": False, "errors": checked.errors, "warnings": checked.warnings})
         destructive = is_destructive(namespace, ChangeAction.UPDATE, checked.spec)
+        # A new offloading's remote name is also checked on the selected managed providers, asked as the
+        # requesting user when impersonation is on.
+        asker = request.user
+        identity = identity_for(asker.get_username()) if asker.is_authenticated and not namespace.offloaded else None
         try:
-            result = preview(namespace, checked.spec, pod or None)
+            result = preview(namespace, checked.spec, pod or None, providers=True, identity=identity)
         except (AttributeError, TypeError, KeyError, ValueError) as exc:
             # The sample pod is free-form input: a shape mutate_pod cannot read is the caller's error.
             return Response({"valid": False, "errors": {"pod": [f"not a pod Liqo's webhook could mutate: {exc}"]}})
@@ -292,6 +298,17 @@ class NamespaceViewSet(NamedNotFoundMixin, SnapshotHeadersMixin, viewsets.ReadOn
                 "remoteNameCollisions": [
                     {"namespace": c.other, "clusters": list(c.clusters), "message": c.message()}
                     for c in result.collisions
+                ],
+                "remoteNamespaceChecks": [
+                    {
+                        "clusterId": r.cluster_id,
+                        "managedCluster": r.cluster,
+                        "remoteNamespaceName": r.remote_name,
+                        "verdict": r.verdict,
+                        "fails": r.fails,
+                        "message": r.message(),
+                    }
+                    for r in result.remote_checks
                 ],
                 "manifest": result.manifest,
                 "pod": result.pod_after,

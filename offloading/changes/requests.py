@@ -58,8 +58,9 @@ from offloading.audit.events import record_requested
 from offloading.changes import authorize
 from offloading.changes.errors import ChangeRejected, Refusal
 from offloading.changes.merge import merged, three_way
-from offloading.choices import ChangeAction, ChangeState
+from offloading.choices import ChangeAction, ChangeState, Source
 from offloading.cluster.identity import acting_as
+from offloading.cluster.twins import managed_providers, remote_collisions
 from offloading.context import Actor
 from offloading.gitops.managed import detection_of, who
 from offloading.governance import holds
@@ -70,7 +71,7 @@ from offloading.models import (
 )
 from offloading.queue import enqueue_apply
 from offloading.snapshot.refresh import local_cluster_id
-from offloading.whatif.collisions import collisions
+from offloading.whatif.collisions import collisions, selected_clusters
 from offloading.whatif.destructive import is_destructive
 from offloading.whatif.preview import dry_run
 
@@ -155,6 +156,11 @@ def offload_change(
     action = ChangeAction.UPDATE if namespace.offloaded else ChangeAction.OFFLOAD
     authorize.permit_remote_name(actor, namespace, checked.spec)
     refuse_collisions(namespace, checked.spec, local_id)
+    if bulk is None and actor.source != Source.BULK:
+        # Not for a bulk's children (a bulk plans them as a BULK actor, and sets ``bulk`` once saved): a
+        # bulk of 1,000 namespaces must not ask the providers' APIs once per namespace, nor query the
+        # managed clusters per namespace. The single-namespace form, API and re-apply ask them.
+        refuse_remote_collisions(namespace, checked.spec, actor, local_id)
     base_generation = expected_generation
     if base_generation is None and namespace.offloaded:
         base_generation = namespace.offloading_generation
@@ -187,6 +193,36 @@ def refuse_collisions(namespace: Namespace, spec: dict[str, Any], local_id: str 
         selected_name = spec.get("namespaceMappingStrategy") == SELECTED_NAME
         field = "remoteNamespaceName" if selected_name else "namespaceMappingStrategy"
         raise ChangeRejected({field: [found[0].message()[:1].upper() + found[0].message()[1:]]}, Refusal.CONFLICT)
+
+
+def refuse_remote_collisions(
+    namespace: Namespace, spec: dict[str, Any], actor: Actor, local_id: str | None = None
+) -> None:
+    """Refuse a new offloading whose remote name a selected peer that is a managed cluster too already has
+    as a namespace that is not this cluster's twin (``offloading.cluster.twins.remote_collisions``:
+    Liqo would fail there with CreationLoopBackOff), asked as the requester. Only an answer refuses: a
+    provider that could not be asked in time (UNCHECKED) never does, the change goes on as without a
+    managed provider. Skipped with one query when no managed cluster is known, with two when none is
+    among the selected peers; only then are the providers asked (at once, for ``twins.DEADLINE`` s at
+    most, the preview's answers reused from the cache for a few seconds)."""
+    if namespace.offloaded:
+        return  # Liqo's webhook keeps an existing offloading's remote name
+    local_id = local_id if local_id is not None else local_cluster_id()
+    providers = managed_providers(local_id)
+    if not providers:
+        return
+    peers = selected_clusters(spec) & providers.keys()
+    if not peers:
+        return
+    checks = remote_collisions(namespace.name, spec, peers, local_id=local_id, identity=authorize.identity(actor))
+    taken = [check.message() for check in checks if check.fails]
+    if taken:
+        field = (
+            "remoteNamespaceName"
+            if spec.get("namespaceMappingStrategy") == SELECTED_NAME
+            else "namespaceMappingStrategy"
+        )
+        raise ChangeRejected({field: [m[:1].upper() + m[1:] for m in taken]}, Refusal.CONFLICT)
 
 
 def check_precondition(namespace: Namespace, expected: int | None) -> None:

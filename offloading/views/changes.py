@@ -14,12 +14,14 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect, HttpResponseStopPolling
 
+from access.impersonation import identity_for
 from liqo_rules.constants import REMOTE, SCHEDULING_LABEL
 from liqo_rules.spec import FIELD_POD, apply_defaults
 from offloading.changes.errors import ChangeRejected, Refusal
 from offloading.changes.merge import three_way
 from offloading.changes.requests import reapply, request_offload, request_unoffload, validate
 from offloading.choices import ChangeAction, ChangeState
+from offloading.cluster import twins
 from offloading.context import current_actor
 from offloading.forms import MAPPING_HELP, POD_HELP, OffloadForm, UnoffloadForm
 from offloading.models import (
@@ -93,7 +95,7 @@ def offload(request: HtmxHttpRequest, name: str) -> HttpResponse:
         form = OffloadForm(namespace=namespace)
     fleet_placeholders(form)
     context = _offload_context(form)
-    context.update(preview_context(form) if request.method == "POST" and form.is_bound else {})
+    context.update(preview_context(form, request) if request.method == "POST" and form.is_bound else {})
     return render(request, "offloading/offload_form.html", context, status=form_status(form))
 
 
@@ -112,7 +114,7 @@ def offload_preview(request: HttpRequest, name: str) -> HttpResponse:
         form.add_problems(checked.errors)
         form.warnings = checked.warnings
         form.spec = checked.spec
-    context = {"form": form, "namespace": namespace, **preview_context(form)}
+    context = {"form": form, "namespace": namespace, **preview_context(form, request)}
     if form.errors:
         context["destructive"] = None  # said once the spec is one Liqo takes
     # The preview, and the confirmation box of the form out of band (it is inside the form, the preview is not).
@@ -129,11 +131,14 @@ def _expressions(selector: dict[str, Any]) -> int:
     return sum(len(term.get("matchExpressions") or []) for term in selector.get("nodeSelectorTerms") or [])
 
 
-def preview_context(form: OffloadForm) -> dict[str, Any]:
+def preview_context(form: OffloadForm, request: HttpRequest) -> dict[str, Any]:
     context: dict[str, Any] = {"form": form, "spec": form.spec}
     if form.spec is None:
         return context
-    preview = compute_preview(form.namespace, form.spec)
+    # A new offloading's remote name is also checked on the selected peers that are managed clusters,
+    # asked as the signed-in user when impersonation is on (as the "Across the domain" section asks).
+    identity = None if form.namespace.offloaded else identity_for(request.user.get_username())
+    preview = compute_preview(form.namespace, form.spec, providers=True, identity=identity)
     namespace = form.namespace
     # Every field the edit changes, before -> after (the same words as the bulk preview).
     changes = field_changes(namespace.offloading_spec, form.spec) if namespace.offloaded else []
@@ -162,6 +167,14 @@ def preview_context(form: OffloadForm) -> dict[str, Any]:
             "manifest": preview.manifest,
             "remote_name": preview.remote_namespace_name,
             "collisions": [c.message() for c in preview.collisions],
+            # On a managed provider: a name taken there (Liqo would fail) is a problem, one that could not
+            # be checked a note; one shared with another namespace's twin is said once (by the snapshot's
+            # collision above when it knows it).
+            "remote_taken": [r.message() for r in preview.remote_checks if r.verdict == twins.TAKEN],
+            "remote_shared": []
+            if preview.collisions
+            else [r.message() for r in preview.remote_checks if r.verdict == twins.SHARED],
+            "remote_unchecked": [r.message() for r in preview.remote_checks if r.verdict == twins.UNCHECKED],
             "runtime_notes": preview.runtime_notes,
             "local_cluster_id": preview.local_cluster_id,
             "pod_preview": {

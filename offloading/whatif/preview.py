@@ -20,6 +20,8 @@ from liqo_rules import webhook as liqo_webhook
 from liqo_rules.manifest import render_manifest
 from liqo_rules.spec import normalize_spec, remote_namespace_name
 from offloading.cluster import kube
+from offloading.cluster.identity import Identity
+from offloading.cluster.twins import RemoteCheck, remote_collisions
 from offloading.models import (
     Cluster,
     Namespace,
@@ -63,6 +65,10 @@ class Preview:
     rooms: dict[str, Room] = field(default_factory=dict)
     # Other namespaces already mapping to the same remote name on a selected peer (a new offloading).
     collisions: list[Collision] = field(default_factory=list)
+    # The remote name checked on each selected peer that is a managed cluster too, on its own API
+    # (offloading.cluster.twins): TAKEN when Liqo would fail there (CreationLoopBackOff), UNCHECKED when
+    # the provider could not be asked in time. A new offloading only, and only when the caller asks.
+    remote_checks: list[RemoteCheck] = field(default_factory=list)
     # Selected peers that refuse new pods from this cluster (cordoned tenant, denied resource slices), with why.
     refusing: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # Liqo's RuntimeClass under another name than liqo (LIQO_DASH_RUNTIME_CLASS): what it does to pods.
@@ -90,13 +96,27 @@ def labels_of(labels_json: str | None) -> Mapping[str, str]:
     return MappingProxyType(labels if isinstance(labels, dict) else {})
 
 
-def preview(namespace: Namespace, spec: dict[str, Any], pod: dict[str, Any] | None = None) -> Preview:
+def preview(
+    namespace: Namespace,
+    spec: dict[str, Any],
+    pod: dict[str, Any] | None = None,
+    *,
+    providers: bool = False,
+    identity: Identity | None = None,
+) -> Preview:
     """Which clusters ``spec`` selects for ``namespace`` and why the others are excluded, what is gained
     and lost compared with now (with the running pods that hits), the room on the selected clusters,
     the remote name, the manifest liqoctl would print, and how Liqo's webhook would mutate ``pod`` (a
     sample pod by default). A constant number of queries whatever the number of clusters. Each row of
     ``clusters`` also holds ``module_status``: the peer's offloading module status when it is known and
-    not Healthy, else ""."""
+    not Healthy, else "".
+
+    ``providers``: for a new offloading, also ask each selected peer that is a managed cluster whether
+    the remote name is free there (``offloading.cluster.twins.remote_collisions``, as ``identity``: the
+    requesting user when impersonation is on). The only part that leaves the snapshot: one query for
+    the managed clusters, then their APIs at once, waited for at most ``twins.DEADLINE`` s (one that has
+    not answered is UNCHECKED, a note); no API is asked when no managed cluster is selected. An
+    offloaded namespace is not checked: Liqo's webhook locks its remote name."""
     nodes = list(
         VirtualNode.objects.order_by("namespace", "name").values_list(
             "cluster_id", "name", Cast("labels", TextField()), Cast("capacity", TextField())
@@ -158,6 +178,9 @@ def preview(namespace: Namespace, spec: dict[str, Any], pod: dict[str, Any] | No
         rooms=rooms(selected, capacities) if selected else {},
         refusing=refusing,
         collisions=[] if namespace.offloaded or not selected else collisions(namespace.name, spec, local_id, selected),
+        remote_checks=remote_collisions(namespace.name, spec, selected, local_id=local_id, identity=identity)
+        if providers and selected and not namespace.offloaded
+        else [],
     )
 
 
