@@ -8,6 +8,7 @@ caller knows whether retrying can help.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -328,6 +329,10 @@ def list_pages(kind: str, page_size: int | None = None) -> Iterator[tuple[list[d
             return
 
 
+# The JSON escape of NUL, not itself escaped: an even run of backslashes (escaped backslashes) before it.
+_ESCAPED_NUL = re.compile(r"(?<!\\)((?:\\\\)*)\\u0000")
+
+
 class _RawWatch(k8s_watch.Watch):
     """The client's Watch, each event decoded once. The watcher keeps only the raw object, while the
     client would also turn it back into JSON and decode it again into its model (for a NamespaceMap of
@@ -337,6 +342,14 @@ class _RawWatch(k8s_watch.Watch):
 
     def get_return_type(self, func: Any) -> None:
         return None
+
+    def unmarshal_event(self, data: str, return_type: Any) -> Any:
+        """The event decoded with every NUL in its strings (keys too) already the replacement character,
+        as :func:`storable` would leave it: a NUL can only be the escape ``\\u0000`` in the JSON text,
+        so one look at the text spares walking the object (16 % of the watcher's CPU during a bulk)."""
+        if data and "\\u0000" in data:
+            data = _ESCAPED_NUL.sub(r"\1\\ufffd", data)
+        return super().unmarshal_event(data, None)
 
 
 def watch(kind: str, resource_version: str, timeout_seconds: int = 300) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -358,7 +371,7 @@ def watch(kind: str, resource_version: str, timeout_seconds: int = 300) -> Itera
             if event.get("type") == "ERROR":
                 code = obj.get("code") or 0
                 raise KubeError("gone" if code == 410 else "transient", obj.get("message") or "watch error", code)
-            yield event["type"], storable(obj)
+            yield event["type"], obj  # NULs already replaced (_RawWatch.unmarshal_event)
     except ApiException as exc:
         raise classify(exc) from exc
     except (urllib3.exceptions.HTTPError, OSError) as exc:
