@@ -2,14 +2,32 @@ from __future__ import annotations
 
 from typing import Any
 
+from django import forms
 from django.contrib import admin
 from django.http import HttpRequest
 
 from access.models import ApiToken, OidcIdentity, Scope
 
 
+class ScopeForm(forms.ModelForm):
+    """The scope's value with the cluster grammar spelled out. Validation is the model's (``Scope.clean``
+    through ``access.scopes.validate``): a bad cluster part is reported on the value field."""
+
+    class Meta:
+        model = Scope
+        fields = ("user", "group", "kind", "value")
+        help_texts = {
+            "value": (
+                "Glob: team-a-* (the default managed cluster), prod-eu/team-a-* (clusters whose name matches "
+                "prod-eu), */team-a-* (every managed cluster). Label selector: team=a (the default cluster), "
+                "prod-eu: team=a or *: example.com/team=a (a cluster glob, then ':')."
+            )
+        }
+
+
 @admin.register(Scope)
 class ScopeAdmin(admin.ModelAdmin):
+    form = ScopeForm
     list_display = ("__str__", "user", "group", "kind", "value", "created")
     list_filter = ("kind",)
     search_fields = ("value", "user__username", "group__name")

@@ -2,6 +2,12 @@
 
 ``can_change(user, namespace, labels, action)`` answers with a Decision carrying the reason shown on
 the form or in the API's 403. The cluster still has the last word (access.review asks it).
+
+Managed clusters (issue 28): ``can_change(..., cluster="milan")`` asks about a namespace of that managed
+cluster; without ``cluster`` the namespace is in the default cluster (what every caller addresses until
+namespaces carry their cluster). Scopes can name clusters (``access.scopes``); a scope without a cluster
+part covers the default cluster only. When matching needs the default cluster's name it is read once
+per user object (the request, or a bulk run's user) and kept on it, never once per namespace.
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from access import roles, scopes
+from offloading.models import ManagedCluster
 
 ACTIONS = ("offload", "edit", "unoffload", "reapply")
 
@@ -24,7 +31,41 @@ class Decision:
         return self.allowed
 
 
-def can_change(user: Any, namespace_name: str, namespace_labels: Mapping[str, str] | None, action: str) -> Decision:
+_DEFAULT_CLUSTER_ATTR = "_access_default_cluster"
+
+
+def default_cluster_name() -> str:
+    """The default managed cluster's name ("" when there is none: then only scopes without a cluster
+    part, and those naming every cluster with ``*``, cover the default cluster's namespaces). One query."""
+    return ManagedCluster.objects.filter(is_default=True).values_list("name", flat=True).first() or ""
+
+
+def _default_cluster_for(user: Any) -> str:
+    """default_cluster_name(), cached on the user object like its role and scopes (``forget`` drops it)."""
+    cached = getattr(user, _DEFAULT_CLUSTER_ATTR, None)
+    if cached is None:
+        cached = default_cluster_name()
+        setattr(user, _DEFAULT_CLUSTER_ATTR, cached)
+    return cached
+
+
+def forget(user: Any) -> None:
+    """Drop what is cached on the user object: role, scopes and the default cluster's name."""
+    roles.forget(user)
+    if hasattr(user, _DEFAULT_CLUSTER_ATTR):
+        delattr(user, _DEFAULT_CLUSTER_ATTR)
+
+
+def can_change(
+    user: Any,
+    namespace_name: str,
+    namespace_labels: Mapping[str, str] | None,
+    action: str,
+    *,
+    cluster: str | None = None,
+) -> Decision:
+    """May ``user`` ``action`` the namespace ``namespace_name`` of managed cluster ``cluster`` (None: the
+    default cluster)?"""
     if action not in ACTIONS:
         raise ValueError(f"unknown action {action!r} (expected one of {', '.join(ACTIONS)})")
     if user is None or not getattr(user, "is_authenticated", False):
@@ -37,9 +78,10 @@ def can_change(user: Any, namespace_name: str, namespace_labels: Mapping[str, st
     if role == roles.VIEWER:
         return Decision(False, f"viewers may not {action} namespaces (your role: viewer)")
     user_scopes = roles.scopes_of(user)
-    if scopes.in_scope(user_scopes, namespace_name, namespace_labels):
+    default = _default_cluster_for(user) if scopes.needs_default_cluster(user_scopes, cluster) else None
+    if scopes.in_scope(user_scopes, namespace_name, namespace_labels, cluster, default_cluster=default):
         return Decision(True, f"in your scopes ({scopes.describe(user_scopes)})")
-    return Decision(False, scopes.out_of_scope_reason(user_scopes, namespace_name))
+    return Decision(False, scopes.out_of_scope_reason(user_scopes, namespace_name, cluster, default_cluster=default))
 
 
 def default_action(namespace: Any) -> str:
@@ -49,14 +91,18 @@ def default_action(namespace: Any) -> str:
 
 
 def partition(
-    user: Any, namespaces: Iterable[tuple[str, Mapping[str, str] | None]], action: str
+    user: Any,
+    namespaces: Iterable[tuple[str, Mapping[str, str] | None]],
+    action: str,
+    *,
+    cluster: str | None = None,
 ) -> tuple[list[str], list[tuple[str, str]]]:
-    """For bulk: (namespaces the user may change, [(namespace, reason)] left out), in input order.
-    The role and scopes are read once."""
+    """For bulk: (namespaces the user may change, [(namespace, reason)] left out), in input order, all
+    in managed cluster ``cluster`` (None: the default). The role, scopes and default cluster are read once."""
     allowed: list[str] = []
     left_out: list[tuple[str, str]] = []
     for name, labels in namespaces:
-        decision = can_change(user, name, labels, action)
+        decision = can_change(user, name, labels, action, cluster=cluster)
         if decision.allowed:
             allowed.append(name)
         else:
