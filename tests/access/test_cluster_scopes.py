@@ -335,7 +335,19 @@ def test_the_grant_command_takes_cluster_scopes_and_refuses_bad_ones(make_user: 
     from django.core.management import CommandError, call_command
 
     make_user("gus")
-    call_command("grant", "gus", "--role", "operator", "--namespaces", "milan/team-a-*", stdout=io.StringIO())
-    assert list(ScopeRow.objects.values_list("value", flat=True)) == ["milan/team-a-*"]
+    out = io.StringIO()
+    call_command(
+        "grant",
+        "gus",
+        "--role",
+        "operator",
+        "--namespaces",
+        "milan/team-a-*",
+        "--namespace-selector",
+        "*: team=a",
+        stdout=out,
+    )
+    assert sorted(ScopeRow.objects.values_list("kind", "value")) == [(GLOB, "milan/team-a-*"), (SELECTOR, "*: team=a")]
+    assert "scopes: *: label team=a, milan/team-a-*" in out.getvalue()
     with pytest.raises(CommandError, match="cluster part 'mil an' is not a managed cluster name glob"):
         call_command("grant", "gus", "--role", "operator", "--namespaces", "mil an/team-a-*", stdout=io.StringIO())
