@@ -71,6 +71,7 @@ REGIONS: dict[str, tuple[str, ...]] = {
     "namespace_status": ("changes", "mappings", "namespaces", "offloadings"),
     "change_status": ("changes", "events", "mappings", "namespaces", "offloadings"),
     "bulk_progress": ("bulk", "changes"),
+    "domain_map": ("clusters", "namespaces", "nodes", "offloadings"),
 }
 
 
@@ -183,6 +184,7 @@ SHARED: dict[str, str] = {  # URL name -> the id of the element the poll swaps (
     "cluster_list": "live",
     "cluster_detail": "live",
     "audit_list": "live",
+    "domain_map": "live",
     "namespace_status": "",
 }
 SHARED_HTMX: dict[str, str] = {"namespace_list": ""}  # shared only as the fragment htmx asks for
