@@ -476,11 +476,11 @@ class NamespacePreviewSerializer(PreviewSerializer):
     class Meta:
         ref_name = "Preview"
 
-    @extend_schema_field(RemoteNamespaceCheckSerializer(many=True))
-    def get_remoteNamespaceChecks(self, obj: Any) -> Any:  # noqa: N802 - the camelCase field's accessor
-        return obj.get("remoteNamespaceChecks", [])
-
-    remoteNamespaceChecks = serializers.SerializerMethodField(  # noqa: N815
+    # A nested field as the preview's others (not a method field: drf-spectacular makes a read-only one
+    # required, and an invalid spec's answer has no checks).
+    remoteNamespaceChecks = RemoteNamespaceCheckSerializer(  # noqa: N815
+        many=True,
+        required=False,
         help_text="For a new offloading, the remote name checked on each selected peer that is a managed cluster "
         "too, on its own API (others are not visible from here); empty for an offloaded namespace, whose remote "
         "name Liqo's webhook keeps.",
