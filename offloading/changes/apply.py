@@ -250,9 +250,27 @@ def _apply_claimed(change: ChangeRequest, followups: list[Callable[[], None]]) -
     return settle(change, push(change, identity_of_change(change)), followups)
 
 
-def settle(change: ChangeRequest, pushed: Pushed, followups: list[Callable[[], None]]) -> str:
+@dataclass(frozen=True)
+class Facts:
+    """What :func:`settle` reads from the cache for an applied change, read once for a batch of them:
+    whether the breaker was open and whether the watcher keeps the snapshot. Neither needs to be fresher
+    than the batch (a breaker that opened meanwhile is closed by the next success; the watcher brings
+    what was written either way)."""
+
+    outage_open: bool
+    watcher_keeps: bool
+
+    @classmethod
+    def now(cls) -> Facts:
+        return cls(apihealth.outage() is not None, watcher_keeps_snapshot())
+
+
+def settle(
+    change: ChangeRequest, pushed: Pushed, followups: list[Callable[[], None]], facts: Facts | None = None
+) -> str:
     """Record the outcome of a push: applied, a conflict, failed, or back in the queue to retry or to
-    wait for the API server or for Liqo's finalizer. Returns the change's state."""
+    wait for the API server or for Liqo's finalizer. Returns the change's state. ``facts``: the batch's
+    (:class:`Facts`), else read for this change."""
     exc = pushed.error
     if isinstance(exc, Waiting):
         ChangeRequest.objects.filter(pk=change.pk).update(
@@ -292,13 +310,13 @@ def settle(change: ChangeRequest, pushed: Pushed, followups: list[Callable[[], N
     if exc is not None:
         raise exc
     assert pushed.result is not None
-    if apihealth.report_success():
+    if (facts is None or facts.outage_open) and apihealth.report_success():
         followups.append(_resume_waiting)
     obj, warnings = pushed.result
     fields: dict[str, Any] = {"warnings": list(dict.fromkeys([*change.warnings, *warnings]))}
     # What was written goes into the snapshot now, unless the watcher keeps it: then the watch brings
     # the same object within a second, and writing it here too would double the snapshot's writes.
-    keeps = watcher_keeps_snapshot()
+    keeps = watcher_keeps_snapshot() if facts is None else facts.watcher_keeps
     if change.action == ChangeAction.UNOFFLOAD:
         if not keeps:
             mark_namespace_unoffloaded(change.namespace)  # gone at once: no finalizer held it
@@ -312,7 +330,8 @@ def settle(change: ChangeRequest, pushed: Pushed, followups: list[Callable[[], N
             result_uid=meta.get("uid", ""),
         )
     finish(change.pk, ChangeState.APPLIED, _applied_message(change), **fields)
-    trigger_refresh()
+    if not keeps:
+        trigger_refresh()  # (which does nothing while the watcher keeps the snapshot)
     return ChangeState.APPLIED
 
 
@@ -390,6 +409,14 @@ def _lock_batch(changes: list[ChangeRequest]) -> list[Claimed]:
     return claimed
 
 
+def _unlock_all(claims: list[Claimed]) -> None:
+    """Release the namespaces' locks these claims still own: two cache round trips for the batch."""
+    held = cache.get_many([_lock_key(c.change.namespace) for c in claims])
+    mine = [_lock_key(c.change.namespace) for c in claims if held.get(_lock_key(c.change.namespace)) == c.owner]
+    if mine:
+        cache.delete_many(mine)
+
+
 def settle_batch(done: list[tuple[Claimed, Pushed]], claim: list[int] | None = None) -> list[Claimed]:
     """Record the outcomes of a bulk's pushes and claim the changes ``claim`` in one transaction (each
     outcome in its own savepoint, so one failing leaves the others; on SQLite one turn of its one write
@@ -401,13 +428,14 @@ def settle_batch(done: list[tuple[Claimed, Pushed]], claim: list[int] | None = N
     followups: list[Callable[[], None]] = []
     finished: list[str] = []
     taken: list[ChangeRequest] = []
+    facts = Facts.now()
     try:
         with transaction.atomic(), sealed_together() as events:
             for claimed, pushed in done:
                 recorded = len(events)
                 try:
                     with transaction.atomic():
-                        state = settle(claimed.change, pushed, followups)
+                        state = settle(claimed.change, pushed, followups, facts)
                 except Exception:  # noqa: BLE001 - one change's bug must not stop the others
                     del events[recorded:]  # its savepoint is rolled back: so are its audit events
                     log.exception("recording change %s failed", claimed.change.pk)
@@ -419,10 +447,7 @@ def settle_batch(done: list[tuple[Claimed, Pushed]], claim: list[int] | None = N
     except Exception:  # noqa: BLE001 - the commit failed: the changes stay applying until their lease expires
         log.exception("recording %d changes failed", len(done))
         followups, finished, taken = [], [], []
-    for claimed, _ in done:
-        key = _lock_key(claimed.change.namespace)
-        if cache.get(key) == claimed.owner:
-            cache.delete(key)
+    _unlock_all([claimed for claimed, _ in done])
     for followup in followups:
         followup()
     start_next_of(finished)
