@@ -40,7 +40,8 @@ def domain_clusters(scenario: str, cwd: Path) -> list[str]:
     """The clusters (= kubeconfig contexts) of ``scenario`` when it is a sandbox domain, in order (the
     first is the current context of the kubeconfigs the sandbox writes); [] for a single cluster. A
     relative file is read from ``cwd``, where the sandbox runs."""
-    from sandbox import domain
+    # Only here: the runner reads the scenario file; the dashboard's processes never load the sandbox.
+    from sandbox import domainspec as domain
 
     found = scenario if scenario.startswith(domain.PREFIX) else str(cwd / scenario)
     return domain.load(found).names() if domain.is_domain(found) else []
