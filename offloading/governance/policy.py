@@ -20,6 +20,7 @@ A setting that cannot be read raises ``ImproperlyConfigured`` naming the rule, o
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
@@ -28,6 +29,7 @@ from functools import lru_cache
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
+from access import policy as access_policy
 from access import scopes
 from offloading.governance.windows import Window, WindowError, parse_windows
 
@@ -43,7 +45,21 @@ class Rule:
     value: str
 
     def covers(self, name: str, labels: Mapping[str, str]) -> bool:
-        return scopes.matches(self.scope, name, labels)
+        # A rule naming a cluster (``rome/prod-*``) is matched against the default managed cluster's
+        # name: every namespace the dashboard changes today is in it (issue 28).
+        named = self.scope.cluster not in (None, "*")
+        return scopes.matches(self.scope, name, labels, default_cluster=_default_cluster() if named else None)
+
+
+_DEFAULT_CLUSTER: list[tuple[float, str]] = []  # (read at, name): a bulk asks once, not per namespace
+_DEFAULT_CLUSTER_TTL = 5.0
+
+
+def _default_cluster() -> str:
+    now = time.monotonic()
+    if not _DEFAULT_CLUSTER or now - _DEFAULT_CLUSTER[0][0] > _DEFAULT_CLUSTER_TTL:
+        _DEFAULT_CLUSTER[:] = [(now, access_policy.default_cluster_name())]
+    return _DEFAULT_CLUSTER[0][1]
 
 
 def _scope(text: str, setting: str) -> scopes.Scope:
