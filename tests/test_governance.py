@@ -20,7 +20,6 @@ from offloading.changes.requests import request_offload, request_unoffload
 from offloading.choices import AlertKind, AuditAction, ChangeAction, ChangeState, Source
 from offloading.context import Actor
 from offloading.governance import approvals, beat, clock, facts, policy, windows
-from offloading.governance import policy as governance_policy
 from offloading.models import Alert, Approval, ApprovalDecision, AuditEvent, ChangeRequest, Namespace, Schedule
 from offloading.models.managed import ensure_configured
 from tests.conftest import READY_SPEC
@@ -139,7 +138,7 @@ def test_a_rule_naming_the_default_cluster_covers_its_namespaces(fleet: Any, set
     """Rules may name managed clusters as operators' scopes do (issue 28): the default cluster's name,
     or ``*``, covers the namespaces the dashboard changes; another cluster's name does not."""
     default = next(c.name for c in ensure_configured() if c.is_default)  # a flushed database has no row
-    governance_policy._DEFAULT_CLUSTER.clear()  # read again: another test may have named another default
+    policy._DEFAULT_CLUSTER.clear()  # read again: another test may have named another default
     govern(settings, APPROVAL_POLICY=f"{default}/pay* => all; */shop => destructive; milan/* => all")
     assert policy.approval_mode("payments", {}) == policy.ALL
     assert policy.approval_mode("shop", {}) == policy.DESTRUCTIVE
