@@ -42,7 +42,7 @@ from kubernetes.client.rest import ApiException
 from liqo_rules import constants as c
 from liqo_rules.spec import mapping_strategy, remote_namespace_name
 from offloading.cluster.errors import KubeError, classify
-from offloading.cluster.identity import Identity
+from offloading.cluster.identity import Identity, impersonation_headers
 from offloading.cluster.managed import api_client_for
 from offloading.models import ClusterOffloading, MappingEntry, Namespace, SnapshotState
 from offloading.models.managed import ManagedCluster
@@ -199,12 +199,9 @@ class RemoteCheck:
 
 # -- reading a provider -------------------------------------------------------------------------------------
 def _headers(identity: Identity | None) -> dict[str, Any]:
-    if identity is None:
-        return {}
-    headers = {"Impersonate-User": identity.user}
-    if identity.groups:
-        headers["Impersonate-Group"] = identity.groups[0]
-    return {"_headers": headers}
+    """The impersonation headers for ``identity`` only (never an enclosing ``acting_as``'s: the providers
+    are read on other threads, as the identity the caller names)."""
+    return impersonation_headers(identity) if identity is not None else {}
 
 
 def _read(method: Any, *args: Any, identity: Identity | None, **kwargs: Any) -> dict[str, Any]:
