@@ -40,9 +40,7 @@ import random
 import resource
 import shlex
 import shutil
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -109,43 +107,8 @@ class ProcfileWebPod(WebPod):
     """viewers_pod.WebPod started with the Procfile's web command (no flags of the benchmark's own: the
     workers, threads, keep-alive and access log are deploy/gunicorn.conf.py's, or GUNICORN_CMD_ARGS's)."""
 
-    def __init__(self, var_dir: Path, **extra_env: str) -> None:  # WebPod's start, with another command
-        from django.db import connection
-
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            self.port = int(sock.getsockname()[1])
-        env = {
-            **os.environ,
-            "DJANGO_SETTINGS_MODULE": "liqo_dash.settings",
-            "DATABASE_URL": f"sqlite:///{connection.settings_dict['NAME']}",
-            "LIQO_DASH_LOCAL_CACHE": "true",
-            "INSECURE_HTTP": "true",
-            "LOG_LEVEL": "WARNING",
-            **extra_env,
-        }
-        self.log = var_dir / "web.log"
-        with open(self.log, "wb") as out:
-            self.proc = subprocess.Popen(
-                procfile_web(self.port),
-                cwd=harness.ROOT,
-                env=env,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        deadline = time.monotonic() + 120
-        while self.log.read_text(errors="replace").count("Booting worker") < 2:
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(f"gunicorn did not start:\n{self.log.read_text(errors='replace')[-2000:]}")
-            time.sleep(0.2)
-        used = self.cpu_s()  # the workers warm up (liqo_dash.warmup): measured from when the pod is quiet
-        while time.monotonic() < deadline:
-            time.sleep(1.0)
-            used, before = self.cpu_s(), used
-            if used - before < 0.05:
-                break
+    def __init__(self, var_dir: Path, **extra_env: str) -> None:
+        super().__init__(var_dir, procfile_web, **extra_env)
 
 
 # --------------------------------------------------------------------------------------------------

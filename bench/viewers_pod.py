@@ -60,10 +60,32 @@ def children(parent: int) -> list[int]:
     return found
 
 
+def _benchmark_web(port: int) -> list[str]:
+    """gunicorn with the first viewers runs' flags (2 workers x 4 threads, access log on)."""
+    return [
+        sys.executable,
+        "-m",
+        "gunicorn",
+        "liqo_dash.wsgi",
+        "-c",
+        "deploy/gunicorn.conf.py",
+        "--bind",
+        f"127.0.0.1:{port}",
+        "--workers",
+        "2",
+        "--threads",
+        "4",
+        "--access-logfile",
+        "-",
+    ]
+
+
 class WebPod:
     """The Procfile's web process on the benchmark's database (its own process group)."""
 
-    def __init__(self, var_dir: Path, **extra_env: str) -> None:
+    def __init__(self, var_dir: Path, command: Callable[[int], list[str]] | None = None, **extra_env: str) -> None:
+        """``command``: the argv for a port (default: gunicorn with the benchmark's own workers, threads
+        and access log, as the first viewers runs measured)."""
         from django.db import connection
 
         self.port = _free_port()
@@ -79,22 +101,7 @@ class WebPod:
         self.log = var_dir / "web.log"
         with open(self.log, "wb") as out:
             self.proc = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "gunicorn",
-                    "liqo_dash.wsgi",
-                    "-c",
-                    "deploy/gunicorn.conf.py",
-                    "--bind",
-                    f"127.0.0.1:{self.port}",
-                    "--workers",
-                    "2",
-                    "--threads",
-                    "4",
-                    "--access-logfile",
-                    "-",
-                ],
+                (command or _benchmark_web)(self.port),
                 cwd=harness.ROOT,
                 env=env,
                 stdout=out,
