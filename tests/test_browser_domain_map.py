@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.db import transaction
 from django.utils import timezone
 from playwright.sync_api import expect
 
@@ -52,7 +53,8 @@ def generated_fleet(tmp_path: Path, settings: Any, peers: int) -> Iterator[None]
         settings.LIQO_DASH = {**settings.LIQO_DASH, "KUBECONFIG": str(kubeconfig), "KUBE_CONFIG_MODE": "kubeconfig"}
         kube.reset_client()
         sb.wait_idle(60)
-        sync_snapshot()
+        with transaction.atomic():  # as the watcher's writer applies (this test commits: PostgreSQL locks rows)
+            sync_snapshot()
         now = timezone.now()  # the watcher's mark of a good sync: the managed cluster is reachable
         SnapshotState.objects.filter(pk=1).update(last_success_at=now, last_attempt_at=now, last_error="")
         ids = sorted(Cluster.objects.values_list("cluster_id", flat=True))
