@@ -1,7 +1,8 @@
 /* liqo-dash page helpers (no inline scripts: the Content-Security-Policy forbids them).
  *
  * - The freshness badge ticks: its age counts up every second from the server's own clock, and it
- *   turns amber past two refresh intervals and red past five, without waiting for the next poll.
+ *   turns amber past two refresh intervals and red past five (plus its own poll period, data-poll: it
+ *   learns of newer refreshes only when it polls), without waiting for the next poll.
  *   While nothing else on it changes its poll answers 304 with the newest refresh time (X-Fresh-At),
  *   which the badge takes (its data-fresh-at and its tooltip's time) instead of a new render.
  * - Live regions ([data-live]) poll their page: the poll asks for the URL the browser shows now (so
@@ -41,7 +42,10 @@
       var now = Date.now() - Number(badge.dataset.offset);
       var age = Math.max(0, (now - Date.parse(badge.dataset.freshAt)) / 1000);
       var interval = Number(badge.dataset.interval) || 15;
-      var level = age >= 5 * interval ? "red" : age >= 2 * interval ? "amber" : "fresh";
+      // The badge learns of newer refreshes only when it polls: an age within one poll period of a
+      // threshold is not stale yet (a 5 s heartbeat and a 10 s poll turned it amber 5 s in every 10).
+      var poll = Number(badge.dataset.poll) || 0;
+      var level = age >= 5 * interval + poll ? "red" : age >= 2 * interval + poll ? "amber" : "fresh";
       badge.dataset.level = level;
       var word = badge.querySelector(".freshness-word");
       if (word) word.textContent = level === "fresh" ? "live" : "stale";
