@@ -77,6 +77,13 @@ def _call_once(
     return obj, warnings
 
 
+def read_object(method: Any, *args: Any, timeout: float | None = None, **kwargs: Any) -> dict[str, Any]:
+    """One read through ``method``, a client method bound to any cluster's client (a managed cluster's
+    too, not only the process's own): its JSON object, every failure a classified KubeError."""
+    obj, _ = _call_once(method, *args, timeout=timeout, **kwargs)
+    return obj if isinstance(obj, dict) else {}
+
+
 def _custom() -> client.CustomObjectsApi:
     return client.CustomObjectsApi(api_client())
 

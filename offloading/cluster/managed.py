@@ -20,23 +20,21 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import json
 import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-import urllib3
 from django.conf import settings
 from django.utils import timezone
 from kubernetes import client, config
-from kubernetes.client.rest import ApiException
 
 from liqo_rules import constants as liqo
 from liqo_rules import versions
 from offloading.cluster import client as clientconf
-from offloading.cluster.errors import KubeError, classify
+from offloading.cluster import kube
+from offloading.cluster.errors import KubeError
 from offloading.models.managed import (
     CredentialsKeyMissing,
     CredentialsUnreadable,
@@ -137,19 +135,8 @@ def forget_clients() -> None:
 
 
 def _get(method: Any, *args: Any, timeout: float, **kwargs: Any) -> dict[str, Any]:
-    """One read through ``method`` (a client method bound to the cluster's client), its JSON body
-    decoded; every failure a KubeError, classified as for the process's own calls."""
-    try:
-        response = method(*args, _preload_content=False, _request_timeout=timeout, **kwargs)
-    except ApiException as exc:
-        raise classify(exc) from exc
-    except (urllib3.exceptions.HTTPError, OSError) as exc:
-        raise KubeError("transient", f"cannot reach the Kubernetes API: {exc}", unreachable=True) from exc
-    try:
-        body = json.loads(response.data) if response.data else {}
-    except ValueError as exc:
-        raise KubeError("transient", f"the API server answered with something that is not JSON: {exc}") from exc
-    return body if isinstance(body, dict) else {}
+    """One read through ``method`` (a client method bound to the cluster's client)."""
+    return kube.read_object(method, *args, timeout=timeout, **kwargs)
 
 
 @dataclass

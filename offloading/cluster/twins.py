@@ -32,16 +32,15 @@ from concurrent.futures import ALL_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import urllib3
 from django.conf import settings
 from django.core.cache import cache
 from django.db.models import Q
 from kubernetes import client
-from kubernetes.client.rest import ApiException
 
 from liqo_rules import constants as c
 from liqo_rules.spec import mapping_strategy, remote_namespace_name
-from offloading.cluster.errors import KubeError, classify
+from offloading.cluster import kube
+from offloading.cluster.errors import KubeError
 from offloading.cluster.identity import Identity, impersonation_headers
 from offloading.cluster.managed import api_client_for
 from offloading.models import ClusterOffloading, MappingEntry, Namespace, SnapshotState
@@ -205,18 +204,8 @@ def _headers(identity: Identity | None) -> dict[str, Any]:
 
 
 def _read(method: Any, *args: Any, identity: Identity | None, **kwargs: Any) -> dict[str, Any]:
-    """One read, its JSON body decoded; every failure a KubeError."""
-    try:
-        response = method(*args, _preload_content=False, _request_timeout=READ_TIMEOUT, **_headers(identity), **kwargs)
-    except ApiException as exc:
-        raise classify(exc) from exc
-    except (urllib3.exceptions.HTTPError, OSError) as exc:
-        raise KubeError("transient", f"no answer from the API server: {exc}", unreachable=True) from exc
-    try:
-        body = json.loads(response.data) if response.data else {}
-    except ValueError as exc:
-        raise KubeError("transient", f"the API server answered with something that is not JSON: {exc}") from exc
-    return body if isinstance(body, dict) else {}
+    """One read as ``identity``, its JSON body decoded; every failure a KubeError."""
+    return kube.read_object(method, *args, timeout=READ_TIMEOUT, **_headers(identity), **kwargs)
 
 
 def _failure(exc: KubeError, started: float) -> Reading:
