@@ -28,6 +28,7 @@ from django.core.management.base import BaseCommand
 
 from liqo_dash import env
 from offloading.management.commands.ensure_admin import demo_password
+from sandbox import domainspec as domain
 
 START_SECS = 5
 START_RETRIES = 20
@@ -40,9 +41,6 @@ def domain_clusters(scenario: str, cwd: Path) -> list[str]:
     """The clusters (= kubeconfig contexts) of ``scenario`` when it is a sandbox domain, in order (the
     first is the current context of the kubeconfigs the sandbox writes); [] for a single cluster. A
     relative file is read from ``cwd``, where the sandbox runs."""
-    # Only here: the runner reads the scenario file; the dashboard's processes never load the sandbox.
-    from sandbox import domainspec as domain
-
     found = scenario if scenario.startswith(domain.PREFIX) else str(cwd / scenario)
     return domain.load(found).names() if domain.is_domain(found) else []
 
