@@ -19,6 +19,7 @@ from playwright.sync_api import expect
 from offloading.cluster import kube
 from offloading.insight import domain
 from offloading.models import Cluster, ClusterOffloading, Namespace, SnapshotState
+from sandbox import Sandbox
 from tests.browser import login
 from tests.conftest import ADMIN_PASSWORD
 from tests.test_diagnosis_scenarios import sync_snapshot
@@ -46,8 +47,6 @@ def generated_fleet(tmp_path: Path, settings: Any, peers: int) -> Iterator[None]
     synced into the snapshot, with a few peers made eventful as a real domain has them: two whose
     offloading module is unhealthy, one unreachable, one where a namespace is not Ready, and two that
     also consume this cluster."""
-    from sandbox import Sandbox
-
     with Sandbox(scenario=f"generated:{peers * 10}x{peers}", controller_delay=0.0, port=0) as sb:
         kubeconfig = sb.write_kubeconfig(tmp_path / f"kubeconfig-{peers}")
         settings.LIQO_DASH = {**settings.LIQO_DASH, "KUBECONFIG": str(kubeconfig), "KUBE_CONFIG_MODE": "kubeconfig"}

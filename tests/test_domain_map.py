@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from django.db import connection
 from django.urls import reverse
+from django.utils import timezone
 
 from offloading.insight import domain
 from offloading.insight.domain import DomainEdge, DomainNode, layout, local_domain
@@ -171,8 +172,6 @@ def test_the_graph_of_the_snapshot_has_an_edge_per_provider_and_per_consumer(fle
 
 @pytest.mark.django_db
 def test_an_unreachable_local_cluster_makes_its_edges_unreachable(fleet: Any) -> None:
-    from django.utils import timezone
-
     now = timezone.now()
     SnapshotState.objects.filter(pk=1).update(
         last_success_at=now - timezone.timedelta(minutes=5), last_attempt_at=now, last_error="connection refused"

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from django.core.exceptions import ValidationError
+from django.core.management import CommandError, call_command
 
 from access import policy
 from access.models import Scope as ScopeRow
@@ -332,8 +333,6 @@ def test_the_admin_form_shows_a_bad_cluster_part_on_the_value_field(admin_client
 
 @pytest.mark.django_db
 def test_the_grant_command_takes_cluster_scopes_and_refuses_bad_ones(make_user: Any) -> None:
-    from django.core.management import CommandError, call_command
-
     make_user("gus")
     out = io.StringIO()
     call_command(
