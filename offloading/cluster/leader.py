@@ -3,6 +3,11 @@ one watcher writes the snapshot, and another one takes over within the lease dur
 
 Expiry is judged by when *this* process last saw the lease change (a monotonic clock), not by the
 renewTime written by another machine, so clock skew between replicas does not matter.
+
+The watcher's shares of several managed clusters (``offloading.cluster.shares``) run one elector per
+cluster lease: ``look`` reads a lease without writing it, ``try_acquire_or_renew`` may be given what
+``look`` read (no second read), and ``release`` gives a lease up at once, as client-go's
+ReleaseOnCancel does.
 """
 
 from __future__ import annotations
@@ -23,6 +28,20 @@ def _micro_time(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+@dataclass(frozen=True)
+class Look:
+    """What one read of a lease said: its holder ("" when free or released), whether it expired by this
+    process's clock, and the lease itself (None: there is none yet)."""
+
+    holder: str
+    expired: bool
+    lease: dict[str, Any] | None
+
+    @property
+    def free(self) -> bool:
+        return not self.holder or self.expired
+
+
 @dataclass
 class LeaderElector:
     name: str
@@ -41,12 +60,33 @@ class LeaderElector:
             metadata["resourceVersion"] = resource_version
         return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": metadata, "spec": holder_spec}
 
-    def try_acquire_or_renew(self) -> bool:
+    def _note(self, lease: dict[str, Any]) -> Look:
+        """Note the lease's (holder, renewTime) and when this process first saw it so."""
+        spec = lease.get("spec") or {}
+        holder = str(spec.get("holderIdentity") or "")
+        observed = (holder, str(spec.get("renewTime") or ""))
+        if observed != self._observed:
+            self._observed, self._observed_at = observed, self.clock()
+        duration = float(spec.get("leaseDurationSeconds") or self.lease_seconds)
+        return Look(holder, self.clock() - self._observed_at > duration, lease)
+
+    def look(self) -> Look:
+        """Read the lease without writing it (raises KubeError)."""
+        lease = kube.get_lease(self.namespace, self.name)
+        return Look("", False, None) if lease is None else self._note(lease)
+
+    @property
+    def leading(self) -> bool:
+        """Whether the last round left this process holding the lease."""
+        return self._last_renewal is not None
+
+    def try_acquire_or_renew(self, seen: Look | None = None) -> bool:
         """One round: take the lease when it is free or expired, renew it when it is ours. Returns
         whether this process leads now. An API error counts as a failed renewal: a leader that could
-        not renew for two thirds of the lease duration steps down before anyone can take over."""
+        not renew for two thirds of the lease duration steps down before anyone can take over.
+        ``seen``: what ``look`` just read, instead of reading the lease again."""
         try:
-            leading = self._round()
+            leading = self._round(seen)
         except kube.KubeError as exc:
             log.warning("leader election for %s: %s", self.name, exc.message)
             # The API server did not say who leads: keep leading until the renew deadline.
@@ -57,9 +97,9 @@ class LeaderElector:
         self._last_renewal = self.clock() if leading else None
         return leading
 
-    def _round(self) -> bool:
+    def _round(self, seen: Look | None = None) -> bool:
         now_wall = datetime.now(UTC)
-        lease = kube.get_lease(self.namespace, self.name)
+        lease = kube.get_lease(self.namespace, self.name) if seen is None else seen.lease
         mine = {
             "holderIdentity": self.identity,
             "leaseDurationSeconds": self.lease_seconds,
@@ -77,12 +117,8 @@ class LeaderElector:
             log.info("leader election: %s leads %s (new lease)", self.identity, self.name)
             return True
         spec = lease.get("spec") or {}
-        holder = str(spec.get("holderIdentity") or "")
-        observed = (holder, str(spec.get("renewTime") or ""))
-        if observed != self._observed:
-            self._observed, self._observed_at = observed, self.clock()
-        duration = float(spec.get("leaseDurationSeconds") or self.lease_seconds)
-        expired = self.clock() - self._observed_at > duration
+        noted = self._note(lease) if seen is None else seen
+        holder, expired = noted.holder, noted.expired
         if holder and holder != self.identity and not expired:
             return False
         if holder == self.identity:
@@ -99,4 +135,31 @@ class LeaderElector:
             raise
         if holder != self.identity:
             log.info("leader election: %s leads %s (took over from %r)", self.identity, self.name, holder)
+        return True
+
+    def release(self) -> bool:
+        """Give the lease up when this process holds it, as client-go's ReleaseOnCancel does: no holder, a
+        duration of one second, the transitions kept; whoever looks next may take it at once. Returns
+        whether it was released; an API error is logged (the lease then expires as after a crash)."""
+        self._last_renewal = None
+        try:
+            lease = kube.get_lease(self.namespace, self.name)
+            spec = (lease or {}).get("spec") or {}
+            if lease is None or spec.get("holderIdentity") != self.identity:
+                return False
+            now = _micro_time(datetime.now(UTC))
+            released = {
+                "holderIdentity": "",
+                "leaseDurationSeconds": 1,
+                "acquireTime": now,
+                "renewTime": now,
+                "leaseTransitions": int(spec.get("leaseTransitions") or 0),
+            }
+            kube.replace_lease(
+                self.namespace, self._lease(released, (lease.get("metadata") or {}).get("resourceVersion"))
+            )
+        except kube.KubeError as exc:
+            log.warning("leader election: %s could not release %s: %s", self.identity, self.name, exc.message)
+            return False
+        log.info("leader election: %s released %s", self.identity, self.name)
         return True

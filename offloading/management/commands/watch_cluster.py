@@ -1,9 +1,18 @@
-"""``manage.py watch_cluster``: run the watcher engine (offloading.snapshot.engine) while this process
-holds the leader lease."""
+"""``manage.py watch_cluster``: run the watcher engine (offloading.snapshot.engine) for the managed
+clusters this replica holds.
+
+With LEADER_ELECTION on (the default), replicas share the managed clusters through one Lease per
+cluster (offloading.cluster.shares; the default cluster's is the single leader lease of earlier
+versions, so a single-cluster install is unchanged): every round this replica renews, takes and releases
+leases, then starts what ``start_cluster`` runs for each cluster it won and stops it for each cluster it
+released or lost. A clean stop (SIGINT, SIGTERM) releases every lease, so another replica takes over at
+its next round. With LEADER_ELECTION off, the process watches the default cluster alone, as before.
+"""
 
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import threading
 import time
@@ -11,13 +20,22 @@ from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand
+from django.db import DatabaseError, close_old_connections
 
 from liqo_dash import heartbeat
 from offloading.cluster import kube
-from offloading.cluster.leader import LeaderElector
+from offloading.cluster.shares import ClusterShares
+from offloading.models.managed import ManagedCluster, ensure_configured
 from offloading.snapshot import informer
 from offloading.snapshot.engine import KindWatcher, SnapshotWriter, all_synced
 from offloading.snapshot.refresh import informer_alive
+
+# What runs for one held cluster: its stop event and its watcher threads.
+Running = tuple[threading.Event, list[KindWatcher]]
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt  # SIGTERM (a pod stopping) ends the loop like Ctrl-C: leases are released
 
 
 class Command(BaseCommand):
@@ -27,37 +45,109 @@ class Command(BaseCommand):
         parser.add_argument("--timeout-seconds", type=int, default=300, help="Server-side timeout of each watch.")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        conf = settings.LIQO_DASH
-        elector = None
-        if conf["LEADER_ELECTION"]:
-            identity = f"{socket.gethostname()}-{os.getpid()}"
-            elector = LeaderElector(
-                conf["LEADER_LEASE_NAME"], conf["LEADER_LEASE_NAMESPACE"], identity, int(conf["LEADER_LEASE_SECONDS"])
-            )
-            self.stdout.write(
-                f"leader election: lease {conf['LEADER_LEASE_NAMESPACE']}/{conf['LEADER_LEASE_NAME']} as {identity}"
-            )
-        running: tuple[threading.Event, list[KindWatcher]] | None = None
-        renew_every = max(1.0, int(conf["LEADER_LEASE_SECONDS"]) / 5)
+        self.timeout_seconds = int(options["timeout_seconds"])
+        if settings.LIQO_DASH["LEADER_ELECTION"]:
+            self._shared()
+        else:
+            self._alone()
+
+    # -- no leader election: this process watches the default cluster ------------------------------
+    def _alone(self) -> None:
+        running: Running | None = None
         try:
             while True:
-                leading = elector.try_acquire_or_renew() if elector is not None else True
-                if leading and running is None:
-                    running = self._start(options["timeout_seconds"])
-                elif not leading and running is not None:
-                    self._stop(running, "lost the lease: another watcher writes the snapshot")
-                    running = None
-                if running is not None and not any(w.is_alive() for w in running[1]):
+                if running is None:
+                    running = self._start(self.timeout_seconds)
+                if not any(w.is_alive() for w in running[1]):
                     return
-                heartbeat.touch("watcher")  # every renewal, leading or standing by: the liveness probe reads it
-                time.sleep(renew_every if elector is not None else 1.0)
+                heartbeat.touch("watcher")  # the liveness probe reads it
+                time.sleep(1.0)
         except KeyboardInterrupt:
             pass
         finally:
             if running is not None:
                 self._stop(running, "stopping")
 
-    def _start(self, timeout_seconds: int) -> tuple[threading.Event, list[KindWatcher]]:
+    # -- leader election: this replica's share of the managed clusters -----------------------------
+    def _shared(self) -> None:
+        conf = settings.LIQO_DASH
+        identity = f"{socket.gethostname()}-{os.getpid()}"
+        self.running: dict[str, Running] = {}
+        self.shares = ClusterShares(
+            conf["LEADER_LEASE_NAME"],
+            conf["LEADER_LEASE_NAMESPACE"],
+            identity,
+            int(conf["LEADER_LEASE_SECONDS"]),
+            before_release=lambda name: self._stop_cluster(name, "released its lease to another watcher"),
+        )
+        self.stdout.write(
+            f"leader election: lease {conf['LEADER_LEASE_NAMESPACE']}/{conf['LEADER_LEASE_NAME']} "
+            f"(one per managed cluster) as {identity}"
+        )
+        self.stdout.flush()
+        renew_every = max(1.0, int(conf["LEADER_LEASE_SECONDS"]) / 5)
+        main = threading.current_thread() is threading.main_thread()  # signals can be set only there
+        previous = signal.signal(signal.SIGTERM, _interrupt) if main else None
+        try:
+            while True:
+                self._read_clusters()
+                held = self.shares.round().held
+                for name in [name for name in self.running if name not in held]:
+                    self._stop_cluster(name, "lost the lease: another watcher writes its snapshot")
+                for name in sorted(held - set(self.running)):
+                    self.running[name] = self.start_cluster(name)
+                engine = self.running.get(self.shares.default)
+                if engine is not None and engine[1] and not any(w.is_alive() for w in engine[1]):
+                    return
+                heartbeat.touch("watcher")  # every round, holding clusters or standing by: the liveness probe
+                time.sleep(renew_every)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            for name in list(self.running):
+                self._stop_cluster(name, "stopping")
+            self.shares.release_all()
+            if main:
+                signal.signal(signal.SIGTERM, previous)
+
+    def _read_clusters(self) -> None:
+        """The managed clusters (the rows of LIQO_DASH_CLUSTERS made first), read again every round so
+        that a cluster an admin registers gets a lease; the database out keeps the last list."""
+        try:
+            if not self.shares.clusters:
+                ensure_configured()
+            rows = list(ManagedCluster.objects.values_list("name", "is_default"))
+        except DatabaseError as exc:
+            self.stderr.write(f"cannot read the managed clusters: {exc}")
+            close_old_connections()
+            return
+        default = next((name for name, is_default in rows if is_default), "")
+        self.shares.set_clusters([name for name, _ in rows], default=default)
+
+    def start_cluster(self, cluster_name: str) -> Running:
+        """Start what keeps ``cluster_name``'s snapshot, now that this replica holds its lease."""
+        if cluster_name == self.shares.default:
+            return self._start(self.timeout_seconds)
+        # Stage 2 of issue 28: the snapshot tables and writer that carry their managed cluster come with
+        # another change; until then a managed cluster other than the default has nothing to run here,
+        # its lease only reserves it for this replica. Its KindWatchers and writer start here then.
+        self.stdout.write(f"cluster {cluster_name}: lease held; its snapshot is stage 2, nothing runs for it yet")
+        self.stdout.flush()
+        return threading.Event(), []
+
+    def _stop_cluster(self, cluster_name: str, why: str) -> None:
+        running = self.running.pop(cluster_name, None)
+        if running is None:
+            return
+        if cluster_name == self.shares.default:
+            self._stop(running, why)
+        else:
+            running[0].set()
+            self.stdout.write(f"cluster {cluster_name}: {why}")
+            self.stdout.flush()
+
+    # -- the engine of the default cluster ---------------------------------------------------------
+    def _start(self, timeout_seconds: int) -> Running:
         stop = threading.Event()
         informer.reset()  # a new term as leader starts from a fresh list of every kind
         watchers: list[KindWatcher] = []
@@ -70,7 +160,7 @@ class Command(BaseCommand):
         self.stdout.flush()
         return stop, watchers
 
-    def _stop(self, running: tuple[threading.Event, list[KindWatcher]], why: str) -> None:
+    def _stop(self, running: Running, why: str) -> None:
         stop, watchers = running
         stop.set()
         for watcher in watchers:
