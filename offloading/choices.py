@@ -58,6 +58,13 @@ class AuditAction(models.TextChoices):
     SCHEDULED = "scheduled", "Change scheduled for its window"
     CANCELLED = "cancelled", "Change cancelled"
     HANDED_OFF = "handed_off", "Change handed off to Git"
+    # Managed clusters (issue 28): an admin registered, edited, re-credentialed or removed one. The
+    # cluster is named in the event's ``after`` (or ``before``), with the names of the fields that
+    # changed, never a secret's value.
+    CLUSTER_REGISTERED = "cluster_registered", "Managed cluster registered"
+    CLUSTER_UPDATED = "cluster_updated", "Managed cluster edited"
+    CLUSTER_CREDENTIALS_ROTATED = "cluster_credentials_rotated", "Managed cluster credentials rotated"
+    CLUSTER_REMOVED = "cluster_removed", "Managed cluster removed"
 
 
 class AlertKind(models.TextChoices):

@@ -1,165 +1,148 @@
 """Pages of the managed clusters (issue 28): the list (every signed-in user: name, how each is reached,
-its Liqo cluster id, health and Liqo version) and, for admins only, the form that registers a cluster
-by its API server URL, CA bundle and a bearer token (or a client certificate and key). The credentials
-are stored encrypted (``offloading.models.managed``); without LIQO_DASH_CREDENTIALS_KEY the form is
-refused with the reason and nothing is stored. Once registered, the cluster is looked at once, at a
-short timeout, so the list shows at once whether it answers and who it is."""
+its Liqo cluster id, health and Liqo version) and, for admins only, registering a cluster by its API
+server URL, CA bundle and a bearer token (or a client certificate and key), editing a registered one
+(its URL, its CA bundle, new credentials that replace the stored ones) and removing it after a typed
+confirmation that names what goes with it. The forms are in ``offloading.views.managed_forms``.
+
+The credentials are stored encrypted (``offloading.models.managed``); without LIQO_DASH_CREDENTIALS_KEY
+nothing new is stored and the pages say why. The clusters of LIQO_DASH_CLUSTERS (kubeconfig contexts)
+are read-only here: the setting makes them, and every process makes them again.
+
+Every registration, edit, credential rotation and removal writes an event into the sealed audit trail
+(``offloading.audit.events.record``), in the transaction that makes the change: who, which cluster, the
+names of the fields that changed and the new non-secret values, never a credential. After a
+registration or a change of the connection details, the cluster is looked at once, at a short timeout,
+so the list shows at once whether it answers and who it is."""
 
 from __future__ import annotations
 
-import re
+from dataclasses import dataclass, field
 from typing import Any
 
-from cryptography import x509
-from cryptography.hazmat.primitives import serialization
-from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, models, transaction
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
-from access import roles
+from access import roles, scopes
+from access.models import Scope
+from offloading.audit import events
+from offloading.choices import AuditAction
 from offloading.cluster import managed
+from offloading.context import current_actor
+from offloading.models import AuditEvent, ClusterOffloading
 from offloading.models.managed import (
-    NAME_LENGTH,
-    Credentials,
     CredentialsKeyMissing,
+    CredentialsUnreadable,
     ManagedCluster,
     ManagedClusterHealth,
     ManagedClusterSource,
     can_store_credentials,
     ensure_configured,
 )
+from offloading.views.managed_forms import EditForm, RegisterForm, RemoveForm, ca_fingerprints
 
 ADMINS_ONLY = "Admins only: registering a managed cluster gives the dashboard credentials to its API server."
+ADMINS_ONLY_EDIT = (
+    "Admins only: a managed cluster's connection details and credentials are the dashboard's access to it."
+)
+ADMINS_ONLY_REMOVE = "Admins only: removing a managed cluster ends the dashboard's access to it."
 # The first look at a newly registered cluster happens inside the request: it must not hold the page long.
 REGISTER_TIMEOUT = 3.0
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-
-
-class SecretTextarea(forms.Textarea):
-    """A textarea that never sends its value back to the browser (a form shown again after an error)."""
-
-    def format_value(self, value: Any) -> str | None:
-        return None
-
-
-class RegisterForm(forms.Form):
-    name = forms.CharField(
-        max_length=NAME_LENGTH,
-        help_text="Lower-case letters, digits and dashes (a DNS label): how pages, URLs and scopes name it.",
-    )
-    api_server_url = forms.URLField(
-        label="API server URL", max_length=2048, assume_scheme="https", help_text="e.g. https://prod-eu.example:6443"
-    )
-    ca_bundle = forms.CharField(
-        label="CA bundle (PEM)",
-        required=False,
-        widget=forms.Textarea(attrs={"rows": 4}),
-        help_text="The certificates that sign the API server's; empty: the system's trusted CAs.",
-    )
-    token = forms.CharField(
-        label="Bearer token",
-        required=False,
-        strip=True,
-        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"}),
-        help_text="A service account token, for example. Stored encrypted, never shown again.",
-    )
-    client_certificate = forms.CharField(
-        label="Client certificate (PEM)",
-        required=False,
-        widget=SecretTextarea(attrs={"rows": 3}),
-        help_text="Instead of a token: a client certificate and its key.",
-    )
-    client_key = forms.CharField(
-        label="Client key (PEM)", required=False, widget=SecretTextarea(attrs={"rows": 3, "autocomplete": "off"})
-    )
-
-    def clean_name(self) -> str:
-        name = str(self.cleaned_data["name"]).strip()
-        if not _DNS_LABEL.match(name):
-            raise forms.ValidationError(
-                "Use lower-case letters, digits and dashes, starting and ending with a letter or digit."
-            )
-        if ManagedCluster.objects.filter(name=name).exists():
-            raise forms.ValidationError(f"A managed cluster is already named {name}.")
-        return name
-
-    def clean_api_server_url(self) -> str:
-        url = str(self.cleaned_data["api_server_url"])
-        if not url.startswith(("https://", "http://")):
-            raise forms.ValidationError("The API server URL starts with https:// (or http://).")
-        return url.rstrip("/")
-
-    def clean_ca_bundle(self) -> str:
-        text = str(self.cleaned_data.get("ca_bundle") or "").strip()
-        if text:
-            try:
-                x509.load_pem_x509_certificates(text.encode())
-            except ValueError:
-                raise forms.ValidationError("This is not a bundle of PEM certificates (-----BEGIN CERTIFICATE-----).")
-        return text + "\n" if text else ""  # PEM ends with a newline
-
-    def clean_client_certificate(self) -> str:
-        text = str(self.cleaned_data.get("client_certificate") or "").strip()
-        if text:
-            try:
-                x509.load_pem_x509_certificate(text.encode())
-            except ValueError:
-                raise forms.ValidationError("This is not a PEM certificate (-----BEGIN CERTIFICATE-----).")
-        return text + "\n" if text else ""
-
-    def clean_client_key(self) -> str:
-        text = str(self.cleaned_data.get("client_key") or "").strip()
-        if text:
-            try:
-                serialization.load_pem_private_key(text.encode(), password=None)
-            except (ValueError, TypeError):
-                raise forms.ValidationError("This is not an unencrypted PEM private key.")
-        return text + "\n" if text else ""
-
-    def clean(self) -> dict[str, Any]:
-        data = super().clean() or {}
-        if not can_store_credentials():
-            raise forms.ValidationError(CredentialsKeyMissing.MESSAGE, code="no_key")
-        token, cert, key = (data.get(k) for k in ("token", "client_certificate", "client_key"))
-        pair = bool(cert or key) or self.has_error("client_certificate") or self.has_error("client_key")
-        if not pair:
-            if not token:
-                self.add_error("token", "Give a bearer token, or a client certificate and its key.")
-        elif cert and not key and not self.has_error("client_key"):
-            self.add_error("client_key", "A client certificate needs its key.")
-        elif key and not cert and not self.has_error("client_certificate"):
-            self.add_error("client_certificate", "A client key needs its certificate.")
-        return data
-
-    def credentials(self) -> Credentials:
-        data = self.cleaned_data
-        return Credentials(
-            token=data.get("token") or "",
-            client_certificate=data.get("client_certificate") or "",
-            client_key=data.get("client_key") or "",
-        )
+# How many namespaces offloaded to a cluster the removal page names (the rest are counted).
+NAMED_NAMESPACES = 20
 
 
 def _is_admin(request: HttpRequest) -> bool:
     return roles.role_of(request.user) == roles.ADMIN
 
 
+def _forbidden(request: HttpRequest, action: str, reason: str) -> HttpResponse:
+    context = {"reason": reason, "action": action, "namespace": None}
+    return render(request, "offloading/forbidden.html", context, status=403)
+
+
+def _list_url(cluster: ManagedCluster | None = None) -> str:
+    url = reverse("offloading:managed_cluster_list")
+    return url + f"#cluster-{cluster.name}" if cluster is not None else url
+
+
+def read_only_reason(cluster: ManagedCluster) -> str:
+    """Why the pages may not edit or remove ``cluster`` ("" when they may)."""
+    if cluster.source == ManagedClusterSource.CONTEXT:
+        where = f"kubeconfig context {cluster.context}" if cluster.context else "the current kubeconfig context"
+        return (
+            f"{cluster.name} comes from the LIQO_DASH_CLUSTERS setting ({where}): change it there or in the "
+            "kubeconfig, not here. Every process makes the rows of that setting's contexts again, so an edit "
+            "or a removal here would not last."
+        )
+    if cluster.is_default:
+        return f"{cluster.name} is the default cluster: the single-cluster pages and URLs address it."
+    return ""
+
+
+def stored_credentials(cluster: ManagedCluster) -> str:
+    """What kind of credentials are stored, for the edit page (never a value)."""
+    if not cluster.credentials_encrypted:
+        return "none"
+    try:
+        credentials = cluster.credentials()
+    except CredentialsKeyMissing:
+        return "stored encrypted; they cannot be read without LIQO_DASH_CREDENTIALS_KEY"
+    except CredentialsUnreadable:
+        return "stored encrypted, but no key of LIQO_DASH_CREDENTIALS_KEY decrypts them: give new ones"
+    kinds = []
+    if credentials.token:
+        kinds.append("a bearer token")
+    if credentials.client_certificate and credentials.client_key:
+        kinds.append("a client certificate and its key")
+    return " and ".join(kinds) + " (stored encrypted)" if kinds else "none"
+
+
+def _connection(cluster: ManagedCluster) -> dict[str, Any]:
+    """The non-secret connection settings as the audit trail keeps them (the CA bundle by fingerprints)."""
+    return {"api_server_url": cluster.api_server_url, "ca_bundle": ca_fingerprints(cluster.ca_bundle)}
+
+
+def _audit(action: str, *, outcome: str, message: str, before: Any = None, after: Any = None) -> AuditEvent:
+    """One event of the sealed trail about a managed cluster (``before`` and ``after`` name it), by
+    whoever is signed in. No namespace: the event is about the cluster itself."""
+    return events.record(current_actor(), action, "", outcome=outcome, before=before, after=after, message=message)
+
+
+def _first_look(request: HttpRequest, cluster: ManagedCluster, done: str) -> None:
+    """Look at ``cluster`` once (short timeout) and say what was found after ``done``."""
+    if not can_store_credentials():
+        messages.warning(
+            request,
+            f"{done}. It was not looked at: without LIQO_DASH_CREDENTIALS_KEY its credentials cannot be read.",
+            extra_tags="warn",
+        )
+        return
+    cluster = managed.refresh(cluster, timeout=REGISTER_TIMEOUT)
+    if cluster.health == ManagedClusterHealth.REACHABLE:
+        messages.success(request, f"{done}: it answers.")
+    else:
+        messages.warning(request, f"{done}, but it does not answer: {cluster.last_error}", extra_tags="warn")
+
+
 @login_required
 @require_GET
 def managed_list(request: HttpRequest) -> HttpResponse:
     ensure_configured()  # the rows of LIQO_DASH_CLUSTERS, before the first refresh has run
+    clusters = list(ManagedCluster.objects.all())
     return render(
         request,
         "offloading/managed/list.html",
         {
-            "clusters": list(ManagedCluster.objects.all()),
+            "clusters": [(c, read_only_reason(c)) for c in clusters],
             "is_admin": _is_admin(request),
             "health": ManagedClusterHealth,
+            "can_store": can_store_credentials(),
+            "registered": sum(1 for c in clusters if c.source == ManagedClusterSource.CREDENTIALS),
         },
     )
 
@@ -168,9 +151,8 @@ def managed_list(request: HttpRequest) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def managed_register(request: HttpRequest) -> HttpResponse:
     if not _is_admin(request):
-        context = {"reason": ADMINS_ONLY, "action": "register", "namespace": None}
-        return render(request, "offloading/forbidden.html", context, status=403)
-    form = RegisterForm(request.POST or None)
+        return _forbidden(request, "register", ADMINS_ONLY)
+    form = RegisterForm(request.POST if request.method == "POST" else None)
     if request.method == "POST" and form.is_valid():
         cluster = ManagedCluster(
             name=form.cleaned_data["name"],
@@ -182,24 +164,182 @@ def managed_register(request: HttpRequest) -> HttpResponse:
             cluster.set_credentials(form.credentials())
             with transaction.atomic():
                 cluster.save()
+                _audit(
+                    AuditAction.CLUSTER_REGISTERED,
+                    outcome="registered",
+                    after={"cluster": cluster.name, **_connection(cluster), "credentials": form.credential_fields()},
+                    message=f"Registered managed cluster {cluster.name} at {cluster.api_server_url}",
+                )
         except CredentialsKeyMissing as exc:
             form.add_error(None, str(exc))
         except IntegrityError:
             form.add_error("name", f"A managed cluster is already named {cluster.name}.")
         else:
-            cluster = managed.refresh(cluster, timeout=REGISTER_TIMEOUT)
-            if cluster.health == ManagedClusterHealth.REACHABLE:
-                messages.success(request, f"Registered {cluster.name}: it answers.")
-            else:
-                messages.warning(
-                    request,
-                    f"Registered {cluster.name}, but it does not answer: {cluster.last_error}",
-                    extra_tags="warn",
-                )
-            return redirect(reverse("offloading:managed_cluster_list") + f"#cluster-{cluster.name}")
+            _first_look(request, cluster, f"Registered {cluster.name}")
+            return redirect(_list_url(cluster))
     return render(
         request,
         "offloading/managed/register.html",
         {"form": form, "can_store": can_store_credentials()},
         status=400 if request.method == "POST" else 200,
     )
+
+
+def _read_only(request: HttpRequest, cluster: ManagedCluster, reason: str, action: str) -> HttpResponse:
+    """The page of a cluster these pages may not change: why, and nothing else (409 to a POST)."""
+    context = {"cluster": cluster, "reason": reason, "action": action}
+    return render(
+        request, "offloading/managed/read_only.html", context, status=409 if request.method == "POST" else 200
+    )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def managed_edit(request: HttpRequest, name: str) -> HttpResponse:
+    cluster = get_object_or_404(ManagedCluster, name=name)
+    if not _is_admin(request):
+        return _forbidden(request, "edit", ADMINS_ONLY_EDIT)
+    reason = read_only_reason(cluster)
+    if reason:
+        return _read_only(request, cluster, reason, "edit")
+    form = EditForm(request.POST if request.method == "POST" else None, cluster=cluster)
+    if request.method == "POST" and form.is_valid():
+        changed, rotated = form.changed_settings(), form.given_credentials()
+        if not changed and not rotated:
+            messages.info(request, f"Nothing changed: {cluster.name} keeps its settings and credentials.")
+            return redirect(_list_url(cluster))
+        try:
+            with transaction.atomic():
+                row = ManagedCluster.objects.select_for_update().get(pk=cluster.pk)
+                before = _connection(row)
+                for name_ in changed:
+                    setattr(row, name_, form.cleaned_data[name_])
+                if rotated:
+                    row.set_credentials(form.credentials())
+                row.save(update_fields=[*changed, *(["credentials_encrypted"] if rotated else []), "updated_at"])
+                if changed:
+                    after = _connection(row)
+                    _audit(
+                        AuditAction.CLUSTER_UPDATED,
+                        outcome="updated",
+                        before={"cluster": row.name, **{k: before[k] for k in changed}},
+                        after={"cluster": row.name, "changed": changed, **{k: after[k] for k in changed}},
+                        message=f"Edited managed cluster {row.name}: {', '.join(changed)}",
+                    )
+                if rotated:
+                    _audit(
+                        AuditAction.CLUSTER_CREDENTIALS_ROTATED,
+                        outcome="rotated",
+                        after={"cluster": row.name, "credentials": form.credential_fields()},
+                        message=f"Replaced the credentials of managed cluster {row.name} "
+                        f"({', '.join(form.credential_fields())})",
+                    )
+        except CredentialsKeyMissing as exc:  # the key went away between the form's check and now
+            form.add_error(None, str(exc))
+        else:
+            what = ", ".join([*changed, *(["credentials rotated"] if rotated else [])])
+            _first_look(request, row, f"Saved {row.name} ({what})")
+            return redirect(_list_url(row))
+    return render(
+        request,
+        "offloading/managed/edit.html",
+        {
+            "cluster": cluster,
+            "form": form,
+            "can_store": can_store_credentials(),
+            "stored": stored_credentials(cluster),
+        },
+        status=400 if request.method == "POST" else 200,
+    )
+
+
+@dataclass
+class Removal:
+    """What goes with a managed cluster when it is removed, and what stops it."""
+
+    attached: list[tuple[str, int, str]] = field(default_factory=list)  # (what, how many, what happens)
+    blockers: list[str] = field(default_factory=list)
+    scopes: list[str] = field(default_factory=list)  # access scopes naming the cluster
+    offloaded: list[str] = field(default_factory=list)  # namespaces offloaded to it, first few
+    offloaded_count: int = 0
+
+
+def removal_of(cluster: ManagedCluster) -> Removal:
+    """What hangs on ``cluster``: the rows that point at it (counted; one level), the access scopes that
+    name it, the namespaces of the default cluster offloaded to it (their twins there are no longer
+    followed). A row that protects it, or an audit event that would go, stops the removal."""
+    removal = Removal()
+    for relation in ManagedCluster._meta.related_objects:
+        if not relation.one_to_many and not relation.one_to_one:
+            continue
+        related, remote = relation.related_model, relation.field
+        count = related._base_manager.filter(**{remote.name: cluster}).count()
+        if not count:
+            continue
+        what = str(related._meta.verbose_name_plural)
+        on_delete = remote.remote_field.on_delete
+        if related is AuditEvent and on_delete is models.CASCADE:
+            removal.blockers.append(f"{count} {what} would be deleted: the audit trail is append-only")
+        elif on_delete in (models.PROTECT, models.RESTRICT) or on_delete is models.DO_NOTHING:
+            removal.blockers.append(f"{count} {what} still belong to it")
+        elif on_delete is models.CASCADE:
+            removal.attached.append((what, count, "deleted with it"))
+        else:
+            removal.attached.append((what, count, "kept, no longer attached to a cluster"))
+    for scope in Scope.objects.select_related("user", "group").order_by("value"):
+        if scopes.split(scope.kind, scope.value).cluster == cluster.name:
+            owner = f"user {scope.user}" if scope.user_id else f"group {scope.group}"
+            removal.scopes.append(f"{owner}: {scope.value}")
+    if cluster.liqo_cluster_id:
+        names = (
+            ClusterOffloading.objects.filter(cluster_id=cluster.liqo_cluster_id)
+            .values_list("namespace__name", flat=True)
+            .distinct()
+            .order_by("namespace__name")
+        )
+        removal.offloaded_count = names.count()
+        removal.offloaded = list(names[:NAMED_NAMESPACES])
+    return removal
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def managed_remove(request: HttpRequest, name: str) -> HttpResponse:
+    cluster = get_object_or_404(ManagedCluster, name=name)
+    if not _is_admin(request):
+        return _forbidden(request, "remove", ADMINS_ONLY_REMOVE)
+    reason = read_only_reason(cluster)
+    if reason:
+        return _read_only(request, cluster, reason, "remove")
+    removal = removal_of(cluster)
+    form = RemoveForm(request.POST if request.method == "POST" else None, cluster=cluster)
+    status = 200
+    if request.method == "POST":
+        status = 409 if removal.blockers else 400
+        if form.is_valid() and not removal.blockers:
+            try:
+                with transaction.atomic():
+                    _audit(
+                        AuditAction.CLUSTER_REMOVED,
+                        outcome="removed",
+                        before={
+                            "cluster": cluster.name,
+                            **_connection(cluster),
+                            "liqo_cluster_id": cluster.liqo_cluster_id,
+                        },
+                        message=f"Removed managed cluster {cluster.name} ({cluster.api_server_url}) and its "
+                        "stored credentials",
+                    )
+                    cluster.delete()
+            except (models.ProtectedError, models.RestrictedError):
+                form.add_error(None, "Rows that belong to it appeared meanwhile: nothing was removed.")
+                status = 409
+            else:
+                messages.success(
+                    request,
+                    f"Removed {cluster.name} and its stored credentials. Revoke them on the cluster itself "
+                    "too: removing them here does not invalidate them.",
+                )
+                return redirect(_list_url())
+    context = {"cluster": cluster, "form": form, "removal": removal}
+    return render(request, "offloading/managed/remove.html", context, status=status)

@@ -1,6 +1,6 @@
-"""Page routes of the managed clusters (issue 28: the list, registering one, and the namespace page's
-section that follows a namespace into its twins on the managed providers), included by
-offloading/urls.py (same app namespace)."""
+"""Page routes of the managed clusters (issue 28: the list; registering, editing and removing one; and
+the namespace page's section that follows a namespace into its twins on the managed providers),
+included by offloading/urls.py (same app namespace)."""
 
 from django.urls import URLPattern, URLResolver, path
 
@@ -9,5 +9,7 @@ from offloading.views import managed, twins
 urlpatterns: list[URLPattern | URLResolver] = [
     path("managed-clusters/", managed.managed_list, name="managed_cluster_list"),
     path("managed-clusters/register/", managed.managed_register, name="managed_cluster_register"),
+    path("managed-clusters/<str:name>/edit/", managed.managed_edit, name="managed_cluster_edit"),
+    path("managed-clusters/<str:name>/remove/", managed.managed_remove, name="managed_cluster_remove"),
     path("namespaces/<str:name>/twins/", twins.namespace_twins, name="namespace_twins"),
 ]

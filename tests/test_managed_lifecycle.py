@@ -1,0 +1,451 @@
+"""Managed clusters after registration (issue 28): an admin edits a registered cluster (URL, CA bundle,
+new credentials that replace the stored ones) and removes it after a confirmation that names what goes
+with it; the clusters of LIQO_DASH_CLUSTERS are read-only; every registration, edit, rotation and
+removal is in the sealed audit trail with field names and never a secret; the pages work without the
+encryption key; and the read-only RBAC of the dashboard's identity on a managed provider cluster
+(deploy/managed-provider) grants exactly what the dashboard reads there."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cryptography.fernet import Fernet
+from django.contrib.auth.models import Group
+from django.test import Client
+from django.urls import reverse
+
+from access.models import Scope
+from offloading.audit.trail import verify
+from offloading.choices import AuditAction
+from offloading.cluster import managed as managedclient
+from offloading.models import AuditEvent, ClusterOffloading, ManagedCluster, Namespace
+from offloading.models.managed import Credentials, ensure_configured
+from sandbox.rbac import ADMIN_TOKEN
+from tests.conftest import ADMIN_PASSWORD, free_port
+from tests.test_deploy import KUBECTL, KUBERNETES_VERSION, by_kind, checkov, needs_kubectl, render
+from tests.test_managed_clusters import _client_pair
+
+LIST = "offloading:managed_cluster_list"
+REGISTER = "offloading:managed_cluster_register"
+EDIT = "offloading:managed_cluster_edit"
+REMOVE = "offloading:managed_cluster_remove"
+TOKEN = "eyJhbGciOiJSUzI1NiJ9.first-secret-token-value"
+NEW_TOKEN = "eyJhbGciOiJSUzI1NiJ9.second-secret-token-value"
+ROOT = Path(__file__).resolve().parent.parent
+PROVIDER = ROOT / "deploy" / "managed-provider"
+
+
+@pytest.fixture(autouse=True)
+def _fresh_clients() -> Iterator[None]:
+    managedclient.forget_clients()
+    yield
+    managedclient.forget_clients()
+
+
+@pytest.fixture
+def key(settings: Any) -> str:
+    value = Fernet.generate_key().decode()
+    settings.LIQO_DASH_CREDENTIALS_KEY = [value]
+    return value
+
+
+def nowhere() -> str:
+    """An API server URL where nothing listens: the first look after a change fails at once."""
+    return f"http://127.0.0.1:{free_port()}"
+
+
+def registered(name: str = "prod-eu", url: str | None = None, token: str = TOKEN, **fields: Any) -> ManagedCluster:
+    cluster = ManagedCluster(name=name, source="credentials", api_server_url=url or nowhere(), **fields)
+    cluster.set_credentials(Credentials(token=token))
+    cluster.save()
+    return cluster
+
+
+def events(action: str) -> list[AuditEvent]:
+    return list(AuditEvent.objects.filter(action=action).order_by("seq"))
+
+
+def sealed_text() -> str:
+    """Every audit event as the seal covers it, as one text."""
+    return "\n".join(json.dumps(event.payload()) for event in AuditEvent.objects.order_by("seq"))
+
+
+def pem_body(pem: str) -> str:
+    return "".join(line for line in pem.splitlines() if not line.startswith("-----"))
+
+
+# --- editing ----------------------------------------------------------------------------------------
+
+
+def test_editing_the_url_and_ca_keeps_the_credentials_and_audits_the_field_names(admin_client: Any, key: str) -> None:
+    cluster = registered()
+    stored = cluster.credentials_encrypted
+    page = admin_client.get(reverse(EDIT, args=[cluster.name])).content.decode()
+    assert cluster.api_server_url in page  # the URL is not a secret: the form starts with it
+    assert "Stored now: a bearer token (stored encrypted)" in page
+    assert TOKEN not in page and stored not in page
+
+    certificate, _ = _client_pair()
+    url = nowhere()
+    response = admin_client.post(reverse(EDIT, args=[cluster.name]), {"api_server_url": url, "ca_bundle": certificate})
+    assert response.status_code == 302, response.content.decode()[:2000]
+    row = ManagedCluster.objects.get(pk=cluster.pk)
+    assert (row.api_server_url, row.ca_bundle, row.credentials_encrypted) == (url, certificate, stored)
+    assert row.credentials() == Credentials(token=TOKEN)
+    assert row.health == "unreachable"  # looked at once after the change
+
+    (event,) = events(AuditAction.CLUSTER_UPDATED)
+    assert (event.user_name, event.outcome, event.namespace) == ("admin", "updated", "")
+    assert event.after["cluster"] == "prod-eu" and event.after["changed"] == ["api_server_url", "ca_bundle"]
+    assert event.before["api_server_url"] == cluster.api_server_url and event.after["api_server_url"] == url
+    assert event.before["ca_bundle"] == [] and event.after["ca_bundle"][0].startswith("sha256:")
+    assert pem_body(certificate)[:40] not in sealed_text()  # the bundle by its fingerprint, not its PEM
+    assert events(AuditAction.CLUSTER_CREDENTIALS_ROTATED) == []
+    assert verify().ok
+
+
+def test_an_edit_that_changes_nothing_writes_nothing(admin_client: Any, key: str) -> None:
+    cluster = registered()
+    response = admin_client.post(reverse(EDIT, args=[cluster.name]), {"api_server_url": cluster.api_server_url})
+    assert response.status_code == 302
+    assert "Nothing changed" in admin_client.get(response["Location"]).content.decode()
+    assert AuditEvent.objects.count() == 0
+
+
+def test_rotating_credentials_takes_effect_and_no_secret_reaches_the_trail_or_a_page(
+    admin_client: Any, sandbox: Any, key: str
+) -> None:
+    # Registered with a token the sandbox refuses, then rotated to the right one, then to a client
+    # certificate: each replaces the stored credentials whole, and the cluster answers after the second.
+    response = admin_client.post(reverse(REGISTER), {"name": "rome-eu", "api_server_url": sandbox.url, "token": TOKEN})
+    assert response.status_code == 302
+    assert ManagedCluster.objects.get(name="rome-eu").health == "unreachable"
+    edit = reverse(EDIT, args=["rome-eu"])
+    response = admin_client.post(edit, {"api_server_url": sandbox.url, "token": ADMIN_TOKEN})
+    assert response.status_code == 302
+    cluster = ManagedCluster.objects.get(name="rome-eu")
+    assert cluster.credentials() == Credentials(token=ADMIN_TOKEN)
+    assert (cluster.health, cluster.liqo_cluster_id) == ("reachable", "rome")
+    assert "credentials rotated" in admin_client.get(response["Location"]).content.decode()
+
+    certificate, private_key = _client_pair()
+    # A certificate without its key: refused, and neither is sent back.
+    refused = admin_client.post(edit, {"api_server_url": sandbox.url, "client_certificate": certificate})
+    assert refused.status_code == 400
+    assert list(refused.context["form"].errors) == ["client_key"]
+    assert pem_body(certificate)[:40] not in refused.content.decode()
+    response = admin_client.post(
+        edit, {"api_server_url": sandbox.url, "client_certificate": certificate, "client_key": private_key}
+    )
+    assert response.status_code == 302
+    assert ManagedCluster.objects.get(name="rome-eu").credentials() == Credentials("", certificate, private_key)
+
+    registered_event, *rotations = events(AuditAction.CLUSTER_REGISTERED) + events(
+        AuditAction.CLUSTER_CREDENTIALS_ROTATED
+    )
+    assert registered_event.after == {"cluster": "rome-eu", "api_server_url": sandbox.url, "ca_bundle": []} | {
+        "credentials": ["token"]
+    }
+    assert [e.after for e in rotations] == [
+        {"cluster": "rome-eu", "credentials": ["token"]},
+        {"cluster": "rome-eu", "credentials": ["client_certificate", "client_key"]},
+    ]
+    assert all(e.user_name == "admin" and e.source == "web" for e in [registered_event, *rotations])
+    assert events(AuditAction.CLUSTER_UPDATED) == []  # the URL did not change
+
+    secrets = [TOKEN, "first-secret-token-value", ADMIN_TOKEN, pem_body(private_key)[:40], "PRIVATE KEY"]
+    trail = sealed_text()
+    pages = [
+        admin_client.get(reverse(LIST)),
+        admin_client.get(edit),
+        admin_client.get(reverse(REMOVE, args=["rome-eu"])),
+        admin_client.get(reverse("offloading:audit_list")),
+        admin_client.get(reverse("offloading:audit_list"), {"action": AuditAction.CLUSTER_CREDENTIALS_ROTATED}),
+    ]
+    audit_page = pages[3].content.decode()
+    assert "Managed cluster credentials rotated" in audit_page and "rome-eu" in audit_page
+    for secret in secrets:
+        assert secret not in trail
+        for page in pages:
+            assert page.status_code == 200
+            assert secret not in page.content.decode()
+    assert verify().ok, verify().problem
+
+
+@pytest.mark.parametrize(
+    ("data", "field", "message"),
+    [
+        ({"api_server_url": "not a url"}, "api_server_url", "valid URL"),
+        ({"api_server_url": "https://[::1"}, "api_server_url", "valid URL"),
+        ({"api_server_url": "ftp://prod.example"}, "api_server_url", "starts with https://"),
+        ({"api_server_url": ""}, "api_server_url", "required"),
+        ({"ca_bundle": "not a certificate"}, "ca_bundle", "PEM certificates"),
+        (
+            {"ca_bundle": "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----"},
+            "ca_bundle",
+            "PEM certificates",
+        ),
+        ({"ca_bundle": "bad\x00bundle"}, "ca_bundle", "Null characters"),
+        ({"client_certificate": "CERT"}, "client_certificate", "not a PEM certificate"),
+        ({"client_key": "KEY"}, "client_key", "not an unencrypted PEM private key"),
+    ],
+)
+def test_bad_input_gets_its_field_error_and_changes_nothing(
+    admin_client: Any, key: str, data: dict[str, str], field: str, message: str
+) -> None:
+    cluster = registered()
+    body = {"api_server_url": "https://prod.example:6443", "token": NEW_TOKEN, **data}
+    response = admin_client.post(reverse(EDIT, args=[cluster.name]), body)
+    assert response.status_code == 400
+    errors = response.context["form"].errors
+    assert list(errors) == [field], errors
+    assert message in " ".join(errors[field])
+    page = response.content.decode()
+    assert f'id="error-{field}"' in page
+    assert NEW_TOKEN not in page  # a new token is not echoed either
+    row = ManagedCluster.objects.get(pk=cluster.pk)
+    assert (row.api_server_url, row.credentials_encrypted) == (cluster.api_server_url, cluster.credentials_encrypted)
+    assert AuditEvent.objects.count() == 0
+
+
+def test_unknown_clusters_are_404_and_only_post_changes(admin_client: Any, key: str) -> None:
+    for route in (EDIT, REMOVE):
+        for name in ("missing", "Not A Name", "x" * 300):
+            url = reverse(route, args=[name])
+            assert admin_client.get(url).status_code == 404
+            assert admin_client.post(url, {"confirm": name, "api_server_url": nowhere()}).status_code == 404
+    cluster = registered()
+    for route in (EDIT, REMOVE):
+        url = reverse(route, args=[cluster.name])
+        assert admin_client.put(url).status_code == 405
+        assert admin_client.delete(url).status_code == 405
+    assert ManagedCluster.objects.filter(pk=cluster.pk).exists()
+
+
+def test_changes_need_the_csrf_token(admin_user: Any, key: str) -> None:
+    cluster = registered()
+    browser = Client(enforce_csrf_checks=True)
+    browser.force_login(admin_user)
+    url = reverse(REMOVE, args=[cluster.name])
+    assert browser.post(url, {"confirm": cluster.name}).status_code == 403
+    assert ManagedCluster.objects.filter(pk=cluster.pk).exists()
+    page = browser.get(url).content.decode()
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page)
+    assert token is not None
+    assert browser.post(url, {"confirm": cluster.name, "csrfmiddlewaretoken": token[1]}).status_code == 302
+    assert not ManagedCluster.objects.filter(pk=cluster.pk).exists()
+
+
+# --- who may, and what may not change --------------------------------------------------------------
+
+
+def test_clusters_of_the_setting_are_read_only_and_say_why(admin_client: Any, key: str) -> None:
+    (default,) = ensure_configured([])
+    cluster = registered()
+    listing = admin_client.get(reverse(LIST)).content.decode()
+    default_row = listing[listing.index(f'id="cluster-{default.name}"') :].split("</tr>")[0]
+    assert "read-only: from <code>LIQO_DASH_CLUSTERS</code>" in default_row
+    assert reverse(EDIT, args=[default.name]) not in listing
+    row = listing[listing.index(f'id="cluster-{cluster.name}"') :].split("</tr>")[0]
+    assert reverse(EDIT, args=[cluster.name]) in row and reverse(REMOVE, args=[cluster.name]) in row
+
+    for route in (EDIT, REMOVE):
+        url = reverse(route, args=[default.name])
+        page = admin_client.get(url)
+        assert page.status_code == 200
+        assert "comes from the LIQO_DASH_CLUSTERS setting" in page.content.decode()
+        assert "<form" not in page.content.decode().split('id="read-only"')[1]
+        refused = admin_client.post(url, {"confirm": default.name, "api_server_url": "https://evil.example"})
+        assert refused.status_code == 409
+        assert "would not last" in refused.content.decode()
+    assert ManagedCluster.objects.get(pk=default.pk).api_server_url == ""
+    assert AuditEvent.objects.count() == 0
+
+
+def test_non_admins_can_neither_edit_nor_remove(client: Any, django_user_model: Any, key: str) -> None:
+    cluster = registered()
+    for route in (EDIT, REMOVE):
+        anonymous = client.get(reverse(route, args=[cluster.name]))
+        assert anonymous.status_code == 302 and "login" in anonymous["Location"]
+    for name, role in (("vera", "viewer"), ("oscar", "operator")):
+        user = django_user_model.objects.create_user(name, password=ADMIN_PASSWORD)
+        user.groups.add(Group.objects.get(name=role))
+        client.force_login(user)
+        for route in (EDIT, REMOVE):
+            url = reverse(route, args=[cluster.name])
+            assert client.get(url).status_code == 403
+            refused = client.post(url, {"confirm": cluster.name, "api_server_url": nowhere(), "token": "t"})
+            assert refused.status_code == 403 and "Admins only" in refused.content.decode()
+        listing = client.get(reverse(LIST)).content.decode()
+        assert reverse(EDIT, args=[cluster.name]) not in listing
+    row = ManagedCluster.objects.get(pk=cluster.pk)
+    assert (row.api_server_url, row.credentials_encrypted) == (cluster.api_server_url, cluster.credentials_encrypted)
+    assert AuditEvent.objects.count() == 0
+
+
+# --- removing ---------------------------------------------------------------------------------------
+
+
+def test_removal_names_what_goes_with_it_and_needs_the_typed_name(
+    admin_client: Any, django_user_model: Any, key: str
+) -> None:
+    cluster = registered(liqo_cluster_id="milan-1a2b", liqo_version="v1.2.0")
+    namespace = Namespace.objects.create(name="reports", offloaded=True)
+    ClusterOffloading.objects.create(namespace=namespace, cluster_id="milan-1a2b", selected=True, state="Ready")
+    alice = django_user_model.objects.create_user("alice", password=ADMIN_PASSWORD)
+    Scope.objects.create(user=alice, kind="glob", value="prod-eu/team-a-*")
+    Scope.objects.create(user=alice, kind="glob", value="other/team-a-*")
+    url = reverse(REMOVE, args=[cluster.name])
+
+    page = admin_client.get(url).content.decode()
+    goes = page[page.index('id="goes-with-it"') :]
+    assert "its stored credentials" in goes and "Revoke them on the cluster" in goes
+    assert "<code>milan-1a2b</code>" in page and "<code>reports</code>" in goes
+    assert "user alice: prod-eu/team-a-*" in page and "other/team-a-*" not in page
+    assert 'data-confirm-name="prod-eu"' in page and 'id="blockers"' not in page
+    assert TOKEN not in page
+
+    wrong = admin_client.post(url, {"confirm": "prod-e"})
+    assert wrong.status_code == 400 and 'id="error-confirm"' in wrong.content.decode()
+    assert ManagedCluster.objects.filter(pk=cluster.pk).exists() and AuditEvent.objects.count() == 0
+
+    response = admin_client.post(url, {"confirm": "prod-eu"})
+    assert response.status_code == 302
+    assert not ManagedCluster.objects.filter(name="prod-eu").exists()
+    assert Scope.objects.filter(value="prod-eu/team-a-*").exists()  # kept, and the page said so
+    assert ClusterOffloading.objects.filter(cluster_id="milan-1a2b").exists()  # the offloading is untouched
+    (event,) = events(AuditAction.CLUSTER_REMOVED)
+    assert event.before == {
+        "cluster": "prod-eu",
+        "api_server_url": cluster.api_server_url,
+        "ca_bundle": [],
+        "liqo_cluster_id": "milan-1a2b",
+    }
+    assert (event.user_name, event.outcome, event.after) == ("admin", "removed", None)
+    assert TOKEN not in sealed_text() and cluster.credentials_encrypted not in sealed_text()
+    assert "Removed prod-eu" in admin_client.get(response["Location"]).content.decode()
+    assert verify().ok
+    assert admin_client.get(url).status_code == 404  # gone: its pages too
+
+
+# --- without the key --------------------------------------------------------------------------------
+
+
+def test_without_the_key_the_pages_say_so_and_do_not_fail(admin_client: Any, settings: Any, key: str) -> None:
+    cluster = registered()
+    stored = cluster.credentials_encrypted
+    settings.LIQO_DASH_CREDENTIALS_KEY = []
+
+    listing = admin_client.get(reverse(LIST))
+    assert listing.status_code == 200
+    assert 'id="no-key"' in listing.content.decode() and "cannot be read" in listing.content.decode()
+    edit = reverse(EDIT, args=[cluster.name])
+    page = admin_client.get(edit)
+    assert page.status_code == 200
+    text = page.content.decode()
+    assert 'id="no-key"' in text and "cannot be read without LIQO_DASH_CREDENTIALS_KEY" in text
+    assert '<fieldset id="rotate" disabled>' in text
+
+    refused = admin_client.post(edit, {"api_server_url": cluster.api_server_url, "token": NEW_TOKEN})
+    assert refused.status_code == 400
+    assert "New credentials need an encryption key" in refused.content.decode()
+    assert NEW_TOKEN not in refused.content.decode()
+    assert ManagedCluster.objects.get(pk=cluster.pk).credentials_encrypted == stored
+
+    # The URL can still change; the stored credentials stay as they were, unread.
+    url = nowhere()
+    response = admin_client.post(edit, {"api_server_url": url})
+    assert response.status_code == 302
+    assert "without LIQO_DASH_CREDENTIALS_KEY" in admin_client.get(response["Location"]).content.decode()
+    row = ManagedCluster.objects.get(pk=cluster.pk)
+    assert (row.api_server_url, row.credentials_encrypted) == (url, stored)
+    assert admin_client.get(reverse(REMOVE, args=[cluster.name])).status_code == 200
+    assert admin_client.post(reverse(REMOVE, args=[cluster.name]), {"confirm": cluster.name}).status_code == 302
+    assert [e.action for e in AuditEvent.objects.order_by("seq")] == ["cluster_updated", "cluster_removed"]
+    assert verify().ok
+
+
+# --- the dashboard's identity on a managed provider ------------------------------------------------
+
+# What the dashboard calls on a managed cluster other than through kube.py: the twins' reads (twins.py)
+# and the discovery (managed.py), each method with the permission it needs (namespaced: where).
+PROVIDER_CALLS = {
+    "read_namespace": ("", "namespaces", "get", "*"),
+    "list_namespaced_pod": ("", "pods", "list", "*"),
+    "list_namespaced_config_map": ("", "configmaps", "list", "*"),
+    "list_namespaced_service": ("", "services", "list", "*"),
+    "list_namespaced_secret": ("", "secrets", "list", "*"),
+    "list_namespaced_deployment": ("apps", "deployments", "list", "liqo"),
+    "list_cluster_custom_object": ("core.liqo.io", "foreignclusters", "list", "*"),
+}
+NOT_GRANTED = {("", "secrets", "list", "*")}  # the twins' Secrets list: refused on purpose
+
+
+def provider_calls() -> set[tuple[str, str, str, str]]:
+    """The permissions the provider-side code needs, from the client methods twins.py and managed.py
+    name (get_code is /version, which every authenticated identity may read)."""
+    found = set()
+    for module in ("offloading/cluster/twins.py", "offloading/cluster/managed.py"):
+        # The calls of a Kubernetes client API: core.<method> (twins.py's CoreV1Api) or
+        # client.<Kind>Api(api).<method>.
+        for method in re.findall(
+            r"(?:(?<![.\w\"'])core|\bclient\.\w+Api\([^()]*\))\.(\w+)", (ROOT / module).read_text()
+        ):
+            if method == "get_code":
+                continue
+            assert method in PROVIDER_CALLS, f"{module} calls {method}: teach this test its permission"
+            found.add(PROVIDER_CALLS[method])
+    assert len(found) >= 6, found  # the regular expression did find the calls
+    return found
+
+
+@needs_kubectl
+def test_the_provider_role_grants_exactly_what_the_dashboard_reads_there() -> None:
+    import kubernetes_validate
+
+    docs = render(str(PROVIDER))
+    for doc in docs:
+        kubernetes_validate.validate(doc, KUBERNETES_VERSION, strict=True)
+    granted = set()
+    for kind, where in (("ClusterRole", "*"), ("Role", "liqo")):
+        (role,) = by_kind(docs, kind).values()
+        assert role["metadata"].get("namespace", "*") == where
+        for rule in role["rules"]:
+            assert "resourceNames" not in rule
+            for group in rule["apiGroups"]:
+                for resource in rule["resources"]:
+                    for verb in rule["verbs"]:
+                        granted.add((group, resource, verb, where))
+    for group, resource, verb, _ in granted:
+        assert "*" not in (group, resource, verb), "no wildcards"
+        assert verb in ("get", "list"), f"read-only: {verb} {resource}"
+        assert resource not in ("secrets", "users", "groups", "serviceaccounts")
+    needed = provider_calls()
+    assert needed >= NOT_GRANTED  # the exclusion is of something the code does ask for
+    assert granted == needed - NOT_GRANTED
+    subject = [{"kind": "ServiceAccount", "name": "liqo-dash-reader", "namespace": "liqo-dash"}]
+    for kind in ("ClusterRoleBinding", "RoleBinding"):
+        (binding,) = by_kind(docs, kind).values()
+        assert binding["subjects"] == subject and binding["roleRef"]["name"] == "liqo-dash-reader"
+    (account,) = by_kind(docs, "ServiceAccount").values()
+    assert account["automountServiceAccountToken"] is False
+
+
+@needs_kubectl
+def test_checkov_finds_nothing_in_the_provider_manifest(tmp_path: Path) -> None:
+    assert KUBECTL is not None
+    manifest = tmp_path / "managed-provider.yaml"
+    manifest.write_text(
+        subprocess.run([KUBECTL, "kustomize", str(PROVIDER)], capture_output=True, text=True, check=True).stdout
+    )
+    report = checkov(manifest)
+    failed = [f"{c['check_id']} {c['resource']}: {c['check_name']}" for c in report["results"]["failed_checks"]]
+    assert failed == [], "\n".join(failed)
+    assert report["results"]["skipped_checks"] == []
+    assert report["summary"]["passed"] >= 20  # it did scan the roles, bindings and the account
