@@ -19,16 +19,19 @@ from cryptography.fernet import Fernet
 from django.contrib.auth.models import Group
 from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 
 from access.models import Scope
 from offloading.audit.trail import verify
 from offloading.choices import AuditAction
 from offloading.cluster import managed as managedclient
-from offloading.models import AuditEvent, ClusterOffloading, ManagedCluster, Namespace
+from offloading.models import AuditEvent, ClusterOffloading, ManagedCluster, Namespace, SnapshotState
 from offloading.models.managed import Credentials, ensure_configured
 from sandbox.rbac import ADMIN_TOKEN
+from tests.browser import login
 from tests.conftest import ADMIN_PASSWORD, free_port
 from tests.test_deploy import KUBECTL, KUBERNETES_VERSION, by_kind, checkov, needs_kubectl, render
+from tests.test_layout import context  # noqa: F401 - the fixture of a CSP-free browser context (axe)
 from tests.test_managed_clusters import _client_pair
 
 LIST = "offloading:managed_cluster_list"
@@ -449,3 +452,86 @@ def test_checkov_finds_nothing_in_the_provider_manifest(tmp_path: Path) -> None:
     assert failed == [], "\n".join(failed)
     assert report["results"]["skipped_checks"] == []
     assert report["summary"]["passed"] >= 20  # it did scan the roles, bindings and the account
+
+
+# --- in the browser ---------------------------------------------------------------------------------
+
+DOCS_SCREENSHOTS = ROOT / "docs" / "screenshots"
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_the_pages_in_the_browser(context: Any, live_server: Any, admin_user: Any, key: str) -> None:  # noqa: F811
+    """The list, the edit page (a bad URL gets its error in place) and the removal (its button waits for
+    the typed name) in Chromium, with axe; screenshots in docs/screenshots/managed-*.png."""
+    from playwright.sync_api import expect
+
+    from tests.test_layout import _axe
+
+    now = timezone.now()  # the watcher's mark of a good sync: no stale banner over the pages
+    SnapshotState.get()
+    SnapshotState.objects.filter(pk=1).update(last_success_at=now, last_attempt_at=now, last_error="")
+    ensure_configured([])
+    ManagedCluster.objects.filter(is_default=True).update(
+        liqo_cluster_id="rome", liqo_version="v1.2.0", health="reachable", last_checked_at=timezone.now()
+    )
+    prod = registered(
+        "prod-eu",
+        url="https://prod-eu.example:6443",
+        liqo_cluster_id="prod-eu-7f3a",
+        liqo_version="v1.2.0",
+        health="reachable",
+        last_checked_at=timezone.now(),
+    )
+    registered(
+        "edge-lab",
+        url="https://10.20.0.7:6443",
+        health="unreachable",
+        last_checked_at=timezone.now(),
+        last_error="cannot reach the Kubernetes API: connection refused",
+    )
+    for name in ("reports", "etl"):
+        namespace = Namespace.objects.create(name=name, offloaded=True)
+        ClusterOffloading.objects.create(namespace=namespace, cluster_id=prod.liqo_cluster_id, selected=True)
+    Scope.objects.create(user=admin_user, kind="glob", value="prod-eu/team-a-*")
+    DOCS_SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+
+    page = context.new_page()
+    page.set_viewport_size({"width": 1440, "height": 900})
+    login(page, live_server)
+    page.goto(f"{live_server.url}{reverse(LIST)}")
+    expect(page.locator("#cluster-default .read-only")).to_contain_text("read-only")
+    expect(page.locator("#cluster-prod-eu")).to_contain_text("Edit")
+    assert _axe(page) == []
+    page.screenshot(path=str(DOCS_SCREENSHOTS / "managed-list.png"), full_page=True)
+
+    page.locator("#cluster-prod-eu a", has_text="Edit").click()
+    page.wait_for_url(f"{live_server.url}{reverse(EDIT, args=['prod-eu'])}")
+    expect(page.locator("#id_api_server_url")).to_have_value("https://prod-eu.example:6443")
+    expect(page.locator("#id_token")).to_have_value("")
+    expect(page.locator("#stored-credentials")).to_contain_text("a bearer token")
+    assert _axe(page) == []
+    page.screenshot(path=str(DOCS_SCREENSHOTS / "managed-edit.png"), full_page=True)
+    page.fill("#id_api_server_url", "https://[::1")
+    page.fill("#id_token", NEW_TOKEN)
+    page.click("main form button[type=submit]")
+    expect(page.locator("#error-api_server_url")).to_contain_text("valid URL")
+    expect(page.locator("#id_token")).to_have_value("")  # not sent back
+    assert NEW_TOKEN not in page.content()
+    page.screenshot(path=str(DOCS_SCREENSHOTS / "managed-edit-error.png"), full_page=True)
+
+    page.goto(f"{live_server.url}{reverse(REMOVE, args=['prod-eu'])}")
+    button = page.locator("#remove button[type=submit]")
+    expect(button).to_be_disabled()
+    expect(page.locator("#goes-with-it")).to_contain_text("reports")
+    expect(page.locator("#scopes")).to_contain_text("prod-eu/team-a-*")
+    page.fill("#id_confirm", "prod-eu")
+    expect(button).to_be_enabled()
+    assert _axe(page) == []
+    page.screenshot(path=str(DOCS_SCREENSHOTS / "managed-remove.png"), full_page=True)
+    button.click()
+    page.wait_for_url(f"{live_server.url}{reverse(LIST)}")
+    expect(page.locator("main")).to_contain_text("Removed prod-eu")
+    expect(page.locator("#cluster-prod-eu")).to_have_count(0)
+    assert [e.action for e in AuditEvent.objects.order_by("seq")] == ["cluster_removed"]
+    assert verify().ok
