@@ -181,6 +181,20 @@ def test_rotating_credentials_takes_effect_and_no_secret_reaches_the_trail_or_a_
     assert verify().ok, verify().problem
 
 
+def test_credentials_no_key_decrypts_are_replaced_by_new_ones(admin_client: Any, settings: Any, key: str) -> None:
+    cluster = registered()
+    settings.LIQO_DASH_CREDENTIALS_KEY = [Fernet.generate_key().decode()]  # the old key is gone
+    edit = reverse(EDIT, args=[cluster.name])
+    assert "no key of LIQO_DASH_CREDENTIALS_KEY decrypts them: give new ones" in admin_client.get(edit).content.decode()
+    ManagedCluster.objects.filter(pk=cluster.pk).update(credentials_encrypted="not a Fernet token \u00e9")
+    page = admin_client.get(edit)
+    assert page.status_code == 200 and "give new ones" in page.content.decode()
+    response = admin_client.post(edit, {"api_server_url": cluster.api_server_url, "token": NEW_TOKEN})
+    assert response.status_code == 302
+    assert ManagedCluster.objects.get(pk=cluster.pk).credentials() == Credentials(token=NEW_TOKEN)
+    assert [e.action for e in AuditEvent.objects.all()] == [AuditAction.CLUSTER_CREDENTIALS_ROTATED]
+
+
 @pytest.mark.parametrize(
     ("data", "field", "message"),
     [

@@ -92,7 +92,7 @@ def stored_credentials(cluster: ManagedCluster) -> str:
         credentials = cluster.credentials()
     except CredentialsKeyMissing:
         return "stored encrypted; they cannot be read without LIQO_DASH_CREDENTIALS_KEY"
-    except CredentialsUnreadable:
+    except (CredentialsUnreadable, ValueError):  # ValueError: a stored value that is not a Fernet token at all
         return "stored encrypted, but no key of LIQO_DASH_CREDENTIALS_KEY decrypts them: give new ones"
     kinds = []
     if credentials.token:
@@ -210,7 +210,8 @@ def managed_edit(request: HttpRequest, name: str) -> HttpResponse:
             return redirect(_list_url(cluster))
         try:
             with transaction.atomic():
-                row = ManagedCluster.objects.select_for_update().get(pk=cluster.pk)
+                # 404 when it was removed meanwhile
+                row = get_object_or_404(ManagedCluster.objects.select_for_update(), pk=cluster.pk)
                 before = _connection(row)
                 for name_ in changed:
                     setattr(row, name_, form.cleaned_data[name_])
@@ -319,6 +320,8 @@ def managed_remove(request: HttpRequest, name: str) -> HttpResponse:
         if form.is_valid() and not removal.blockers:
             try:
                 with transaction.atomic():
+                    # Locked, and a 404 when another admin removed it meanwhile (one event per removal).
+                    cluster = get_object_or_404(ManagedCluster.objects.select_for_update(), pk=cluster.pk)
                     _audit(
                         AuditAction.CLUSTER_REMOVED,
                         outcome="removed",
