@@ -6,13 +6,23 @@ twice. The last test runs two real ``manage.py watch_cluster`` processes against
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+from django.conf import settings as django_settings
 
 from offloading.cluster import kube
 from offloading.cluster.leader import LeaderElector
 from offloading.cluster.shares import ClusterShares, cluster_lease_name, member_lease_name
+from sandbox.domain import Domain
+from tests.conftest import ROOT, database_url
 
 NAMESPACE = "default"
 BASE = "watcher"
@@ -165,3 +175,122 @@ def test_a_managed_cluster_dropped_from_the_list_is_released(sandbox: Any) -> No
     assert a.set_clusters(["rome", "milan"]) == {"naples"}
     assert a.held == {"rome", "milan"}
     assert kube.get_lease(NAMESPACE, cluster_lease_name(BASE, "naples", "rome"))["spec"]["holderIdentity"] == ""
+
+
+# -- two real watcher processes on a sandbox domain -----------------------------------------------------
+E2E_LEASE = 4  # seconds; the watchers renew every second (a fifth of it, at least one)
+LEASE_BASE = "liqo-dash-watcher"
+
+
+@pytest.fixture
+def domain_watchers(transactional_db: Any, settings: Any, tmp_path: Path) -> Iterator[Any]:
+    """A sandbox domain of three clusters and a way to start ``manage.py watch_cluster`` processes with
+    what a user sets: LIQO_DASH_CLUSTERS naming the kubeconfig's contexts, leader election on."""
+    procs: dict[str, subprocess.Popen[bytes]] = {}
+    with Domain("domain:" + ",".join(CLUSTERS), controller_delay=0.0, port=0) as dom:
+        kubeconfig = dom.write_kubeconfig(tmp_path / "kubeconfig")  # its current context: rome
+        settings.LIQO_DASH = {**settings.LIQO_DASH, "KUBECONFIG": str(kubeconfig), "KUBE_CONFIG_MODE": "kubeconfig"}
+        kube.reset_client()  # this process reads the leases on rome, the installation's home API
+        env = {
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "liqo_dash.settings",
+            "DATABASE_URL": database_url(),
+            "KUBECONFIG": str(kubeconfig),
+            "KUBE_CONFIG_MODE": "kubeconfig",
+            "LIQO_DASH_CLUSTERS": ",".join(CLUSTERS),
+            "LIQO_DASH_LEADER_ELECTION": "true",
+            "LIQO_DASH_LEADER_LEASE_SECONDS": str(E2E_LEASE),
+            "LIQO_DASH_LEADER_LEASE_NAMESPACE": NAMESPACE,
+            "LIQO_DASH_VAR_DIR": str(django_settings.VAR_DIR),
+            "LIQO_DASH_LOCAL_CACHE": "true",
+            "CELERY_TASK_ALWAYS_EAGER": "true",
+            "INSECURE_HTTP": "true",
+            "PYTHONUNBUFFERED": "1",
+        }
+
+        def start(name: str) -> subprocess.Popen[bytes]:
+            log = open(tmp_path / f"{name}.log", "wb")  # noqa: SIM115 - closed with the process
+            procs[name] = subprocess.Popen(
+                [sys.executable, "manage.py", "watch_cluster"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT
+            )
+            return procs[name]
+
+        def log(name: str) -> str:
+            path = tmp_path / f"{name}.log"
+            return path.read_text(errors="replace") if path.exists() else ""
+
+        def until(predicate: Any, timeout: float, what: str) -> None:
+            """wait_until, failing with the leases and every watcher's log."""
+            deadline = time.monotonic() + timeout
+            while not predicate():
+                if time.monotonic() > deadline:
+                    logs = "\n".join(f"--- {name}\n{log(name)[-4000:]}" for name in procs)
+                    pytest.fail(f"timed out after {timeout}s waiting for {what}; leases {holders()}\n{logs}")
+                time.sleep(0.2)
+
+        try:
+            yield type(
+                "Watchers", (), {"start": staticmethod(start), "log": staticmethod(log), "until": staticmethod(until)}
+            )
+        finally:
+            for proc in procs.values():
+                if proc.poll() is None:
+                    proc.kill()
+                proc.wait(10)
+            kube.reset_client()
+
+
+def holders() -> dict[str, str]:
+    """Each managed cluster's lease holder, as the home API server has it ("" when free or missing)."""
+    found = {}
+    for cluster in CLUSTERS:
+        lease = kube.get_lease(NAMESPACE, cluster_lease_name(LEASE_BASE, cluster, CLUSTERS[0]))
+        found[cluster] = str(((lease or {}).get("spec") or {}).get("holderIdentity") or "")
+    return found
+
+
+def by_process(procs: dict[str, subprocess.Popen[bytes]]) -> dict[str, set[str]]:
+    """Which clusters each process holds (identities end with the process id)."""
+    now = holders()
+    return {name: {c for c, who in now.items() if who.endswith(f"-{proc.pid}")} for name, proc in procs.items()}
+
+
+def test_two_watcher_processes_split_a_domain_and_one_takes_over_when_the_other_is_killed(
+    domain_watchers: Any,
+) -> None:
+    began = time.monotonic()
+    first = domain_watchers.start("first")
+    procs = {"first": first}
+    domain_watchers.until(lambda: by_process(procs)["first"] == set(CLUSTERS), 30, "the first watcher to hold all")
+    domain_watchers.until(lambda: "watching" in domain_watchers.log("first"), 10, "the default cluster's engine")
+    second = domain_watchers.start("second")
+    procs["second"] = second
+
+    def split() -> bool:
+        held = by_process(procs)
+        return sorted(len(h) for h in held.values()) == [1, 2] and held["first"] | held["second"] == set(CLUSTERS)
+
+    domain_watchers.until(split, 30, "the two watchers to split the three clusters 2/1")
+    time.sleep(3 * E2E_LEASE / 5)
+    assert split(), "the split holds: nobody fights over the leases"
+
+    # Kill the one that runs rome's engine: the survivor must take its clusters and start that engine.
+    victim, survivor = ("first", "second") if CLUSTERS[0] in by_process(procs)["first"] else ("second", "first")
+    procs[victim].send_signal(signal.SIGKILL)
+    procs[victim].wait(10)
+    killed = time.monotonic()
+    alive = {survivor: procs[survivor]}
+    domain_watchers.until(lambda: by_process(alive)[survivor] == set(CLUSTERS), 20, "the survivor to hold all")
+    took = time.monotonic() - killed
+    assert took <= E2E_LEASE + 3, f"takeover after {took:.1f} s (lease {E2E_LEASE} s)"
+    domain_watchers.until(lambda: "watching" in domain_watchers.log(survivor), 10, "the survivor to run rome's engine")
+
+    # A clean stop (SIGTERM, as a pod is stopped) releases every lease at once.
+    procs[survivor].send_signal(signal.SIGTERM)
+    domain_watchers.until(lambda: procs[survivor].poll() is not None, 20, "the survivor to stop")
+    assert procs[survivor].returncode == 0
+    assert holders() == dict.fromkeys(CLUSTERS, ""), domain_watchers.log(survivor)
+    print(
+        f"\nwatcher replicas: takeover of a killed replica's clusters after {took:.1f} s (lease {E2E_LEASE} s); "
+        f"whole test {time.monotonic() - began:.0f} s"
+    )

@@ -30,8 +30,36 @@ from offloading.snapshot import informer
 from offloading.snapshot.engine import KindWatcher, SnapshotWriter, all_synced
 from offloading.snapshot.refresh import informer_alive
 
+# Seconds between two reads of the managed clusters.
+CLUSTERS_EVERY = 5.0
 # What runs for one held cluster: its stop event and its watcher threads.
 Running = tuple[threading.Event, list[KindWatcher]]
+
+
+class ManagedClusters(threading.Thread):
+    """Reads the managed clusters (the rows of LIQO_DASH_CLUSTERS made first) every few seconds, so that a
+    cluster an admin registers gets a lease, in its own thread: the lease loop must never wait on the
+    database (a slow one would cost it every lease). ``latest`` is None until the first read."""
+
+    def __init__(self, stop: threading.Event, every: float, stderr: Any) -> None:
+        super().__init__(name="managed-clusters", daemon=True)
+        self.stop, self.every, self.stderr = stop, every, stderr
+        self.latest: tuple[list[str], str] | None = None
+
+    def run(self) -> None:
+        configured = False
+        while not self.stop.is_set():
+            try:
+                if not configured:
+                    ensure_configured()
+                    configured = True
+                rows = list(ManagedCluster.objects.values_list("name", "is_default"))
+                self.latest = ([name for name, _ in rows], next((name for name, default in rows if default), ""))
+            except DatabaseError as exc:
+                self.stderr.write(f"cannot read the managed clusters: {exc}")
+                close_old_connections()
+            self.stop.wait(self.every)
+        close_old_connections()
 
 
 def _interrupt(signum: int, frame: Any) -> None:
@@ -86,12 +114,19 @@ class Command(BaseCommand):
         )
         self.stdout.flush()
         renew_every = max(1.0, int(conf["LEADER_LEASE_SECONDS"]) / 5)
+        clusters = ManagedClusters(threading.Event(), CLUSTERS_EVERY, self.stderr)
+        clusters.start()
         main = threading.current_thread() is threading.main_thread()  # signals can be set only there
         previous = signal.signal(signal.SIGTERM, _interrupt) if main else None
         try:
             while True:
-                self._read_clusters()
+                if clusters.latest is not None:
+                    self.shares.set_clusters(*clusters.latest)
+                began = time.monotonic()
                 held = self.shares.round().held
+                took = time.monotonic() - began
+                if took > renew_every:
+                    self.stderr.write(f"a lease round took {took:.1f} s (a lease lasts {self.shares.lease_seconds} s)")
                 for name in [name for name in self.running if name not in held]:
                     self._stop_cluster(name, "lost the lease: another watcher writes its snapshot")
                 for name in sorted(held - set(self.running)):
@@ -107,22 +142,9 @@ class Command(BaseCommand):
             for name in list(self.running):
                 self._stop_cluster(name, "stopping")
             self.shares.release_all()
+            clusters.stop.set()
             if main:
                 signal.signal(signal.SIGTERM, previous)
-
-    def _read_clusters(self) -> None:
-        """The managed clusters (the rows of LIQO_DASH_CLUSTERS made first), read again every round so
-        that a cluster an admin registers gets a lease; the database out keeps the last list."""
-        try:
-            if not self.shares.clusters:
-                ensure_configured()
-            rows = list(ManagedCluster.objects.values_list("name", "is_default"))
-        except DatabaseError as exc:
-            self.stderr.write(f"cannot read the managed clusters: {exc}")
-            close_old_connections()
-            return
-        default = next((name for name, is_default in rows if is_default), "")
-        self.shares.set_clusters([name for name, _ in rows], default=default)
 
     def start_cluster(self, cluster_name: str) -> Running:
         """Start what keeps ``cluster_name``'s snapshot, now that this replica holds its lease."""
@@ -163,8 +185,9 @@ class Command(BaseCommand):
     def _stop(self, running: Running, why: str) -> None:
         stop, watchers = running
         stop.set()
-        for watcher in watchers:
-            watcher.join(5)
+        deadline = time.monotonic() + 5  # five seconds for all (daemon threads: one stuck in a watch stream
+        for watcher in watchers:  # ends with its stream), not each: the lease loop waits on this
+            watcher.join(max(0.0, deadline - time.monotonic()))
         informer_alive(None)  # the worker refreshes again when asked
         self.stdout.write(f"watchers stopped: {why}")
         self.stdout.flush()
