@@ -20,14 +20,18 @@ from django.contrib.auth.models import Group
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
+from kubernetes import client as k8s_client
+from kubernetes import config as k8s_config
 
 from access.models import Scope
 from offloading.audit.trail import verify
 from offloading.choices import AuditAction
 from offloading.cluster import managed as managedclient
+from offloading.cluster import twins
 from offloading.models import AuditEvent, ClusterOffloading, ManagedCluster, Namespace, SnapshotState
 from offloading.models.managed import Credentials, ensure_configured
-from sandbox.rbac import ADMIN_TOKEN
+from sandbox import Sandbox
+from sandbox.rbac import ADMIN_TOKEN, ADMIN_USER
 from tests.browser import login
 from tests.conftest import ADMIN_PASSWORD, free_port
 from tests.test_deploy import KUBECTL, KUBERNETES_VERSION, by_kind, checkov, needs_kubectl, render
@@ -452,6 +456,65 @@ def test_the_provider_role_grants_exactly_what_the_dashboard_reads_there() -> No
         assert binding["subjects"] == subject and binding["roleRef"]["name"] == "liqo-dash-reader"
     (account,) = by_kind(docs, "ServiceAccount").values()
     assert account["automountServiceAccountToken"] is False
+
+
+READER_TOKEN = "liqo-dash-reader-token"
+
+
+def provider_policy(docs: tuple[dict[str, Any], ...]) -> dict[str, Any]:
+    """The sandbox's RBAC policy for the rendered roles: the admin, and the reader bound to them alone."""
+    rules = []
+    for kind, namespaces in (("ClusterRole", None), ("Role", ["liqo"])):
+        (role,) = by_kind(docs, kind).values()
+        for rule in role["rules"]:
+            where = {"namespaces": namespaces} if namespaces else {}
+            rules.append({"subjects": [{"kind": "User", "name": "liqo-dash-reader"}], **rule, **where})
+    users = [
+        {"name": ADMIN_USER, "token": ADMIN_TOKEN, "groups": ["system:masters"]},
+        {"name": "liqo-dash-reader", "token": READER_TOKEN, "groups": []},
+    ]
+    return {"anonymous": None, "users": users, "rules": rules}
+
+
+@needs_kubectl
+def test_the_provider_role_is_enough_for_discovery_and_the_twins_and_no_more(key: str, db: Any, tmp_path: Path) -> None:
+    with Sandbox(scenario="minimal", controller_delay=0.0, port=0, rbac=provider_policy(render(str(PROVIDER)))) as sb:
+        admin = k8s_config.new_client_from_config(config_file=str(sb.write_kubeconfig(tmp_path / "admin")))
+        core = k8s_client.CoreV1Api(admin)
+        core.create_namespace({"metadata": {"name": "reports-rome", "labels": {"liqo.io/remote-cluster-id": "rome"}}})
+        core.create_namespaced_config_map("reports-rome", {"metadata": {"name": "settings"}, "data": {"a": "b"}})
+        core.create_namespaced_secret("reports-rome", {"metadata": {"name": "db-password"}, "stringData": {"p": "q"}})
+
+        cluster = registered("provider", url=sb.url, token=READER_TOKEN)
+        found = managedclient.refresh(cluster)
+        assert (found.health, found.liqo_cluster_id, found.liqo_version, found.last_error) == (
+            "reachable",
+            "rome",
+            "v1.2.0",
+            "",
+        )
+        reading = twins.read_remote(cluster, "reports-rome")
+        assert (reading.state, reading.owner, reading.pods, reading.error) == ("Active", "rome", (), "")
+        objects = {o.kind: o for o in reading.objects}
+        assert (objects["configmaps"].names, objects["configmaps"].error) == (("settings",), "")
+        assert objects["services"].error == ""
+        assert objects["secrets"].names == () and "forbidden" in objects["secrets"].error  # refused on purpose
+        assert twins.read_remote(cluster, "absent").state == "missing"
+
+        # Nothing else: no write, no Secret, no impersonation.
+        reader = k8s_client.CoreV1Api(managedclient.api_client_for(cluster))
+        apps = k8s_client.AppsV1Api(managedclient.api_client_for(cluster))
+        for attempt in (
+            lambda: reader.create_namespace({"metadata": {"name": "mine"}}),
+            lambda: reader.patch_namespace("reports-rome", {"metadata": {"labels": {"x": "y"}}}),
+            lambda: reader.read_namespaced_secret("db-password", "reports-rome"),
+            lambda: apps.list_namespaced_deployment("reports-rome"),  # Deployments in Liqo's namespace only
+            lambda: reader.list_namespaced_pod("reports-rome", _headers={"Impersonate-User": ADMIN_USER}),
+        ):
+            with pytest.raises(k8s_client.ApiException) as refused:
+                attempt()
+            assert refused.value.status == 403
+        admin.close()
 
 
 @needs_kubectl
