@@ -50,6 +50,7 @@ class World:
         self.clusters = clusters
         self.replicas: dict[str, ClusterShares] = {}
         self.dead: set[str] = set()
+        self.api_out = False  # during an outage check() cannot read the leases either
 
     def join(self, identity: str, offset: float) -> ClusterShares:
         shares = ClusterShares(BASE, NAMESPACE, identity, LEASE, clock=Clock(self, offset))
@@ -73,6 +74,8 @@ class World:
             for cluster in replica.held:
                 assert cluster not in seen, f"{cluster} held by {seen[cluster]} and {replica.identity}"
                 seen[cluster] = replica.identity
+                if self.api_out:
+                    continue
                 lease = kube.get_lease(NAMESPACE, cluster_lease_name(BASE, cluster, self.clusters[0]))
                 assert lease is not None and lease["spec"]["holderIdentity"] == replica.identity
 
@@ -166,6 +169,25 @@ def test_every_replica_gets_at_least_the_floor_of_its_share(
     moved = {r.identity: set(r.held) for r in world.live()}
     world.step(5)
     assert {r.identity: set(r.held) for r in world.live()} == moved, "settled: no cluster moves any more"
+
+
+def test_an_api_outage_drops_every_cluster_before_anyone_could_take_it_and_they_come_back(sandbox: Any) -> None:
+    world = World(CLUSTERS)
+    a, b = world.join("a", 0), world.join("b", 77.0)
+    world.step(3)
+    split = {r.identity: set(r.held) for r in world.live()}
+    sandbox.faults.set(outage=True)
+    world.api_out = True
+    try:
+        world.step(3)  # 6 s < two thirds of the lease: both keep writing what they hold
+        assert {r.identity: set(r.held) for r in world.live()} == split
+        world.step(1)  # 8 s without a renewal: both stop before the lease (10 s) could expire for anyone
+        assert a.held == set() and b.held == set()
+    finally:
+        sandbox.faults.clear()
+        world.api_out = False
+    world.step(1)  # their leases still name them: each renews its own at once
+    assert {r.identity: set(r.held) for r in world.live()} == split
 
 
 def test_a_managed_cluster_dropped_from_the_list_is_released(sandbox: Any) -> None:

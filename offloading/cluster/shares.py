@@ -182,7 +182,7 @@ class ClusterShares:
             except kube.KubeError as exc:
                 log.warning("watcher shares: cannot read the lease of cluster %s: %s", name, exc.message)
                 continue
-            if seen.free:
+            if seen.free or seen.holder == self.identity:  # ours still, e.g. after an API outage: renew it
                 free[name] = seen
                 self._free_since.setdefault(name, now)
             else:
