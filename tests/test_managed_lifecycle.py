@@ -289,6 +289,38 @@ def test_clusters_of_the_setting_are_read_only_and_say_why(admin_client: Any, ke
     assert AuditEvent.objects.count() == 0
 
 
+def test_a_context_the_setting_no_longer_lists_can_be_removed_not_edited(
+    admin_client: Any, settings: Any, key: str
+) -> None:
+    settings.LIQO_DASH_CLUSTERS = ["kind-rome", "kind-old"]
+    default, old = ensure_configured()
+    settings.LIQO_DASH_CLUSTERS = ["kind-rome"]  # kind-old's row outlives its line in the setting
+    listing = admin_client.get(reverse(LIST)).content.decode()
+    row = listing[listing.index(f'id="cluster-{old.name}"') :].split("</tr>")[0]
+    assert reverse(REMOVE, args=[old.name]) in row and reverse(EDIT, args=[old.name]) not in row
+    assert "no longer in <code>LIQO_DASH_CLUSTERS</code>" in row
+    edit = admin_client.get(reverse(EDIT, args=[old.name]))
+    assert edit.status_code == 200 and "nothing to edit here" in edit.content.decode()
+    assert admin_client.post(reverse(EDIT, args=[old.name]), {"api_server_url": nowhere()}).status_code == 409
+    # The listed one stays read-only.
+    assert admin_client.post(reverse(REMOVE, args=[default.name]), {"confirm": default.name}).status_code == 409
+
+    page = admin_client.get(reverse(REMOVE, args=[old.name])).content.decode()
+    assert (
+        "context kind-old, which <code>LIQO_DASH_CLUSTERS</code> no longer lists" in page
+        and 'id="credentials"' not in page
+    )
+    response = admin_client.post(reverse(REMOVE, args=[old.name]), {"confirm": old.name})
+    assert response.status_code == 302
+    assert list(ManagedCluster.objects.values_list("name", flat=True)) == [default.name]
+    (event,) = events(AuditAction.CLUSTER_REMOVED)
+    assert (
+        event.before["context"] == "kind-old"
+        and event.message == f"Removed managed cluster {old.name} (context kind-old)"
+    )
+    assert verify().ok
+
+
 def test_non_admins_can_neither_edit_nor_remove(client: Any, django_user_model: Any, key: str) -> None:
     cluster = registered()
     for route in (EDIT, REMOVE):

@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db import IntegrityError, models, transaction
@@ -70,18 +71,35 @@ def _list_url(cluster: ManagedCluster | None = None) -> str:
     return url + f"#cluster-{cluster.name}" if cluster is not None else url
 
 
-def read_only_reason(cluster: ManagedCluster) -> str:
-    """Why the pages may not edit or remove ``cluster`` ("" when they may)."""
+def read_only_reason(cluster: ManagedCluster, action: str = "edit") -> str:
+    """Why the pages may not ``action`` ("edit" or "remove") ``cluster`` ("" when they may). A context
+    the setting no longer lists may be removed (its row outlived it), not edited (nothing to edit)."""
     if cluster.source == ManagedClusterSource.CONTEXT:
         where = f"kubeconfig context {cluster.context}" if cluster.context else "the current kubeconfig context"
-        return (
-            f"{cluster.name} comes from the LIQO_DASH_CLUSTERS setting ({where}): change it there or in the "
-            "kubeconfig, not here. Every process makes the rows of that setting's contexts again, so an edit "
-            "or a removal here would not last."
-        )
+        if cluster.is_default or cluster.context in settings.LIQO_DASH_CLUSTERS:
+            return (
+                f"{cluster.name} comes from the LIQO_DASH_CLUSTERS setting ({where}): change it there or in the "
+                "kubeconfig, not here. Every process makes the rows of that setting's contexts again, so an edit "
+                "or a removal here would not last."
+            )
+        if action == "edit":
+            return (
+                f"{cluster.name} is reached through {where}, which LIQO_DASH_CLUSTERS no longer lists: there is "
+                "nothing to edit here (the kubeconfig says how it is reached). It can be removed."
+            )
+        return ""
     if cluster.is_default:
         return f"{cluster.name} is the default cluster: the single-cluster pages and URLs address it."
     return ""
+
+
+def unlisted(cluster: ManagedCluster) -> bool:
+    """A context's row that LIQO_DASH_CLUSTERS no longer lists (removable, not editable)."""
+    return (
+        cluster.source == ManagedClusterSource.CONTEXT
+        and not cluster.is_default
+        and cluster.context not in settings.LIQO_DASH_CLUSTERS
+    )
 
 
 def stored_credentials(cluster: ManagedCluster) -> str:
@@ -138,7 +156,7 @@ def managed_list(request: HttpRequest) -> HttpResponse:
         request,
         "offloading/managed/list.html",
         {
-            "clusters": [(c, read_only_reason(c)) for c in clusters],
+            "clusters": [(c, read_only_reason(c, "remove"), unlisted(c)) for c in clusters],
             "is_admin": _is_admin(request),
             "health": ManagedClusterHealth,
             "can_store": can_store_credentials(),
@@ -309,7 +327,7 @@ def managed_remove(request: HttpRequest, name: str) -> HttpResponse:
     cluster = get_object_or_404(ManagedCluster, name=name)
     if not _is_admin(request):
         return _forbidden(request, "remove", ADMINS_ONLY_REMOVE)
-    reason = read_only_reason(cluster)
+    reason = read_only_reason(cluster, "remove")
     if reason:
         return _read_only(request, cluster, reason, "remove")
     removal = removal_of(cluster)
@@ -329,9 +347,10 @@ def managed_remove(request: HttpRequest, name: str) -> HttpResponse:
                             "cluster": cluster.name,
                             **_connection(cluster),
                             "liqo_cluster_id": cluster.liqo_cluster_id,
+                            **({"context": cluster.context} if cluster.source == ManagedClusterSource.CONTEXT else {}),
                         },
-                        message=f"Removed managed cluster {cluster.name} ({cluster.api_server_url}) and its "
-                        "stored credentials",
+                        message=f"Removed managed cluster {cluster.name} ({cluster.where})"
+                        + (" and its stored credentials" if cluster.credentials_encrypted else ""),
                     )
                     cluster.delete()
             except (models.ProtectedError, models.RestrictedError):
@@ -341,7 +360,9 @@ def managed_remove(request: HttpRequest, name: str) -> HttpResponse:
                 messages.success(
                     request,
                     f"Removed {cluster.name} and its stored credentials. Revoke them on the cluster itself "
-                    "too: removing them here does not invalidate them.",
+                    "too: removing them here does not invalidate them."
+                    if cluster.credentials_encrypted
+                    else f"Removed {cluster.name}.",
                 )
                 return redirect(_list_url())
     context = {"cluster": cluster, "form": form, "removal": removal}
