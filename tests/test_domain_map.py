@@ -15,6 +15,7 @@ from django.utils import timezone
 from offloading.insight import domain
 from offloading.insight.domain import DomainEdge, DomainNode, layout, local_domain
 from offloading.models import Cluster, ClusterOffloading, Namespace, SnapshotState
+from offloading.views import live
 
 LOCAL = DomainNode("rome", "rome", managed=True, health=domain.HEALTHY)
 
@@ -263,7 +264,9 @@ def test_cluster_names_are_escaped_in_the_picture_and_the_table(admin_client: An
 
 
 @pytest.mark.django_db
-def test_a_poll_of_the_page_is_answered_304_while_nothing_changed(admin_client: Any, fleet: Any) -> None:
+def test_a_poll_of_the_page_is_answered_304_while_nothing_changed(
+    admin_client: Any, fleet: Any, monkeypatch: Any
+) -> None:
     if connection.vendor == "postgresql":
         # PostgreSQL bumps the live counters when the writer commits (deferred triggers), which a test
         # inside one transaction never does: here they fire at the end of each statement.
@@ -275,6 +278,8 @@ def test_a_poll_of_the_page_is_answered_304_while_nothing_changed(admin_client: 
     assert first.status_code == 200 and first["ETag"]
     assert admin_client.get(url, HTTP_IF_NONE_MATCH=first["ETag"], **poll).status_code == 304
     ClusterOffloading.objects.filter(cluster_id="naples").update(selected=True, state="NamespaceCreated")
+    later = live._now_ms() + 5000  # the page's next poll, 5 s on: past its render's reuse window
+    monkeypatch.setattr(live, "_now_ms", lambda: later)
     again = admin_client.get(url, HTTP_IF_NONE_MATCH=first["ETag"], **poll)
     assert again.status_code == 200 and 'data-target="naples" data-namespaces="1"' in again.content.decode()
 

@@ -58,10 +58,19 @@ def _phase(phase: str) -> None:
     Namespace.objects.filter(name="shop").update(offloading_phase=phase)
 
 
-def test_a_viewer_of_the_same_access_gets_the_render_without_rendering(fleet: Any, django_user_model: Any) -> None:
+def _later(monkeypatch: Any, seconds: float) -> None:
+    """The clock of the live checks, ``seconds`` on from now."""
+    now = live._now_ms()
+    monkeypatch.setattr(live, "_now_ms", lambda: now + int(seconds * 1000))
+
+
+def test_a_viewer_of_the_same_access_gets_the_render_without_rendering(
+    fleet: Any, django_user_model: Any, monkeypatch: Any
+) -> None:
     ann, bob = _person(django_user_model, "ann", "viewer"), _person(django_user_model, "bob", "viewer")
     first = _poll(ann, OVERVIEW)
     _phase("SomeFailed")
+    _later(monkeypatch, 2.0)  # the holder's next poll, past the render's window
     rendered = _poll(ann, OVERVIEW, first["ETag"])
     assert rendered.status_code == 200 and "SomeFailed" in rendered.content.decode()
     with CaptureQueriesContext(connection) as queries:
@@ -86,7 +95,7 @@ def test_only_the_region_travels_never_the_page_around_it(fleet: Any, django_use
         assert "ann-the-viewer" not in body and "csrf" not in body.lower() and "<html" not in body
 
 
-def test_viewers_of_another_access_never_get_it(fleet: Any, django_user_model: Any) -> None:
+def test_viewers_of_another_access_never_get_it(fleet: Any, django_user_model: Any, monkeypatch: Any) -> None:
     Namespace.objects.create(name="team-a-web", labels={"team": "a"})
     olga = _person(django_user_model, "olga", "operator", scope="team-a-*")
     otto = _person(django_user_model, "otto", "operator", scope="team-b-*")
@@ -96,6 +105,7 @@ def test_viewers_of_another_access_never_get_it(fleet: Any, django_user_model: A
     first = _poll(olga, url)
     assert offload in first.content.decode()
     _phase("SomeFailed")  # the counters move: a render is reused only within one access
+    _later(monkeypatch, 2.0)  # the holder's next poll, past the render's window
     for other in (otto, vera):
         body = _poll(other, url).content.decode()
         assert offload not in body and "read only" in body
@@ -105,15 +115,39 @@ def test_viewers_of_another_access_never_get_it(fleet: Any, django_user_model: A
     assert offload in _poll(twin, url).content.decode()
 
 
-def test_a_single_viewer_sees_each_change_at_its_next_poll(fleet: Any, django_user_model: Any) -> None:
+def test_a_single_viewer_sees_each_change_at_its_next_poll(
+    fleet: Any, django_user_model: Any, monkeypatch: Any
+) -> None:
     ann = _person(django_user_model, "ann", "viewer")
     etag = _poll(ann, OVERVIEW)["ETag"]
     for phase in ("SomeFailed", "Ready", "SomeFailed"):
         _phase(phase)
+        _later(monkeypatch, 2.0)  # the overview's next poll (every 5 s; a 2 s poll is past a 1 s window too)
         moved = _poll(ann, OVERVIEW, etag)
         assert moved.status_code == 200 and moved["ETag"] != etag
+        assert phase in moved.content.decode()
         etag = moved["ETag"]
         assert _poll(ann, OVERVIEW, etag).status_code == 304
+
+
+def test_a_region_is_not_rendered_again_within_its_window(fleet: Any, django_user_model: Any, monkeypatch: Any) -> None:
+    """While the counters move many times a second (a bulk applying), a viewer holding the newest render
+    keeps it until that render's window has passed, then the first poll renders again: a region costs
+    at most one render per access and window, whoever polls it."""
+    ann, bob = (_person(django_user_model, n, "viewer") for n in ("ann", "bob"))
+    first = _poll(ann, OVERVIEW)
+    kept = cache.get(live.shared_key("home", OVERVIEW, "true", "viewer"))
+    assert kept is not None and kept.reuse_ms >= live.REUSE_MIN_S * 1000
+    _phase("SomeFailed")
+    with CaptureQueriesContext(connection) as queries:
+        held = _poll(ann, OVERVIEW, first["ETag"])
+    assert held.status_code == 304 and held["ETag"] == first["ETag"]
+    assert not any("offloading_namespace" in q["sql"] for q in queries.captured_queries)  # nothing rendered
+    assert _poll(bob, OVERVIEW, first["ETag"]).status_code == 304  # the same for any holder of that render
+    _later(monkeypatch, kept.reuse_ms / 1000 + 0.01)
+    moved = _poll(ann, OVERVIEW, first["ETag"])
+    assert moved.status_code == 200 and "SomeFailed" in moved.content.decode()
+    assert moved["X-Live"] == "rendered"
 
 
 def test_another_viewer_gets_a_newer_render_only_within_its_reuse_window(
@@ -130,27 +164,34 @@ def test_another_viewer_gets_a_newer_render_only_within_its_reuse_window(
     assert "SomeFailed" in _poll(cid, OVERVIEW).content.decode()  # past the window: rendered again
 
 
-def test_a_poll_never_goes_back_to_an_older_render_than_it_holds(fleet: Any, django_user_model: Any) -> None:
+def test_a_poll_never_goes_back_to_an_older_render_than_it_holds(
+    fleet: Any, django_user_model: Any, monkeypatch: Any
+) -> None:
     ann = _person(django_user_model, "ann", "viewer")
     key = live.shared_key("home", OVERVIEW, "true", "viewer")
     first = _poll(ann, OVERVIEW)
     older = cache.get(key)
     assert older is not None and older.content == first.content
     _phase("SomeFailed")
+    _later(monkeypatch, 2.0)  # the holder's next poll, past the render's window
     newer = _poll(ann, OVERVIEW, first["ETag"])
     assert "SomeFailed" in newer.content.decode()
     cache.set(key, older)  # another process's (or replica's) store, behind this viewer
     _phase("NoClusterSelected")
+    _later(monkeypatch, 2.0)  # the holder's next poll, past the render's window
     again = _poll(ann, OVERVIEW, newer["ETag"])
     assert again.status_code == 200 and "NoClusterSelected" in again.content.decode()
     assert _read_ms(again) > _read_ms(newer) > _read_ms(first)
 
 
-def test_while_another_viewer_renders_it_a_holder_keeps_what_it_has(fleet: Any, django_user_model: Any) -> None:
+def test_while_another_viewer_renders_it_a_holder_keeps_what_it_has(
+    fleet: Any, django_user_model: Any, monkeypatch: Any
+) -> None:
     ann = _person(django_user_model, "ann", "viewer")
     key = live.shared_key("home", OVERVIEW, "true", "viewer")
     first = _poll(ann, OVERVIEW)
     _phase("SomeFailed")
+    _later(monkeypatch, 2.0)  # the holder's next poll, past the render's window
     cache.add(key + ":lease", 1)  # a render of the same region and access in progress elsewhere
     kept = _poll(ann, OVERVIEW, first["ETag"])
     assert kept.status_code == 304 and kept["ETag"] == first["ETag"]
