@@ -373,7 +373,7 @@ def measure(
         deployment = Deployment(fleet, var_dir, log)
         try:
             cookies = sessions(max(counts))
-            bulks = 1 + len(counts) + 1 if bulk else 0
+            bulks = 1 + len(counts) + 1 + len(compare or []) if bulk else 0
             size = min(BULK_SIZE, len(candidates()) // max(1, bulks))
             if bulk and size < 1:
                 raise RuntimeError("no namespace left to offload in the bulk windows")
@@ -407,8 +407,13 @@ def measure(
             # after the other on the same fleet: list one twice around another to see the machine's drift.
             for args in compare or []:
                 pod = ProcfileWebPod(var_dir, **deployment.web_env(), GUNICORN_CMD_ARGS=args)
+
+                def offload_compared(pod: WebPod = pod) -> BulkRun:
+                    return deployment.bulk(pod.port, size)
+
+                compared_windows = [("idle", idle)] + ([("bulk", offload_compared)] if bulk else [])
                 try:
-                    for item in run(pod, cookies[: counts[-1]], [("idle", idle)], log, keep_alive):
+                    for item in run(pod, cookies[: counts[-1]], compared_windows, log, keep_alive):
                         item.web_args = args
                         log(item.line())
                         compared.append(item)
@@ -521,7 +526,8 @@ def main(argv: list[str] | None = None) -> int:
         "--compare",
         metavar="GUNICORN_CMD_ARGS",
         action="append",
-        help="then the most viewers idle on a web process with these settings (repeatable; '' for the defaults)",
+        help="then the most viewers (idle, then during a bulk unless --no-bulk) on a web process with these "
+        "settings (repeatable; '' for the defaults)",
     )
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory (database, logs)")
     parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON to FILE ('-': stdout)")

@@ -82,3 +82,14 @@ if os.environ.get("LOG_FORMAT") == "json":
             "gunicorn.access": {"handlers": ["console"], "level": "INFO", "propagate": False},
         },
     }
+
+
+def post_fork(server, worker):
+    # How long a thread may hold the GIL before another may take it (Python's default: 5 ms). The polls
+    # of a worker give up the GIL at every read and write; behind a render that holds it, each waits up to
+    # the whole interval to get it back.
+    interval_ms = os.environ.get("WEB_GIL_SWITCH_MS")
+    if interval_ms:
+        import sys
+
+        sys.setswitchinterval(float(interval_ms) / 1000)
