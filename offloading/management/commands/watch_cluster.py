@@ -185,8 +185,15 @@ class Command(BaseCommand):
     def _stop(self, running: Running, why: str) -> None:
         stop, watchers = running
         stop.set()
-        deadline = time.monotonic() + 5  # five seconds for all (daemon threads: one stuck in a watch stream
-        for watcher in watchers:  # ends with its stream), not each: the lease loop waits on this
+        # The writer is what writes the snapshot: wait for it (it sees the stop within a second, after the
+        # batch in hand), so that the lease is released only once nothing here writes. The watch threads
+        # only feed it; they are daemons, and one in the middle of a watch stream ends with the stream:
+        # the lease loop does not wait for them (it must renew the other leases in time).
+        deadline = time.monotonic() + 5
+        for writer in {watcher.writer for watcher in watchers}:
+            writer.join(max(0.0, deadline - time.monotonic()))
+        deadline = min(deadline, time.monotonic() + 0.5)
+        for watcher in watchers:
             watcher.join(max(0.0, deadline - time.monotonic()))
         informer_alive(None)  # the worker refreshes again when asked
         self.stdout.write(f"watchers stopped: {why}")
