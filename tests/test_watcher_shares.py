@@ -190,6 +190,18 @@ def test_an_api_outage_drops_every_cluster_before_anyone_could_take_it_and_they_
     assert {r.identity: set(r.held) for r in world.live()} == split
 
 
+def test_a_replica_that_lost_track_of_its_slot_takes_the_same_one_back(sandbox: Any) -> None:
+    world = World(CLUSTERS)
+    a = world.join("a", 0)
+    world.join("b", 10.0)
+    world.step(2)
+    slot = a._slot
+    a._slot = None  # as when its renewal failed past the deadline while the lease still names it
+    world.step(1)
+    assert a._slot == slot and kube.get_lease(NAMESPACE, member_lease_name(BASE, 2)) is None
+    assert sorted(world.split().values()) == [1, 2]
+
+
 def test_a_managed_cluster_dropped_from_the_list_is_released(sandbox: Any) -> None:
     world = World(CLUSTERS)
     a = world.join("a", 0)

@@ -148,7 +148,8 @@ class ClusterShares:
             except kube.KubeError as exc:
                 log.warning("watcher shares: cannot read membership slot %s: %s", slot, exc.message)
                 break
-            if seen.holder and not seen.expired:
+            mine = seen.holder == self.identity  # ours still, e.g. after an API outage made us step down
+            if seen.holder and not seen.expired and not mine:
                 live.add(seen.holder)
             elif self._slot is None and elector.try_acquire_or_renew(seen):
                 self._slot = slot
