@@ -213,6 +213,23 @@ def test_a_server_that_does_not_answer_is_unreachable_and_keeps_what_was_known(k
     assert (found.liqo_cluster_id, found.liqo_version) == ("gone-1", "v1.0.0")
 
 
+def test_the_refresh_closes_the_client_of_a_removed_cluster(key: str, db: Any) -> None:
+    clusters = []
+    for name in ("kept", "removed"):
+        cluster = ManagedCluster(name=name, source="credentials", api_server_url=f"http://127.0.0.1:{free_port()}")
+        cluster.set_credentials(Credentials(token="t"))
+        cluster.save()
+        clusters.append(cluster)
+    kept, removed = clusters
+    kept_api, removed_api = managedclient.api_client_for(kept), managedclient.api_client_for(removed)
+    assert managedclient.api_client_for(removed) is removed_api  # one client per process and cluster
+    assert set(managedclient._clients) == {kept.pk, removed.pk}
+    removed.delete()
+    managedclient.refresh_all(timeout=0.5)
+    assert set(managedclient._clients) == {kept.pk}
+    assert managedclient.api_client_for(kept) is kept_api
+
+
 def test_the_database_alone_does_not_reveal_the_credentials(key: str, settings: Any, db: Any) -> None:
     certificate, private_key = _client_pair()
     token = "eyJhbGciOiJSUzI1NiJ9.secret-service-account-token"

@@ -125,11 +125,12 @@ def api_client_for(cluster: ManagedCluster) -> client.ApiClient:
     return built
 
 
-def forget_clients() -> None:
-    """Close and forget every managed cluster's client (tests; a process that reconfigures)."""
+def forget_clients(keep: set[int] | None = None) -> None:
+    """Close and forget the managed clusters' clients, all of them (tests; a process that reconfigures)
+    or those of clusters not in ``keep`` (primary keys): a cluster removed meanwhile."""
     with _lock:
-        old = list(_clients.values())
-        _clients.clear()
+        gone = [pk for pk in _clients if keep is None or pk not in keep]
+        old = [_clients.pop(pk) for pk in gone]
     for _, api in old:
         api.close()
 
@@ -274,6 +275,7 @@ def refresh_all(timeout: float | None = None) -> dict[str, int]:
     and store the results; returns how many are in each health."""
     ensure_configured()
     clusters = list(ManagedCluster.objects.all())
+    forget_clients(keep={cluster.pk for cluster in clusters})  # the clients of clusters removed since
     if not clusters:
         return {}
     with ThreadPoolExecutor(max_workers=min(DISCOVERY_THREADS, len(clusters))) as pool:
