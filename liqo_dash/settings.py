@@ -271,8 +271,10 @@ LIQO_DASH: dict[str, Any] = {
     "FIELD_MANAGER": env.string("LIQO_DASH_FIELD_MANAGER", "liqo-dash"),
     # Ask the API server (dryRun=All) before queueing a change, so webhook denials show on the form.
     "DRY_RUN_ON_SUBMIT": env.boolean("LIQO_DASH_DRY_RUN_ON_SUBMIT", True),
-    # Only one watcher writes the snapshot: it holds a coordination.k8s.io Lease (in POD_NAMESPACE in a
-    # cluster); another replica takes over within LEADER_LEASE_SECONDS plus one renewal (2 s) when it dies.
+    # One watcher writes each managed cluster's snapshot: the replica holding that cluster's
+    # coordination.k8s.io Lease (LEADER_LEASE_NAME for the default cluster, LEADER_LEASE_NAME-<cluster>
+    # for the others, in POD_NAMESPACE in a cluster; offloading/cluster/shares.py). Replicas share the
+    # clusters; another takes a dead one's within LEADER_LEASE_SECONDS plus one renewal (2 s).
     "LEADER_ELECTION": env.boolean("LIQO_DASH_LEADER_ELECTION", True),
     "LEADER_LEASE_NAME": env.string("LIQO_DASH_LEADER_LEASE_NAME", "liqo-dash-watcher"),
     "LEADER_LEASE_NAMESPACE": env.string("LIQO_DASH_LEADER_LEASE_NAMESPACE", env.string("POD_NAMESPACE", "default")),

@@ -392,10 +392,11 @@ def probe(timeout: float = 2.0) -> None:
     _call(client.VersionApi(api_client()).get_code, timeout=timeout)
 
 
-def get_lease(namespace: str, name: str) -> dict[str, Any] | None:
-    """A coordination.k8s.io Lease, or None when there is none."""
+def get_lease(namespace: str, name: str, timeout: float | None = None) -> dict[str, Any] | None:
+    """A coordination.k8s.io Lease, or None when there is none. ``timeout``: the leases' callers pass a
+    fraction of the lease's duration (the request timeout is as long as a whole default lease)."""
     try:
-        obj, _ = _call(_coordination().read_namespaced_lease, name, namespace)
+        obj, _ = _call(_coordination().read_namespaced_lease, name, namespace, timeout=timeout)
     except KubeError as exc:
         if exc.kind == "not_found":
             return None
@@ -403,14 +404,15 @@ def get_lease(namespace: str, name: str) -> dict[str, Any] | None:
     return obj
 
 
-def create_lease(namespace: str, body: dict[str, Any]) -> dict[str, Any]:
-    obj, _ = _call(_coordination().create_namespaced_lease, namespace, body)
+def create_lease(namespace: str, body: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
+    obj, _ = _call(_coordination().create_namespaced_lease, namespace, body, timeout=timeout)
     return obj or {}
 
 
-def replace_lease(namespace: str, body: dict[str, Any]) -> dict[str, Any]:
+def replace_lease(namespace: str, body: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
     """Replace a Lease; its metadata.resourceVersion makes it conditional (conflict if it moved)."""
-    obj, _ = _call(_coordination().replace_namespaced_lease, body["metadata"]["name"], namespace, body)
+    name = body["metadata"]["name"]
+    obj, _ = _call(_coordination().replace_namespaced_lease, name, namespace, body, timeout=timeout)
     return obj or {}
 
 

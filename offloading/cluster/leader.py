@@ -72,8 +72,14 @@ class LeaderElector:
 
     def look(self) -> Look:
         """Read the lease without writing it (raises KubeError)."""
-        lease = kube.get_lease(self.namespace, self.name)
+        lease = kube.get_lease(self.namespace, self.name, timeout=self.request_timeout)
         return Look("", False, None) if lease is None else self._note(lease)
+
+    @property
+    def request_timeout(self) -> float:
+        """Each lease request's timeout: a third of the lease, so that a hung request leaves time to renew
+        before the lease runs out (the API's default timeout is as long as a whole default lease)."""
+        return max(1.0, self.lease_seconds / 3)
 
     @property
     def leading(self) -> bool:
@@ -99,7 +105,7 @@ class LeaderElector:
 
     def _round(self, seen: Look | None = None) -> bool:
         now_wall = datetime.now(UTC)
-        lease = kube.get_lease(self.namespace, self.name) if seen is None else seen.lease
+        lease = kube.get_lease(self.namespace, self.name, timeout=self.request_timeout) if seen is None else seen.lease
         mine = {
             "holderIdentity": self.identity,
             "leaseDurationSeconds": self.lease_seconds,
@@ -109,7 +115,7 @@ class LeaderElector:
         }
         if lease is None:
             try:
-                kube.create_lease(self.namespace, self._lease(mine, None))
+                kube.create_lease(self.namespace, self._lease(mine, None), timeout=self.request_timeout)
             except kube.KubeError as exc:
                 if exc.kind in ("exists", "conflict"):
                     return False
@@ -128,7 +134,7 @@ class LeaderElector:
             mine["leaseTransitions"] = int(spec.get("leaseTransitions") or 0) + 1
         version = (lease.get("metadata") or {}).get("resourceVersion")
         try:
-            kube.replace_lease(self.namespace, self._lease(mine, version))
+            kube.replace_lease(self.namespace, self._lease(mine, version), timeout=self.request_timeout)
         except kube.KubeError as exc:
             if exc.kind == "conflict":
                 return False  # someone else renewed or took it first
@@ -143,7 +149,7 @@ class LeaderElector:
         whether it was released; an API error is logged (the lease then expires as after a crash)."""
         self._last_renewal = None
         try:
-            lease = kube.get_lease(self.namespace, self.name)
+            lease = kube.get_lease(self.namespace, self.name, timeout=self.request_timeout)
             spec = (lease or {}).get("spec") or {}
             if lease is None or spec.get("holderIdentity") != self.identity:
                 return False
@@ -155,9 +161,8 @@ class LeaderElector:
                 "renewTime": now,
                 "leaseTransitions": int(spec.get("leaseTransitions") or 0),
             }
-            kube.replace_lease(
-                self.namespace, self._lease(released, (lease.get("metadata") or {}).get("resourceVersion"))
-            )
+            version = (lease.get("metadata") or {}).get("resourceVersion")
+            kube.replace_lease(self.namespace, self._lease(released, version), timeout=self.request_timeout)
         except kube.KubeError as exc:
             log.warning("leader election: %s could not release %s: %s", self.identity, self.name, exc.message)
             return False
