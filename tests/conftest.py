@@ -27,6 +27,7 @@ from rest_framework.test import APIClient
 from liqo_dash.celery import app as celery_app
 from offloading.cluster import kube
 from offloading.models import Cluster, ClusterOffloading, Namespace, SnapshotState, VirtualNode
+from offloading.views import live
 from sandbox import Sandbox
 
 # Which tests are slow (sandbox, e2e, browser, slow), marked from the fixtures they use: tests/lanes.py.
@@ -46,8 +47,10 @@ def _fresh_shared_cache() -> Iterator[None]:
     """Locks, coalescing flags and the API-health breaker live in the shared cache: no test inherits
     another's."""
     cache.clear()
+    live.memory.forget()  # the web process's copies of the live regions' renders (they follow the cache)
     yield
     cache.clear()
+    live.memory.forget()
 
 
 @pytest.fixture

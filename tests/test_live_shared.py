@@ -211,6 +211,7 @@ def test_without_the_cache_every_poll_renders_for_itself(fleet: Any, django_user
     first = _poll(ann, OVERVIEW)
     monkeypatch.setattr(live, "cache", Away())
     _phase("SomeFailed")
+    _later(monkeypatch, 2.0)
     moved = _poll(ann, OVERVIEW, first["ETag"])
     assert moved.status_code == 200 and moved["X-Live"] == "rendered" and "SomeFailed" in moved.content.decode()
     assert _poll(ann, OVERVIEW, moved["ETag"]).status_code == 304

@@ -28,6 +28,7 @@ from django.views.decorators.http import require_GET
 from access import roles
 from offloading.context_processors import freshness_context
 from offloading.models import LiveVersion
+from offloading.views.livememory import RenderMemory
 
 log = logging.getLogger(__name__)
 
@@ -317,9 +318,25 @@ def _too_soon(kept: Shared | None, read_ms: int, held_ms: int) -> bool:
     return kept is not None and kept.read_ms <= held_ms and read_ms - kept.read_ms < kept.reuse_ms
 
 
-def _kept_render(request: HttpRequest, url_name: str, access: str) -> tuple[str, Shared | None]:
+# This process's copies of the kept renders (offloading/views/livememory.py): a poll is answered from its
+# own copy when that copy decides it as the shared cache's would, without a round trip carrying the region.
+memory = RenderMemory(max_bytes=64 * 1024 * 1024, max_age_ms=_KEPT_S * 1000)
+
+
+def _kept_render(
+    request: HttpRequest, url_name: str, access: str, version: str, read_ms: int, held_ms: int
+) -> tuple[str, Shared | None]:
+    """The region's kept render for ``access``: this process's copy when the poll may reuse it or must
+    keep what it holds, otherwise the newer of that copy and the shared cache's (which is then copied)."""
     key = shared_key(url_name, request.get_full_path(), request.headers.get("HX-Request", ""), access)
-    return key, _cached(cache.get, key)
+    local: Any = memory.get(key, read_ms)
+    if local is not None and (_reusable(local, version, read_ms, held_ms) or _too_soon(local, read_ms, held_ms)):
+        return key, local
+    kept: Shared | None = _cached(cache.get, key)
+    if kept is not None and (local is None or kept.read_ms > local.read_ms):
+        memory.keep(key, kept)
+        return key, kept
+    return key, local
 
 
 def early(request: HttpRequest, url_name: str, who: str, access: Callable[[], str | None]) -> HttpResponse | None:
@@ -340,7 +357,7 @@ def early(request: HttpRequest, url_name: str, who: str, access: Callable[[], st
     shared_access = access()
     if shared_access is None:
         return None
-    kept = _kept_render(request, url_name, shared_access)[1]
+    kept = _kept_render(request, url_name, shared_access, version, read_ms, held_ms)[1]
     if kept is not None and _reusable(kept, version, read_ms, held_ms):
         return _answer(kept, request, who)
     return _not_modified(newest) if newest and _too_soon(kept, read_ms, held_ms) else None
@@ -364,7 +381,7 @@ def _poll(view: Callable[..., HttpResponse], request: HttpRequest, *args: Any, *
     access = _access_key(request) if _region_id(request, url_name or "") is not None else None
     if access is None:
         return _render(view, request, args, kwargs, version, read_ms)[0]
-    key, kept = _kept_render(request, url_name or "", access)
+    key, kept = _kept_render(request, url_name or "", access, version, read_ms, held_ms)
     newer = kept is not None and kept.read_ms > held_ms
     if kept is not None and _reusable(kept, version, read_ms, held_ms):
         return _answer(kept, request, who)
@@ -379,6 +396,8 @@ def _poll(view: Callable[..., HttpResponse], request: HttpRequest, *args: Any, *
         return _render(view, request, args, kwargs, version, read_ms)[0]
     try:
         response, shared = _render(view, request, args, kwargs, version, read_ms)
+        if shared is not None:
+            memory.keep(key, shared)
         if shared is not None and leased:
             latest: Shared | None = _cached(cache.get, key)
             if latest is None or latest.read_ms < shared.read_ms:
