@@ -20,12 +20,12 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name="cluster",
             name="cluster_id",
-            field=models.CharField(max_length=63),
+            field=models.CharField(db_index=True, max_length=63),
         ),
         migrations.AlterField(
             model_name="namespace",
             name="name",
-            field=models.CharField(max_length=63),
+            field=models.CharField(db_index=True, max_length=63),
         ),
         migrations.AlterField(
             model_name="kubeevent",

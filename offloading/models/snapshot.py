@@ -67,7 +67,8 @@ class Cluster(models.Model):
     """A peered cluster (ForeignCluster) as last seen."""
 
     managed = ManagedClusterKey(db_index=False)
-    cluster_id = models.CharField(max_length=63)
+    # Indexed alone too: the pages look a peer up by its id alone while they show one cluster.
+    cluster_id = models.CharField(max_length=63, db_index=True)
     name = models.CharField(max_length=253)
     role = models.CharField(max_length=32, blank=True)
     networking_status = models.CharField(max_length=16, blank=True)
@@ -127,7 +128,9 @@ class Namespace(models.Model):
     """A namespace of the local cluster and its NamespaceOffloading (if any), as last seen."""
 
     managed = ManagedClusterKey(db_index=False)
-    name = models.CharField(max_length=63)
+    # Indexed alone too: the pages find a namespace by its name and list them in name order; the unique
+    # key (managed, name) does not serve a query that names no cluster.
+    name = models.CharField(max_length=63, db_index=True)
     labels = models.JSONField(default=dict)
     status_phase = models.CharField(max_length=16, blank=True)
     created_at = models.DateTimeField(null=True, blank=True)
