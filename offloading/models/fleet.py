@@ -10,8 +10,9 @@ Why the default is filled in at save time (``ManagedClusterKey.pre_save``), from
   ``save()`` and for every object of a ``bulk_create`` alike; ``has_default()`` stays False, so
   migrations never call it, and ``deconstruct`` names a plain ``ForeignKey``, so the migrations hold
   nothing of this module.
-* One query per process, not per row: the default's primary key is memoised, so a bulk_create of
-  10,000 rows that name no cluster costs the same queries as before.
+* One lookup, not one per row: the default's primary key is memoised (per process once committed, per
+  transaction until then), so a bulk_create of 10,000 rows that name no cluster costs at most one query
+  more than before.
 * A memo that is never wrong for long, nor wrong at all about rows that may vanish:
 
   - read outside a transaction (autocommit), the row is committed: the memo holds for ``TTL`` seconds
@@ -21,7 +22,7 @@ Why the default is filled in at save time (``ManagedClusterKey.pre_save``), from
     to a marker registered with ``transaction.on_commit`` on that connection. Django drops the marker
     when the transaction or the savepoint it was registered in rolls back, and runs it at commit, which
     promotes the memo. A provisional memo is used only while its marker is still pending on the
-    connection; otherwise the row is looked up again (once);
+    connection (an O(1) check); otherwise the row is looked up again (once);
   - ``forget_default`` clears it: on post_migrate (``migrate`` and ``flush`` both send it, see
     offloading/apps.py) and whenever a ManagedCluster row is saved or deleted in this process.
 
@@ -44,7 +45,9 @@ ManagedRef: TypeAlias = ManagedCluster | int | None
 TTL = 60.0
 
 _committed: dict[str, tuple[int, float]] = {}  # alias -> (pk, monotonic time it was read)
-_provisional = threading.local()  # .memo: alias -> (pk, marker): read inside a transaction not yet committed
+# .memo: alias -> (pk, marker, its index in the connection's run_on_commit): read inside a transaction
+# not yet committed.
+_provisional = threading.local()
 
 
 class _Marker:
@@ -57,8 +60,12 @@ class _Marker:
         _committed[self.alias] = (self.pk, time.monotonic())
 
 
-def _pending(alias: str, marker: _Marker) -> bool:
-    return any(entry[1] is marker for entry in connections[alias].run_on_commit)
+def _pending(alias: str, marker: _Marker, index: int) -> bool:
+    """Whether ``marker`` still waits for its transaction's commit. O(1): the callbacks registered before
+    it are dropped only with it (a rollback drops those of the rolled-back savepoint and every later
+    one), so while it is pending it stays at the index it was registered at."""
+    waiting = connections[alias].run_on_commit
+    return index < len(waiting) and waiting[index][1] is marker
 
 
 def default_managed_pk() -> int:
@@ -67,9 +74,9 @@ def default_managed_pk() -> int:
     found = _committed.get(alias)
     if found is not None and time.monotonic() - found[1] < TTL:
         return found[0]
-    memo: dict[str, tuple[int, _Marker]] = getattr(_provisional, "memo", None) or {}
+    memo: dict[str, tuple[int, _Marker, int]] = getattr(_provisional, "memo", None) or {}
     held = memo.get(alias)
-    if held is not None and _pending(alias, held[1]):
+    if held is not None and _pending(alias, held[1], held[2]):
         return held[0]
     pk = ManagedCluster.objects.using(alias).filter(is_default=True).values_list("pk", flat=True).first()
     if pk is None:
@@ -78,7 +85,7 @@ def default_managed_pk() -> int:
     if connection.in_atomic_block:
         marker = _Marker(alias, pk)
         transaction.on_commit(marker, using=alias)
-        memo[alias] = (pk, marker)
+        memo[alias] = (pk, marker, len(connection.run_on_commit) - 1)
         _provisional.memo = memo
     else:
         _committed[alias] = (pk, time.monotonic())
