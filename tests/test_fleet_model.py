@@ -59,7 +59,7 @@ SNAPSHOT_MODELS = (
     PeerNamespaceMap,
     MappingEntry,
 )
-BEFORE = ("offloading", "0021_managed_clusters")
+BEFORE = ("offloading", "0022_audit_cluster_actions")  # the migration before the fleet model
 
 
 @pytest.fixture
@@ -289,7 +289,7 @@ def test_the_memo_follows_a_flush() -> None:
 
 @pytest.fixture
 def before_the_fleet_model(transactional_db: Any) -> Iterator[Any]:
-    """The database as migration 0021 left it (historical models), then migrated forward again."""
+    """The database before the fleet model (BEFORE) (historical models), then migrated forward again."""
     executor = MigrationExecutor(connection)
     leaves = executor.loader.graph.leaf_nodes("offloading")
     executor.migrate([BEFORE])

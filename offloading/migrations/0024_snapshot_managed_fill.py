@@ -44,7 +44,7 @@ def move_rows(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("offloading", "0022_snapshot_managed_add"),
+        ("offloading", "0023_snapshot_managed_add"),
     ]
 
     operations = [

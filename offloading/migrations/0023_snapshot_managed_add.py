@@ -1,6 +1,6 @@
-"""Issue 28, the snapshot tables carry their managed cluster, step 1 of 3: the column, nullable (0023 fills
-it, 0024 makes it required and the unique keys per cluster). Three migrations, not one: on PostgreSQL
-the foreign key checks of 0023's updates are deferred to its commit, and a table with pending checks
+"""Issue 28, the snapshot tables carry their managed cluster, step 1 of 3: the column, nullable (0024 fills
+it, 0025 makes it required and the unique keys per cluster). Three migrations, not one: on PostgreSQL
+the foreign key checks of 0024's updates are deferred to its commit, and a table with pending checks
 cannot be altered in the same transaction."""
 
 import django.db.models.deletion
@@ -9,7 +9,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("offloading", "0021_managed_clusters"),
+        ("offloading", "0022_audit_cluster_actions"),
     ]
 
     operations = [

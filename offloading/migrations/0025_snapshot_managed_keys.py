@@ -1,4 +1,4 @@
-"""Issue 28, step 3 of 3: every snapshot row belongs to a managed cluster (0023 moved the existing rows to
+"""Issue 28, step 3 of 3: every snapshot row belongs to a managed cluster (0024 moved the existing rows to
 the default one), and every unique key is per cluster: a namespace, a peer, a virtual node, a pod, an
 event, a Liqo resource, a NamespaceMap and its entries are unique within their cluster; one
 SnapshotState per cluster."""
@@ -9,7 +9,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("offloading", "0023_snapshot_managed_fill"),
+        ("offloading", "0024_snapshot_managed_fill"),
     ]
 
     operations = [
