@@ -10,7 +10,9 @@ class OffloadingConfig(AppConfig):
         # may be imported yet), and ready() is Django's documented place to connect signal handlers.
         from django.db.models.signals import post_migrate
 
-        from offloading.models import livetriggers
+        from offloading.models import fleet, livetriggers
 
         # The live pages' triggers after every migrate and flush (a SQLite table rebuild drops them).
         post_migrate.connect(livetriggers.ensure, sender=self, dispatch_uid="liqo-dash-live-triggers")
+        # The default managed cluster's memoised key: a migrate or a flush may have replaced its row.
+        post_migrate.connect(fleet.forget_default, sender=self, dispatch_uid="liqo-dash-default-managed")

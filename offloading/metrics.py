@@ -63,7 +63,7 @@ class StateCollector(Collector):
             changes.add_metric([name], counts.get(name, 0))
         yield changes
 
-        state = SnapshotState.objects.filter(pk=1).first()
+        state = SnapshotState.find()  # the default cluster's
         age = GaugeMetricFamily(
             "liqo_dash_snapshot_age_seconds", "Seconds since the last successful refresh of the snapshot (-1: never)."
         )

@@ -42,17 +42,17 @@ HISTORY_PER_NAMESPACE = 200
 
 
 def trim_history(limit: int = HISTORY_PER_NAMESPACE) -> int:
-    """Keep only the newest ``limit`` status transitions of each namespace."""
+    """Keep only the newest ``limit`` status transitions of each namespace of each managed cluster (a
+    namespace's name in another cluster is another namespace: its history is counted apart)."""
     deleted = 0
     crowded = (
-        StatusTransition.objects.values("namespace")
+        StatusTransition.objects.values("managed", "namespace")
         .annotate(n=Count("id"))
         .filter(n__gt=limit)
-        .values_list("namespace", flat=True)
+        .values_list("managed", "namespace")
     )
-    for namespace in list(crowded):
-        keep_from = (
-            StatusTransition.objects.filter(namespace=namespace).order_by("-id").values_list("id", flat=True)[limit - 1]
-        )
-        deleted += StatusTransition.objects.filter(namespace=namespace, id__lt=keep_from).delete()[0]
+    for managed, namespace in list(crowded):
+        history = StatusTransition.objects.filter(managed_id=managed, namespace=namespace)
+        keep_from = history.order_by("-id").values_list("id", flat=True)[limit - 1]
+        deleted += history.filter(id__lt=keep_from).delete()[0]
     return deleted

@@ -5,11 +5,14 @@ from __future__ import annotations
 from django.db import models
 from django.utils import timezone
 
+from offloading.models.fleet import ManagedClusterKey
+
 
 class Pod(models.Model):
     """A pod of an offloaded namespace as last seen: where it runs (a local node or a peer's virtual
     node) and what it asks for. Only offloaded namespaces are followed."""
 
+    managed = ManagedClusterKey(db_index=False)
     namespace = models.CharField(max_length=63, db_index=True)
     name = models.CharField(max_length=253)
     uid = models.CharField(max_length=64, blank=True)
@@ -24,7 +27,7 @@ class Pod(models.Model):
     refreshed_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=("namespace", "name"), name="pod_namespace_name")]
+        constraints = [models.UniqueConstraint(fields=("managed", "namespace", "name"), name="pod_namespace_name")]
         ordering = ("namespace", "name")
 
     def __str__(self) -> str:
@@ -47,7 +50,8 @@ class KubeEvent(models.Model):
     under the namespace it is about (``namespace``, see ``event_subject_namespace``), not the one it is
     recorded in (``recorded_in``)."""
 
-    uid = models.CharField(max_length=64, unique=True)
+    managed = ManagedClusterKey(db_index=False)
+    uid = models.CharField(max_length=64)
     namespace = models.CharField(max_length=63, db_index=True)  # the namespace the event is about
     recorded_in = models.CharField(max_length=63, blank=True)  # the Event object's own namespace
     involved_kind = models.CharField(max_length=64)
@@ -61,6 +65,7 @@ class KubeEvent(models.Model):
 
     class Meta:
         ordering = ("-last_time",)
+        constraints = [models.UniqueConstraint(fields=("managed", "uid"), name="unique_event_per_cluster")]
 
     def __str__(self) -> str:
         return f"{self.type} {self.reason} {self.involved_kind}/{self.involved_name}"
@@ -70,6 +75,7 @@ class LiqoResource(models.Model):
     """A ResourceSlice, Tenant or Quota, or the controller manager's Deployment (issue 27), as last seen:
     only what the pages read (offloading.snapshot.liqo_resources)."""
 
+    managed = ManagedClusterKey(db_index=False)
     kind = models.CharField(max_length=32)  # resourceslices | tenants | quotas | deployments
     namespace = models.CharField(max_length=253)
     name = models.CharField(max_length=253)
@@ -78,7 +84,9 @@ class LiqoResource(models.Model):
     refreshed_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=("kind", "namespace", "name"), name="liqo_resource_key")]
+        constraints = [
+            models.UniqueConstraint(fields=("managed", "kind", "namespace", "name"), name="liqo_resource_key")
+        ]
         ordering = ("kind", "cluster_id", "name")
 
     def __str__(self) -> str:

@@ -8,11 +8,14 @@ from __future__ import annotations
 from django.db import models
 from django.utils import timezone
 
+from offloading.models.fleet import ManagedClusterKey
+
 
 class PeerNamespaceMap(models.Model):
     """A local NamespaceMap (named after the peer's cluster id, in its tenant namespace)."""
 
-    cluster_id = models.CharField(max_length=63, unique=True)
+    managed = ManagedClusterKey(db_index=False)
+    cluster_id = models.CharField(max_length=63)
     namespace = models.CharField(max_length=253)  # the tenant namespace it lives in
     name = models.CharField(max_length=253)
     resource_version = models.CharField(max_length=64, blank=True)
@@ -20,6 +23,7 @@ class PeerNamespaceMap(models.Model):
 
     class Meta:
         ordering = ("cluster_id",)
+        constraints = [models.UniqueConstraint(fields=("managed", "cluster_id"), name="unique_map_per_cluster")]
 
     def __str__(self) -> str:
         return f"{self.namespace}/{self.name}"
@@ -29,6 +33,7 @@ class MappingEntry(models.Model):
     """One local namespace in one NamespaceMap: desired (the remote name asked for, "" when not asked)
     and current (the peer's remote name and phase, "" when it reports none)."""
 
+    managed = ManagedClusterKey(db_index=False)
     namespace_map = models.ForeignKey(PeerNamespaceMap, on_delete=models.CASCADE, related_name="entries")
     cluster_id = models.CharField(max_length=63)
     namespace = models.CharField(max_length=63, db_index=True)  # the local namespace
@@ -38,7 +43,9 @@ class MappingEntry(models.Model):
 
     class Meta:
         ordering = ("namespace", "cluster_id")
-        constraints = [models.UniqueConstraint(fields=("cluster_id", "namespace"), name="unique_mapping_entry")]
+        constraints = [
+            models.UniqueConstraint(fields=("managed", "cluster_id", "namespace"), name="unique_mapping_entry")
+        ]
 
     def __str__(self) -> str:
         return f"{self.namespace}@{self.cluster_id}: {self.desired or '-'} / {self.current_phase or '-'}"

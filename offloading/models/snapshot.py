@@ -10,11 +10,14 @@ from django.utils import timezone
 
 from liqo_rules.spec import is_system_namespace
 from liqo_rules.status import phase_is_settled
+from offloading.models.fleet import ManagedClusterKey, ManagedRef, managed_pk
 
 
 class SnapshotState(models.Model):
-    """One row: when the snapshot was last refreshed, and whether the API server answered."""
+    """One row per managed cluster: when its snapshot was last refreshed, and whether its API server
+    answered."""
 
+    managed = ManagedClusterKey(db_index=False)  # the unique constraint's index serves it
     last_attempt_at = models.DateTimeField(null=True, blank=True)
     last_success_at = models.DateTimeField(null=True, blank=True)
     last_error = models.TextField(blank=True)
@@ -22,13 +25,33 @@ class SnapshotState(models.Model):
     last_list_calls = models.PositiveIntegerField(default=0)
     local_cluster_id = models.CharField(max_length=63, blank=True)
 
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=("managed",), name="one_snapshot_state_per_cluster")]
+
     def __str__(self) -> str:
         return f"snapshot refreshed at {self.last_success_at}"
 
     @classmethod
-    def get(cls) -> SnapshotState:
-        state, _ = cls.objects.get_or_create(pk=1)
+    def get(cls, managed: ManagedRef = None) -> SnapshotState:
+        """The row of ``managed`` (None: the default cluster), made when missing."""
+        state, _ = cls.objects.get_or_create(managed_id=managed_pk(managed))
         return state
+
+    @classmethod
+    def find(cls, managed: ManagedRef = None) -> SnapshotState | None:
+        """The row of ``managed`` (None: the default cluster), or None. One query that never writes
+        (the probes and /metrics read it: they must not make the default cluster's row)."""
+        if managed is None:
+            return cls.objects.filter(managed__is_default=True).first()
+        return cls.objects.filter(managed_id=managed_pk(managed)).first()
+
+    @classmethod
+    def touch(cls, managed: ManagedRef = None, **fields: Any) -> None:
+        """Update the row of ``managed`` (made when missing) with ``fields``: the writers' one statement."""
+        pk = managed_pk(managed)
+        if not cls.objects.filter(managed_id=pk).update(**fields):
+            state, _ = cls.objects.get_or_create(managed_id=pk)
+            cls.objects.filter(pk=state.pk).update(**fields)
 
     def is_stale(self, now: Any = None) -> bool:
         """True when the last successful refresh is older than STALE_AFTER or the last one failed."""
@@ -43,7 +66,9 @@ class SnapshotState(models.Model):
 class Cluster(models.Model):
     """A peered cluster (ForeignCluster) as last seen."""
 
-    cluster_id = models.CharField(max_length=63, unique=True)
+    managed = ManagedClusterKey(db_index=False)
+    # Indexed alone too: the pages look a peer up by its id alone while they show one cluster.
+    cluster_id = models.CharField(max_length=63, db_index=True)
     name = models.CharField(max_length=253)
     role = models.CharField(max_length=32, blank=True)
     networking_status = models.CharField(max_length=16, blank=True)
@@ -56,6 +81,7 @@ class Cluster(models.Model):
 
     class Meta:
         ordering = ("cluster_id",)
+        constraints = [models.UniqueConstraint(fields=("managed", "cluster_id"), name="unique_peer_per_cluster")]
 
     def __str__(self) -> str:
         return self.cluster_id
@@ -73,6 +99,7 @@ class Cluster(models.Model):
 class VirtualNode(models.Model):
     """A Liqo VirtualNode with the labels that cluster selectors are matched against."""
 
+    managed = ManagedClusterKey(db_index=False)
     namespace = models.CharField(max_length=253)
     name = models.CharField(max_length=253)
     cluster_id = models.CharField(max_length=63, db_index=True)
@@ -85,7 +112,7 @@ class VirtualNode(models.Model):
 
     class Meta:
         ordering = ("cluster_id", "name")
-        constraints = [models.UniqueConstraint(fields=("namespace", "name"), name="unique_virtual_node")]
+        constraints = [models.UniqueConstraint(fields=("managed", "namespace", "name"), name="unique_virtual_node")]
 
     def __str__(self) -> str:
         return f"{self.namespace}/{self.name}"
@@ -100,7 +127,10 @@ def generation_lags(namespace: Any) -> bool:
 class Namespace(models.Model):
     """A namespace of the local cluster and its NamespaceOffloading (if any), as last seen."""
 
-    name = models.CharField(max_length=63, unique=True)
+    managed = ManagedClusterKey(db_index=False)
+    # Indexed alone too: the pages find a namespace by its name and list them in name order; the unique
+    # key (managed, name) does not serve a query that names no cluster.
+    name = models.CharField(max_length=63, db_index=True)
     labels = models.JSONField(default=dict)
     status_phase = models.CharField(max_length=16, blank=True)
     created_at = models.DateTimeField(null=True, blank=True)
@@ -125,6 +155,7 @@ class Namespace(models.Model):
         ordering = ("name",)
         # The phase counts every list page shows: answered from the index alone, at any fleet size.
         indexes = [models.Index(fields=["offloaded", "offloading_phase"], name="namespace_phase_counts")]
+        constraints = [models.UniqueConstraint(fields=("managed", "name"), name="unique_namespace_per_cluster")]
 
     def __str__(self) -> str:
         return self.name
@@ -148,6 +179,7 @@ class ClusterOffloading(models.Model):
     namespace): the per-cluster status table, flattened so that the fleet matrix and the
     per-cluster counts are single queries."""
 
+    managed = ManagedClusterKey()  # its namespace's cluster (the unique key is per namespace, hence per cluster)
     namespace = models.ForeignKey(Namespace, on_delete=models.CASCADE, related_name="cluster_states")
     cluster_id = models.CharField(max_length=63)
     selected = models.BooleanField(default=False)
@@ -171,6 +203,7 @@ class StatusTransition(models.Model):
     """A change of a namespace's offloading phase (``cluster_id`` empty) or of its state on one
     cluster, as observed by the refresh. Kept bounded per namespace by the sweeper."""
 
+    managed = ManagedClusterKey()
     time = models.DateTimeField(default=timezone.now, db_index=True)
     namespace = models.CharField(max_length=63, db_index=True)
     cluster_id = models.CharField(max_length=63, blank=True)

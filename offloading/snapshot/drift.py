@@ -22,6 +22,7 @@ from offloading.models import (
     Namespace,
     SnapshotState,
 )
+from offloading.models.fleet import ManagedRef, managed_pk
 from offloading.snapshot.store import actor_from_managed_fields, replace_offloading_rows
 
 log = logging.getLogger(__name__)
@@ -173,21 +174,22 @@ def _label_writer(obj: dict[str, Any], key: str, *, removed: bool) -> str:
     return str(newest[-1][1].get("manager") or "unknown") if newest else "unknown"
 
 
-def observe_offloading(namespace_name: str, obj: dict[str, Any] | None) -> bool:
-    """Apply one watched NamespaceOffloading event to the snapshot at once (``obj`` None: deleted),
-    recording drift as the full refresh would. Returns False when the namespace is not in the
-    snapshot yet (the caller then asks for a full refresh)."""
+def observe_offloading(namespace_name: str, obj: dict[str, Any] | None, managed: ManagedRef = None) -> bool:
+    """Apply one watched NamespaceOffloading event to the snapshot of ``managed`` (None: the default
+    cluster) at once (``obj`` None: deleted), recording drift as the full refresh would. Returns False
+    when the namespace is not in the snapshot yet (the caller then asks for a full refresh)."""
     now = timezone.now()
+    managed = managed_pk(managed)
     with transaction.atomic():
         # Read under the row lock, so a refresh committing the same drift meanwhile is seen.
-        old = Namespace.objects.select_for_update().filter(name=namespace_name).first()
+        old = Namespace.objects.select_for_update().filter(managed_id=managed, name=namespace_name).first()
         if old is None:
             return False
         if obj is not None and _older(obj, old.offloading_resource_version):
             return True  # a late event: the snapshot already holds something newer
-        if SnapshotState.get().last_success_at is not None:
+        if SnapshotState.get(managed).last_success_at is not None:
             record_drift(old, obj, now)
-        replace_offloading_rows({namespace_name: obj}, now)
+        replace_offloading_rows({namespace_name: obj}, now, managed=managed)
     return True
 
 

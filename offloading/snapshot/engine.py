@@ -23,6 +23,7 @@ from django.utils import timezone
 from offloading.cluster import breaker as apihealth
 from offloading.cluster import kube
 from offloading.models import SnapshotState
+from offloading.models.fleet import ManagedRef
 from offloading.snapshot import informer
 from offloading.snapshot import inventory as _inventory  # noqa: F401 - registers pods and events
 from offloading.snapshot import liqo_resources as _liqoresources  # noqa: F401 - slices, tenants, quotas, version
@@ -57,16 +58,24 @@ class SnapshotWriter(threading.Thread):
     """Applies what the watchers saw, in batches (one transaction each), in the order they saw it.
 
     With ``background=False`` nothing is queued: each item is written at once by the caller. While
-    every kind is synced (``healthy``) it marks the snapshot fresh every WATCH_HEARTBEAT seconds."""
+    every kind is synced (``healthy``) it marks the snapshot fresh every WATCH_HEARTBEAT seconds.
+    It writes the snapshot of ``managed`` (None: the default cluster, through ``informer.SYNCED``;
+    another cluster gets its own set of kinds, ``informer.build``)."""
 
     BATCH = 500
     LINGER = 0.05
     PAGES_IN_FLIGHT = 1
 
     def __init__(
-        self, stop: threading.Event, healthy: Callable[[], bool] = lambda: True, background: bool = True
+        self,
+        stop: threading.Event,
+        healthy: Callable[[], bool] = lambda: True,
+        background: bool = True,
+        managed: ManagedRef = None,
     ) -> None:
         super().__init__(name="snapshot-writer", daemon=True)
+        self.managed = managed
+        self.synced = informer.SYNCED if managed is None else informer.build(managed)
         self.stop_event = stop
         self.healthy = healthy
         self.background = background
@@ -75,7 +84,7 @@ class SnapshotWriter(threading.Thread):
         self._beat = 0.0
         self.heartbeat_every = float(settings.LIQO_DASH["WATCH_HEARTBEAT"])
         self._pages = threading.Semaphore(self.PAGES_IN_FLIGHT)  # relist pages queued, not yet written
-        self.listed: dict[str, threading.Event] = {kind: threading.Event() for kind in informer.SYNCED}
+        self.listed: dict[str, threading.Event] = {kind: threading.Event() for kind in self.synced}
 
     def event(self, kind: str, event_type: str, obj: dict[str, Any]) -> None:
         self._put((kind, event_type, obj))
@@ -123,11 +132,11 @@ class SnapshotWriter(threading.Thread):
     def _apply(self, batch: list[tuple[str, str, Any]]) -> None:
         now = timezone.now()
         try:
-            SnapshotState.objects.get_or_create(pk=1)
+            SnapshotState.get(self.managed)
             with transaction.atomic():
                 events: list[tuple[str, dict[str, Any]]] = []
                 for i, (kind, what, payload) in enumerate(batch):
-                    sync = informer.SYNCED[kind]
+                    sync = self.synced[kind]
                     if what == "PAGE":
                         sync.apply([("ADDED", obj) for obj in payload], now, relist=True)
                     elif what == "RELISTED":
@@ -155,14 +164,12 @@ class SnapshotWriter(threading.Thread):
             informer_alive(3 * self.heartbeat_every)
             self._beat = time.monotonic()
             now = timezone.now()
-            SnapshotState.objects.get_or_create(pk=1)
-            SnapshotState.objects.filter(pk=1).update(last_success_at=now, last_attempt_at=now, last_error="")
+            SnapshotState.touch(self.managed, last_success_at=now, last_attempt_at=now, last_error="")
             close_old_connections()
 
     def failed(self, message: str) -> None:
         informer_alive(None)
-        SnapshotState.objects.get_or_create(pk=1)
-        SnapshotState.objects.filter(pk=1).update(last_attempt_at=timezone.now(), last_error=message)
+        SnapshotState.touch(self.managed, last_attempt_at=timezone.now(), last_error=message)
         close_old_connections()
 
 
@@ -198,7 +205,7 @@ class KindWatcher(threading.Thread):
         self.healthy = False
 
     def relist(self) -> str:
-        sync = informer.SYNCED[self.kind]
+        sync = self.writer.synced[self.kind]
         for kind in sync.after:  # e.g. offloadings once their namespaces are rows (else they wait in memory)
             ready = self.writer.listed.get(kind)
             while self.writer.background and ready is not None and not ready.wait(1.0):

@@ -5,8 +5,13 @@ batches of watch events (``ADDED``/``MODIFIED``/``DELETED``), pages of a relist 
 ``relist=True``) and, at the end of a relist, the keys it saw (rows of objects that were not seen are
 removed). Only changed objects are written; each batch is one transaction (see watch_cluster).
 
+Every KindSync writes the snapshot of one managed cluster (``managed``; None: the default cluster):
+:func:`build` makes a full set for a cluster (each with its own memory: offloadings waiting for their
+namespace, virtual nodes and their Nodes); ``SYNCED`` is the default cluster's set. A relist's sweep
+forgets only its own cluster's rows.
+
 Adding a kind (pods in offloaded namespaces, events) is a subclass with ``kind``, ``apply`` and
-``relisted``, one ``register(...)`` call in ``reset()``, and the kind's list method in
+``relisted``, one more instance in :func:`build` (or a factory in ``EXTRA_KINDS``), and the kind's list method in
 ``kube._list_method`` plus its name in ``kube.WATCHED_KINDS``. Pods: list/watch all pods (or with a
 label selector) and keep only those whose namespace is offloaded (``Namespace.offloaded``; set
 ``after = ("namespaces", "namespaceoffloadings")`` so those rows exist first); events: a field
@@ -23,6 +28,7 @@ from django.db.models import Q
 from liqo_rules import constants as liqo
 from offloading.cluster import kube
 from offloading.models import Cluster, Namespace, SnapshotState, VirtualNode
+from offloading.models.fleet import ManagedRef, managed_pk
 from offloading.snapshot.drift import record_drift, record_label_drift
 from offloading.snapshot.offloadings import offloading_page_size
 from offloading.snapshot.refresh import (
@@ -58,6 +64,12 @@ class KindSync:
 
     kind = ""
     after: tuple[str, ...] = ()  # kinds whose first relist must be written before this kind lists
+    managed: ManagedRef = None  # the managed cluster whose snapshot it writes (None: the default), set by build()
+
+    @property
+    def managed_id(self) -> int:
+        """The primary key of the cluster it writes (resolved when it writes, never at import)."""
+        return managed_pk(self.managed)
 
     def page_size(self) -> int:
         """Items per relist page (one page is held at a time): the API server's usual 500 for kinds of a
@@ -78,30 +90,44 @@ class KindSync:
 
 
 SYNCED: dict[str, KindSync] = {}
-# Registrations of kinds kept elsewhere (offloading.snapshot.inventory: pods, events), run by reset().
-EXTRA_KINDS: list[Callable[[], None]] = []
+# Kinds kept elsewhere (offloading.snapshot.inventory: pods, events...): factories of their KindSyncs,
+# called by build() for every cluster's set.
+EXTRA_KINDS: list[Callable[[], list[KindSync]]] = []
 
 
 def register(sync: KindSync) -> KindSync:
+    """Add ``sync`` to the default cluster's set (``SYNCED``)."""
     SYNCED[sync.kind] = sync
     return sync
 
 
+def add_kinds(factory: Callable[[], list[KindSync]]) -> None:
+    """Kinds of another module: in every set :func:`build` makes from now on, and in ``SYNCED`` now."""
+    EXTRA_KINDS.append(factory)
+    for sync in factory():
+        register(sync)
+
+
 class NamespaceSync(KindSync):
     kind = "namespaces"
+
+    def __init__(self, offloadings: OffloadingSync | None = None) -> None:
+        self.offloadings = offloadings  # its set's offloadings (None: the default set's), told of new namespaces
 
     def key(self, obj: dict[str, Any]) -> str:
         return str(_meta(obj).get("name", ""))
 
     def apply(self, events: list[Event], now: Any, relist: bool = False) -> None:
         latest = {self.key(obj): (event, obj) for event, obj in events}
+        managed = self.managed_id
+        mine = Namespace.objects.filter(managed_id=managed)
         existing = {
             n.name: n
-            for n in Namespace.objects.filter(name__in=list(latest)).only(
+            for n in mine.filter(name__in=list(latest)).only(
                 "name", "labels", "status_phase", "created_at", "offloaded", "offloading_spec", "offloading_deleting"
             )
         }
-        learned = SnapshotState.get().last_success_at is not None  # the first sync only learns
+        learned = SnapshotState.get(managed).last_success_at is not None  # the first sync only learns
         rows, gone = [], []
         for name, (event, obj) in latest.items():
             if event == "DELETED":
@@ -109,6 +135,7 @@ class NamespaceSync(KindSync):
                 continue
             meta = _meta(obj)
             row = Namespace(
+                managed_id=managed,
                 name=name,
                 labels=meta.get("labels") or {},
                 status_phase=(obj.get("status") or {}).get("phase", ""),
@@ -127,20 +154,21 @@ class NamespaceSync(KindSync):
         Namespace.objects.bulk_create(
             rows,
             update_conflicts=True,
-            unique_fields=["name"],
+            unique_fields=["managed", "name"],
             update_fields=["labels", "status_phase", "created_at", "refreshed_at"],
             batch_size=_CHUNK,
         )
-        if gone:
-            Namespace.objects.filter(name__in=gone).delete()
+        for chunk in _chunks(gone):
+            mine.filter(name__in=chunk).delete()
         new = [row.name for row in rows if row.name not in existing]
         if new:
-            OFFLOADINGS.namespaces_added(new, now)
+            (self.offloadings or OFFLOADINGS).namespaces_added(new, now)
 
     def relisted(self, seen: set[str], now: Any) -> None:
-        gone = [name for name in Namespace.objects.values_list("name", flat=True) if name not in seen]
+        mine = Namespace.objects.filter(managed_id=self.managed_id)
+        gone = [name for name in mine.values_list("name", flat=True) if name not in seen]
         for chunk in _chunks(gone):
-            Namespace.objects.filter(name__in=chunk).delete()
+            mine.filter(name__in=chunk).delete()
 
 
 def _offloading_of(namespace: Namespace) -> dict[str, Any] | None:
@@ -160,7 +188,7 @@ class OffloadingSync(KindSync):
 
     def page_size(self) -> int:
         # Two conditions per peer in every offloading: fewer per page as the peers grow (about 3 MB a page).
-        return offloading_page_size()
+        return offloading_page_size(managed=self.managed)
 
     def __init__(self) -> None:
         self.pending: dict[str, dict[str, Any]] = {}
@@ -176,7 +204,9 @@ class OffloadingSync(KindSync):
         }
         if not latest:
             return
-        known = dict(Namespace.objects.filter(name__in=list(latest)).values_list("name", "offloading_resource_version"))
+        managed = self.managed_id
+        mine = Namespace.objects.filter(managed_id=managed)
+        known = dict(mine.filter(name__in=list(latest)).values_list("name", "offloading_resource_version"))
         changed: dict[str, dict[str, Any] | None] = {}
         for name, obj in latest.items():
             if name not in known:
@@ -189,21 +219,26 @@ class OffloadingSync(KindSync):
             if version != known[name] or not relist:
                 changed[name] = obj
         self._write(changed, now)
-        if not SnapshotState.get().local_cluster_id:
+        if not SnapshotState.get(managed).local_cluster_id:
             found = discover_local_cluster_id([obj for obj in latest.values() if obj])
             if found:
-                SnapshotState.objects.filter(pk=1).update(local_cluster_id=found)
+                SnapshotState.touch(managed, local_cluster_id=found)
 
     def _write(self, changed: dict[str, dict[str, Any] | None], now: Any) -> None:
         """What observe_offloading does for one object, for a batch: rows locked in name order, late
         events skipped, drift recorded, then one replace_offloading_rows for all."""
         if not changed:
             return
-        if SnapshotState.get().last_success_at is None:
-            replace_offloading_rows(changed, now, history=False)  # the first sync learns, it reports nothing
+        managed = self.managed_id
+        if SnapshotState.get(managed).last_success_at is None:
+            # The first sync learns, it reports nothing.
+            replace_offloading_rows(changed, now, history=False, managed=managed)
             return
         rows = {
-            n.name: n for n in Namespace.objects.select_for_update().filter(name__in=list(changed)).order_by("name")
+            n.name: n
+            for n in Namespace.objects.select_for_update()
+            .filter(managed_id=managed, name__in=list(changed))
+            .order_by("name")
         }
         current: dict[str, dict[str, Any] | None] = {}
         for name, obj in changed.items():
@@ -212,14 +247,16 @@ class OffloadingSync(KindSync):
                 continue
             record_drift(old, obj, now)
             current[name] = obj
-        replace_offloading_rows(current, now)
+        replace_offloading_rows(current, now, managed=managed)
 
     def namespaces_added(self, names: list[str], now: Any) -> None:
         waiting = {name: self.pending.pop(name) for name in names if name in self.pending}
         self._write(dict(waiting), now)
 
     def relisted(self, seen: set[str], now: Any) -> None:
-        offloaded = Namespace.objects.filter(Q(offloaded=True) | ~Q(offloading_resource_version=""))
+        offloaded = Namespace.objects.filter(managed_id=self.managed_id).filter(
+            Q(offloaded=True) | ~Q(offloading_resource_version="")
+        )
         gone = [name for name in offloaded.values_list("name", flat=True) if name not in seen]
         self._write(dict.fromkeys(gone), now)
         self.pending = {name: obj for name, obj in self.pending.items() if name in seen}
@@ -235,24 +272,25 @@ class ClusterSync(KindSync):
 
     def apply(self, events: list[Event], now: Any, relist: bool = False) -> None:
         latest = {self.key(obj): (event, obj) for event, obj in events}
-        versions = dict(
-            Cluster.objects.filter(cluster_id__in=list(latest)).values_list("cluster_id", "resource_version")
-        )
+        managed = self.managed_id
+        mine = Cluster.objects.filter(managed_id=managed)
+        versions = dict(mine.filter(cluster_id__in=list(latest)).values_list("cluster_id", "resource_version"))
         rows = [
-            cluster_row(obj, now)
+            cluster_row(obj, now, managed)
             for key, (event, obj) in latest.items()
             if event != "DELETED" and versions.get(key) != _meta(obj).get("resourceVersion", "")
         ]
         Cluster.objects.bulk_create(
-            rows, update_conflicts=True, unique_fields=["cluster_id"], update_fields=CLUSTER_FIELDS
+            rows, update_conflicts=True, unique_fields=["managed", "cluster_id"], update_fields=CLUSTER_FIELDS
         )
         gone = [key for key, (event, _) in latest.items() if event == "DELETED"]
         if gone:
-            Cluster.objects.filter(cluster_id__in=gone).delete()
+            mine.filter(cluster_id__in=gone).delete()
 
     def relisted(self, seen: set[str], now: Any) -> None:
-        gone = [cid for cid in Cluster.objects.values_list("cluster_id", flat=True) if cid not in seen]
-        Cluster.objects.filter(cluster_id__in=gone).delete()
+        mine = Cluster.objects.filter(managed_id=self.managed_id)
+        gone = [cid for cid in mine.values_list("cluster_id", flat=True) if cid not in seen]
+        mine.filter(cluster_id__in=gone).delete()
 
 
 class VirtualNodeState:
@@ -263,12 +301,15 @@ class VirtualNodeState:
         self.virtual_nodes: dict[str, dict[str, Any]] = {}
         self.nodes: dict[str, dict[str, Any]] = {}
 
-    def write(self, keys: list[str] | None, now: Any) -> None:
-        """Rewrite the rows of ``keys`` (all VirtualNodes when None)."""
+    def write(self, keys: list[str] | None, now: Any, managed: ManagedRef = None) -> None:
+        """Rewrite the rows of ``keys`` (all VirtualNodes when None) in the snapshot of ``managed``."""
         chosen = self.virtual_nodes if keys is None else {k: self.virtual_nodes[k] for k in keys}
-        rows = [virtual_node_row(vn, self.nodes, now) for vn in chosen.values()]
+        rows = [virtual_node_row(vn, self.nodes, now, managed) for vn in chosen.values()]
         VirtualNode.objects.bulk_create(
-            rows, update_conflicts=True, unique_fields=["namespace", "name"], update_fields=VIRTUAL_NODE_FIELDS
+            rows,
+            update_conflicts=True,
+            unique_fields=["managed", "namespace", "name"],
+            update_fields=VIRTUAL_NODE_FIELDS,
         )
 
 
@@ -288,16 +329,19 @@ class VirtualNodeSync(KindSync):
             else:
                 self.state.virtual_nodes[key] = obj
                 changed.append(key)
-        self.state.write([k for k in dict.fromkeys(changed) if k in self.state.virtual_nodes], now)
+        managed = self.managed_id
+        self.state.write([k for k in dict.fromkeys(changed) if k in self.state.virtual_nodes], now, managed)
         for key in gone:
             namespace, _, name = key.partition("/")
-            VirtualNode.objects.filter(namespace=namespace, name=name).delete()
+            VirtualNode.objects.filter(managed_id=managed, namespace=namespace, name=name).delete()
 
     def relisted(self, seen: set[str], now: Any) -> None:
         self.state.virtual_nodes = {k: v for k, v in self.state.virtual_nodes.items() if k in seen}
         stale = [
             pk
-            for pk, ns, name in VirtualNode.objects.values_list("pk", "namespace", "name")
+            for pk, ns, name in VirtualNode.objects.filter(managed_id=self.managed_id).values_list(
+                "pk", "namespace", "name"
+            )
             if f"{ns}/{name}" not in seen
         ]
         VirtualNode.objects.filter(pk__in=stale).delete()
@@ -324,29 +368,43 @@ class NodeSync(KindSync):
             else:
                 self.state.nodes[name] = obj
         keys = [k for k, vn in self.state.virtual_nodes.items() if _meta(vn).get("name") in names]
-        self.state.write(keys, now)
+        self.state.write(keys, now, self.managed)
 
     def relisted(self, seen: set[str], now: Any) -> None:
         self.state.nodes = {k: v for k, v in self.state.nodes.items() if k in seen}
-        self.state.write(None, now)
+        self.state.write(None, now, self.managed)
 
 
 OFFLOADINGS = OffloadingSync()
 
 
+def build(managed: ManagedRef = None) -> dict[str, KindSync]:
+    """A fresh set of every kind (by kind), writing the snapshot of ``managed`` (None: the default
+    cluster): what a watcher of that cluster starts with."""
+    virtual_nodes = VirtualNodeState()
+    offloadings = OffloadingSync()
+    syncs: list[KindSync] = [
+        NamespaceSync(offloadings),
+        offloadings,
+        ClusterSync(),
+        VirtualNodeSync(virtual_nodes),
+        NodeSync(virtual_nodes),
+    ]
+    for extra in EXTRA_KINDS:
+        syncs += extra()
+    for sync in syncs:
+        sync.managed = managed
+    return {sync.kind: sync for sync in syncs}
+
+
 def reset() -> None:
-    """Register the built-in kinds afresh (what a new watcher process starts with)."""
+    """The default cluster's kinds afresh (what a new watcher process starts with)."""
     global OFFLOADINGS
     SYNCED.clear()
-    virtual_nodes = VirtualNodeState()
-    register(NamespaceSync())
-    OFFLOADINGS = OffloadingSync()
-    register(OFFLOADINGS)
-    register(ClusterSync())
-    register(VirtualNodeSync(virtual_nodes))
-    register(NodeSync(virtual_nodes))
-    for extra in EXTRA_KINDS:
-        extra()
+    SYNCED.update(build())
+    offloadings = SYNCED[OffloadingSync.kind]
+    assert isinstance(offloadings, OffloadingSync)
+    OFFLOADINGS = offloadings
 
 
 reset()

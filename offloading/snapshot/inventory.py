@@ -81,9 +81,14 @@ class PodSync(informer.KindSync):
 
     def apply(self, events: list[Event], now: Any, relist: bool = False) -> None:
         latest = {self.key(obj): (event, obj) for event, obj in events}
+        managed = self.managed_id
         namespaces = {key.split("/", 1)[0] for key in latest}
-        offloaded = set(Namespace.objects.filter(name__in=namespaces, offloaded=True).values_list("name", flat=True))
-        clusters = dict(VirtualNode.objects.values_list("name", "cluster_id"))
+        offloaded = set(
+            Namespace.objects.filter(managed_id=managed, name__in=namespaces, offloaded=True).values_list(
+                "name", flat=True
+            )
+        )
+        clusters = dict(VirtualNode.objects.filter(managed_id=managed).values_list("name", "cluster_id"))
         rows, gone = [], []
         for key, (event, obj) in latest.items():
             namespace, name = key.split("/", 1)
@@ -99,6 +104,7 @@ class PodSync(informer.KindSync):
             phase = status.get("phase") or ""
             rows.append(
                 Pod(
+                    managed_id=managed,
                     namespace=namespace,
                     name=name,
                     uid=_meta(obj).get("uid", ""),
@@ -116,7 +122,7 @@ class PodSync(informer.KindSync):
         Pod.objects.bulk_create(
             rows,
             update_conflicts=True,
-            unique_fields=["namespace", "name"],
+            unique_fields=["managed", "namespace", "name"],
             update_fields=[
                 "uid",
                 "node_name",
@@ -132,18 +138,17 @@ class PodSync(informer.KindSync):
             batch_size=500,
         )
         for namespace, name in gone:
-            Pod.objects.filter(namespace=namespace, name=name).delete()
+            Pod.objects.filter(managed_id=managed, namespace=namespace, name=name).delete()
 
     def relisted(self, seen: set[str], now: Any) -> None:
-        stale = [
-            pk for pk, ns, name in Pod.objects.values_list("pk", "namespace", "name") if f"{ns}/{name}" not in seen
-        ]
+        managed = self.managed_id
+        mine = Pod.objects.filter(managed_id=managed)
+        stale = [pk for pk, ns, name in mine.values_list("pk", "namespace", "name") if f"{ns}/{name}" not in seen]
         for start in range(0, len(stale), 500):
             Pod.objects.filter(pk__in=stale[start : start + 500]).delete()
         # Namespaces no longer offloaded keep no pods but those Liqo holds (on a virtual node, a Liqo reason).
-        Pod.objects.exclude(namespace__in=Namespace.objects.filter(offloaded=True).values("name")).filter(
-            cluster_id=""
-        ).exclude(reason__in=_LIQO_REASONS).delete()
+        offloaded = Namespace.objects.filter(managed_id=managed, offloaded=True).values("name")
+        mine.exclude(namespace__in=offloaded).filter(cluster_id="").exclude(reason__in=_LIQO_REASONS).delete()
 
 
 class EventSync(informer.KindSync):
@@ -155,6 +160,7 @@ class EventSync(informer.KindSync):
 
     def apply(self, events: list[Event], now: Any, relist: bool = False) -> None:
         rows, gone = [], []
+        managed = self.managed_id
         for event, obj in events:
             involved = obj.get("involvedObject") or {}
             if involved.get("kind") not in kube.EVENT_KINDS and not (
@@ -170,6 +176,7 @@ class EventSync(informer.KindSync):
             namespace = event_subject_namespace(involved, recorded_in)
             rows.append(
                 KubeEvent(
+                    managed_id=managed,
                     uid=uid,
                     namespace=namespace[:63],
                     recorded_in=recorded_in[:63],
@@ -188,23 +195,22 @@ class EventSync(informer.KindSync):
         KubeEvent.objects.bulk_create(
             rows,
             update_conflicts=True,
-            unique_fields=["uid"],
+            unique_fields=["managed", "uid"],
             update_fields=["namespace", "recorded_in", "type", "reason", "message", "count", "first_time", "last_time"],
             batch_size=500,
         )
         if gone:
-            KubeEvent.objects.filter(uid__in=gone).delete()
+            KubeEvent.objects.filter(managed_id=managed, uid__in=gone).delete()
 
     def relisted(self, seen: set[str], now: Any) -> None:
-        stale = [pk for pk, uid in KubeEvent.objects.values_list("pk", "uid") if uid not in seen]
+        mine = KubeEvent.objects.filter(managed_id=self.managed_id)
+        stale = [pk for pk, uid in mine.values_list("pk", "uid") if uid not in seen]
         for start in range(0, len(stale), 500):
             KubeEvent.objects.filter(pk__in=stale[start : start + 500]).delete()
 
 
-def register_all() -> None:
-    informer.register(PodSync())
-    informer.register(EventSync())
+def syncs() -> list[informer.KindSync]:
+    return [PodSync(), EventSync()]
 
 
-informer.EXTRA_KINDS.append(register_all)
-register_all()
+informer.add_kinds(syncs)

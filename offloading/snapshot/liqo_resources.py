@@ -62,6 +62,7 @@ class LiqoResourceSync(informer.KindSync):
 
     def apply(self, events: list[Event], now: Any, relist: bool = False) -> None:
         rows, gone = [], []
+        managed = self.managed_id
         for event, obj in events:
             meta = _meta(obj)
             namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
@@ -70,6 +71,7 @@ class LiqoResourceSync(informer.KindSync):
                 continue
             rows.append(
                 LiqoResource(
+                    managed_id=managed,
                     kind=self.kind,
                     namespace=namespace,
                     name=name,
@@ -81,28 +83,26 @@ class LiqoResourceSync(informer.KindSync):
         LiqoResource.objects.bulk_create(
             rows,
             update_conflicts=True,
-            unique_fields=["kind", "namespace", "name"],
+            unique_fields=["managed", "kind", "namespace", "name"],
             update_fields=["cluster_id", "data", "refreshed_at"],
             batch_size=500,
         )
         for namespace, name in gone:
-            LiqoResource.objects.filter(kind=self.kind, namespace=namespace, name=name).delete()
+            LiqoResource.objects.filter(managed_id=managed, kind=self.kind, namespace=namespace, name=name).delete()
 
     def relisted(self, seen: set[str], now: Any) -> None:
         stale = [
             pk
-            for pk, namespace, name in LiqoResource.objects.filter(kind=self.kind).values_list(
-                "pk", "namespace", "name"
-            )
+            for pk, namespace, name in LiqoResource.objects.filter(
+                managed_id=self.managed_id, kind=self.kind
+            ).values_list("pk", "namespace", "name")
             if f"{namespace}/{name}" not in seen
         ]
         LiqoResource.objects.filter(pk__in=stale).delete()
 
 
-def register_all() -> None:
-    for kind in KINDS:
-        informer.register(LiqoResourceSync(kind))
+def syncs() -> list[informer.KindSync]:
+    return [LiqoResourceSync(kind) for kind in KINDS]
 
 
-informer.EXTRA_KINDS.append(register_all)
-register_all()
+informer.add_kinds(syncs)

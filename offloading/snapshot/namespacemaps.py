@@ -9,6 +9,7 @@ from typing import Any
 
 from liqo_rules.mapping import local_map_cluster, map_entries
 from offloading.cluster import kube
+from offloading.models.fleet import ManagedRef, managed_pk
 from offloading.models.mapping import MappingEntry, PeerNamespaceMap
 
 
@@ -16,18 +17,20 @@ def object_meta(obj: dict[str, Any]) -> dict[str, Any]:
     return obj.get("metadata") or {}
 
 
-def write_map(nm: dict[str, Any], now: Any) -> bool:
-    """Store one NamespaceMap (a non-local one is ignored); True when something changed."""
+def write_map(nm: dict[str, Any], now: Any, managed: ManagedRef = None) -> bool:
+    """Store one NamespaceMap (a non-local one is ignored) in the snapshot of ``managed`` (None: the
+    default cluster); True when something changed."""
     cluster_id = local_map_cluster(nm)
     if not cluster_id:
         return False
+    managed = managed_pk(managed)
     meta = object_meta(nm)
     version = str(meta.get("resourceVersion") or "")
-    row = PeerNamespaceMap.objects.filter(cluster_id=cluster_id).first()
+    row = PeerNamespaceMap.objects.filter(managed_id=managed, cluster_id=cluster_id).first()
     if row is not None and version and row.resource_version == version:
         return False
     if row is None:
-        row = PeerNamespaceMap(cluster_id=cluster_id)
+        row = PeerNamespaceMap(managed_id=managed, cluster_id=cluster_id)
     row.namespace, row.name = meta.get("namespace", ""), meta.get("name", "")
     row.resource_version, row.refreshed_at = version, now
     row.save()
@@ -43,6 +46,7 @@ def write_map(nm: dict[str, Any], now: Any) -> bool:
         MappingEntry.objects.filter(pk__in=gone).delete()
     changed = [
         MappingEntry(
+            managed_id=managed,
             namespace_map=row,
             cluster_id=cluster_id,
             namespace=name,
@@ -56,16 +60,17 @@ def write_map(nm: dict[str, Any], now: Any) -> bool:
     MappingEntry.objects.bulk_create(
         changed,
         update_conflicts=True,
-        unique_fields=["cluster_id", "namespace"],
+        unique_fields=["managed", "cluster_id", "namespace"],
         update_fields=["namespace_map", "desired", "current_remote", "current_phase"],
         batch_size=500,
     )
     return True
 
 
-def forget_maps(keep: set[str] | None = None, drop: set[str] | None = None) -> None:
-    """Delete the maps of the clusters in ``drop``, or of every cluster not in ``keep``."""
-    rows = PeerNamespaceMap.objects.all()
+def forget_maps(keep: set[str] | None = None, drop: set[str] | None = None, managed: ManagedRef = None) -> None:
+    """Delete the maps of the peers in ``drop``, or of every peer not in ``keep``, of ``managed``'s
+    snapshot (None: the default cluster)."""
+    rows = PeerNamespaceMap.objects.filter(managed_id=managed_pk(managed))
     if drop is not None:
         rows = rows.filter(cluster_id__in=drop)
     elif keep is not None:
@@ -73,9 +78,11 @@ def forget_maps(keep: set[str] | None = None, drop: set[str] | None = None) -> N
     rows.delete()
 
 
-def refresh_maps(now: Any) -> int:
-    """The full refresh's part: LIST every NamespaceMap (paginated) and store the local ones; returns
-    the LIST calls made. Raises kube.KubeError like the other lists."""
+def refresh_maps(now: Any, managed: ManagedRef = None) -> int:
+    """The full refresh's part: LIST every NamespaceMap (paginated) and store the local ones in the
+    snapshot of ``managed`` (None: the default cluster); returns the LIST calls made. Raises
+    kube.KubeError like the other lists."""
+    managed = managed_pk(managed)
     calls, seen = 0, set()
     for page, _version in kube.list_pages("namespacemaps"):
         calls += 1
@@ -83,6 +90,6 @@ def refresh_maps(now: Any) -> int:
             cluster_id = local_map_cluster(nm)
             if cluster_id:
                 seen.add(cluster_id)
-                write_map(nm, now)
-    forget_maps(keep=seen)
+                write_map(nm, now, managed)
+    forget_maps(keep=seen, managed=managed)
     return calls

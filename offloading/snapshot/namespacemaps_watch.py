@@ -20,19 +20,19 @@ class NamespaceMapSync(informer.KindSync):
 
     def apply(self, events: list[informer.Event], now: Any, relist: bool = False) -> None:
         latest = {self.key(obj): (event, obj) for event, obj in events if local_map_cluster(obj)}
+        managed = self.managed_id
         for cluster_id, (event, obj) in latest.items():
             if event == "DELETED":
-                forget_maps(drop={cluster_id})
+                forget_maps(drop={cluster_id}, managed=managed)
             else:
-                write_map(obj, now)
+                write_map(obj, now, managed)
 
     def relisted(self, seen: set[str], now: Any) -> None:
-        forget_maps(keep=seen)
+        forget_maps(keep=seen, managed=self.managed_id)
 
 
-def register_all() -> None:
-    informer.register(NamespaceMapSync())
+def syncs() -> list[informer.KindSync]:
+    return [NamespaceMapSync()]
 
 
-informer.EXTRA_KINDS.append(register_all)
-register_all()
+informer.add_kinds(syncs)

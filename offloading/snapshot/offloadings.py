@@ -17,6 +17,7 @@ from django.db import transaction
 from liqo_rules import constants as liqo
 from liqo_rules.spec import FIELD_POD, apply_defaults, local_cluster_id_from
 from offloading.models import Cluster, Namespace, SnapshotState
+from offloading.models.fleet import ManagedRef, managed_pk
 from offloading.snapshot.drift import record_drift, record_label_drift
 from offloading.snapshot.store import NOT_OFFLOADED, parse_time, replace_offloading_rows
 
@@ -27,20 +28,23 @@ PAGE_BYTES = 3_000_000
 BYTES_PER_PEER = 300
 
 
-def offloading_page_size(peers: int | None = None) -> int:
-    """Offloadings per LIST page for ``peers`` peered clusters (default: the snapshot's count)."""
+def offloading_page_size(peers: int | None = None, managed: ManagedRef = None) -> int:
+    """Offloadings per LIST page for ``peers`` peered clusters (default: the count in the snapshot of
+    ``managed``, None: the default cluster)."""
     if peers is None:
-        peers = Cluster.objects.count()
+        peers = Cluster.objects.filter(managed_id=managed_pk(managed)).count()
     return max(5, min(OFFLOADING_PAGE, PAGE_BYTES // (BYTES_PER_PEER * max(1, peers))))
 
 
 class NamespaceRefresh:
     """One refresh's namespaces: :meth:`namespaces` first, :meth:`offloadings` per page, then
-    :meth:`finish`. Counts what it saw, changed and found drifted, like the whole-list refresh did."""
+    :meth:`finish`. Counts what it saw, changed and found drifted, like the whole-list refresh did.
+    Reads and writes only the rows of ``managed`` (None: the default cluster)."""
 
-    def __init__(self, now: Any) -> None:
+    def __init__(self, now: Any, managed: ManagedRef = None) -> None:
         self.now = now
-        self.baseline = SnapshotState.get().last_success_at is None
+        self.managed = managed_pk(managed)
+        self.baseline = SnapshotState.get(self.managed).last_success_at is None
         self.items: dict[str, dict[str, Any]] = {}  # listed namespaces by name
         self.settled: set[str] = set()  # namespaces whose offloading (or its absence) was handled
         # Labels before this refresh rewrote them, for label drift (decided once the offloading is known).
@@ -53,7 +57,8 @@ class NamespaceRefresh:
 
     def namespaces(self, listed: list[dict[str, Any]]) -> None:
         """Write the namespace rows that are new or changed; delete the ones no longer listed."""
-        existing = {n.name: n for n in Namespace.objects.defer("offloading_status", "offloading_spec")}
+        mine = Namespace.objects.filter(managed_id=self.managed)
+        existing = {n.name: n for n in mine.defer("offloading_status", "offloading_spec")}
         rows = []
         for item in listed:
             meta = item.get("metadata") or {}
@@ -63,6 +68,7 @@ class NamespaceRefresh:
             if old is not None and old.refreshed_at is not None and old.refreshed_at > self.now:
                 self.fresher.add(name)
             row = Namespace(
+                managed_id=self.managed,
                 name=name,
                 labels=meta.get("labels") or {},
                 status_phase=(item.get("status") or {}).get("phase", ""),
@@ -84,11 +90,15 @@ class NamespaceRefresh:
         update_fields = ["labels", "status_phase", "created_at", "refreshed_at"]
         with transaction.atomic():
             Namespace.objects.bulk_create(
-                rows, update_conflicts=True, unique_fields=["name"], update_fields=update_fields, batch_size=1000
+                rows,
+                update_conflicts=True,
+                unique_fields=["managed", "name"],
+                update_fields=update_fields,
+                batch_size=1000,
             )
             gone = [name for name in existing if name not in self.items]
-            if gone:
-                Namespace.objects.filter(name__in=gone).delete()
+            for start in range(0, len(gone), 1000):
+                mine.filter(name__in=gone[start : start + 1000]).delete()
 
     def offloadings_page(self, page: list[dict[str, Any]]) -> None:
         """Write the namespaces whose offloading is on this page."""
@@ -119,7 +129,7 @@ class NamespaceRefresh:
         if not observed:
             return
         self.settled.update(observed)
-        rows = Namespace.objects.filter(name__in=list(observed)).defer("offloading_status")
+        rows = Namespace.objects.filter(managed_id=self.managed, name__in=list(observed)).defer("offloading_status")
         changed: dict[str, dict[str, Any] | None] = {}
         for old in _in_order(rows, observed):
             obj = observed[old.name]
@@ -145,7 +155,7 @@ class NamespaceRefresh:
                 self.drift += 1
         self.changed += len(changed)
         # The first refresh only learns the state: it has no transitions to report.
-        replace_offloading_rows(changed, self.now, history=not self.baseline)
+        replace_offloading_rows(changed, self.now, history=not self.baseline, managed=self.managed)
 
 
 def _pod_strategy(spec: dict[str, Any] | None) -> str | None:

@@ -22,6 +22,7 @@ from offloading.models import (
     SnapshotState,
     VirtualNode,
 )
+from offloading.models.fleet import ManagedRef, managed_pk
 from offloading.queue import enqueue_refresh
 from offloading.snapshot.namespacemaps import refresh_maps
 from offloading.snapshot.offloadings import NamespaceRefresh, offloading_page_size
@@ -38,9 +39,9 @@ _REFRESH_REQUESTED = "liqo-dash:refresh-requested"
 _REFRESH_AGAIN = "liqo-dash:refresh-again"
 
 
-def local_cluster_id() -> str:
+def local_cluster_id(managed: ManagedRef = None) -> str:
     """The configured local cluster id, else the one the refresh discovered (may be empty)."""
-    return settings.LIQO_DASH["LOCAL_CLUSTER_ID"] or SnapshotState.get().local_cluster_id
+    return settings.LIQO_DASH["LOCAL_CLUSTER_ID"] or SnapshotState.get(managed).local_cluster_id
 
 
 _INFORMER_ALIVE = "liqo-dash:informer-alive"
@@ -80,7 +81,7 @@ class RefreshReport:
     error: str = ""
 
 
-def refresh_once() -> RefreshReport | None:
+def refresh_once(managed: ManagedRef = None) -> RefreshReport | None:
     """Run :func:`refresh` unless one is already running anywhere; a refresh asked for meanwhile
     runs right after the current one (so no trigger is lost). Returns None when it only queued."""
     owner = f"{time.monotonic()}:{random.random()}"
@@ -92,7 +93,7 @@ def refresh_once() -> RefreshReport | None:
     # A trigger that arrives from now on must schedule another refresh: this one may list too early.
     cache.delete(_REFRESH_REQUESTED)
     try:
-        return refresh()
+        return refresh(managed)
     finally:
         if cache.get(_REFRESH_LOCK) == owner:
             cache.delete(_REFRESH_LOCK)
@@ -100,12 +101,14 @@ def refresh_once() -> RefreshReport | None:
             enqueue_refresh(countdown=0.2)
 
 
-def refresh() -> RefreshReport:
-    """Rebuild the snapshot from a constant number of paginated LIST calls; record drift."""
+def refresh(managed: ManagedRef = None) -> RefreshReport:
+    """Rebuild the snapshot of ``managed`` (None: the default cluster) from a constant number of paginated
+    LIST calls; record drift. Only that cluster's rows are written, and only its rows not listed are
+    deleted. (The LISTs go through the process's client, offloading.cluster.kube.)"""
     started = time.monotonic()
     now = timezone.now()
-    SnapshotState.objects.get_or_create(pk=1)
-    SnapshotState.objects.filter(pk=1).update(last_attempt_at=now)
+    managed = managed_pk(managed)
+    SnapshotState.touch(managed, last_attempt_at=now)
     try:
         listed = {
             "fc": kube.list_foreign_clusters(),
@@ -114,13 +117,13 @@ def refresh() -> RefreshReport:
             "ns": kube.list_namespaces(),
         }
     except kube.KubeError as exc:
-        SnapshotState.objects.filter(pk=1).update(last_error=exc.message)
+        SnapshotState.touch(managed, last_error=exc.message)
         return RefreshReport(ok=False, error=exc.message)
     calls = sum(result.calls for result in listed.values())
     report = RefreshReport(ok=True)
     with transaction.atomic():
-        report.clusters = _store_clusters(listed["fc"].items, listed["vn"].items, listed["nodes"].items, now)
-    namespaces = NamespaceRefresh(now)
+        report.clusters = _store_clusters(listed["fc"].items, listed["vn"].items, listed["nodes"].items, now, managed)
+    namespaces = NamespaceRefresh(now, managed)
     namespaces.namespaces(listed["ns"].items)
     report.namespaces = len(listed["ns"].items)
     del listed  # the offloadings are read a page at a time (see nsrefresh): memory stays flat
@@ -130,11 +133,11 @@ def refresh() -> RefreshReport:
             namespaces.offloadings_page(page)
     except kube.KubeError as exc:
         # The pages written so far hold what was listed; the namespaces not reached wait for the next refresh.
-        SnapshotState.objects.filter(pk=1).update(last_error=exc.message)
+        SnapshotState.touch(managed, last_error=exc.message)
         return RefreshReport(ok=False, list_calls=calls, error=exc.message)
     namespaces.finish()
     try:
-        calls += refresh_maps(now)
+        calls += refresh_maps(now, managed)
     except kube.KubeError as exc:
         log.warning("NamespaceMaps not listed: %s", exc.message)  # the offloadings are still good
     report.list_calls = calls
@@ -147,7 +150,7 @@ def refresh() -> RefreshReport:
     }
     if namespaces.local_cluster_id:
         updates["local_cluster_id"] = namespaces.local_cluster_id
-    SnapshotState.objects.filter(pk=1).update(**updates)
+    SnapshotState.touch(managed, **updates)
     return report
 
 
@@ -165,7 +168,7 @@ CLUSTER_FIELDS = [
 VIRTUAL_NODE_FIELDS = ["cluster_id", "labels", "has_node", "capacity", "healthy", "conditions", "refreshed_at"]
 
 
-def cluster_row(fc: dict[str, Any], now: Any) -> Cluster:
+def cluster_row(fc: dict[str, Any], now: Any, managed: ManagedRef = None) -> Cluster:
     """The snapshot row of one ForeignCluster (peer conditions summed up per module)."""
     meta, spec, status = fc.get("metadata") or {}, fc.get("spec") or {}, fc.get("status") or {}
     modules = status.get("modules") or {}
@@ -177,7 +180,7 @@ def cluster_row(fc: dict[str, Any], now: Any) -> Cluster:
             "alerts": alerts,
             "conditions": (modules.get(module) or {}).get("conditions") or [],
         }
-    return Cluster(
+    row = Cluster(
         cluster_id=spec.get("clusterID") or meta.get("name", ""),
         name=meta.get("name", ""),
         role=status.get("role", "Unknown"),
@@ -189,13 +192,18 @@ def cluster_row(fc: dict[str, Any], now: Any) -> Cluster:
         resource_version=meta.get("resourceVersion", ""),
         refreshed_at=now,
     )
+    if managed is not None:  # else the default cluster, filled in when written (offloading.models.fleet)
+        row.managed_id = managed_pk(managed)
+    return row
 
 
-def virtual_node_row(vn: dict[str, Any], nodes_by_name: dict[str, dict[str, Any]], now: Any) -> VirtualNode:
+def virtual_node_row(
+    vn: dict[str, Any], nodes_by_name: dict[str, dict[str, Any]], now: Any, managed: ManagedRef = None
+) -> VirtualNode:
     """The snapshot row of one VirtualNode, with the labels of its Node (when there is one)."""
     meta, spec = vn.get("metadata") or {}, vn.get("spec") or {}
     node = liqo_peers.node_of(vn, nodes_by_name)
-    return VirtualNode(
+    row = VirtualNode(
         namespace=meta.get("namespace", ""),
         name=meta.get("name", ""),
         cluster_id=spec.get("clusterID", ""),
@@ -206,26 +214,37 @@ def virtual_node_row(vn: dict[str, Any], nodes_by_name: dict[str, dict[str, Any]
         conditions=(vn.get("status") or {}).get("conditions") or [],
         refreshed_at=now,
     )
+    if managed is not None:
+        row.managed_id = managed_pk(managed)
+    return row
 
 
 def _store_clusters(
-    foreign_clusters: list[dict[str, Any]], virtual_nodes: list[dict[str, Any]], nodes: list[dict[str, Any]], now: Any
+    foreign_clusters: list[dict[str, Any]],
+    virtual_nodes: list[dict[str, Any]],
+    nodes: list[dict[str, Any]],
+    now: Any,
+    managed: int,
 ) -> int:
-    rows = [cluster_row(fc, now) for fc in foreign_clusters]
-    Cluster.objects.bulk_create(rows, update_conflicts=True, unique_fields=["cluster_id"], update_fields=CLUSTER_FIELDS)
-    Cluster.objects.exclude(cluster_id__in=[r.cluster_id for r in rows]).delete()
+    rows = [cluster_row(fc, now, managed) for fc in foreign_clusters]
+    Cluster.objects.bulk_create(
+        rows, update_conflicts=True, unique_fields=["managed", "cluster_id"], update_fields=CLUSTER_FIELDS
+    )
+    Cluster.objects.filter(managed_id=managed).exclude(cluster_id__in=[r.cluster_id for r in rows]).delete()
 
     nodes_by_name = {str((n.get("metadata") or {}).get("name", "")): n for n in nodes}
-    vn_rows = [virtual_node_row(vn, nodes_by_name, now) for vn in virtual_nodes]
+    vn_rows = [virtual_node_row(vn, nodes_by_name, now, managed) for vn in virtual_nodes]
     VirtualNode.objects.bulk_create(
         vn_rows,
         update_conflicts=True,
-        unique_fields=["namespace", "name"],
+        unique_fields=["managed", "namespace", "name"],
         update_fields=VIRTUAL_NODE_FIELDS,
     )
     keep = {(v.namespace, v.name) for v in vn_rows}
     stale = [
-        pk for pk, ns, name in VirtualNode.objects.values_list("pk", "namespace", "name") if (ns, name) not in keep
+        pk
+        for pk, ns, name in VirtualNode.objects.filter(managed_id=managed).values_list("pk", "namespace", "name")
+        if (ns, name) not in keep
     ]
     VirtualNode.objects.filter(pk__in=stale).delete()
     return len(rows)

@@ -21,6 +21,7 @@ from offloading.models import (
     Namespace,
     StatusTransition,
 )
+from offloading.models.fleet import ManagedRef, managed_pk
 
 log = logging.getLogger(__name__)
 
@@ -82,9 +83,10 @@ NOT_OFFLOADED: dict[str, Any] = {
 _IDLE_STATES = ("", "NotSelected")
 
 
-def _cluster_rows(namespace_id: int, obj: dict[str, Any]) -> list[ClusterOffloading]:
+def _cluster_rows(namespace_id: int, obj: dict[str, Any], managed: int) -> list[ClusterOffloading]:
     return [
         ClusterOffloading(
+            managed_id=managed,
             namespace_id=namespace_id,
             cluster_id=row["cluster_id"],
             selected=bool(row["selected"]),
@@ -121,24 +123,27 @@ def update_rows(rows: list[Any], field_names: list[str]) -> None:
         cursor.executemany(sql, params)
 
 
-def replace_offloading_rows(observed: dict[str, dict[str, Any] | None], now: Any, history: bool = True) -> int:
+def replace_offloading_rows(
+    observed: dict[str, dict[str, Any] | None], now: Any, history: bool = True, managed: ManagedRef = None
+) -> int:
     """Write the observed NamespaceOffloading (or None: not offloaded) of each namespace name into the
-    snapshot: the namespace row, its per-cluster rows, and a StatusTransition for every phase or
-    per-cluster state that changed. Returns how many transitions were recorded."""
+    snapshot of ``managed`` (None: the default cluster): the namespace row, its per-cluster rows, and a
+    StatusTransition for every phase or per-cluster state that changed. Returns how many transitions
+    were recorded."""
     if not observed:
         return 0
     with transaction.atomic():
-        return _replace_offloading_rows(observed, now, history)
+        return _replace_offloading_rows(observed, now, history, managed_pk(managed))
 
 
-def _replace_offloading_rows(observed: dict[str, dict[str, Any] | None], now: Any, history: bool) -> int:
+def _replace_offloading_rows(observed: dict[str, dict[str, Any] | None], now: Any, history: bool, managed: int) -> int:
     # Why the row locks: apply, watcher and refresh may write the same namespace at once; on
     # PostgreSQL the delete + insert of its per-cluster rows would otherwise collide. Locking in name
     # order avoids deadlocks; SQLite's IMMEDIATE transactions already serialise writers.
     namespaces = {
         n.name: n
         for n in Namespace.objects.select_for_update()
-        .filter(name__in=list(observed))
+        .filter(managed_id=managed, name__in=list(observed))
         .only("pk", "name", "offloaded", "offloading_phase")
         .order_by("name")
     }
@@ -158,14 +163,18 @@ def _replace_offloading_rows(observed: dict[str, dict[str, Any] | None], now: An
         if fields["offloading_phase"] != namespace.offloading_phase:
             transitions.append(
                 StatusTransition(
-                    time=now, namespace=name, old=namespace.offloading_phase, new=fields["offloading_phase"]
+                    managed_id=managed,
+                    time=now,
+                    namespace=name,
+                    old=namespace.offloading_phase,
+                    new=fields["offloading_phase"],
                 )
             )
         for field_name, value in fields.items():
             setattr(namespace, field_name, value)
         namespace.refreshed_at = now
         updated.append(namespace)
-        rows = _cluster_rows(namespace.pk, obj) if obj else []
+        rows = _cluster_rows(namespace.pk, obj, managed) if obj else []
         new_rows += rows
         new_states = {row.cluster_id: row.state for row in rows}
         before_states = old_states.get(namespace.pk, {})
@@ -173,7 +182,9 @@ def _replace_offloading_rows(observed: dict[str, dict[str, Any] | None], now: An
             before, after = before_states.get(cluster_id, ""), new_states.get(cluster_id, "")
             if before != after:
                 transitions.append(
-                    StatusTransition(time=now, namespace=name, cluster_id=cluster_id, old=before, new=after)
+                    StatusTransition(
+                        managed_id=managed, time=now, namespace=name, cluster_id=cluster_id, old=before, new=after
+                    )
                 )
     update_rows(updated, [*NOT_OFFLOADED, "refreshed_at"])
     ClusterOffloading.objects.filter(namespace_id__in=[n.pk for n in updated if n.pk in old_states]).delete()
@@ -184,10 +195,10 @@ def _replace_offloading_rows(observed: dict[str, dict[str, Any] | None], now: An
     return len(transitions)
 
 
-def store_offloading(namespace_name: str, obj: dict[str, Any]) -> None:
+def store_offloading(namespace_name: str, obj: dict[str, Any], managed: ManagedRef = None) -> None:
     """Write one observed NamespaceOffloading into the snapshot (after our own apply)."""
-    replace_offloading_rows({namespace_name: obj}, timezone.now())
+    replace_offloading_rows({namespace_name: obj}, timezone.now(), managed=managed)
 
 
-def mark_namespace_unoffloaded(namespace_name: str) -> None:
-    replace_offloading_rows({namespace_name: None}, timezone.now())
+def mark_namespace_unoffloaded(namespace_name: str, managed: ManagedRef = None) -> None:
+    replace_offloading_rows({namespace_name: None}, timezone.now(), managed=managed)

@@ -1,0 +1,136 @@
+"""Which managed cluster a snapshot row belongs to (issue 28): the ``managed`` foreign key every snapshot,
+inventory and mapping table carries, and the default cluster's primary key for rows written by code that
+names no cluster.
+
+Why the default is filled in at save time (``ManagedClusterKey.pre_save``), from a memo:
+
+* Not a field ``default``: Django calls a default when an instance is *built* (an unsaved Namespace a
+  preview builds would cost a query), and the schema editor calls it during migrations, where the real
+  ManagedCluster model may not match the table yet. ``pre_save`` runs only when a row is written, for
+  ``save()`` and for every object of a ``bulk_create`` alike; ``has_default()`` stays False, so
+  migrations never call it, and ``deconstruct`` names a plain ``ForeignKey``, so the migrations hold
+  nothing of this module.
+* One lookup, not one per row: the default's primary key is memoised (per process once committed, per
+  transaction until then), so a bulk_create of 10,000 rows that name no cluster costs at most one query
+  more than before.
+* A memo that is never wrong for long, nor wrong at all about rows that may vanish:
+
+  - read outside a transaction (autocommit), the row is committed: the memo holds for ``TTL`` seconds
+    (another process may make another cluster the default; this process follows within ``TTL``);
+  - read inside a transaction, the row may be uncommitted (made by ``ensure_configured`` in that very
+    transaction, or in a test's transaction that will be rolled back): the memo is *provisional*, tied
+    to a marker registered with ``transaction.on_commit`` on that connection. Django drops the marker
+    when the transaction or the savepoint it was registered in rolls back, and runs it at commit, which
+    promotes the memo. A provisional memo is used only while its marker is still pending on the
+    connection (an O(1) check); otherwise the row is looked up again (once);
+  - ``forget_default`` clears it: on post_migrate (``migrate`` and ``flush`` both send it, see
+    offloading/apps.py) and whenever a ManagedCluster row is saved or deleted in this process.
+
+With no default row at all (a flushed database), ``ensure_configured`` makes it, as the pages do.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, TypeAlias
+
+from django.db import connections, models, router, transaction
+
+from offloading.models.managed import ManagedCluster, ensure_configured
+
+# How writers name a cluster: the row, its primary key, or None for the default cluster.
+ManagedRef: TypeAlias = ManagedCluster | int | None
+
+TTL = 60.0
+
+_committed: dict[str, tuple[int, float]] = {}  # alias -> (pk, monotonic time it was read)
+# .memo: alias -> (pk, marker, its index in the connection's run_on_commit): read inside a transaction
+# not yet committed.
+_provisional = threading.local()
+
+
+class _Marker:
+    """The on_commit callback of one provisional memo: committing promotes it."""
+
+    def __init__(self, alias: str, pk: int) -> None:
+        self.alias, self.pk = alias, pk
+
+    def __call__(self) -> None:
+        _committed[self.alias] = (self.pk, time.monotonic())
+
+
+def _pending(alias: str, marker: _Marker, index: int) -> bool:
+    """Whether ``marker`` still waits for its transaction's commit. O(1): the callbacks registered before
+    it are dropped only with it (a rollback drops those of the rolled-back savepoint and every later
+    one), so while it is pending it stays at the index it was registered at."""
+    waiting = connections[alias].run_on_commit
+    return index < len(waiting) and waiting[index][1] is marker
+
+
+def default_managed_pk() -> int:
+    """The primary key of the default managed cluster, from the memo (see the module's docstring)."""
+    alias = router.db_for_write(ManagedCluster)
+    found = _committed.get(alias)
+    if found is not None and time.monotonic() - found[1] < TTL:
+        return found[0]
+    memo: dict[str, tuple[int, _Marker, int]] = getattr(_provisional, "memo", None) or {}
+    held = memo.get(alias)
+    if held is not None and _pending(alias, held[1], held[2]):
+        return held[0]
+    pk = ManagedCluster.objects.using(alias).filter(is_default=True).values_list("pk", flat=True).first()
+    if pk is None:
+        pk = ensure_configured()[0].pk
+    connection = connections[alias]
+    if connection.in_atomic_block:
+        marker = _Marker(alias, pk)
+        transaction.on_commit(marker, using=alias)
+        memo[alias] = (pk, marker, len(connection.run_on_commit) - 1)
+        _provisional.memo = memo
+    else:
+        _committed[alias] = (pk, time.monotonic())
+    return pk
+
+
+def forget_default(*args: Any, **kwargs: Any) -> None:
+    """Drop the memo (a signal handler: post_migrate, ManagedCluster saved or deleted)."""
+    _committed.clear()
+    _provisional.memo = {}
+
+
+def managed_pk(managed: ManagedRef) -> int:
+    """The primary key of ``managed``: a ManagedCluster, its primary key, or None for the default cluster."""
+    if managed is None:
+        return default_managed_pk()
+    if isinstance(managed, ManagedCluster):
+        return int(managed.pk)
+    return int(managed)
+
+
+class ManagedClusterKey(models.ForeignKey):
+    """The ``managed`` column of the snapshot tables: a plain foreign key to ManagedCluster (on delete,
+    the cluster's rows go with it) whose unset value is the default cluster, filled in when the row is
+    written (see the module's docstring)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("to", ManagedCluster)
+        kwargs.setdefault("on_delete", models.CASCADE)
+        kwargs.setdefault("related_name", "+")
+        super().__init__(*args, **kwargs)
+
+    def pre_save(self, model_instance: models.Model, add: bool) -> Any:
+        value = getattr(model_instance, self.attname)
+        if value is None:
+            value = default_managed_pk()
+            setattr(model_instance, self.attname, value)
+        return value
+
+    def deconstruct(self) -> Any:
+        name, _path, args, kwargs = super().deconstruct()
+        return name, "django.db.models.ForeignKey", args, kwargs
+
+
+models.signals.post_save.connect(forget_default, sender=ManagedCluster, dispatch_uid="liqo-dash-default-managed-save")
+models.signals.post_delete.connect(
+    forget_default, sender=ManagedCluster, dispatch_uid="liqo-dash-default-managed-delete"
+)
