@@ -335,6 +335,8 @@ def test_non_admins_can_neither_edit_nor_remove(client: Any, django_user_model: 
             assert client.get(url).status_code == 403
             refused = client.post(url, {"confirm": cluster.name, "api_server_url": nowhere(), "token": "t"})
             assert refused.status_code == 403 and "Admins only" in refused.content.decode()
+            # A cluster that does not exist gets the same answer: no name can be probed.
+            assert client.get(reverse(route, args=["no-such-cluster"])).status_code == 403
         listing = client.get(reverse(LIST)).content.decode()
         assert reverse(EDIT, args=[cluster.name]) not in listing
     row = ManagedCluster.objects.get(pk=cluster.pk)

@@ -211,15 +211,22 @@ def _read_only(request: HttpRequest, cluster: ManagedCluster, reason: str, actio
     )
 
 
+def _changeable(request: HttpRequest, name: str, action: str, refusal: str) -> ManagedCluster | HttpResponse:
+    """The cluster ``name`` when the user may ``action`` it here, or the answer that says why not. Admins
+    only, asked first: whoever else asks learns nothing, not even whether the cluster exists."""
+    if not _is_admin(request):
+        return _forbidden(request, action, refusal)
+    cluster = get_object_or_404(ManagedCluster, name=name)
+    reason = read_only_reason(cluster, action)
+    return _read_only(request, cluster, reason, action) if reason else cluster
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 def managed_edit(request: HttpRequest, name: str) -> HttpResponse:
-    cluster = get_object_or_404(ManagedCluster, name=name)
-    if not _is_admin(request):
-        return _forbidden(request, "edit", ADMINS_ONLY_EDIT)
-    reason = read_only_reason(cluster)
-    if reason:
-        return _read_only(request, cluster, reason, "edit")
+    cluster = _changeable(request, name, "edit", ADMINS_ONLY_EDIT)
+    if isinstance(cluster, HttpResponse):
+        return cluster
     form = EditForm(request.POST if request.method == "POST" else None, cluster=cluster)
     if request.method == "POST" and form.is_valid():
         changed, rotated = form.changed_settings(), form.given_credentials()
@@ -324,12 +331,9 @@ def removal_of(cluster: ManagedCluster) -> Removal:
 @login_required
 @require_http_methods(["GET", "POST"])
 def managed_remove(request: HttpRequest, name: str) -> HttpResponse:
-    cluster = get_object_or_404(ManagedCluster, name=name)
-    if not _is_admin(request):
-        return _forbidden(request, "remove", ADMINS_ONLY_REMOVE)
-    reason = read_only_reason(cluster, "remove")
-    if reason:
-        return _read_only(request, cluster, reason, "remove")
+    cluster = _changeable(request, name, "remove", ADMINS_ONLY_REMOVE)
+    if isinstance(cluster, HttpResponse):
+        return cluster
     removal = removal_of(cluster)
     form = RemoveForm(request.POST if request.method == "POST" else None, cluster=cluster)
     status = 200
