@@ -84,20 +84,20 @@ def read_object(method: Any, *args: Any, timeout: float | None = None, **kwargs:
     return obj if isinstance(obj, dict) else {}
 
 
-def _custom() -> client.CustomObjectsApi:
-    return client.CustomObjectsApi(api_client())
+def _custom(api: client.ApiClient | None = None) -> client.CustomObjectsApi:
+    return client.CustomObjectsApi(api or api_client())
 
 
 def _coordination() -> client.CoordinationV1Api:
     return client.CoordinationV1Api(api_client())
 
 
-def _apps() -> client.AppsV1Api:
-    return client.AppsV1Api(api_client())
+def _apps(api: client.ApiClient | None = None) -> client.AppsV1Api:
+    return client.AppsV1Api(api or api_client())
 
 
-def _core() -> client.CoreV1Api:
-    return client.CoreV1Api(api_client())
+def _core(api: client.ApiClient | None = None) -> client.CoreV1Api:
+    return client.CoreV1Api(api or api_client())
 
 
 def _authorization() -> client.AuthorizationV1Api:
@@ -263,31 +263,32 @@ WATCHED_KINDS = (
 EVENT_KINDS = ("NamespaceOffloading", "Namespace")
 
 
-def _list_method(kind: str) -> tuple[Any, tuple[Any, ...], dict[str, Any]]:
+def _list_method(kind: str, api: client.ApiClient | None = None) -> tuple[Any, tuple[Any, ...], dict[str, Any]]:
+    """The list method of ``kind`` on ``api`` (a managed cluster's client; the process's own by default)."""
     if kind == "namespaceoffloadings":
-        return _custom().list_cluster_custom_object, _NSOFF, {}
+        return _custom(api).list_cluster_custom_object, _NSOFF, {}
     if kind == "foreignclusters":
-        return _custom().list_cluster_custom_object, _FC, {}
+        return _custom(api).list_cluster_custom_object, _FC, {}
     if kind == "virtualnodes":
-        return _custom().list_cluster_custom_object, _VN, {}
+        return _custom(api).list_cluster_custom_object, _VN, {}
     if kind == "nodes":
-        return _core().list_node, (), {"label_selector": f"{liqo.VIRTUAL_NODE_TYPE_LABEL}=virtual-node"}
+        return _core(api).list_node, (), {"label_selector": f"{liqo.VIRTUAL_NODE_TYPE_LABEL}=virtual-node"}
     if kind == "namespaces":
-        return _core().list_namespace, (), {}
+        return _core(api).list_namespace, (), {}
     if kind == "pods":
-        return _core().list_pod_for_all_namespaces, (), {}
+        return _core(api).list_pod_for_all_namespaces, (), {}
     if kind == "events":
-        return _core().list_event_for_all_namespaces, (), {}
+        return _core(api).list_event_for_all_namespaces, (), {}
     if kind == "namespacemaps":
-        return _custom().list_cluster_custom_object, _NSMAP, {}
+        return _custom(api).list_cluster_custom_object, _NSMAP, {}
     if kind == "resourceslices":
-        return _custom().list_cluster_custom_object, _RSLICE, {}
+        return _custom(api).list_cluster_custom_object, _RSLICE, {}
     if kind == "tenants":
-        return _custom().list_cluster_custom_object, _TENANT, {}
+        return _custom(api).list_cluster_custom_object, _TENANT, {}
     if kind == "quotas":
-        return _custom().list_cluster_custom_object, _QUOTA, {}
+        return _custom(api).list_cluster_custom_object, _QUOTA, {}
     if kind == "deployments":  # the controller manager's, in Liqo's namespace: its image tag is the version
-        return _apps().list_namespaced_deployment, ("liqo",), {"label_selector": CONTROLLER_MANAGER_SELECTOR}
+        return _apps(api).list_namespaced_deployment, ("liqo",), {"label_selector": CONTROLLER_MANAGER_SELECTOR}
     raise ValueError(f"unknown kind {kind}")
 
 
@@ -318,11 +319,14 @@ def storable(value: Any) -> Any:
     return value
 
 
-def list_pages(kind: str, page_size: int | None = None) -> Iterator[tuple[list[dict[str, Any]], str]]:
+def list_pages(
+    kind: str, page_size: int | None = None, api: client.ApiClient | None = None
+) -> Iterator[tuple[list[dict[str, Any]], str]]:
     """LIST ``kind`` one page at a time (limit/continue), yielding ``(items, resourceVersion)``: the
     version is the list's own on the last page (empty before), where a watch starts. Nothing holds the
-    whole list. A continue token that expired (410) raises KubeError kind ``gone``: list again."""
-    method, args, kwargs = _list_method(kind)
+    whole list. A continue token that expired (410) raises KubeError kind ``gone``: list again. ``api``:
+    the cluster's client (a managed cluster's; the process's own by default)."""
+    method, args, kwargs = _list_method(kind, api)
     token = None
     while True:
         page, _ = _call(method, *args, limit=page_size or LIST_PAGE_SIZE, _continue=token, **kwargs)
@@ -359,10 +363,13 @@ class _RawWatch(k8s_watch.Watch):
         return super().unmarshal_event(data, None)
 
 
-def watch(kind: str, resource_version: str, timeout_seconds: int = 300) -> Iterator[tuple[str, dict[str, Any]]]:
+def watch(
+    kind: str, resource_version: str, timeout_seconds: int = 300, api: client.ApiClient | None = None
+) -> Iterator[tuple[str, dict[str, Any]]]:
     """Stream ``(type, object)`` watch events of ``kind`` after ``resource_version``, bookmarks
-    included (type ``BOOKMARK``). Raises KubeError: kind ``gone`` when the version is too old."""
-    method, args, kwargs = _list_method(kind)
+    included (type ``BOOKMARK``), from ``api`` (the process's own client by default). Raises KubeError:
+    kind ``gone`` when the version is too old."""
+    method, args, kwargs = _list_method(kind, api)
     watcher = _RawWatch()
     try:
         for event in watcher.stream(

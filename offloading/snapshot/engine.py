@@ -189,8 +189,14 @@ class KindWatcher(threading.Thread):
         timeout_seconds: int,
         writer: SnapshotWriter | None = None,
         resync_seconds: float | None = None,
+        api: Any = None,
     ) -> None:
+        """``api``: the client of the cluster whose ``writer`` this feeds (a managed cluster's kubernetes
+        ApiClient); None for the process's own cluster, the only one whose failures and recoveries are
+        the API server's health (offloading.cluster.breaker): another cluster's outage must not stop
+        the process's own changes."""
         super().__init__(name=f"watch-{kind}", daemon=True)
+        self.api = api
         self.kind = kind
         self.stop_event = stop
         self.timeout_seconds = timeout_seconds
@@ -213,7 +219,7 @@ class KindWatcher(threading.Thread):
                     return ""
         seen: set[str] = set()
         version = ""
-        for items, page_version in kube.list_pages(self.kind, sync.page_size()):
+        for items, page_version in kube.list_pages(self.kind, sync.page_size(), self.api):
             seen.update(sync.key(obj) for obj in items)
             self.writer.page(self.kind, items)
             version = page_version
@@ -227,16 +233,16 @@ class KindWatcher(threading.Thread):
                 if not self.resource_version or time.monotonic() - self.listed_at > self.resync_seconds:
                     self.resource_version = ""
                     self.lists += 1
-                    if self.lists > 1:
+                    if self.lists > 1 and self.api is None:
                         _count_restart(self.kind)
                     self.resource_version = self.relist()
                     self.listed_at = time.monotonic()
                     self.healthy = True
-                    if apihealth.report_success():
+                    if self.api is None and apihealth.report_success():
                         apihealth.resume_waiting()
                 left = self.resync_seconds - (time.monotonic() - self.listed_at)
                 timeout = max(1, min(self.timeout_seconds, int(left) + 1))
-                for event_type, obj in kube.watch(self.kind, self.resource_version, timeout):
+                for event_type, obj in kube.watch(self.kind, self.resource_version, timeout, self.api):
                     failures = 0
                     self.healthy = True
                     version = (obj.get("metadata") or {}).get("resourceVersion")
@@ -254,8 +260,9 @@ class KindWatcher(threading.Thread):
                     continue
                 failures += 1
                 self.healthy = False
-                _count_restart(self.kind)
-                if exc.unreachable:
+                if self.api is None:
+                    _count_restart(self.kind)
+                if exc.unreachable and self.api is None:
                     apihealth.report_failure(exc)
                 self.writer.failed(exc.message)
                 # Capped low: after an outage the snapshot must follow the cluster again within seconds.
