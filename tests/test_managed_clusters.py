@@ -26,7 +26,7 @@ from kubernetes import client as k8s_client
 from offloading import tasks
 from offloading.cluster import kube
 from offloading.cluster import managed as managedclient
-from offloading.models import ManagedCluster
+from offloading.models import ManagedCluster, Namespace
 from offloading.models.managed import (
     Credentials,
     CredentialsKeyMissing,
@@ -122,6 +122,26 @@ def test_the_default_cluster_comes_back_when_its_row_is_missing(db: Any) -> None
     ManagedCluster.objects.all().delete()
     (default,) = ensure_configured([])
     assert (default.name, default.is_default, default.context) == ("default", True, "")
+
+
+def test_the_default_cluster_does_not_move_away_from_its_rows(db: Any) -> None:
+    """A setting that names another context first later (``a,b`` becomes ``b,a``) would leave the
+    snapshot under a cluster no page addresses: the default holding rows stays, the other is made."""
+    (first, _) = ensure_configured(["rome", "milan"])
+    assert first.is_default and first.context == "rome"
+    again = ensure_configured(["milan", "rome"])  # nothing hangs on rome yet: the default follows the setting
+    assert again[0].context == "milan" and again[0].is_default
+    Namespace.objects.create(name="shop")  # a snapshot row of the default cluster (milan now)
+    kept = ensure_configured(["rome", "milan"])
+    default = ManagedCluster.objects.get(is_default=True)
+    assert default.context == "milan" and kept[0] == default
+    assert Namespace.objects.get(name="shop").managed_id == default.pk
+    assert {row.context for row in kept} == {"rome", "milan"}
+
+
+def test_the_relations_include_the_snapshot_tables_hidden_keys() -> None:
+    tables = {relation.related_model._meta.db_table for relation in ManagedCluster.relations()}
+    assert {"offloading_namespace", "offloading_snapshotstate", "offloading_pod"} <= tables
 
 
 def test_the_default_cluster_talks_through_the_process_client(sandbox: Any, default_cluster: ManagedCluster) -> None:

@@ -646,3 +646,12 @@ def test_the_pages_in_the_browser(context: Any, live_server: Any, admin_user: An
     expect(page.locator("#cluster-prod-eu")).to_have_count(0)
     assert [e.action for e in AuditEvent.objects.order_by("seq")] == ["cluster_removed"]
     assert verify().ok
+
+
+def test_the_removal_page_counts_the_clusters_snapshot_rows(admin_client: Any, key: str) -> None:
+    """The snapshot tables' keys have no reverse accessor: the page still counts what goes with them."""
+    cluster = registered()
+    Namespace.objects.create(name="shop", managed=cluster)
+    Namespace.objects.create(name="etl", managed=cluster)
+    page = admin_client.get(reverse(REMOVE, args=[cluster.name])).content.decode()
+    assert "2 namespaces: deleted with it" in page

@@ -14,13 +14,17 @@ discovery."""
 from __future__ import annotations
 
 import json
+import logging
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from django.conf import settings
 from django.db import IntegrityError, models, transaction
 from django.utils.text import slugify
+
+log = logging.getLogger(__name__)
 
 NAME_LENGTH = 63
 DEFAULT_NAME = "default"
@@ -150,6 +154,24 @@ class ManagedCluster(models.Model):
             return Credentials()
         return decrypt_credentials(self.credentials_encrypted)
 
+    @classmethod
+    def relations(cls) -> list[Any]:
+        """Every relation of another table to a managed cluster, the hidden ones included: the snapshot
+        tables' keys have no reverse accessor (``related_name="+"``), so ``_meta.related_objects``
+        leaves them out."""
+        return [
+            relation
+            for relation in cls._meta.get_fields(include_hidden=True)
+            if relation.auto_created and not relation.concrete and (relation.one_to_many or relation.one_to_one)
+        ]
+
+    def holds_rows(self) -> bool:
+        """Whether any row of another table belongs to this cluster (its snapshot, to begin with)."""
+        return any(
+            relation.related_model._base_manager.filter(**{relation.field.name: self}).exists()
+            for relation in self.relations()
+        )
+
 
 def rotate_credentials() -> int:
     """Re-encrypt every row's credentials with the first key (after a new key was put first); returns
@@ -213,6 +235,17 @@ def ensure_configured(contexts: list[str] | None = None) -> list[ManagedCluster]
                         row = ManagedCluster.objects.create(name=_free_name(context), context=context)
             rows.append(row)
         first = rows[0]
+        if not first.is_default and default is not None and default.holds_rows():
+            # The setting names another context first, but the default cluster holds the snapshot (and
+            # what else hangs on it): moving the default would leave those rows under a cluster no page
+            # addresses and start an empty snapshot beside them. It stays; say so.
+            log.warning(
+                "LIQO_DASH_CLUSTERS names %s first, but %s is the default managed cluster and holds rows: "
+                "it stays the default (remove its rows, or the cluster, to move the default)",
+                first.name,
+                default.name,
+            )
+            return [default, *[row for row in rows if row.pk != default.pk]]
         if not first.is_default:
             ManagedCluster.objects.filter(is_default=True).update(is_default=False)
             first.is_default = True

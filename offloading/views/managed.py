@@ -295,9 +295,7 @@ def removal_of(cluster: ManagedCluster) -> Removal:
     name it, the namespaces of the default cluster offloaded to it (their twins there are no longer
     followed). A row that protects it, or an audit event that would go, stops the removal."""
     removal = Removal()
-    for relation in ManagedCluster._meta.related_objects:
-        if not relation.one_to_many and not relation.one_to_one:
-            continue
+    for relation in ManagedCluster.relations():
         related, remote = relation.related_model, relation.field
         count = related._base_manager.filter(**{remote.name: cluster}).count()
         if not count:
