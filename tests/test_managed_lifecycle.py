@@ -90,7 +90,7 @@ def pem_body(pem: str) -> str:
 # --- editing ----------------------------------------------------------------------------------------
 
 
-def test_editing_the_url_and_ca_keeps_the_credentials_and_audits_the_field_names(admin_client: Any, key: str) -> None:
+def test_a_new_url_or_ca_needs_the_credentials_again_and_audits_the_field_names(admin_client: Any, key: str) -> None:
     cluster = registered()
     stored = cluster.credentials_encrypted
     page = admin_client.get(reverse(EDIT, args=[cluster.name])).content.decode()
@@ -100,11 +100,22 @@ def test_editing_the_url_and_ca_keeps_the_credentials_and_audits_the_field_names
 
     certificate, _ = _client_pair()
     url = nowhere()
-    response = admin_client.post(reverse(EDIT, args=[cluster.name]), {"api_server_url": url, "ca_bundle": certificate})
+    # The stored token is never sent to a server it was not registered for: a new URL or CA needs it again.
+    for change in ({"api_server_url": url, "ca_bundle": cluster.ca_bundle}, {"ca_bundle": certificate}):
+        refused = admin_client.post(
+            reverse(EDIT, args=[cluster.name]), {"api_server_url": cluster.api_server_url, **change}
+        )
+        assert refused.status_code == 400 and "needs the credentials again" in refused.content.decode()
+        assert ManagedCluster.objects.get(pk=cluster.pk).credentials_encrypted == stored
+    assert events(AuditAction.CLUSTER_UPDATED) == []
+
+    response = admin_client.post(
+        reverse(EDIT, args=[cluster.name]), {"api_server_url": url, "ca_bundle": certificate, "token": NEW_TOKEN}
+    )
     assert response.status_code == 302, response.content.decode()[:2000]
     row = ManagedCluster.objects.get(pk=cluster.pk)
-    assert (row.api_server_url, row.ca_bundle, row.credentials_encrypted) == (url, certificate, stored)
-    assert row.credentials() == Credentials(token=TOKEN)
+    assert (row.api_server_url, row.ca_bundle) == (url, certificate) and row.credentials_encrypted != stored
+    assert row.credentials() == Credentials(token=NEW_TOKEN)
     assert row.health == "unreachable"  # looked at once after the change
 
     (event,) = events(AuditAction.CLUSTER_UPDATED)
@@ -113,7 +124,8 @@ def test_editing_the_url_and_ca_keeps_the_credentials_and_audits_the_field_names
     assert event.before["api_server_url"] == cluster.api_server_url and event.after["api_server_url"] == url
     assert event.before["ca_bundle"] == [] and event.after["ca_bundle"][0].startswith("sha256:")
     assert pem_body(certificate)[:40] not in sealed_text()  # the bundle by its fingerprint, not its PEM
-    assert events(AuditAction.CLUSTER_CREDENTIALS_ROTATED) == []
+    (rotated,) = events(AuditAction.CLUSTER_CREDENTIALS_ROTATED)
+    assert rotated.after == {"cluster": "prod-eu", "credentials": ["token"]} and NEW_TOKEN not in sealed_text()
     assert verify().ok
 
 
@@ -413,16 +425,16 @@ def test_without_the_key_the_pages_say_so_and_do_not_fail(admin_client: Any, set
     assert NEW_TOKEN not in refused.content.decode()
     assert ManagedCluster.objects.get(pk=cluster.pk).credentials_encrypted == stored
 
-    # The URL can still change; the stored credentials stay as they were, unread.
+    # Nor can the URL change: the stored credentials would go to the new server (they need giving again,
+    # which needs the key). The cluster can still be removed.
     url = nowhere()
-    response = admin_client.post(edit, {"api_server_url": url})
-    assert response.status_code == 302
-    assert "without LIQO_DASH_CREDENTIALS_KEY" in admin_client.get(response["Location"]).content.decode()
+    moved = admin_client.post(edit, {"api_server_url": url})
+    assert moved.status_code == 400 and "needs the credentials again" in moved.content.decode()
     row = ManagedCluster.objects.get(pk=cluster.pk)
-    assert (row.api_server_url, row.credentials_encrypted) == (url, stored)
+    assert (row.api_server_url, row.credentials_encrypted) == (cluster.api_server_url, stored)
     assert admin_client.get(reverse(REMOVE, args=[cluster.name])).status_code == 200
     assert admin_client.post(reverse(REMOVE, args=[cluster.name]), {"confirm": cluster.name}).status_code == 302
-    assert [e.action for e in AuditEvent.objects.order_by("seq")] == ["cluster_updated", "cluster_removed"]
+    assert [e.action for e in AuditEvent.objects.order_by("seq")] == ["cluster_removed"]
     assert verify().ok
 
 

@@ -207,6 +207,24 @@ class EditForm(ConnectionForm):
         data = self.cleaned_data
         return [name for name in ("api_server_url", "ca_bundle") if data[name] != getattr(self.cluster, name)]
 
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        moved = [name for name in ("api_server_url", "ca_bundle") if name in data and not self.has_error(name)]
+        if (
+            not self.given_credentials()
+            and self.cluster.credentials_encrypted
+            and [name for name in moved if data[name] != getattr(self.cluster, name)]
+        ):
+            # The stored credentials are sent only where they were registered to go: a new address (or a
+            # new CA, which decides who may answer for it) needs them given again, so that no edit can
+            # have the dashboard hand another admin's token to a server of the editor's choosing.
+            self.add_error(
+                "token",
+                "A new API server URL or CA bundle needs the credentials again: the stored ones are "
+                "never sent to a server they were not registered for.",
+            )
+        return data
+
 
 class RemoveForm(forms.Form):
     confirm = forms.CharField(label="Type the cluster's name to confirm", max_length=NAME_LENGTH + 10)
