@@ -351,6 +351,23 @@ def test_the_migrations_move_existing_rows_to_the_default_cluster(before_the_fle
     assert "unique" in str(raised.value).lower()
 
 
+def test_a_row_written_by_the_old_code_during_the_upgrade_moves_too(before_the_fleet_model: Any) -> None:
+    """A watcher of the previous version still writing between 0024 and 0025 leaves rows without a
+    cluster: 0025 moves them as 0024 did, instead of failing to make the column required."""
+    apps = before_the_fleet_model
+    clusters = apps.get_model("offloading", "ManagedCluster")
+    old_default, _ = clusters.objects.get_or_create(is_default=True, defaults={"name": "default"})
+    filled = ("offloading", "0024_snapshot_managed_fill")
+    executor = MigrationExecutor(connection)
+    executor.migrate([filled])
+    late = executor.loader.project_state([filled]).apps
+    late.get_model("offloading", "Namespace").objects.create(name="late")  # no cluster: the old code's write
+    late.get_model("offloading", "Pod").objects.create(namespace="late", name="web")
+    _migrate_forward()
+    assert Namespace.objects.get(name="late").managed_id == old_default.pk
+    assert Pod.objects.get(name="web").managed_id == old_default.pk
+
+
 def test_the_migrations_make_the_default_cluster_when_rows_have_none(before_the_fleet_model: Any) -> None:
     apps = before_the_fleet_model
     clusters = apps.get_model("offloading", "ManagedCluster")

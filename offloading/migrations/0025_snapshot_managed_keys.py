@@ -3,8 +3,22 @@ the default one), and every unique key is per cluster: a namespace, a peer, a vi
 event, a Liqo resource, a NamespaceMap and its entries are unique within their cluster; one
 SnapshotState per cluster."""
 
+import importlib
+
 import django.db.models.deletion
 from django.db import migrations, models
+
+# 0024 moved the rows that existed then. A watcher or worker of the previous version still running
+# during the upgrade (the README's "Upgrade": scale them to 0 for this one) may have written rows since,
+# without a cluster: they move too, here, in the transaction that makes the column required.
+fill = importlib.import_module("offloading.migrations.0024_snapshot_managed_fill")
+
+
+def checks_now(apps, schema_editor):
+    """PostgreSQL: run the foreign-key checks the updates above left deferred, so that this
+    transaction may alter the tables (it may not while trigger events are pending)."""
+    if schema_editor.connection.vendor == "postgresql":
+        schema_editor.execute("SET CONSTRAINTS ALL IMMEDIATE")
 
 
 class Migration(migrations.Migration):
@@ -13,6 +27,8 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
+        migrations.RunPython(fill.move_rows, migrations.RunPython.noop),
+        migrations.RunPython(checks_now, migrations.RunPython.noop),
         migrations.RemoveConstraint(model_name="virtualnode", name="unique_virtual_node"),
         migrations.RemoveConstraint(model_name="pod", name="pod_namespace_name"),
         migrations.RemoveConstraint(model_name="liqoresource", name="liqo_resource_key"),
