@@ -211,6 +211,28 @@ def test_a_managed_cluster_dropped_from_the_list_is_released(sandbox: Any) -> No
     assert kube.get_lease(NAMESPACE, cluster_lease_name(BASE, "naples", "rome"))["spec"]["holderIdentity"] == ""
 
 
+def test_a_cluster_still_written_is_not_released_but_left_to_expire(sandbox: Any) -> None:
+    world = World(CLUSTERS)
+    a = world.join("a", 0)
+    a.before_release = lambda name: name != "naples"  # naples' writer is still in the middle of a batch
+    world.step()
+    assert a.set_clusters(["rome", "milan"]) == {"naples"}
+    lease = kube.get_lease(NAMESPACE, cluster_lease_name(BASE, "naples", "rome"))
+    assert lease["spec"]["holderIdentity"] == "a"  # not handed over while something of a's writes it
+    assert "naples" not in a.held  # and no longer renewed: it expires
+
+
+def test_a_replica_holds_a_cluster_now_only_within_its_renew_deadline(sandbox: Any) -> None:
+    world = World(CLUSTERS)
+    a = world.join("a", 0)
+    world.step()
+    assert a.held == set(CLUSTERS) and all(a.holds_now(name) for name in CLUSTERS)
+    world.now += LEASE * 2 / 3  # no round meanwhile: the process stalled (paused, starved, slow API)
+    assert not any(a.holds_now(name) for name in CLUSTERS)
+    world.step()
+    assert all(a.holds_now(name) for name in CLUSTERS)
+
+
 # -- two real watcher processes on a sandbox domain -----------------------------------------------------
 E2E_LEASE = 4  # seconds; the watchers renew every second (a fifth of it, at least one)
 LEASE_BASE = "liqo-dash-watcher"

@@ -81,6 +81,11 @@ class LeaderElector:
         before the lease runs out (the API's default timeout is as long as a whole default lease)."""
         return max(1.0, self.lease_seconds / 3)
 
+    def holds_now(self) -> bool:
+        """Whether this process renewed the lease within its renew deadline (two thirds of the lease):
+        until then no other process can have taken it, whatever the clocks."""
+        return self._last_renewal is not None and self.clock() - self._last_renewal < self.lease_seconds * 2 / 3
+
     @property
     def leading(self) -> bool:
         """Whether the last round left this process holding the lease."""

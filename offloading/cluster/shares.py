@@ -89,9 +89,11 @@ class ClusterShares:
     lease_seconds: int = 15
     clock: Callable[[], float] = time.monotonic
     default: str = ""
-    # Called with a cluster's name before its lease is released (not when it is lost to another):
-    # the watcher stops writing that cluster's snapshot first, so two replicas never write it at once.
-    before_release: Callable[[str], None] = lambda name: None
+    # Called with a cluster's name before its lease is released (not when it is lost to another): the
+    # watcher stops writing that cluster's snapshot first, so two replicas never write it at once. It
+    # returns whether nothing writes it any more; if something still does (a batch longer than the
+    # wait), the lease is not released but left to expire.
+    before_release: Callable[[str], bool] = lambda name: True
     held: set[str] = field(default_factory=set)
     _clusters: dict[str, LeaderElector] = field(default_factory=dict)
     _slots: dict[int, LeaderElector] = field(default_factory=dict)
@@ -99,9 +101,17 @@ class ClusterShares:
     _free_since: dict[str, float] = field(default_factory=dict)
 
     def _release(self, name: str) -> None:
-        self.before_release(name)
+        stopped = self.before_release(name)
         self.held.discard(name)
-        self._clusters[name].release()
+        if stopped:
+            self._clusters[name].release()
+        else:
+            log.warning("watcher shares: %s still writes cluster %s: its lease is left to expire", self.identity, name)
+
+    def holds_now(self, name: str) -> bool:
+        """Whether this replica holds ``name``'s lease and renewed it within the renew deadline."""
+        elector = self._clusters.get(name)
+        return name in self.held and elector is not None and elector.holds_now()
 
     def _elector(self, name: str) -> LeaderElector:
         return LeaderElector(name, self.namespace, self.identity, self.lease_seconds, clock=self.clock)
@@ -162,14 +172,15 @@ class ClusterShares:
     def round(self) -> Round:
         """Renew, release and take leases as the module says; returns what this replica holds now."""
         before = set(self.held)
+        # Renew what is held first (a failed renewal within the renew deadline still holds: leader.py):
+        # the membership reads below take a request per replica, and must not delay the renewals.
+        for name in sorted(self.held):
+            if not self._clusters[name].try_acquire_or_renew():
+                self.held.discard(name)
         live = self._members()
         total = len(self._clusters)
         high = math.ceil(total / len(live)) if total else 0
         low = total // len(live)
-        # Renew what is held (a failed renewal within the renew deadline still holds: leader.py).
-        for name in sorted(self.held):
-            if not self._clusters[name].try_acquire_or_renew():
-                self.held.discard(name)
         # Read the others: who holds what, which are free.
         holders: dict[str, int] = dict.fromkeys(live, 0)
         holders[self.identity] = len(self.held)

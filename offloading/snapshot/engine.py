@@ -72,9 +72,15 @@ class SnapshotWriter(threading.Thread):
         healthy: Callable[[], bool] = lambda: True,
         background: bool = True,
         managed: ManagedRef = None,
+        may_write: Callable[[], bool] = lambda: True,
     ) -> None:
+        """``may_write``: whether this process still holds the cluster's lease (a renewal within its renew
+        deadline). A batch waits for it before it is written, so that a process that stalled past its
+        lease (paused, starved, its lease rounds slow) writes nothing once another may have taken over;
+        the batch is dropped when the writer stops (the lease was lost: the new holder lists anew)."""
         super().__init__(name="snapshot-writer", daemon=True)
         self.managed = managed
+        self.may_write = may_write
         self.synced = informer.SYNCED if managed is None else informer.build(managed)
         self.stop_event = stop
         self.healthy = healthy
@@ -126,6 +132,10 @@ class SnapshotWriter(threading.Thread):
                     batch.append(self.queue.get(timeout=max(0.0, until - time.monotonic())))
                 except queue.Empty:
                     break
+            while not self.may_write():
+                if self.stop_event.wait(0.1):
+                    self._release_pages(batch)
+                    return
             self._apply(batch)
             self.heartbeat()
 
@@ -152,15 +162,18 @@ class SnapshotWriter(threading.Thread):
         except Exception:  # noqa: BLE001 - the writer outlives a bad batch; a resync repairs the rows
             log.exception("snapshot writer: a batch of %d failed", len(batch))
         finally:
-            if self.background:
-                for _ in range(sum(1 for _, what, _ in batch if what == "PAGE")):
-                    self._pages.release()
+            self._release_pages(batch)
             close_old_connections()
+
+    def _release_pages(self, batch: list[tuple[str, str, Any]]) -> None:
+        if self.background:
+            for _ in range(sum(1 for _, what, _ in batch if what == "PAGE")):
+                self._pages.release()
 
     def heartbeat(self, force: bool = False) -> None:
         if not force and time.monotonic() - self._beat < self.heartbeat_every:
             return
-        if self.healthy():
+        if self.healthy() and self.may_write():
             informer_alive(3 * self.heartbeat_every)
             self._beat = time.monotonic()
             now = timezone.now()

@@ -16,6 +16,7 @@ import signal
 import socket
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
@@ -62,8 +63,14 @@ class ManagedClusters(threading.Thread):
         close_old_connections()
 
 
+# Set by SIGTERM (a pod stopping): the lease loop ends at its next step, its leases released. A flag,
+# not an exception raised wherever the loop happens to be (between winning a lease and noting it, or
+# while starting a cluster's engine), which could leave a lease held or released under a running writer.
+_terminating = threading.Event()
+
+
 def _interrupt(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt  # SIGTERM (a pod stopping) ends the loop like Ctrl-C: leases are released
+    _terminating.set()
 
 
 class Command(BaseCommand):
@@ -118,8 +125,9 @@ class Command(BaseCommand):
         clusters.start()
         main = threading.current_thread() is threading.main_thread()  # signals can be set only there
         previous = signal.signal(signal.SIGTERM, _interrupt) if main else None
+        _terminating.clear()
         try:
-            while True:
+            while not _terminating.is_set():
                 if clusters.latest is not None:
                     self.shares.set_clusters(*clusters.latest)
                 began = time.monotonic()
@@ -135,7 +143,7 @@ class Command(BaseCommand):
                 if engine is not None and engine[1] and not any(w.is_alive() for w in engine[1]):
                     return
                 heartbeat.touch("watcher")  # every round, holding clusters or standing by: the liveness probe
-                time.sleep(renew_every)
+                _terminating.wait(renew_every)
         except KeyboardInterrupt:
             pass
         finally:
@@ -149,7 +157,8 @@ class Command(BaseCommand):
     def start_cluster(self, cluster_name: str) -> Running:
         """Start what keeps ``cluster_name``'s snapshot, now that this replica holds its lease."""
         if cluster_name == self.shares.default:
-            return self._start(self.timeout_seconds)
+            # Its writer writes only while this replica's lease is fresh (SnapshotWriter.may_write).
+            return self._start(self.timeout_seconds, may_write=lambda: self.shares.holds_now(cluster_name))
         # Stage 2 of issue 28: the snapshot tables and writer that carry their managed cluster come with
         # another change; until then a managed cluster other than the default has nothing to run here,
         # its lease only reserves it for this replica. Its KindWatchers and writer start here then.
@@ -157,23 +166,24 @@ class Command(BaseCommand):
         self.stdout.flush()
         return threading.Event(), []
 
-    def _stop_cluster(self, cluster_name: str, why: str) -> None:
+    def _stop_cluster(self, cluster_name: str, why: str) -> bool:
+        """Stop what writes ``cluster_name``'s snapshot; returns whether nothing writes it any more."""
         running = self.running.pop(cluster_name, None)
         if running is None:
-            return
+            return True
         if cluster_name == self.shares.default:
-            self._stop(running, why)
-        else:
-            running[0].set()
-            self.stdout.write(f"cluster {cluster_name}: {why}")
-            self.stdout.flush()
+            return self._stop(running, why)
+        running[0].set()
+        self.stdout.write(f"cluster {cluster_name}: {why}")
+        self.stdout.flush()
+        return True
 
     # -- the engine of the default cluster ---------------------------------------------------------
-    def _start(self, timeout_seconds: int) -> Running:
+    def _start(self, timeout_seconds: int, may_write: Callable[[], bool] = lambda: True) -> Running:
         stop = threading.Event()
         informer.reset()  # a new term as leader starts from a fresh list of every kind
         watchers: list[KindWatcher] = []
-        writer = SnapshotWriter(stop, healthy=lambda: all_synced(writer, watchers))
+        writer = SnapshotWriter(stop, healthy=lambda: all_synced(writer, watchers), may_write=may_write)
         watchers += [KindWatcher(kind, stop, timeout_seconds, writer) for kind in kube.WATCHED_KINDS]
         writer.start()
         for watcher in watchers:
@@ -182,7 +192,8 @@ class Command(BaseCommand):
         self.stdout.flush()
         return stop, watchers
 
-    def _stop(self, running: Running, why: str) -> None:
+    def _stop(self, running: Running, why: str) -> bool:
+        """Stop the engine; returns whether its writer has ended (nothing of it writes any more)."""
         stop, watchers = running
         stop.set()
         # The writer is what writes the snapshot: wait for it (it sees the stop within a second, after the
@@ -190,11 +201,14 @@ class Command(BaseCommand):
         # only feed it; they are daemons, and one in the middle of a watch stream ends with the stream:
         # the lease loop does not wait for them (it must renew the other leases in time).
         deadline = time.monotonic() + 5
-        for writer in {watcher.writer for watcher in watchers}:
+        writers = {watcher.writer for watcher in watchers}
+        for writer in writers:
             writer.join(max(0.0, deadline - time.monotonic()))
         deadline = min(deadline, time.monotonic() + 0.5)
         for watcher in watchers:
             watcher.join(max(0.0, deadline - time.monotonic()))
         informer_alive(None)  # the worker refreshes again when asked
-        self.stdout.write(f"watchers stopped: {why}")
+        ended = not any(writer.is_alive() for writer in writers)
+        self.stdout.write(f"watchers stopped: {why}" + ("" if ended else " (its writer still finishes a batch)"))
         self.stdout.flush()
+        return ended

@@ -1,0 +1,50 @@
+"""The snapshot writer writes only while its process holds the cluster's lease (SnapshotWriter's
+``may_write``, the watcher's lease rounds): a batch waits for a fresh renewal, and is dropped when the
+writer stops (the lease was lost; the new holder lists anew)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from offloading.models import Namespace
+from offloading.snapshot.engine import SnapshotWriter
+
+
+def _namespace(name: str) -> dict[str, Any]:
+    return {"metadata": {"name": name, "resourceVersion": "1", "labels": {}}, "status": {"phase": "Active"}}
+
+
+def _wait(condition: Any, seconds: float = 5.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return condition()
+
+
+@pytest.mark.django_db(transaction=True)  # the writer's own thread and connection
+def test_a_batch_waits_for_the_lease_and_is_dropped_when_the_writer_stops() -> None:
+    holds = threading.Event()
+    stop = threading.Event()
+    writer = SnapshotWriter(stop, may_write=holds.is_set)
+    writer.start()
+    try:
+        writer.event("namespaces", "ADDED", _namespace("shop"))
+        time.sleep(0.6)  # several looks at the lease: not held, nothing written
+        assert not Namespace.objects.filter(name="shop").exists()
+        holds.set()  # the round renewed it
+        assert _wait(lambda: Namespace.objects.filter(name="shop").exists())
+        holds.clear()  # a stall past the renew deadline, then the lease is lost
+        writer.event("namespaces", "ADDED", _namespace("late"))
+        time.sleep(0.3)
+        stop.set()
+        writer.join(5)
+        assert not writer.is_alive()
+        assert not Namespace.objects.filter(name="late").exists()
+    finally:
+        stop.set()
