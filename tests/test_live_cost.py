@@ -83,8 +83,8 @@ def _live_clock(monkeypatch: Any) -> None:
 
 
 def _phase(phase: str) -> None:
-    """A write the overview shows; the viewers' next poll comes 2 s later, past the reuse window of the
-    render they hold (a region is not rendered again within it)."""
+    """A write the overview shows; the viewers' next poll comes 2 s later, when the render they hold is
+    more than a second old (a holder is not rendered again within live.HOLD_S)."""
     Namespace.objects.filter(name="shop").update(offloading_phase=phase)
     _next_poll()
 

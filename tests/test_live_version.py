@@ -316,8 +316,8 @@ def test_a_live_region_answers_304_until_what_it_shows_changes(
         assert _poll(admin_client, url, etag).status_code == 304
     write, text = _shown_write(region, change)
     write()
-    # The next poll comes one poll period later (static/js/liqo-dash.js); a shared region is not rendered
-    # again within its reuse window (at least 1 s), which a poll period of 2 s or more always passes here.
+    # The next poll comes one poll period later (static/js/liqo-dash.js): a holder of a shared region's
+    # render is not rendered again within a second (live.HOLD_S), shorter than every poll period.
     now = live._now_ms()
     monkeypatch.setattr(live, "_now_ms", lambda: now + POLL_EVERY_S[region] * 1000)
     started = time.monotonic()

@@ -173,11 +173,10 @@ def _not_modified(etag: str) -> HttpResponse:
 # them); a poll of another viewer with the same access gets it when it is the current version, or when it
 # is newer than what that viewer holds and younger than its reuse window: 10 times what it cost to
 # render, at least 1 s, at most 10 s. A viewer who already holds the newest render and whose counters
-# moved renders again once that render's window has passed (a single viewer polling every 2-5 s sees
-# every change at its next poll unless its region takes more than a fifth to a half of a second to
-# render); before that it keeps what it has (304). One render per region and access at a time (a
-# lease), the others keep what they have meanwhile. So a region is rendered at most once per access and
-# reuse window, whatever the number of viewers: its renders cost at most a tenth of a core per access.
+# moved renders again once that render is a second old (HOLD_S: shorter than any poll interval, so a
+# single viewer sees every change at its next poll); before that it keeps what it has (304). One render
+# per region and access at a time (a lease), the others keep what they have meanwhile. So a region is
+# rendered at most once a second per access, whatever the number of viewers.
 # Only the region travels to the other viewers (``id="live"`` of a page; a fragment whole), never the
 # page around it (its CSRF token, the user menu).
 
@@ -192,6 +191,7 @@ SHARED: dict[str, str] = {  # URL name -> the id of the element the poll swaps (
 }
 SHARED_HTMX: dict[str, str] = {"namespace_list": ""}  # shared only as the fragment htmx asks for
 REUSE_COST_FACTOR, REUSE_MIN_S, REUSE_MAX_S = 10.0, 1.0, 10.0
+HOLD_S = 1.0  # a holder of the newest render is not rendered again before it is this old (_too_soon)
 _KEPT_S = 30  # how long the cache keeps a render (it is reused for REUSE_MAX_S at most)
 _LEASE_S = 15  # a render that crashed without releasing its lease holds it this long at most
 
@@ -311,26 +311,43 @@ def _reusable(kept: Shared | None, version: str, read_ms: int, held_ms: int) -> 
     return kept.version == version or (kept.read_ms > held_ms and read_ms - kept.read_ms < kept.reuse_ms)
 
 
-def _too_soon(kept: Shared | None, read_ms: int, held_ms: int) -> bool:
-    """Whether a poll that already holds the kept render (or a newer one) must keep what it has: the
-    region was rendered for its access within its reuse window, so it is not rendered again before the
-    window ends, however many of its viewers' counters moved meanwhile (the first poll after it does)."""
-    return kept is not None and kept.read_ms <= held_ms and read_ms - kept.read_ms < kept.reuse_ms
+def _too_soon(kept: Shared | None, read_ms: int, held: str | None) -> str | None:
+    """The ETag to keep (a 304) when the poll holds the kept render itself (``held``: its ETag of that
+    render for this user, None when it holds none) and that render is younger than HOLD_S: the region is
+    not rendered again for its access before, however many times its counters moved meanwhile (the first
+    poll after it does). Shorter than every region's poll interval, so a viewer alone on a page still
+    sees each change at its next poll. A poll holding another render (older, a newer one from another
+    replica, or one of another role or scopes) is not held back."""
+    return held if kept is not None and held and read_ms - kept.read_ms < HOLD_S * 1000 else None
+
+
+def _held_tag(tags: dict[str, str], kept: Shared | None, request: HttpRequest, who: str) -> str | None:
+    """The poll's ETag of ``kept`` for the user ``who``, when it holds that render."""
+    return None if kept is None else tags.get(_hash(kept.version, request, who))
 
 
 # This process's copies of the kept renders (offloading/views/livememory.py): a poll is answered from its
 # own copy when that copy decides it as the shared cache's would, without a round trip carrying the region.
-memory = RenderMemory(max_bytes=64 * 1024 * 1024, max_age_ms=_KEPT_S * 1000)
+memory = RenderMemory(max_bytes=32 * 1024 * 1024, max_age_ms=_KEPT_S * 1000)
 
 
 def _kept_render(
-    request: HttpRequest, url_name: str, access: str, version: str, read_ms: int, held_ms: int
+    request: HttpRequest,
+    url_name: str,
+    access: str,
+    when: tuple[str, int, int],
+    tags: dict[str, str],
+    who: str,
 ) -> tuple[str, Shared | None]:
     """The region's kept render for ``access``: this process's copy when the poll may reuse it or must
-    keep what it holds, otherwise the newer of that copy and the shared cache's (which is then copied)."""
+    keep it (it holds that very render, within its window), otherwise the newer of that copy and the
+    shared cache's (which is then copied)."""
     key = shared_key(url_name, request.get_full_path(), request.headers.get("HX-Request", ""), access)
+    version, read_ms, held_ms = when  # the counters, when they were read, and when the held render was
     local: Any = memory.get(key, read_ms)
-    if local is not None and (_reusable(local, version, read_ms, held_ms) or _too_soon(local, read_ms, held_ms)):
+    if local is not None and (
+        _reusable(local, version, read_ms, held_ms) or _too_soon(local, read_ms, _held_tag(tags, local, request, who))
+    ):
         return key, local
     kept: Shared | None = _cached(cache.get, key)
     if kept is not None and (local is None or kept.read_ms > local.read_ms):
@@ -348,7 +365,7 @@ def early(request: HttpRequest, url_name: str, who: str, access: Callable[[], st
     middleware chain, then ``_poll``)."""
     read_ms = _now_ms()
     version = data_version(region_kinds(url_name))
-    tags, newest, held_ms = _held(request)
+    tags, _newest, held_ms = _held(request)
     current = _hash(version, request, who)
     if current in tags:
         return _not_modified(tags[current])
@@ -357,10 +374,11 @@ def early(request: HttpRequest, url_name: str, who: str, access: Callable[[], st
     shared_access = access()
     if shared_access is None:
         return None
-    kept = _kept_render(request, url_name, shared_access, version, read_ms, held_ms)[1]
+    kept = _kept_render(request, url_name, shared_access, (version, read_ms, held_ms), tags, who)[1]
     if kept is not None and _reusable(kept, version, read_ms, held_ms):
         return _answer(kept, request, who)
-    return _not_modified(newest) if newest and _too_soon(kept, read_ms, held_ms) else None
+    keep = _too_soon(kept, read_ms, _held_tag(tags, kept, request, who))
+    return _not_modified(keep) if keep else None
 
 
 def _poll(view: Callable[..., HttpResponse], request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
@@ -381,12 +399,13 @@ def _poll(view: Callable[..., HttpResponse], request: HttpRequest, *args: Any, *
     access = _access_key(request) if _region_id(request, url_name or "") is not None else None
     if access is None:
         return _render(view, request, args, kwargs, version, read_ms)[0]
-    key, kept = _kept_render(request, url_name or "", access, version, read_ms, held_ms)
+    key, kept = _kept_render(request, url_name or "", access, (version, read_ms, held_ms), tags, who)
     newer = kept is not None and kept.read_ms > held_ms
     if kept is not None and _reusable(kept, version, read_ms, held_ms):
         return _answer(kept, request, who)
-    if newest and _too_soon(kept, read_ms, held_ms):
-        return _not_modified(newest)
+    keep = _too_soon(kept, read_ms, _held_tag(tags, kept, request, who))
+    if keep:
+        return _not_modified(keep)
     leased = _cached(cache.add, key + ":lease", 1, timeout=_LEASE_S)
     if leased is False:  # another viewer is rendering it now
         if kept is not None and newer:
