@@ -283,6 +283,20 @@ def test_the_memo_follows_a_flush() -> None:
     assert row.managed_id == ManagedCluster.objects.get(is_default=True).pk != old.pk
 
 
+@pytest.mark.django_db(transaction=True)
+def test_a_default_read_before_the_default_changed_is_not_kept() -> None:
+    """A transaction that read the default's key while another thread changed the default (its save
+    forgets the memo) must not promote the old key into the memo at its commit."""
+    (old,) = ensure_configured([])
+    fleetkey.forget_default()
+    with transaction.atomic():
+        assert fleetkey.default_managed_pk() == old.pk  # provisional, in this transaction
+        fleetkey.forget_default()  # another thread saved a ManagedCluster meanwhile
+    assert fleetkey._committed == {}  # not promoted: the next write reads the default again
+    fleetkey.default_managed_pk()
+    assert list(fleetkey._committed.values())[0][0] == old.pk
+
+
 # --------------------------------------------------------------------------------------------------
 # The migrations
 

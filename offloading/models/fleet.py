@@ -48,16 +48,20 @@ _committed: dict[str, tuple[int, float]] = {}  # alias -> (pk, monotonic time it
 # .memo: alias -> (pk, marker, its index in the connection's run_on_commit): read inside a transaction
 # not yet committed.
 _provisional = threading.local()
+# Bumped by every forget: a value read before a forget (another thread's, say) is never memoised after it.
+_generation = [0]
 
 
 class _Marker:
-    """The on_commit callback of one provisional memo: committing promotes it."""
+    """The on_commit callback of one provisional memo: committing promotes it (unless the memo was
+    forgotten meanwhile: the value may be the old default's)."""
 
     def __init__(self, alias: str, pk: int) -> None:
-        self.alias, self.pk = alias, pk
+        self.alias, self.pk, self.generation = alias, pk, _generation[0]
 
     def __call__(self) -> None:
-        _committed[self.alias] = (self.pk, time.monotonic())
+        if _generation[0] == self.generation:
+            _committed[self.alias] = (self.pk, time.monotonic())
 
 
 def _pending(alias: str, marker: _Marker, index: int) -> bool:
@@ -78,6 +82,7 @@ def default_managed_pk() -> int:
     held = memo.get(alias)
     if held is not None and _pending(alias, held[1], held[2]):
         return held[0]
+    generation = _generation[0]
     pk = ManagedCluster.objects.using(alias).filter(is_default=True).values_list("pk", flat=True).first()
     if pk is None:
         pk = ensure_configured()[0].pk
@@ -87,15 +92,22 @@ def default_managed_pk() -> int:
         transaction.on_commit(marker, using=alias)
         memo[alias] = (pk, marker, len(connection.run_on_commit) - 1)
         _provisional.memo = memo
-    else:
+    elif _generation[0] == generation:
         _committed[alias] = (pk, time.monotonic())
     return pk
 
 
-def forget_default(*args: Any, **kwargs: Any) -> None:
-    """Drop the memo (a signal handler: post_migrate, ManagedCluster saved or deleted)."""
+def _forget() -> None:
+    _generation[0] += 1
     _committed.clear()
     _provisional.memo = {}
+
+
+def forget_default(*args: Any, **kwargs: Any) -> None:
+    """Drop the memo (a signal handler: post_migrate, ManagedCluster saved or deleted), now and again when
+    the transaction that changed the row commits: another thread may read the old default until then."""
+    _forget()
+    transaction.on_commit(_forget, using=kwargs.get("using"))
 
 
 def managed_pk(managed: ManagedRef) -> int:
