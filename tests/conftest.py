@@ -31,7 +31,7 @@ from offloading.views import live
 from sandbox import Sandbox
 
 # Which tests are slow (sandbox, e2e, browser, slow), marked from the fixtures they use: tests/lanes.py.
-pytest_plugins = ("tests.lanes",)
+pytest_plugins = ("tests.lanes", "tests.managed_fixtures")
 
 ROOT = Path(__file__).resolve().parent.parent
 ADMIN_PASSWORD = "admin-pass-for-tests"

@@ -6,7 +6,6 @@ real kubernetes client over HTTP), and who may register one."""
 from __future__ import annotations
 
 import datetime
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -38,15 +37,10 @@ from offloading.models.managed import (
 from sandbox.rbac import ADMIN_TOKEN
 from tests.conftest import free_port
 
+pytestmark = pytest.mark.usefixtures("fresh_clients")  # tests/managed_fixtures.py
+
 REGISTER = "offloading:managed_cluster_register"
 LIST = "offloading:managed_cluster_list"
-
-
-@pytest.fixture(autouse=True)
-def _fresh_clients() -> Iterator[None]:
-    managedclient.forget_clients()
-    yield
-    managedclient.forget_clients()
 
 
 @pytest.fixture
@@ -54,13 +48,6 @@ def default_cluster(db: Any) -> ManagedCluster:
     """The default cluster: migration 0021 made it, ensure_configured makes it again after a flush."""
     (default,) = ensure_configured([])
     return default
-
-
-@pytest.fixture
-def key(settings: Any) -> str:
-    value = Fernet.generate_key().decode()
-    settings.LIQO_DASH_CREDENTIALS_KEY = [value]
-    return value
 
 
 def _user(django_user_model: Any, name: str, role: str | None) -> Any:

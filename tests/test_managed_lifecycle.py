@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +37,8 @@ from tests.test_deploy import KUBECTL, KUBERNETES_VERSION, by_kind, checkov, nee
 from tests.test_layout import context  # noqa: F401 - the fixture of a CSP-free browser context (axe)
 from tests.test_managed_clusters import _client_pair
 
+pytestmark = pytest.mark.usefixtures("fresh_clients")  # tests/managed_fixtures.py
+
 LIST = "offloading:managed_cluster_list"
 REGISTER = "offloading:managed_cluster_register"
 EDIT = "offloading:managed_cluster_edit"
@@ -46,20 +47,6 @@ TOKEN = "eyJhbGciOiJSUzI1NiJ9.first-secret-token-value"
 NEW_TOKEN = "eyJhbGciOiJSUzI1NiJ9.second-secret-token-value"
 ROOT = Path(__file__).resolve().parent.parent
 PROVIDER = ROOT / "deploy" / "managed-provider"
-
-
-@pytest.fixture(autouse=True)
-def _fresh_clients() -> Iterator[None]:
-    managedclient.forget_clients()
-    yield
-    managedclient.forget_clients()
-
-
-@pytest.fixture
-def key(settings: Any) -> str:
-    value = Fernet.generate_key().decode()
-    settings.LIQO_DASH_CREDENTIALS_KEY = [value]
-    return value
 
 
 def nowhere() -> str:
