@@ -171,7 +171,9 @@ def test_milan_down_is_a_note_within_the_deadline_and_refuses_nothing(
     elapsed = time.monotonic() - started
     (check,) = data["remoteNamespaceChecks"]
     assert (check["verdict"], check["fails"]) == ("unchecked", False)
-    assert f"no answer within {twins.DEADLINE:g} s" in check["message"]
+    # The deadline says so; on a loaded machine the read's own timeout (1.5 s, sent again once by the
+    # client) may run out first, at the same moment: either way it gave up at the deadline.
+    assert f"no answer within {twins.DEADLINE:g} s" in check["message"] or "Read timed out" in check["message"]
     assert twins.DEADLINE - 0.2 < elapsed < twins.DEADLINE + 1.5
 
     # Unchecked never refuses: the submit (within the cached answer's seconds, so without waiting) is queued.
