@@ -27,6 +27,7 @@ With LOG_FORMAT=json, gunicorn's error and access logs are JSON lines like the a
 
 import os
 import shutil
+import sys
 from pathlib import Path
 
 from gunicorn.glogging import Logger
@@ -90,6 +91,4 @@ def post_fork(server, worker):
     # the whole interval to get it back.
     interval_ms = os.environ.get("WEB_GIL_SWITCH_MS")
     if interval_ms:
-        import sys
-
         sys.setswitchinterval(float(interval_ms) / 1000)

@@ -89,7 +89,7 @@ def receiver(settings: Any) -> Iterator[Receiver]:
 
 
 def _snapshot_taken() -> None:
-    SnapshotState.objects.filter(pk=1).update(last_success_at=timezone.now())
+    SnapshotState.touch(None, last_success_at=timezone.now())
 
 
 def _peer_only(fleet: Any) -> None:
@@ -333,7 +333,7 @@ def test_off_when_the_webhook_url_is_empty(fleet: Any, receiver: Receiver, setti
 
 @pytest.mark.django_db
 def test_nothing_is_found_before_the_first_snapshot(fleet: Any, receiver: Receiver) -> None:
-    SnapshotState.objects.filter(pk=1).update(last_success_at=None)
+    SnapshotState.touch(None, last_success_at=None)
     assert alerts.check()["opened"] == 0 and receiver.posts == []
 
 

@@ -55,7 +55,7 @@ def generated_fleet(tmp_path: Path, settings: Any, peers: int) -> Iterator[None]
         with transaction.atomic():  # as the watcher's writer applies (this test commits: PostgreSQL locks rows)
             sync_snapshot()
         now = timezone.now()  # the watcher's mark of a good sync: the managed cluster is reachable
-        SnapshotState.objects.filter(pk=1).update(last_success_at=now, last_attempt_at=now, last_error="")
+        SnapshotState.touch(None, last_success_at=now, last_attempt_at=now, last_error="")
         ids = sorted(Cluster.objects.values_list("cluster_id", flat=True))
         assert len(ids) == peers
         Cluster.objects.filter(cluster_id__in=ids[3:5]).update(offloading_status="Unhealthy")

@@ -174,8 +174,8 @@ def test_the_graph_of_the_snapshot_has_an_edge_per_provider_and_per_consumer(fle
 @pytest.mark.django_db
 def test_an_unreachable_local_cluster_makes_its_edges_unreachable(fleet: Any) -> None:
     now = timezone.now()
-    SnapshotState.objects.filter(pk=1).update(
-        last_success_at=now - timezone.timedelta(minutes=5), last_attempt_at=now, last_error="connection refused"
+    SnapshotState.touch(
+        None, last_success_at=now - timezone.timedelta(minutes=5), last_attempt_at=now, last_error="connection refused"
     )
     nodes, edges = local_domain()
     assert nodes[0].health == domain.UNREACHABLE

@@ -90,7 +90,7 @@ def test_the_freshness_badge_ages_amber_then_red_without_a_reload(
     # The last refresh a little in the future, so that the page renders fresh however slow the machine:
     # its age counts from 0 once FRESH_FOR seconds have passed, amber 2 s later, red 5 s later.
     soon = timezone.now() + timedelta(seconds=FRESH_FOR)
-    SnapshotState.objects.filter(pk=1).update(last_success_at=soon, last_attempt_at=soon)
+    SnapshotState.touch(None, last_success_at=soon, last_attempt_at=soon)
     page.goto(f"{live_server.url}/namespaces/")
     badge = page.locator(".freshness[data-fresh-at]")
     assert badge.get_attribute("data-level") == "fresh"
@@ -100,7 +100,7 @@ def test_the_freshness_badge_ages_amber_then_red_without_a_reload(
     assert page.evaluate("window.__notReloaded === true")
     assert "stale" in badge.inner_text()
     # A refresh arrives: the next poll of the badge brings it back to fresh.
-    SnapshotState.objects.filter(pk=1).update(last_success_at=timezone.now() + timedelta(seconds=30))
+    SnapshotState.touch(None, last_success_at=timezone.now() + timedelta(seconds=30))
     expect(page.locator(".freshness[data-fresh-at]")).to_have_attribute("data-level", "fresh", timeout=40_000)
     title = page.locator(".freshness[data-fresh-at]").get_attribute("title") or ""
     assert "Last successful refresh" in title

@@ -476,7 +476,7 @@ def test_a_poll_answered_early_is_what_the_chain_answers(fleet: Any, django_user
 
 
 def _beat(at: Any) -> None:
-    SnapshotState.objects.filter(pk=1).update(last_success_at=at, last_attempt_at=at, last_error="")
+    SnapshotState.touch(None, last_success_at=at, last_attempt_at=at, last_error="")
 
 
 def test_the_badge_answers_304_across_heartbeats_with_the_new_refresh_time(fleet: Any, django_user_model: Any) -> None:
@@ -507,7 +507,7 @@ def test_the_badge_renders_again_when_what_it_says_changes(fleet: Any, django_us
     _beat(now)
     fresh = _poll(client, url)
     # A failed refresh: the reason changes.
-    SnapshotState.objects.filter(pk=1).update(last_attempt_at=now + timedelta(seconds=1), last_error="boom")
+    SnapshotState.touch(None, last_attempt_at=now + timedelta(seconds=1), last_error="boom")
     failed = _poll(client, url, fresh["ETag"])
     assert failed.status_code == 200 and "boom" in failed.content.decode()
     # No refresh for long: the level the server sees moves (amber, red), with its reason.
@@ -520,7 +520,7 @@ def test_the_badge_renders_again_when_what_it_says_changes(fleet: Any, django_us
     back = _poll(client, url, stale["ETag"])
     assert back.status_code == 200 and 'data-level="fresh"' in back.content.decode()
     # No snapshot at all.
-    SnapshotState.objects.filter(pk=1).update(last_success_at=None)
+    SnapshotState.touch(None, last_success_at=None)
     none = _poll(client, url, back["ETag"])
     assert none.status_code == 200 and "no snapshot yet" in none.content.decode() and "X-Fresh-At" not in none
 

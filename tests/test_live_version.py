@@ -159,9 +159,9 @@ def test_a_write_rolled_back_bumps_nothing(change: Any) -> None:
 
 def test_the_snapshot_heartbeat_is_not_a_change_but_its_error_is(fleet: Any) -> None:
     before = live.versions()
-    SnapshotState.objects.filter(pk=1).update(last_success_at=timezone.now(), last_attempt_at=timezone.now())
+    SnapshotState.touch(None, last_success_at=timezone.now(), last_attempt_at=timezone.now())
     assert live.versions() == before
-    SnapshotState.objects.filter(pk=1).update(last_error="API server unreachable")
+    SnapshotState.touch(None, last_error="API server unreachable")
     assert live.versions()["snapshot"] > before["snapshot"]
 
 
@@ -336,19 +336,19 @@ def test_an_ordinary_visit_is_always_rendered(admin_client: Any, fleet: Any) -> 
 
 def test_the_freshness_badge_answers_304_until_the_snapshot_moves(admin_client: Any, fleet: Any) -> None:
     now = timezone.now()
-    SnapshotState.objects.filter(pk=1).update(last_success_at=now, last_attempt_at=now)
+    SnapshotState.touch(None, last_success_at=now, last_attempt_at=now)
     url = reverse("offloading:freshness")
     first = _poll(admin_client, url)
     assert first.status_code == 200 and b"freshness" in first.content
     assert _poll(admin_client, url, first["ETag"]).status_code == 304
     # A heartbeat: the badge computes its age in the browser, so the poll stays 304 and says when.
     beat = now + timezone.timedelta(seconds=5)
-    SnapshotState.objects.filter(pk=1).update(last_success_at=beat)
+    SnapshotState.touch(None, last_success_at=beat)
     after_beat = _poll(admin_client, url, first["ETag"])
     assert after_beat.status_code == 304 and after_beat["X-Fresh-At"]
     # What the browser cannot work out itself (an error) renders it again.
     failed = beat + timezone.timedelta(seconds=1)
-    SnapshotState.objects.filter(pk=1).update(last_error="the API server did not answer", last_attempt_at=failed)
+    SnapshotState.touch(None, last_error="the API server did not answer", last_attempt_at=failed)
     moved = _poll(admin_client, url, first["ETag"])
     assert moved.status_code == 200 and moved["ETag"] != first["ETag"]
     assert admin_client.get(url, HTTP_IF_NONE_MATCH=moved["ETag"]).status_code == 200, "not a poll: rendered"

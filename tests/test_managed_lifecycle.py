@@ -13,6 +13,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import kubernetes_validate
 import pytest
 from cryptography.fernet import Fernet
 from django.contrib.auth.models import Group
@@ -21,6 +22,7 @@ from django.urls import reverse
 from django.utils import timezone
 from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
+from playwright.sync_api import expect
 
 from access.models import Scope
 from offloading.audit.trail import verify
@@ -34,7 +36,7 @@ from sandbox.rbac import ADMIN_TOKEN, ADMIN_USER
 from tests.browser import login
 from tests.conftest import ADMIN_PASSWORD, free_port
 from tests.test_deploy import KUBECTL, KUBERNETES_VERSION, by_kind, checkov, needs_kubectl, render
-from tests.test_layout import context  # noqa: F401 - the fixture of a CSP-free browser context (axe)
+from tests.test_layout import _axe, context  # noqa: F401 - context: the fixture of a CSP-free browser context (axe)
 from tests.test_managed_clusters import _client_pair
 
 pytestmark = pytest.mark.usefixtures("fresh_clients")  # tests/managed_fixtures.py
@@ -461,7 +463,6 @@ def provider_calls() -> set[tuple[str, str, str, str]]:
 
 @needs_kubectl
 def test_the_provider_role_grants_exactly_what_the_dashboard_reads_there() -> None:
-    import kubernetes_validate
 
     docs = render(str(PROVIDER))
     for doc in docs:
@@ -574,13 +575,10 @@ DOCS_SCREENSHOTS = ROOT / "docs" / "screenshots"
 def test_the_pages_in_the_browser(context: Any, live_server: Any, admin_user: Any, key: str) -> None:  # noqa: F811
     """The list, the edit page (a bad URL gets its error in place) and the removal (its button waits for
     the typed name) in Chromium, with axe; screenshots in docs/screenshots/managed-*.png."""
-    from playwright.sync_api import expect
-
-    from tests.test_layout import _axe
 
     now = timezone.now()  # the watcher's mark of a good sync: no stale banner over the pages
     SnapshotState.get()
-    SnapshotState.objects.filter(pk=1).update(last_success_at=now, last_attempt_at=now, last_error="")
+    SnapshotState.touch(None, last_success_at=now, last_attempt_at=now, last_error="")
     ensure_configured([])
     ManagedCluster.objects.filter(is_default=True).update(
         liqo_cluster_id="rome", liqo_version="v1.2.0", health="reachable", last_checked_at=timezone.now()
