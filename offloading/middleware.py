@@ -26,7 +26,7 @@ from access import roles
 from access.models import Scope
 from liqo_dash.statusbody import status_data
 from offloading import context
-from offloading.views import live
+from offloading.views import freshness, live
 
 
 def _body_refusal(request: HttpRequest) -> HttpResponse | None:
@@ -97,7 +97,7 @@ class _Viewer:
     role: str
 
     @property
-    def who(self) -> str:  # as offloading.views.live._who
+    def who(self) -> str:  # as offloading.views.live.who_of
         return f"{self.pk}:{self.role}"
 
 
@@ -210,7 +210,7 @@ class LivePollMiddleware:
         if viewer is None:
             return None
         if badge:
-            answer: HttpResponse | None = live.badge(request, viewer.who)
+            answer: HttpResponse | None = freshness.badge(request, viewer.who)
         else:
             answer = live.early(request, match.url_name, viewer.who, lambda: _access(viewer))
         if answer is not None:

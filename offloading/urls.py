@@ -1,6 +1,6 @@
 from django.urls import include, path
 
-from offloading.views import audit, bulk, changes, drift, fleet, insight, live, reflection
+from offloading.views import audit, bulk, changes, drift, fleet, freshness, insight, live, reflection
 
 app_name = "offloading"
 
@@ -29,7 +29,7 @@ urlpatterns = [
     path("bulk/<int:pk>/progress/", live.page(bulk.bulk_progress), name="bulk_progress"),
     path("bulk/<int:pk>/retry/", bulk.bulk_retry, name="bulk_retry"),
     path("audit/", live.page(audit.audit_list), name="audit_list"),
-    path("live/freshness/", live.freshness, name="freshness"),
+    path("live/freshness/", freshness.freshness, name="freshness"),
     path("", include("offloading.views.governance_urls")),
     path("", include("offloading.views.gitops_urls")),
     path("", include("offloading.views.domain_urls")),

@@ -14,19 +14,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from django.contrib.auth.decorators import login_required
 from django.core.cache import cache
 from django.db import connection
 from django.http import HttpRequest, HttpResponse
-from django.template.loader import render_to_string
-from django.utils import timezone
 from django.utils.cache import patch_vary_headers
-from django.utils.dateformat import format as date_format
 from django.utils.http import parse_etags
-from django.views.decorators.http import require_GET
 
 from access import roles
-from offloading.context_processors import freshness_context
 from offloading.models import LiveVersion
 from offloading.views.livememory import RenderMemory
 
@@ -108,7 +102,8 @@ def data_version(kinds: tuple[str, ...] = KINDS) -> str:
     return ".".join(f"{kind}{version}" for kind, version in versions(kinds).items())
 
 
-def _who(request: HttpRequest) -> str:
+def who_of(request: HttpRequest) -> str:
+    """The user as the ETags name them: "pk:role" ("-" for nobody)."""
     user: Any = request.user
     return f"{user.pk}:{roles.role_of(user)}" if user.is_authenticated else "-"
 
@@ -277,7 +272,7 @@ def _render(
     response = view(request, *args, **kwargs)
     if response.status_code not in (200, 286):
         return response, None  # no ETag: a refusal or a redirect is never a 304 at the next poll
-    response["ETag"] = _etag(_hash(version, request, _who(request)), read_ms)
+    response["ETag"] = _etag(_hash(version, request, who_of(request)), read_ms)
     response["X-Live"] = "rendered"
     if element is None or response.streaming:
         return response, None
@@ -360,7 +355,7 @@ def early(request: HttpRequest, url_name: str, who: str, access: Callable[[], st
     """A poll's answer when it needs no view, for offloading.middleware.LivePollMiddleware, which asks
     before the session, user and page middleware run: a 304 while nothing the region shows moved, or
     another viewer's render of the same access that this poll may reuse (as ``_poll`` decides them).
-    ``who`` is the user's "pk:role" (as ``_who``); ``access`` gives the shared key's access (as
+    ``who`` is the user's "pk:role" (as ``who_of``); ``access`` gives the shared key's access (as
     ``_access_key``), asked only when a render is looked up. None: the view must run (the whole
     middleware chain, then ``_poll``)."""
     read_ms = _now_ms()
@@ -392,7 +387,7 @@ def _poll(view: Callable[..., HttpResponse], request: HttpRequest, *args: Any, *
     read_ms = _now_ms()
     version = data_version(region_kinds(url_name))
     tags, newest, held_ms = _held(request)
-    who = _who(request)
+    who = who_of(request)
     current = _hash(version, request, who)
     if current in tags:
         return _not_modified(tags[current])
@@ -439,49 +434,3 @@ def page(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
 
     wrapped.live_page = True  # type: ignore[attr-defined]  # LivePollMiddleware answers its polls early
     return wrapped
-
-
-@login_required
-@require_GET
-def freshness(request: HttpRequest) -> HttpResponse:
-    """The freshness badge alone (every page polls it; the browser ticks its age in between)."""
-    return badge(request, _who(request))
-
-
-def badge(request: HttpRequest, who: str) -> HttpResponse:
-    """The badge's answer for the user ``who`` ("pk:role", as ``_who``); LivePollMiddleware asks it
-    directly for a poll whose session and role it checked.
-
-    The watcher marks the snapshot fresh every few seconds, and the badge is polled every 10 s: if its
-    ETag followed the refresh time, nearly every poll would render it again. The browser works out
-    the age, and the level and word that follow from it, from the refresh time alone
-    (static/js/liqo-dash.js), so the ETag is a hash of only what it cannot work out: whether there is
-    a snapshot, the API server's outage, the level and reason as the server sees them (an error, a
-    watcher gone quiet) and the refresh interval. A poll that holds it gets a 304 while those stay,
-    with the newest refresh time in ``X-Fresh-At`` (ISO 8601, as the badge's ``data-fresh-at``), which
-    the page puts on the badge it keeps."""
-    context = freshness_context()
-    state = context["snapshot"]
-    outage = context["api_outage"]
-    shown = (
-        state.last_success_at is not None,
-        outage and (outage.since, outage.error),
-        context["freshness_level"],
-        context["freshness_reason"],
-        context["freshness_interval"],
-        who,
-    )
-    etag = '"' + hashlib.sha256(json.dumps(shown, default=str).encode()).hexdigest()[:32] + '"'
-    if request.headers.get("X-Live-Poll") == "1" and etag in parse_etags(request.headers.get("If-None-Match", "")):
-        response = HttpResponse(status=304)
-    else:
-        # The badge needs only its own context: no context processors (they would read the state again).
-        response = HttpResponse(render_to_string("offloading/_freshness.html", context))
-    response["ETag"] = etag
-    if state.last_success_at is not None:
-        response["X-Fresh-At"] = date_format(timezone.localtime(state.last_success_at), "c")
-    response["Cache-Control"] = "no-store"
-    return response
-
-
-freshness.live_badge = True  # type: ignore[attr-defined]  # LivePollMiddleware answers its polls early
