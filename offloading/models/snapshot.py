@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from liqo_rules.spec import is_system_namespace
 from liqo_rules.status import phase_is_settled
-from offloading.models.fleet import ManagedClusterKey, ManagedRef, managed_pk
+from offloading.models.fleet import ManagedClusterKey, ManagedRef, ScopedQuerySet, managed_pk
 
 
 class SnapshotState(models.Model):
@@ -24,6 +24,8 @@ class SnapshotState(models.Model):
     last_duration_ms = models.PositiveIntegerField(default=0)
     last_list_calls = models.PositiveIntegerField(default=0)
     local_cluster_id = models.CharField(max_length=63, blank=True)
+
+    objects = ScopedQuerySet.as_manager()  # readers: objects.of(managed) (models/fleet.py)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=("managed",), name="one_snapshot_state_per_cluster")]
@@ -79,6 +81,8 @@ class Cluster(models.Model):
     resource_version = models.CharField(max_length=64, blank=True)
     refreshed_at = models.DateTimeField(default=timezone.now)
 
+    objects = ScopedQuerySet.as_manager()  # readers: objects.of(managed) (models/fleet.py)
+
     class Meta:
         ordering = ("cluster_id",)
         constraints = [models.UniqueConstraint(fields=("managed", "cluster_id"), name="unique_peer_per_cluster")]
@@ -109,6 +113,8 @@ class VirtualNode(models.Model):
     healthy = models.BooleanField(default=False)
     conditions = models.JSONField(default=list)
     refreshed_at = models.DateTimeField(default=timezone.now)
+
+    objects = ScopedQuerySet.as_manager()  # readers: objects.of(managed) (models/fleet.py)
 
     class Meta:
         ordering = ("cluster_id", "name")
@@ -151,6 +157,8 @@ class Namespace(models.Model):
     gitops_facts = models.JSONField(default=dict, blank=True)
     refreshed_at = models.DateTimeField(default=timezone.now)
 
+    objects = ScopedQuerySet.as_manager()  # readers: objects.of(managed) (models/fleet.py)
+
     class Meta:
         ordering = ("name",)
         # The phase counts every list page shows: answered from the index alone, at any fleet size.
@@ -187,6 +195,8 @@ class ClusterOffloading(models.Model):
     message = models.TextField(blank=True)
     since = models.DateTimeField(null=True, blank=True)
 
+    objects = ScopedQuerySet.as_manager()  # readers: objects.of(managed) (models/fleet.py)
+
     class Meta:
         ordering = ("namespace__name", "cluster_id")
         constraints = [models.UniqueConstraint(fields=("namespace", "cluster_id"), name="unique_cluster_offloading")]
@@ -209,6 +219,8 @@ class StatusTransition(models.Model):
     cluster_id = models.CharField(max_length=63, blank=True)
     old = models.CharField(max_length=32, blank=True)
     new = models.CharField(max_length=32, blank=True)
+
+    objects = ScopedQuerySet.as_manager()  # readers: objects.of(managed) (models/fleet.py)
 
     class Meta:
         ordering = ("-time", "-id")
