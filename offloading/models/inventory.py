@@ -69,6 +69,8 @@ class KubeEvent(models.Model):
 
     class Meta:
         ordering = ("-last_time",)
+        # The latest events of one managed cluster (objects.of; the overview's warnings).
+        indexes = [models.Index(fields=("managed", "last_time"), name="events_latest_per_cluster")]
         constraints = [models.UniqueConstraint(fields=("managed", "uid"), name="unique_event_per_cluster")]
 
     def __str__(self) -> str:

@@ -161,8 +161,12 @@ class Namespace(models.Model):
 
     class Meta:
         ordering = ("name",)
-        # The phase counts every list page shows: answered from the index alone, at any fleet size.
-        indexes = [models.Index(fields=["offloaded", "offloading_phase"], name="namespace_phase_counts")]
+        # The phase counts every list page shows: answered from the index alone, at any fleet size. The
+        # managed cluster first: every reader names one (objects.of), and SQLite, without statistics,
+        # otherwise took the (managed, name) key and sorted a cluster's every row.
+        indexes = [
+            models.Index(fields=["managed", "offloaded", "offloading_phase"], name="namespace_phases_per_cluster")
+        ]
         constraints = [models.UniqueConstraint(fields=("managed", "name"), name="unique_namespace_per_cluster")]
 
     def __str__(self) -> str:
@@ -202,8 +206,9 @@ class ClusterOffloading(models.Model):
         constraints = [models.UniqueConstraint(fields=("namespace", "cluster_id"), name="unique_cluster_offloading")]
         # A cluster's rows, and the namespaces that select it (counted from the index alone): the
         # cluster list, the ?cluster= filter, a cluster's page. Cluster first, so that one index serves
-        # both (with the flag first, SQLite chose a lone cluster_id index and read every row).
-        indexes = [models.Index(fields=("cluster_id", "selected"), name="cluster_offloading_by_cluster")]
+        # both (with the flag first, SQLite chose a lone cluster_id index and read every row). The managed
+        # cluster before them: every reader names one (objects.of), and SQLite then took the lone managed index.
+        indexes = [models.Index(fields=("managed", "cluster_id", "selected"), name="cluster_offloading_by_peer")]
 
     def __str__(self) -> str:
         return f"{self.namespace_id}@{self.cluster_id}: {self.state or 'not selected'}"
@@ -224,6 +229,9 @@ class StatusTransition(models.Model):
 
     class Meta:
         ordering = ("-time", "-id")
+        # A namespace's history, newest first, of one managed cluster (objects.of): without it SQLite took the
+        # lone managed index and sorted the cluster's whole history for one namespace page.
+        indexes = [models.Index(fields=("managed", "namespace", "time"), name="transition_history")]
 
     def __str__(self) -> str:
         return f"{self.namespace}@{self.cluster_id or '*'}: {self.old or '-'} -> {self.new or '-'}"
