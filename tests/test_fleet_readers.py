@@ -20,7 +20,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from offloading.models import ChangeRequest, Namespace
+from offloading.models import ChangeRequest, Namespace, SnapshotState
 from offloading.models.fleet import current_managed, default_managed_pk
 from offloading.views import live
 from tests.fleet_snapshot import REGION, write_default_inventory, write_turin
@@ -195,6 +195,14 @@ def answers(client: Any, api: APIClient) -> dict[str, tuple[int, Any, int]]:
 
 @pytest.fixture
 def default_snapshot(fleet: dict[str, Any]) -> dict[str, Any]:
+    # The fleet fixture writes its SnapshotState with pk=1, which PostgreSQL's sequence does not know:
+    # made again without one, so that turin's row takes the next id.
+    SnapshotState.objects.filter(pk=1).delete()
+    SnapshotState.objects.create(local_cluster_id="rome")
+    if connection.vendor == "postgresql":
+        # The live counters are bumped by deferred triggers, at commit; the test's transaction never commits.
+        with connection.cursor() as cursor:
+            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
     Namespace.objects.create(name="default")
     Namespace.objects.create(name="kube-system")
     Namespace.objects.filter(name="shop").update(labels={"team": "pay", "env": "prod"})
