@@ -124,6 +124,8 @@ class NamespaceFilterSet(django_filters.FilterSet):
         value = value.strip()
         if not value:
             return queryset
+        # Not scoped to a managed cluster here: the rows are matched by namespace id, so the result keeps to
+        # the cluster ``queryset`` is scoped to (the pages and the API scope it with objects.of).
         hosted = ClusterOffloading.objects.filter(cluster_id=value, selected=True).values("namespace_id")
         return queryset.filter(pk__in=hosted)
 

@@ -174,8 +174,9 @@ def _resolve(key: str, now: Any) -> int:
 
 
 def peer_subjects() -> Iterator[Subject]:
-    """A peer with a networking, authentication or offloading module Unhealthy (liqoctl info's verdict)."""
-    for cluster in Cluster.objects.all():
+    """A peer of the default managed cluster with a networking, authentication or offloading module
+    Unhealthy (liqoctl info's verdict). The alerts are the default cluster's until they name a cluster."""
+    for cluster in Cluster.objects.of():
         bad = [m for m in PEER_MODULES if getattr(cluster, f"{m}_status") == "Unhealthy"]
         if not bad:
             continue
@@ -199,18 +200,22 @@ def stuck_candidates() -> list[str]:
     healthy fleet costs no per-namespace diagnosis (a Ready, labelled, reconciled namespace with no
     CreationLoopBackOff and no pending pod has no finding that is told)."""
     looping = set(
-        ClusterOffloading.objects.filter(state=liqo.REASON_CREATION_LOOP_BACKOFF).values_list(
-            "namespace__name", flat=True
-        )
+        ClusterOffloading.objects.of()
+        .filter(state=liqo.REASON_CREATION_LOOP_BACKOFF)
+        .values_list("namespace__name", flat=True)
     )
-    pending = set(Pod.objects.filter(phase="Pending").values_list("namespace", flat=True).distinct())
-    rows = Namespace.objects.filter(offloaded=True).values_list(
-        "name",
-        "labels",
-        "offloading_phase",
-        "offloading_deleting",
-        "offloading_generation",
-        "offloading_observed_generation",
+    pending = set(Pod.objects.of().filter(phase="Pending").values_list("namespace", flat=True).distinct())
+    rows = (
+        Namespace.objects.of()
+        .filter(offloaded=True)
+        .values_list(
+            "name",
+            "labels",
+            "offloading_phase",
+            "offloading_deleting",
+            "offloading_generation",
+            "offloading_observed_generation",
+        )
     )
     return [
         name
@@ -228,7 +233,7 @@ def stuck_subjects() -> Iterator[Subject]:
     """The diagnosis rules' findings over the offloaded namespaces (one subject per namespace and rule)."""
     names = stuck_candidates()
     for start in range(0, len(names), CHUNK):
-        for namespace in Namespace.objects.filter(name__in=names[start : start + CHUNK]):
+        for namespace in Namespace.objects.of().filter(name__in=names[start : start + CHUNK]):
             for finding in diagnose(namespace):
                 if finding.rule in NOT_TOLD_PER_NAMESPACE:
                     continue

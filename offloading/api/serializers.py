@@ -135,7 +135,7 @@ class ClusterSerializer(CamelCaseFields, serializers.ModelSerializer):
     def get_virtual_nodes(self, obj: Cluster) -> Any:
         nodes = self.context.get("virtual_nodes", {}).get(obj.cluster_id)
         if nodes is None:
-            nodes = VirtualNode.objects.filter(cluster_id=obj.cluster_id)
+            nodes = VirtualNode.objects.of(obj.managed_id).filter(cluster_id=obj.cluster_id)
         return VirtualNodeSerializer(nodes, many=True).data
 
     @extend_schema_field(
@@ -148,13 +148,13 @@ class ClusterSerializer(CamelCaseFields, serializers.ModelSerializer):
     )
     def get_resources(self, obj: Cluster) -> dict[str, Any] | None:
         view = self.context.get("view")
-        return api_cluster(obj.cluster_id) if getattr(view, "action", "") == "retrieve" else None
+        return api_cluster(obj.cluster_id, obj.managed_id) if getattr(view, "action", "") == "retrieve" else None
 
     def get_hosted_namespaces(self, obj: Cluster) -> int:
         hosted = self.context.get("hosted")
         if hosted is not None:
             return hosted.get(obj.cluster_id, 0)
-        return ClusterOffloading.objects.filter(cluster_id=obj.cluster_id, selected=True).count()
+        return ClusterOffloading.objects.of(obj.managed_id).filter(cluster_id=obj.cluster_id, selected=True).count()
 
 
 class ClusterStateSerializer(CamelCaseFields, serializers.ModelSerializer):

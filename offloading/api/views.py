@@ -52,6 +52,7 @@ from offloading.models import (
     SnapshotState,
     VirtualNode,
 )
+from offloading.models.fleet import ManagedRef, current_managed
 from offloading.whatif.capacity import rooms
 from offloading.whatif.destructive import is_destructive
 from offloading.whatif.impact import bulk_impact
@@ -89,7 +90,7 @@ class SnapshotHeadersMixin:
 
     def finalize_response(self, request: Request, response: Response, *args: Any, **kwargs: Any) -> Response:
         response = super().finalize_response(request, response, *args, **kwargs)  # type: ignore[misc]
-        state = SnapshotState.get()
+        state = SnapshotState.get(current_managed(request))
         response["X-Snapshot-Stale"] = "true" if state.is_stale() else "false"
         if state.last_success_at:
             response["X-Snapshot-Refreshed-At"] = state.last_success_at.isoformat()
@@ -122,9 +123,10 @@ class NamedNotFoundMixin:
             raise ObjectNotFound(self.not_found_kind, value) from exc
 
 
-def namespace_or_404(name: str) -> Namespace:
+def namespace_or_404(name: str, managed: ManagedRef = None) -> Namespace:
+    """The namespace ``name`` of ``managed`` (None: the default cluster), or the named 404."""
     try:
-        return Namespace.objects.get(name=name)
+        return Namespace.objects.of(managed).get(name=name)
     except Namespace.DoesNotExist:
         raise ObjectNotFound("namespaces", name) from None
 
@@ -149,25 +151,30 @@ def _expected_generation(request: Request, body: dict[str, Any]) -> int | None:
 class SnapshotView(SnapshotHeadersMixin, APIView):
     @extend_schema(responses=SnapshotSerializer)
     def get(self, request: Request) -> Response:
-        return Response(SnapshotSerializer(SnapshotState.get()).data)
+        return Response(SnapshotSerializer(SnapshotState.get(current_managed(request))).data)
 
 
 class ClusterViewSet(NamedNotFoundMixin, SnapshotHeadersMixin, viewsets.ReadOnlyModelViewSet):
     not_found_kind = "clusters"
-    queryset = Cluster.objects.all()
+    queryset = Cluster.objects.all()  # get_queryset keeps the request's managed cluster
     serializer_class = ClusterSerializer
     lookup_field = "cluster_id"
     lookup_url_kwarg = "clusterId"
     filter_backends: list[Any] = []
 
+    def get_queryset(self) -> Any:
+        return Cluster.objects.of(current_managed(self.request))
+
     def get_serializer_context(self) -> dict[str, Any]:
         context = dict(super().get_serializer_context())
+        managed = current_managed(self.request)
         nodes: dict[str, list[VirtualNode]] = {}
-        for vn in VirtualNode.objects.all():
+        for vn in VirtualNode.objects.of(managed):
             nodes.setdefault(vn.cluster_id, []).append(vn)
         context["virtual_nodes"] = nodes
         context["hosted"] = dict(
-            ClusterOffloading.objects.filter(selected=True)
+            ClusterOffloading.objects.of(managed)
+            .filter(selected=True)
             .order_by()
             .values("cluster_id")
             .annotate(n=Count("id"))
@@ -181,11 +188,14 @@ class NamespaceViewSet(NamedNotFoundMixin, SnapshotHeadersMixin, viewsets.ReadOn
 
     not_found_kind = "namespaces"
 
-    queryset = Namespace.objects.prefetch_related("cluster_states")
+    queryset = Namespace.objects.prefetch_related("cluster_states")  # get_queryset: one managed cluster's
     serializer_class = NamespaceSerializer
     filterset_class = NamespaceFilterSet
     lookup_field = "name"
     lookup_value_regex = "[^/]+"
+
+    def get_queryset(self) -> Any:
+        return Namespace.objects.of(current_managed(self.request)).prefetch_related("cluster_states")
 
     @extend_schema(responses=NamespaceDetailSerializer)
     def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
@@ -197,7 +207,7 @@ class NamespaceViewSet(NamedNotFoundMixin, SnapshotHeadersMixin, viewsets.ReadOn
     @extend_schema(request=OffloadSerializer, responses={202: ChangeRequestSerializer})
     @action(detail=True, methods=["put"], url_path="offloading")
     def offload(self, request: Request, name: str) -> Response:
-        namespace = namespace_or_404(name)
+        namespace = namespace_or_404(name, current_managed(request))
         serializer = OffloadSerializer(data=request.data, context={"namespace": namespace})
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
@@ -230,7 +240,7 @@ class NamespaceViewSet(NamedNotFoundMixin, SnapshotHeadersMixin, viewsets.ReadOn
     )
     @offload.mapping.delete
     def unoffload(self, request: Request, name: str) -> Response:
-        namespace_or_404(name)  # a 404 for an unknown namespace, before any rule
+        namespace_or_404(name, current_managed(request))  # a 404 for an unknown namespace, before any rule
         expected = _expected_generation(request, {})
         confirmed = _confirm_query(request)
         override = _confirm_query(request, "gitopsOverride")
@@ -246,7 +256,7 @@ class NamespaceViewSet(NamedNotFoundMixin, SnapshotHeadersMixin, viewsets.ReadOn
     @action(detail=True, methods=["post"], renderer_classes=PREVIEW_RENDERERS)
     def preview(self, request: Request, name: str) -> Response:
         """What the spec would do, computed from the snapshot; invalid input is part of the answer."""
-        namespace = namespace_or_404(name)
+        namespace = namespace_or_404(name, current_managed(request))
         serializer = OffloadSerializer(data=request.data, context={"namespace": namespace})
         if not serializer.is_valid():
             return Response({"valid": False, "errors": serializer.errors})

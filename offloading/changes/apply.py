@@ -486,7 +486,7 @@ def await_deletion(change_id: int) -> str:
     from_snapshot = bool(change.base_uid) and waited < 10 and watcher_keeps_snapshot()
     for _ in range(10):
         if from_snapshot:
-            held = Namespace.objects.filter(name=change.namespace, offloaded=True, offloading_uid=change.base_uid)
+            held = Namespace.objects.of().filter(name=change.namespace, offloaded=True, offloading_uid=change.base_uid)
             current = {"held": True} if held.exists() else None
             if current is None:
                 break

@@ -99,7 +99,7 @@ def permit_remote_name(actor: Actor, namespace: Namespace, spec: dict[str, Any])
     remote = str(spec.get("remoteNamespaceName") or "")
     if not remote or remote == namespace.name:
         return
-    labels = Namespace.objects.filter(name=remote).values_list("labels", flat=True).first() or {}
+    labels = Namespace.objects.of().filter(name=remote).values_list("labels", flat=True).first() or {}
     decision = policy.can_change(user_of(actor), remote, labels, "offload")
     if not decision.allowed:
         reason = f'the remote namespace name "{remote}" is not in your scopes: {decision.reason}'

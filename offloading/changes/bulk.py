@@ -62,7 +62,7 @@ def namespace_ids_matching(requirements: list[Any]) -> list[int]:
     here with liqo_rules, as the API server would)."""
     return [
         pk
-        for pk, labels in Namespace.objects.values_list("pk", "labels")
+        for pk, labels in Namespace.objects.of().values_list("pk", "labels")
         if all(r.matches(labels or {}) for r in requirements)
     ]
 
@@ -75,7 +75,7 @@ def bulk_targets(namespace_selector: str) -> list[Namespace]:
         raise ChangeRejected({"namespaceSelector": [str(exc)]})
     if not requirements:
         raise ChangeRejected({"namespaceSelector": ["give a selector: an empty one would match every namespace"]})
-    return list(Namespace.objects.filter(pk__in=namespace_ids_matching(requirements)).defer("offloading_status"))
+    return list(Namespace.objects.of().filter(pk__in=namespace_ids_matching(requirements)).defer("offloading_status"))
 
 
 def plan_bulk(
@@ -293,7 +293,7 @@ def retry_failed(bulk_id: int, actor: Actor, *, confirmed: bool = False) -> Bulk
         raise ChangeRejected({"bulk": ["no change of this bulk request failed"]}, Refusal.CONFLICT)
     actor = Actor(actor.user_id, actor.user_name, Source.BULK, actor.request_id)
     user = authorize.user_of(actor)
-    namespaces = {ns.name: ns for ns in Namespace.objects.filter(name__in=[c.namespace for c in failed])}
+    namespaces = {ns.name: ns for ns in Namespace.objects.of().filter(name__in=[c.namespace for c in failed])}
     changes: list[ChangeRequest] = []
     skipped: list[dict[str, str]] = []
     for old in failed:

@@ -125,7 +125,7 @@ def changes_nothing(namespace: Namespace, spec: dict[str, Any], label_namespace:
 
 
 def get_namespace(namespace_name: str) -> Namespace:
-    namespace = Namespace.objects.filter(name=namespace_name).first()
+    namespace = Namespace.objects.of().filter(name=namespace_name).first()
     if namespace is None:
         raise ChangeRejected({"namespace": [f'namespace "{namespace_name}" does not exist']}, Refusal.NOT_FOUND)
     return namespace
@@ -188,7 +188,8 @@ def refuse_collisions(namespace: Namespace, spec: dict[str, Any], local_id: str 
     webhook locks it), so only a new one is checked."""
     if namespace.offloaded:
         return
-    found = collisions(namespace.name, spec, local_id if local_id is not None else local_cluster_id())
+    local_id = local_id if local_id is not None else local_cluster_id(namespace.managed_id)
+    found = collisions(namespace.name, spec, local_id, managed=namespace.managed_id)
     if found:
         selected_name = spec.get("namespaceMappingStrategy") == SELECTED_NAME
         field = "remoteNamespaceName" if selected_name else "namespaceMappingStrategy"
@@ -211,7 +212,7 @@ def refuse_remote_collisions(
     providers = managed_providers(local_id)
     if not providers:
         return
-    peers = selected_clusters(spec) & providers.keys()
+    peers = selected_clusters(spec, namespace.managed_id) & providers.keys()
     if not peers:
         return
     checks = remote_collisions(namespace.name, spec, peers, local_id=local_id, identity=authorize.identity(actor))

@@ -376,13 +376,16 @@ def twins(namespace: Namespace, identity: Identity | None = None) -> Across:
     cluster's snapshot: the offloading's status and the NamespaceMaps), each managed one's twin read from
     its own API, the others listed."""
     started = time.monotonic()
-    local_id = local_cluster_id()
+    local_id = local_cluster_id()  # the default cluster's: the page shows the default cluster's namespaces
     found = Across(namespace.name, local_id, namespace.offloaded)
     states = {
         row.cluster_id: row
         for row in ClusterOffloading.objects.filter(namespace=namespace).filter(Q(selected=True) | ~Q(state=""))
     }
-    entries = {entry.cluster_id: entry for entry in MappingEntry.objects.filter(namespace=namespace.name)}
+    entries = {
+        entry.cluster_id: entry
+        for entry in MappingEntry.objects.of(namespace.managed_id).filter(namespace=namespace.name)
+    }
     peers = sorted(set(states) | {cid for cid, e in entries.items() if e.desired or e.current_remote})
     providers = managed_providers(local_id)
     asks: list[tuple[ManagedCluster, str]] = []

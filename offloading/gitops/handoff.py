@@ -68,7 +68,7 @@ class HandOff:
         """Each namespace handed off with its change, for the access check: the snapshot's namespace, or
         one known by its name alone when the snapshot no longer has it (its labels unknown)."""
         names = [change.namespace for change in self.changes]
-        known = {ns.name: ns for ns in Namespace.objects.filter(name__in=names)}
+        known = {ns.name: ns for ns in Namespace.objects.of().filter(name__in=names)}
         return [(known.get(ch.namespace) or Namespace(name=ch.namespace, labels={}), ch) for ch in self.changes]
 
     def managed_by(self) -> dict[str, str]:

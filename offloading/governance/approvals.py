@@ -134,7 +134,7 @@ def rights_reason(user: Any, changes: list[ChangeRequest]) -> str:
     (``access.policy.can_change``, as ``offloading.changes.authorize.permit`` applies it)."""
     if user is None or not getattr(user, "is_authenticated", False):
         return "you are not logged in"
-    labels = dict(Namespace.objects.filter(name__in=[c.namespace for c in changes]).values_list("name", "labels"))
+    labels = dict(Namespace.objects.of().filter(name__in=[c.namespace for c in changes]).values_list("name", "labels"))
     for change in changes:
         decision = access_policy.can_change(user, change.namespace, labels.get(change.namespace), policy_action(change))
         if not decision.allowed:
@@ -179,7 +179,9 @@ def _expired_now(approval: Approval) -> bool:
 
 def _changed(approval: Approval, children: list[ChangeRequest]) -> list[str]:
     """The namespaces that changed since the approval was asked (or whose change is not the one seen)."""
-    current = {ns.name: version_of(ns) for ns in Namespace.objects.filter(name__in=[c.namespace for c in children])}
+    current = {
+        ns.name: version_of(ns) for ns in Namespace.objects.of().filter(name__in=[c.namespace for c in children])
+    }
     return [
         c.namespace
         for c in children
@@ -236,7 +238,7 @@ def _ask_again(approval: Approval, children: list[ChangeRequest], moved: list[st
     """Supersede ``approval``: rebase the changes on the snapshot, cancel those that no longer apply, and
     ask for a new decision on the rest. The message for whoever tried to decide."""
     _settle_decision(approval, ApprovalDecision.SUPERSEDED)
-    namespaces = {ns.name: ns for ns in Namespace.objects.filter(name__in=[c.namespace for c in children])}
+    namespaces = {ns.name: ns for ns in Namespace.objects.of().filter(name__in=[c.namespace for c in children])}
     kept = []
     for change in children:
         why = rebase(change, namespaces.get(change.namespace))

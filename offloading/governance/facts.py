@@ -70,7 +70,7 @@ def same_version(seen: dict[str, Any], now: dict[str, Any]) -> bool:
 
 
 def labels_of(name: str) -> dict[str, str]:
-    return Namespace.objects.filter(name=name).values_list("labels", flat=True).first() or {}
+    return Namespace.objects.of().filter(name=name).values_list("labels", flat=True).first() or {}
 
 
 def policy_action(change: ChangeRequest) -> str:

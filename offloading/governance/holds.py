@@ -86,7 +86,7 @@ class BulkGate:
 def gate_bulk(changes: list[ChangeRequest]) -> BulkGate:
     """One decision for the children of a bulk (unsaved): all of them await one approval when one of
     them needs it; else each waits for its own window or is queued. Sets their states."""
-    labels = dict(Namespace.objects.filter(name__in=[c.namespace for c in changes]).values_list("name", "labels"))
+    labels = dict(Namespace.objects.of().filter(name__in=[c.namespace for c in changes]).values_list("name", "labels"))
     destructive: dict[str, str] | None = None
     needing: dict[str, str] = {}
     for change in changes:
@@ -129,7 +129,9 @@ def request_approval(
     message: str = "",
 ) -> Approval:
     now = clock.now()
-    versions = {ns.name: version_of(ns) for ns in Namespace.objects.filter(name__in=[c.namespace for c in children])}
+    versions = {
+        ns.name: version_of(ns) for ns in Namespace.objects.of().filter(name__in=[c.namespace for c in children])
+    }
     subject = change if change is not None else bulk
     assert subject is not None
     approval = Approval.objects.create(

@@ -51,7 +51,12 @@ def _minutes(value: float) -> str:
 
 
 def _phase_since(namespace: Namespace) -> Any:
-    last = StatusTransition.objects.filter(namespace=namespace.name, cluster_id="").order_by("-time").first()
+    last = (
+        StatusTransition.objects.of(namespace.managed_id)
+        .filter(namespace=namespace.name, cluster_id="")
+        .order_by("-time")
+        .first()
+    )
     return last.time if last else namespace.refreshed_at
 
 
@@ -158,7 +163,17 @@ def _shared_remote(namespace: Namespace) -> Finding | None:
     if not namespace.remote_namespace_name or namespace.offloading_deleting:
         return None
     mine = set(namespace.cluster_states.filter(selected=True).values_list("cluster_id", flat=True))
-    found = collisions(namespace.name, namespace.offloading_spec or {}, local_cluster_id(), mine) if mine else []
+    found = (
+        collisions(
+            namespace.name,
+            namespace.offloading_spec or {},
+            local_cluster_id(namespace.managed_id),
+            mine,
+            namespace.managed_id,
+        )
+        if mine
+        else []
+    )
     if not found:
         return None
     peers = sorted({cluster for hit in found for cluster in hit.clusters})
@@ -181,7 +196,8 @@ def _stale_ready(namespace: Namespace) -> Finding | None:
     if not rows:
         return None
     still = set(
-        MappingEntry.objects.filter(namespace=namespace.name, cluster_id__in=list(rows))
+        MappingEntry.objects.of(namespace.managed_id)
+        .filter(namespace=namespace.name, cluster_id__in=list(rows))
         .exclude(current_phase="")
         .values_list("cluster_id", flat=True)
     )
@@ -219,19 +235,20 @@ def _gap_since(namespace: Namespace, cluster_id: str) -> Any:
 
 def _controller_gaps(namespace: Namespace) -> Finding | None:
     """Errors Liqo's controller swallows, seen as NamespaceMaps that disagree with the selector (issue 27)."""
-    if namespace.status_is_stale or not PeerNamespaceMap.objects.exists():
+    managed = namespace.managed_id
+    if namespace.status_is_stale or not PeerNamespaceMap.objects.of(managed).exists():
         return None  # Liqo has not reconciled the newest spec yet, or the maps are not known
-    nodes = VirtualNode.objects.order_by("namespace", "name").values_list("cluster_id", "name", "labels")
+    nodes = VirtualNode.objects.of(managed).order_by("namespace", "name").values_list("cluster_id", "name", "labels")
     selection = liqo_peers.select_clusters(
         (namespace.offloading_spec or {}).get("clusterSelector"),
         [(cid, name, labels or {}) for cid, name, labels in nodes],
         terms=False,
     )
-    desired = MappingEntry.objects.filter(namespace=namespace.name).exclude(desired="")
+    desired = MappingEntry.objects.of(managed).filter(namespace=namespace.name).exclude(desired="")
     gaps = mapping.controller_gaps(
         selection,
         desired.values_list("cluster_id", flat=True),
-        PeerNamespaceMap.objects.values_list("cluster_id", flat=True),
+        PeerNamespaceMap.objects.of(managed).values_list("cluster_id", flat=True),
         deleting=namespace.offloading_deleting,
     )
     if not gaps:
@@ -285,7 +302,7 @@ def _unhealthy_peers(namespace: Namespace) -> Finding | None:
     selected = set(namespace.cluster_states.filter(selected=True).values_list("cluster_id", flat=True))
     bad = [
         c.cluster_id
-        for c in Cluster.objects.filter(cluster_id__in=selected)
+        for c in Cluster.objects.of(namespace.managed_id).filter(cluster_id__in=selected)
         if c.offloading_status not in (MODULE_HEALTHY, "")
     ]
     if not bad:
@@ -329,7 +346,9 @@ def _missing_label(namespace: Namespace) -> Finding | None:
 def _pods_without_room(namespace: Namespace) -> Finding | None:
     # Only "Insufficient <resource>" is about room: an Unschedulable pod whose affinity or taints no node
     # matches (e.g. pinned to a local node while the strategy is Remote) has another cause.
-    pending = Pod.objects.filter(namespace=namespace.name, phase="Pending", reason__contains="Insufficient")
+    pending = Pod.objects.of(namespace.managed_id).filter(
+        namespace=namespace.name, phase="Pending", reason__contains="Insufficient"
+    )
     starved = {
         name: sorted(set(_INSUFFICIENT.findall(reason))) for name, reason in pending.values_list("name", "reason")[:50]
     }

@@ -23,6 +23,7 @@ from django.db.models.fields.json import KeyTextTransform
 from liqo_rules import constants as liqo
 from liqo_rules.peers import CONSUMER_ROLES, MODULE_UNHEALTHY, PROVIDER_ROLES
 from offloading.models import Cluster, ClusterOffloading, Namespace, SnapshotState
+from offloading.models.fleet import ManagedRef
 
 # A node's health, worst last (the "and N more" node takes the worst of the peers it stands for).
 HEALTHY, UNKNOWN, UNHEALTHY, UNREACHABLE = "healthy", "unknown", "unhealthy", "unreachable"
@@ -336,25 +337,29 @@ def local_health(state: SnapshotState) -> str:
 LOCAL_FALLBACK_ID = "local"  # when the snapshot has not learned the local cluster's id yet
 
 
-def local_domain() -> tuple[list[DomainNode], list[DomainEdge]]:
+def local_domain(managed: ManagedRef = None) -> tuple[list[DomainNode], list[DomainEdge]]:
     """The managed (local) cluster and its peers: an edge to each provider with the namespaces selected
     there (Ready: NamespaceCreated), an edge from each consumer with its twin namespaces here (not
-    Ready: Terminating). Three grouped reads, whatever the number of peers."""
-    state = SnapshotState.get()
+    Ready: Terminating). Three grouped reads, whatever the number of peers. ``managed``: which managed
+    cluster is the local one (None: the default cluster)."""
+    state = SnapshotState.get(managed)
     local_id = state.local_cluster_id or LOCAL_FALLBACK_ID
     local = DomainNode(local_id, local_id, managed=True, health=local_health(state))
     nodes: dict[str, DomainNode] = {}
     roles: dict[str, str] = {}
-    for cluster_id, name, role, networking, authentication, offloading in Cluster.objects.order_by(
-        "cluster_id"
-    ).values_list("cluster_id", "name", "role", "networking_status", "authentication_status", "offloading_status"):
+    for cluster_id, name, role, networking, authentication, offloading in (
+        Cluster.objects.of(managed)
+        .order_by("cluster_id")
+        .values_list("cluster_id", "name", "role", "networking_status", "authentication_status", "offloading_status")
+    ):
         nodes[cluster_id] = DomainNode(
             cluster_id, name or cluster_id, False, peer_health(networking, authentication, offloading), role
         )
         roles[cluster_id] = role
     hosted = {
         cluster_id: (n, n - ready)
-        for cluster_id, n, ready in ClusterOffloading.objects.filter(selected=True)
+        for cluster_id, n, ready in ClusterOffloading.objects.of(managed)
+        .filter(selected=True)
         .order_by()
         .values("cluster_id")
         .annotate(n=Count("id"), ready=Count("id", filter=Q(state=liqo.REASON_NAMESPACE_CREATED)))
@@ -362,7 +367,8 @@ def local_domain() -> tuple[list[DomainNode], list[DomainEdge]]:
     }
     twins = {
         peer: (n, terminating)
-        for peer, n, terminating in Namespace.objects.filter(labels__has_key=liqo.REMOTE_CLUSTER_ID_LABEL)
+        for peer, n, terminating in Namespace.objects.of(managed)
+        .filter(labels__has_key=liqo.REMOTE_CLUSTER_ID_LABEL)
         .exclude(name__startswith=liqo.TENANT_NAMESPACE_PREFIX)
         .annotate(peer=KeyTextTransform(liqo.REMOTE_CLUSTER_ID_LABEL, "labels"))
         .order_by()

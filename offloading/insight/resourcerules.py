@@ -8,16 +8,18 @@ from liqo_rules import constants as c
 from liqo_rules import versions
 from offloading.insight.findings import Finding
 from offloading.models import Namespace, VirtualNode
+from offloading.models.fleet import ManagedRef
 from offloading.models.mapping import PeerNamespaceMap
 from offloading.snapshot.resources import admissions, installed_version, stuck_pods
 
 
-def orphaned_map_finding() -> Finding | None:
+def orphaned_map_finding(managed: ManagedRef = None) -> Finding | None:
     """Liqo v1.1 and older select no cluster for any namespace while a NamespaceMap has no VirtualNode of
-    its cluster (the controller's count check); v1.2 does not (liqo_rules.versions)."""
-    release = installed_version()
-    vn_clusters = list(VirtualNode.objects.values_list("cluster_id", flat=True).distinct())
-    maps = list(PeerNamespaceMap.objects.values_list("cluster_id", flat=True))
+    its cluster (the controller's count check); v1.2 does not (liqo_rules.versions). ``managed``: the managed
+    cluster (None: the default one)."""
+    release = installed_version(managed)
+    vn_clusters = list(VirtualNode.objects.of(managed).values_list("cluster_id", flat=True).distinct())
+    maps = list(PeerNamespaceMap.objects.of(managed).values_list("cluster_id", flat=True))
     blocked = versions.selection_blocked(release, vn_clusters, maps)
     orphans = versions.orphaned_maps(vn_clusters, maps)
     # Only a map the snapshot holds without its VirtualNode: maps the snapshot has not read (yet) are
@@ -47,7 +49,9 @@ def diagnose_resources(namespace: Namespace) -> list[Finding]:
         for cluster, conditions in (status.get("remoteNamespacesConditions") or {}).items()
         if any(cd.get("type") == c.CONDITION_OFFLOADING_REQUIRED and cd.get("status") == "True" for cd in conditions)
     )
-    refusing = {cid: a for cid, a in admissions(selected).items() if a.refuses} if selected else {}
+    refusing = (
+        {cid: a for cid, a in admissions(selected, namespace.managed_id).items() if a.refuses} if selected else {}
+    )
     if refusing:
         findings.append(
             Finding(
@@ -59,7 +63,7 @@ def diagnose_resources(namespace: Namespace) -> list[Finding]:
                 "bad",
             )
         )
-    orphaned = orphaned_map_finding() if namespace.offloaded else None
+    orphaned = orphaned_map_finding(namespace.managed_id) if namespace.offloaded else None
     if orphaned is not None:
         findings.append(orphaned)
     stuck = [s for s in stuck_pods(namespace) if s.kind != "terminated"]

@@ -27,13 +27,24 @@ Why the default is filled in at save time (``ManagedClusterKey.pre_save``), from
     offloading/apps.py) and whenever a ManagedCluster row is saved or deleted in this process.
 
 With no default row at all (a flushed database), ``ensure_configured`` makes it, as the pages do.
+
+How readers keep to one cluster (stage 2a): explicitly, at each call site. Every snapshot table's
+``objects`` is a :class:`ScopedQuerySet`; a reader writes ``Namespace.objects.of(managed)`` (``managed``:
+a ManagedCluster, its primary key, or None for the default cluster), which adds ``managed_id = <pk>`` and
+costs no query (the pk comes from the memo above). A page or an API view asks :func:`current_managed`
+which cluster its request reads: the default one today, the one a cluster switcher picks later (it will
+set ``request.managed_pk``). Why not a default manager that filters by itself: the writers, the sweeps,
+the admin and the managed-cluster removal page must still see every cluster's rows, Django reads related
+objects through ``_base_manager`` (which would ignore such a filter anyway, so a hidden filter would hold
+in some paths and not in others), and a fleet-wide view must be able to read all clusters on purpose. An
+explicit ``.of()`` is greppable: a query on a snapshot table without it reads every cluster.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, TypeVar
 
 from django.db import connections, models, router, transaction
 
@@ -117,6 +128,26 @@ def managed_pk(managed: ManagedRef) -> int:
     if isinstance(managed, ManagedCluster):
         return int(managed.pk)
     return int(managed)
+
+
+_M = TypeVar("_M", bound=models.Model)
+
+
+class ScopedQuerySet(models.QuerySet[_M]):
+    """The queryset of the snapshot tables: :meth:`of` keeps one managed cluster's rows."""
+
+    def of(self, managed: ManagedRef = None) -> ScopedQuerySet[_M]:
+        """The rows of ``managed`` (a ManagedCluster, its pk, or None: the default cluster). No query of its
+        own: the default's pk comes from the memo (``default_managed_pk``)."""
+        return self.filter(managed_id=managed_pk(managed))
+
+
+def current_managed(request: Any = None) -> int:
+    """The primary key of the managed cluster a request reads: the one a cluster switcher set on it
+    (``request.managed_pk``), else the default cluster (always, until stage 2b adds the switcher). No
+    query while the memo holds."""
+    chosen = getattr(request, "managed_pk", None)
+    return int(chosen) if chosen is not None else default_managed_pk()
 
 
 class ManagedClusterKey(models.ForeignKey):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db import models
 from django.utils import timezone
 
-from offloading.models.fleet import ManagedClusterKey
+from offloading.models.fleet import ManagedClusterKey, ScopedQuerySet
 
 
 class Pod(models.Model):
@@ -25,6 +25,8 @@ class Pod(models.Model):
     cpu_millis = models.PositiveBigIntegerField(default=0)
     memory_bytes = models.PositiveBigIntegerField(default=0)
     refreshed_at = models.DateTimeField(default=timezone.now)
+
+    objects = ScopedQuerySet.as_manager()  # readers: objects.of(managed) (models/fleet.py)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=("managed", "namespace", "name"), name="pod_namespace_name")]
@@ -63,8 +65,12 @@ class KubeEvent(models.Model):
     first_time = models.DateTimeField(null=True, blank=True)
     last_time = models.DateTimeField(null=True, blank=True, db_index=True)
 
+    objects = ScopedQuerySet.as_manager()  # readers: objects.of(managed) (models/fleet.py)
+
     class Meta:
         ordering = ("-last_time",)
+        # The latest events of one managed cluster (objects.of; the overview's warnings).
+        indexes = [models.Index(fields=("managed", "last_time"), name="events_latest_per_cluster")]
         constraints = [models.UniqueConstraint(fields=("managed", "uid"), name="unique_event_per_cluster")]
 
     def __str__(self) -> str:
@@ -82,6 +88,8 @@ class LiqoResource(models.Model):
     cluster_id = models.CharField(max_length=63, blank=True, db_index=True)
     data = models.JSONField(default=dict)
     refreshed_at = models.DateTimeField(default=timezone.now)
+
+    objects = ScopedQuerySet.as_manager()  # readers: objects.of(managed) (models/fleet.py)
 
     class Meta:
         constraints = [

@@ -8,7 +8,7 @@ from __future__ import annotations
 from django.db import models
 from django.utils import timezone
 
-from offloading.models.fleet import ManagedClusterKey
+from offloading.models.fleet import ManagedClusterKey, ScopedQuerySet
 
 
 class PeerNamespaceMap(models.Model):
@@ -20,6 +20,8 @@ class PeerNamespaceMap(models.Model):
     name = models.CharField(max_length=253)
     resource_version = models.CharField(max_length=64, blank=True)
     refreshed_at = models.DateTimeField(default=timezone.now)
+
+    objects = ScopedQuerySet.as_manager()  # readers: objects.of(managed) (models/fleet.py)
 
     class Meta:
         ordering = ("cluster_id",)
@@ -40,6 +42,8 @@ class MappingEntry(models.Model):
     desired = models.TextField(blank=True)  # a remote name: the CRD sets no length
     current_remote = models.TextField(blank=True)
     current_phase = models.CharField(max_length=32, blank=True)
+
+    objects = ScopedQuerySet.as_manager()  # readers: objects.of(managed) (models/fleet.py)
 
     class Meta:
         ordering = ("namespace", "cluster_id")

@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from liqo_rules.spec import is_system_namespace
 from liqo_rules.status import phase_is_settled
-from offloading.models.fleet import ManagedClusterKey, ManagedRef, managed_pk
+from offloading.models.fleet import ManagedClusterKey, ManagedRef, ScopedQuerySet, managed_pk
 
 
 class SnapshotState(models.Model):
@@ -24,6 +24,8 @@ class SnapshotState(models.Model):
     last_duration_ms = models.PositiveIntegerField(default=0)
     last_list_calls = models.PositiveIntegerField(default=0)
     local_cluster_id = models.CharField(max_length=63, blank=True)
+
+    objects = ScopedQuerySet.as_manager()  # readers: objects.of(managed) (models/fleet.py)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=("managed",), name="one_snapshot_state_per_cluster")]
@@ -79,6 +81,8 @@ class Cluster(models.Model):
     resource_version = models.CharField(max_length=64, blank=True)
     refreshed_at = models.DateTimeField(default=timezone.now)
 
+    objects = ScopedQuerySet.as_manager()  # readers: objects.of(managed) (models/fleet.py)
+
     class Meta:
         ordering = ("cluster_id",)
         constraints = [models.UniqueConstraint(fields=("managed", "cluster_id"), name="unique_peer_per_cluster")]
@@ -109,6 +113,8 @@ class VirtualNode(models.Model):
     healthy = models.BooleanField(default=False)
     conditions = models.JSONField(default=list)
     refreshed_at = models.DateTimeField(default=timezone.now)
+
+    objects = ScopedQuerySet.as_manager()  # readers: objects.of(managed) (models/fleet.py)
 
     class Meta:
         ordering = ("cluster_id", "name")
@@ -151,10 +157,16 @@ class Namespace(models.Model):
     gitops_facts = models.JSONField(default=dict, blank=True)
     refreshed_at = models.DateTimeField(default=timezone.now)
 
+    objects = ScopedQuerySet.as_manager()  # readers: objects.of(managed) (models/fleet.py)
+
     class Meta:
         ordering = ("name",)
-        # The phase counts every list page shows: answered from the index alone, at any fleet size.
-        indexes = [models.Index(fields=["offloaded", "offloading_phase"], name="namespace_phase_counts")]
+        # The phase counts every list page shows: answered from the index alone, at any fleet size. The
+        # managed cluster first: every reader names one (objects.of), and SQLite, without statistics,
+        # otherwise took the (managed, name) key and sorted a cluster's every row.
+        indexes = [
+            models.Index(fields=["managed", "offloaded", "offloading_phase"], name="namespace_phases_per_cluster")
+        ]
         constraints = [models.UniqueConstraint(fields=("managed", "name"), name="unique_namespace_per_cluster")]
 
     def __str__(self) -> str:
@@ -187,13 +199,16 @@ class ClusterOffloading(models.Model):
     message = models.TextField(blank=True)
     since = models.DateTimeField(null=True, blank=True)
 
+    objects = ScopedQuerySet.as_manager()  # readers: objects.of(managed) (models/fleet.py)
+
     class Meta:
         ordering = ("namespace__name", "cluster_id")
         constraints = [models.UniqueConstraint(fields=("namespace", "cluster_id"), name="unique_cluster_offloading")]
         # A cluster's rows, and the namespaces that select it (counted from the index alone): the
         # cluster list, the ?cluster= filter, a cluster's page. Cluster first, so that one index serves
-        # both (with the flag first, SQLite chose a lone cluster_id index and read every row).
-        indexes = [models.Index(fields=("cluster_id", "selected"), name="cluster_offloading_by_cluster")]
+        # both (with the flag first, SQLite chose a lone cluster_id index and read every row). The managed
+        # cluster before them: every reader names one (objects.of), and SQLite then took the lone managed index.
+        indexes = [models.Index(fields=("managed", "cluster_id", "selected"), name="cluster_offloading_by_peer")]
 
     def __str__(self) -> str:
         return f"{self.namespace_id}@{self.cluster_id}: {self.state or 'not selected'}"
@@ -210,8 +225,13 @@ class StatusTransition(models.Model):
     old = models.CharField(max_length=32, blank=True)
     new = models.CharField(max_length=32, blank=True)
 
+    objects = ScopedQuerySet.as_manager()  # readers: objects.of(managed) (models/fleet.py)
+
     class Meta:
         ordering = ("-time", "-id")
+        # A namespace's history, newest first, of one managed cluster (objects.of): without it SQLite took the
+        # lone managed index and sorted the cluster's whole history for one namespace page.
+        indexes = [models.Index(fields=("managed", "namespace", "time"), name="transition_history")]
 
     def __str__(self) -> str:
         return f"{self.namespace}@{self.cluster_id or '*'}: {self.old or '-'} -> {self.new or '-'}"

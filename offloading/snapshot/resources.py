@@ -12,30 +12,31 @@ from typing import Any
 from liqo_rules import constants as c
 from liqo_rules import stuckpods, tenancy, versions
 from offloading.models import Namespace
+from offloading.models.fleet import ManagedRef
 from offloading.models.inventory import KubeEvent, LiqoResource, Pod
 
 
-def installed_version() -> versions.Behaviour:
-    row = LiqoResource.objects.filter(kind="deployments").order_by("namespace", "name").first()
+def installed_version(managed: ManagedRef = None) -> versions.Behaviour:
+    row = LiqoResource.objects.of(managed).filter(kind="deployments").order_by("namespace", "name").first()
     return versions.behaviour(str((row.data if row else {}).get("version") or ""))
 
 
-def _slices(cluster_ids: list[str] | None = None) -> list[tenancy.Slice]:
-    rows = LiqoResource.objects.filter(kind="resourceslices")
+def _slices(cluster_ids: list[str] | None = None, managed: ManagedRef = None) -> list[tenancy.Slice]:
+    rows = LiqoResource.objects.of(managed).filter(kind="resourceslices")
     if cluster_ids is not None:
         rows = rows.filter(cluster_id__in=cluster_ids)
     return [tenancy.read_slice({"metadata": {"name": r.name, **r.data}, **r.data}) for r in rows]
 
 
-def refusals(cluster_ids: list[str] | None = None) -> dict[str, dict[str, int]]:
+def refusals(cluster_ids: list[str] | None = None, managed: ManagedRef = None) -> dict[str, dict[str, int]]:
     """Per cluster, how many pods its ShadowPod webhook refused, by kind (cordoned / quota), from the
     FailedReflection Warnings on pods bound to its virtual nodes."""
-    pods = Pod.objects.exclude(cluster_id="")
+    pods = Pod.objects.of(managed).exclude(cluster_id="")
     if cluster_ids is not None:
         pods = pods.filter(cluster_id__in=cluster_ids)
     where = {(ns, name): cluster for ns, name, cluster in pods.values_list("namespace", "name", "cluster_id")}
     seen: dict[str, dict[str, set[tuple[str, str]]]] = {}
-    events = KubeEvent.objects.filter(involved_kind="Pod", reason=tenancy.FAILED_REFLECTION)
+    events = KubeEvent.objects.of(managed).filter(involved_kind="Pod", reason=tenancy.FAILED_REFLECTION)
     for ns, name, message in events.values_list("namespace", "involved_name", "message"):
         kind, cluster = tenancy.refusal_of(message), where.get((ns, name))
         if kind and cluster:
@@ -43,9 +44,10 @@ def refusals(cluster_ids: list[str] | None = None) -> dict[str, dict[str, int]]:
     return {cluster: {kind: len(p) for kind, p in kinds.items()} for cluster, kinds in seen.items()}
 
 
-def admissions(cluster_ids: list[str]) -> dict[str, tenancy.Admission]:
-    """Whether each cluster takes new pods from here (a constant number of queries)."""
-    slices, refused = _slices(cluster_ids), refusals(cluster_ids)
+def admissions(cluster_ids: list[str], managed: ManagedRef = None) -> dict[str, tenancy.Admission]:
+    """Whether each cluster takes new pods from ``managed`` (None: the default cluster; a constant number
+    of queries)."""
+    slices, refused = _slices(cluster_ids, managed), refusals(cluster_ids, managed)
     return {cid: tenancy.admission(cid, slices, refused.get(cid)) for cid in cluster_ids}
 
 
@@ -59,13 +61,13 @@ class PeerResources:
     tenant_refuses: str = ""
 
 
-def peer_resources(cluster_id: str) -> PeerResources:
-    slices = _slices([cluster_id])
-    info = PeerResources(admissions([cluster_id])[cluster_id])
+def peer_resources(cluster_id: str, managed: ManagedRef = None) -> PeerResources:
+    slices = _slices([cluster_id], managed)
+    info = PeerResources(admissions([cluster_id], managed)[cluster_id])
     info.consuming = [s for s in slices if s.action == tenancy.CONSUMING]
     info.providing = [s for s in slices if s.action == tenancy.PROVIDING]
-    tenant = LiqoResource.objects.filter(kind="tenants", cluster_id=cluster_id).first()
-    quota = LiqoResource.objects.filter(kind="quotas", cluster_id=cluster_id).first()
+    tenant = LiqoResource.objects.of(managed).filter(kind="tenants", cluster_id=cluster_id).first()
+    quota = LiqoResource.objects.of(managed).filter(kind="quotas", cluster_id=cluster_id).first()
     if quota is not None:
         info.quota = tenancy.read_quota({"metadata": {"name": quota.name}, **quota.data})
     if tenant is not None:
@@ -78,15 +80,17 @@ def peer_resources(cluster_id: str) -> PeerResources:
 def stuck_pods(namespace: Namespace) -> list[stuckpods.StuckPod]:
     """The namespace's pods Liqo leaves stuck and DaemonSet pods on virtual nodes, with their fix."""
     failed: dict[str, str] = {}
+    managed = namespace.managed_id
     for name, message in (
-        KubeEvent.objects.filter(namespace=namespace.name, involved_kind="Pod", reason=tenancy.FAILED_REFLECTION)
+        KubeEvent.objects.of(managed)
+        .filter(namespace=namespace.name, involved_kind="Pod", reason=tenancy.FAILED_REFLECTION)
         .order_by("last_time")
         .values_list("involved_name", "message")
     ):
         failed[name] = message
     labelled = (namespace.labels or {}).get(c.SCHEDULING_LABEL) == "true"
     found = []
-    for pod in Pod.objects.filter(namespace=namespace.name).order_by("name"):
+    for pod in Pod.objects.of(managed).filter(namespace=namespace.name).order_by("name"):
         facts = stuckpods.PodFacts(
             pod.name, pod.phase, pod.reason, pod.cluster_id, pod.owner_kind, pod.owner_name, failed.get(pod.name, "")
         )
@@ -100,9 +104,9 @@ def stuck_summary(found: list[stuckpods.StuckPod]) -> list[tuple[str, int]]:
     return sorted(Counter(s.kind for s in found).items())
 
 
-def api_cluster(cluster_id: str) -> dict[str, Any]:
+def api_cluster(cluster_id: str, managed: ManagedRef = None) -> dict[str, Any]:
     """The peer's resources for the API (camelCase)."""
-    info = peer_resources(cluster_id)
+    info = peer_resources(cluster_id, managed)
 
     def slice_json(s: tenancy.Slice) -> dict[str, Any]:
         return {

@@ -14,7 +14,10 @@ register = template.Library()
 
 @register.inclusion_tag("offloading/_peer_resources.html")
 def peer_resources(cluster: Any) -> dict[str, Any]:
-    return {"cluster": cluster, "info": resourcesinfo.peer_resources(cluster.cluster_id)}
+    return {
+        "cluster": cluster,
+        "info": resourcesinfo.peer_resources(cluster.cluster_id, getattr(cluster, "managed_id", None)),
+    }
 
 
 @register.inclusion_tag("offloading/_stuck_pods.html")

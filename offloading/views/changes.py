@@ -28,6 +28,7 @@ from offloading.models import (
     ChangeRequest,
     Namespace,
 )
+from offloading.models.fleet import current_managed
 from offloading.views.common import (
     HtmxHttpRequest,
     confirm_page,
@@ -79,7 +80,9 @@ def offload(request: HtmxHttpRequest, name: str) -> HttpResponse:
                 )
             except ChangeRejected as exc:
                 current = (
-                    Namespace.objects.filter(name=namespace.name).first() if exc.refusal is Refusal.STALE else None
+                    Namespace.objects.of(namespace.managed_id).filter(name=namespace.name).first()
+                    if exc.refusal is Refusal.STALE
+                    else None
                 )
                 if current is not None:
                     # Not a dead end: the form again, on the version the snapshot holds now, with what
@@ -106,7 +109,7 @@ def offload_preview(request: HttpRequest, name: str) -> HttpResponse:
     mutation, what a destructive edit deletes, and validation errors (Liqo's rules, asked here as the
     request contract asks them on submit). Always 200: errors are part of the preview."""
     # Not the observed status: per cluster, it grows with the peers, and the preview never shows it.
-    namespace = get_object_or_404(Namespace.objects.defer("offloading_status"), name=name)
+    namespace = get_object_or_404(Namespace.objects.of(current_managed(request)).defer("offloading_status"), name=name)
     form = OffloadForm(request.POST, namespace=namespace)
     form.previewing = True
     if form.is_valid() and form.spec is not None:
@@ -248,7 +251,7 @@ def change_list(request: HttpRequest) -> HttpResponse:
 @require_GET
 def change_detail(request: HttpRequest, pk: int) -> HttpResponse:
     change = get_object_or_404(ChangeRequest, pk=pk)
-    namespace = Namespace.objects.filter(name=change.namespace).first()
+    namespace = Namespace.objects.of().filter(name=change.namespace).first()
     return render(
         request,
         "offloading/change_detail.html",
@@ -280,7 +283,7 @@ def _merge_context(change: ChangeRequest, namespace: Namespace | None) -> dict[s
 def change_status(request: HttpRequest, pk: int) -> HttpResponse:
     """Polled fragment: the change's state, then the namespace's phase; 286 once both are final."""
     change = get_object_or_404(ChangeRequest, pk=pk)
-    namespace = Namespace.objects.filter(name=change.namespace).first()
+    namespace = Namespace.objects.of().filter(name=change.namespace).first()
     context = {
         "change": change,
         **(status_context(namespace) if namespace else {"namespace": None}),
@@ -299,7 +302,7 @@ def change_status(request: HttpRequest, pk: int) -> HttpResponse:
 def change_reapply(request: HttpRequest, pk: int) -> HttpResponse:
     """Resolve a conflict: ask for the same change again, based on the current version."""
     conflicted = get_object_or_404(ChangeRequest, pk=pk)
-    namespace = Namespace.objects.filter(name=conflicted.namespace).first()
+    namespace = Namespace.objects.of().filter(name=conflicted.namespace).first()
     if namespace is not None:  # one that is gone is the contract's refusal (not found), on the change's page
         refused = gate(request, namespace, "reapply")
         if isinstance(refused, HttpResponse):

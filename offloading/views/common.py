@@ -18,6 +18,7 @@ from offloading.changes.errors import ChangeRejected, Refusal
 from offloading.choices import ChangeAction
 from offloading.context import current_actor
 from offloading.models import Namespace, VirtualNode
+from offloading.models.fleet import ManagedRef, current_managed
 from offloading.models.inventory import KubeEvent, Pod
 
 # libyaml's emitter when PyYAML was built with it: the same text, many times faster on large selectors.
@@ -60,7 +61,11 @@ def gate(request: HttpRequest, target: str | Namespace | None, action: str | Non
     A refused POST is written to the audit trail (by ``authorize.refuse``, the only writer of that row).
     """
     actor, record = current_actor(), request.method == "POST"
-    namespace = get_object_or_404(Namespace, name=target) if isinstance(target, str) else target
+    namespace = (
+        get_object_or_404(Namespace.objects.of(current_managed(request)), name=target)
+        if isinstance(target, str)
+        else target
+    )
     try:
         if namespace is None:
             authorize.permit_bulk(actor, "bulk", action or "bulk", record=record)
@@ -98,7 +103,7 @@ def fleet_placeholders(form: Any) -> None:
     selector."""
     if "cluster_selector" in form.fields:
         seen: Counter[tuple[str, str]] = Counter()
-        for labels in VirtualNode.objects.values_list("labels", flat=True)[:PLACEHOLDER_SAMPLE]:
+        for labels in VirtualNode.objects.of().values_list("labels", flat=True)[:PLACEHOLDER_SAMPLE]:
             for key, value in (labels or {}).items():
                 if key not in liqo_constants.VIRTUAL_NODE_STANDARD_LABELS:
                     seen[(key, value)] += 1
@@ -110,7 +115,7 @@ def fleet_placeholders(form: Any) -> None:
             )
     if "namespace_selector" in form.fields:
         counts: Counter[tuple[str, str]] = Counter()
-        for labels in Namespace.objects.exclude(labels={}).values_list("labels", flat=True)[:PLACEHOLDER_SAMPLE]:
+        for labels in Namespace.objects.of().exclude(labels={}).values_list("labels", flat=True)[:PLACEHOLDER_SAMPLE]:
             for key, value in (labels or {}).items():
                 if not key.startswith(("kubernetes.io/", "liqo.io/")):
                     counts[(key, value)] += 1
@@ -119,18 +124,21 @@ def fleet_placeholders(form: Any) -> None:
             form.fields["namespace_selector"].widget.attrs["placeholder"] = f"{key}={value}"
 
 
-def annotate_inventory(namespaces: Any) -> None:
-    """Set ``pods_local``, ``pods_remote`` and ``warnings`` on each namespace of a page (two queries)."""
+def annotate_inventory(namespaces: Any, managed: ManagedRef = None) -> None:
+    """Set ``pods_local``, ``pods_remote`` and ``warnings`` on each namespace of a page of ``managed``'s
+    namespaces (two queries)."""
     rows = list(namespaces)
     names = [ns.name for ns in rows]
     pods = {
         row["namespace"]: row
-        for row in Pod.objects.filter(namespace__in=names, phase="Running")
+        for row in Pod.objects.of(managed)
+        .filter(namespace__in=names, phase="Running")
         .values("namespace")
         .annotate(local=Count("id", filter=Q(cluster_id="")), remote=Count("id", filter=~Q(cluster_id="")))
     }
     warnings = dict(
-        KubeEvent.objects.filter(namespace__in=names, type="Warning")
+        KubeEvent.objects.of(managed)
+        .filter(namespace__in=names, type="Warning")
         .values_list("namespace")
         .annotate(n=Count("id"))
         .values_list("namespace", "n")
@@ -147,16 +155,22 @@ POD_ROWS, EVENT_ROWS = 200, 50  # a page of a namespace's pods and events; the p
 def inventory_context(namespace_name: str, since: Any = None, request: HttpRequest | None = None) -> dict[str, Any]:
     """The pods of a namespace (where they run) and its events, warnings first: a page of each
     (``?pods=`` and ``?events=`` in ``request``'s query string), with how many there are in all."""
-    events = KubeEvent.objects.filter(namespace=namespace_name)
+    managed = current_managed(request)
+    events = KubeEvent.objects.of(managed).filter(namespace=namespace_name)
     if since is not None:
         events = events.filter(last_time__gte=since)
     warning_first = Case(When(type="Warning", then=0), default=1, output_field=IntegerField())
     pods_page = capped(
-        Pod.objects.filter(namespace=namespace_name).order_by("cluster_id", "name"), request, "pods", POD_ROWS
+        Pod.objects.of(managed).filter(namespace=namespace_name).order_by("cluster_id", "name"),
+        request,
+        "pods",
+        POD_ROWS,
     )
     pods = list(pods_page.object_list)
     # A peer that appeared after the pod was written: its node's name tells where the pod runs.
-    clusters = dict(VirtualNode.objects.filter(name__in={p.node_name for p in pods}).values_list("name", "cluster_id"))
+    clusters = dict(
+        VirtualNode.objects.of(managed).filter(name__in={p.node_name for p in pods}).values_list("name", "cluster_id")
+    )
     for pod in pods:
         pod.cluster_id = pod.cluster_id or clusters.get(pod.node_name, "")
     events_page = capped(events.order_by(warning_first, "-last_time"), request, "events", EVENT_ROWS)

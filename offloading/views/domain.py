@@ -18,6 +18,7 @@ from liqo_rules import constants as liqo
 from offloading.insight import domain
 from offloading.insight.domain import DomainEdge, DomainNode, PlacedEdge, PlacedNode
 from offloading.models import Cluster
+from offloading.models.fleet import current_managed
 
 # How each health is drawn (SVG presentation attributes: the CSP forbids inline style). Colour is never
 # the only mark: an unreachable node or edge is also dotted, a degraded edge dashed, and the table says it.
@@ -265,6 +266,7 @@ def _row(edge: DomainEdge, known: dict[str, DomainNode], urls: dict[str, str], m
 @login_required
 @require_GET
 def domain_map(request: HttpRequest) -> HttpResponse:
-    nodes, edges = domain.local_domain()
-    peers = set(Cluster.objects.values_list("cluster_id", flat=True))
+    managed = current_managed(request)
+    nodes, edges = domain.local_domain(managed)
+    peers = set(Cluster.objects.of(managed).values_list("cluster_id", flat=True))
     return render(request, "offloading/domain_map.html", domain_context(nodes, edges, peers))

@@ -28,6 +28,7 @@ from offloading.models import (
     StatusTransition,
     VirtualNode,
 )
+from offloading.models.fleet import current_managed
 from offloading.snapshot.drift import open_drift
 from offloading.views.common import (
     HtmxHttpRequest,
@@ -56,21 +57,29 @@ HISTORY_ROWS, CHANGE_ROWS = 30, 10  # a namespace page's status history (a page 
 def cluster_list(request: HttpRequest) -> HttpResponse:
     """The peers, 50 a page: only the page's clusters are read with their virtual nodes and counts,
     JSON columns as text (a row is rendered again only when its values changed: views.rows)."""
-    clusters = Cluster.objects.order_by("cluster_id").values_list(
-        "cluster_id", "role", "networking_status", "authentication_status", "offloading_status", _text("modules")
+    managed = current_managed(request)
+    clusters = (
+        Cluster.objects.of(managed)
+        .order_by("cluster_id")
+        .values_list(
+            "cluster_id", "role", "networking_status", "authentication_status", "offloading_status", _text("modules")
+        )
     )
     page = Paginator(clusters, CLUSTERS_PER_PAGE).get_page(request.GET.get("page"))
     ids = [c[0] for c in page]
     hosted = dict(
-        ClusterOffloading.objects.filter(selected=True, cluster_id__in=ids)
+        ClusterOffloading.objects.of(managed)
+        .filter(selected=True, cluster_id__in=ids)
         .order_by()
         .values("cluster_id")
         .annotate(n=Count("id"))
         .values_list("cluster_id", "n")
     )
     nodes: dict[str, list[VirtualNodeCell]] = {}
-    for cluster_id, *cell in VirtualNode.objects.filter(cluster_id__in=ids).values_list(
-        "cluster_id", "name", "has_node", "healthy", _text("labels"), _text("capacity")
+    for cluster_id, *cell in (
+        VirtualNode.objects.of(managed)
+        .filter(cluster_id__in=ids)
+        .values_list("cluster_id", "name", "has_node", "healthy", _text("labels"), _text("capacity"))
     ):
         nodes.setdefault(cluster_id, []).append(VirtualNodeCell(*cell))
     rows = [
@@ -92,12 +101,13 @@ def _text(field: str) -> Cast:
 @require_GET
 @vary_on_headers("HX-Request")
 def namespace_list(request: HtmxHttpRequest) -> HttpResponse:
-    filterset = NamespaceFilterSet(request.GET, queryset=Namespace.objects.all())
+    managed = current_managed(request)
+    filterset = NamespaceFilterSet(request.GET, queryset=Namespace.objects.of(managed))
     # An invalid filter shows its error and no rows (rather than silently ignoring the filter).
     queryset = filterset.qs if filterset.is_valid() else Namespace.objects.none()
     page = Paginator(ListedNamespace.values(queryset), 50).get_page(request.GET.get("page"))
     page.object_list = [ListedNamespace(*values) for values in page.object_list]
-    annotate_inventory(page.object_list)
+    annotate_inventory(page.object_list, managed)
     selected = selected_clusters([ns.pk for ns in page.object_list])
     user = request.user
     rows = [
@@ -112,17 +122,19 @@ def namespace_list(request: HtmxHttpRequest) -> HttpResponse:
         "filterset": filterset,
         "page": page,
         "query": query.urlencode(),
-        "phase_counts": {} if request.htmx else _phase_counts(),  # the table alone does not show them
+        "phase_counts": {} if request.htmx else _phase_counts(managed),  # the table alone does not show them
         "body": rendered("offloading/_namespace_row.html", rows),
     }
     template = "offloading/_namespace_table.html" if request.htmx else "offloading/namespace_list.html"
     return render(request, template, context)
 
 
-def _phase_counts() -> dict[str, int]:
+def _phase_counts(managed: int) -> dict[str, int]:
     """Namespaces per phase, and the ones not offloaded: one scan of the (offloaded, phase) index."""
     counts = {"not offloaded": 0}
-    grouped = Namespace.objects.order_by().values_list("offloaded", "offloading_phase").annotate(n=Count("id"))
+    grouped = (
+        Namespace.objects.of(managed).order_by().values_list("offloaded", "offloading_phase").annotate(n=Count("id"))
+    )
     for offloaded, phase, n in grouped:
         key = phase if offloaded else "not offloaded"
         counts[key] = counts.get(key, 0) + n
@@ -134,10 +146,13 @@ def _phase_counts() -> dict[str, int]:
 def fleet_matrix(request: HttpRequest) -> HttpResponse:
     """Offloaded namespaces x peered clusters: the state of each twin namespace at a glance, 50
     namespaces by 20 clusters a page (``page`` and ``columns``)."""
-    columns = Paginator(Cluster.objects.order_by("cluster_id").values_list("cluster_id", flat=True), MATRIX_COLUMNS)
+    managed = current_managed(request)
+    columns = Paginator(
+        Cluster.objects.of(managed).order_by("cluster_id").values_list("cluster_id", flat=True), MATRIX_COLUMNS
+    )
     column_page = columns.get_page(request.GET.get("columns"))
     clusters = list(column_page)
-    offloaded = Namespace.objects.filter(offloaded=True).defer("offloading_status", "offloading_spec")
+    offloaded = Namespace.objects.of(managed).filter(offloaded=True).defer("offloading_status", "offloading_spec")
     page = Paginator(offloaded, 50).get_page(request.GET.get("page"))
     states: dict[int, dict[str, ClusterOffloading]] = {}
     in_view = ClusterOffloading.objects.filter(namespace_id__in=[ns.pk for ns in page], cluster_id__in=clusters)
@@ -181,9 +196,11 @@ def matrix_cells(clusters: list[str], states: dict[str, ClusterOffloading]) -> s
 @login_required
 @require_GET
 def namespace_detail(request: HttpRequest, name: str) -> HttpResponse:
-    namespace = get_object_or_404(Namespace, name=name)
+    namespace = get_object_or_404(Namespace.objects.of(current_managed(request)), name=name)
     changes = ChangeRequest.objects.filter(namespace=name)
-    history = capped(StatusTransition.objects.filter(namespace=name), request, "history", HISTORY_ROWS)
+    history = capped(
+        StatusTransition.objects.of(namespace.managed_id).filter(namespace=name), request, "history", HISTORY_ROWS
+    )
     return render(
         request,
         "offloading/namespace_detail.html",
@@ -207,7 +224,9 @@ def namespace_detail(request: HttpRequest, name: str) -> HttpResponse:
 def namespace_status(request: HttpRequest, name: str) -> HttpResponse:
     """The polled status fragment of a namespace; stops polling (286) once the phase is settled."""
     # Not the raw status: Liqo's conditions for every peer (50 kB at 200 peers), which the rows show.
-    namespace = get_object_or_404(Namespace.objects.defer("offloading_status", "offloading_spec"), name=name)
+    namespace = get_object_or_404(
+        Namespace.objects.of(current_managed(request)).defer("offloading_status", "offloading_spec"), name=name
+    )
     pending = ChangeRequest.objects.filter(namespace=name, state__in=ChangeState.pending()).exists()
     response = render(request, "offloading/_namespace_status.html", {**status_context(namespace), "pending": pending})
     if namespace.status_settled and not pending:

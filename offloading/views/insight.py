@@ -18,6 +18,7 @@ from liqo_rules.peers import MODULE_UNHEALTHY
 from offloading.alerts import rules as alerts
 from offloading.choices import ChangeState
 from offloading.models import ChangeRequest, Cluster, ClusterOffloading, Namespace, SnapshotState, VirtualNode
+from offloading.models.fleet import current_managed
 from offloading.models.inventory import KubeEvent, Pod
 from offloading.views.common import annotate_inventory, capped, split_labels
 from offloading.whatif.capacity import rooms
@@ -116,27 +117,41 @@ def topology(clusters: list[Cluster], hosted: dict[str, int], pods: dict[str, in
 @login_required
 @require_GET
 def overview(request: HttpRequest) -> HttpResponse:
-    clusters = list(Cluster.objects.all())
+    managed = current_managed(request)
+    clusters = list(Cluster.objects.of(managed))
     hosted = dict(
-        ClusterOffloading.objects.filter(selected=True).values_list("cluster_id").annotate(n=Count("id")).order_by()
+        ClusterOffloading.objects.of(managed)
+        .filter(selected=True)
+        .values_list("cluster_id")
+        .annotate(n=Count("id"))
+        .order_by()
     )
     pods = dict(
-        Pod.objects.filter(phase="Running")
+        Pod.objects.of(managed)
+        .filter(phase="Running")
         .exclude(cluster_id="")
         .values_list("cluster_id")
         .annotate(n=Count("id"))
         .order_by()
     )
     phases = dict(
-        Namespace.objects.filter(offloaded=True).values_list("offloading_phase").annotate(n=Count("id")).order_by()
+        Namespace.objects.of(managed)
+        .filter(offloaded=True)
+        .values_list("offloading_phase")
+        .annotate(n=Count("id"))
+        .order_by()
     )
-    troubled_all = Namespace.objects.filter(offloaded=True).exclude(offloading_phase__in=["Ready", "NoClusterSelected"])
+    troubled_all = (
+        Namespace.objects.of(managed)
+        .filter(offloaded=True)
+        .exclude(offloading_phase__in=["Ready", "NoClusterSelected"])
+    )
     troubled = list(troubled_all.defer("offloading_status").order_by("offloading_phase", "name")[:ATTENTION_ROWS])
-    annotate_inventory(troubled)
+    annotate_inventory(troubled, managed)
     failed = ChangeRequest.objects.filter(state__in=[ChangeState.FAILED, ChangeState.CONFLICT])
-    warnings = KubeEvent.objects.filter(type="Warning").order_by("-last_time")
+    warnings = KubeEvent.objects.of(managed).filter(type="Warning").order_by("-last_time")
     context = {
-        "state": SnapshotState.get(),
+        "state": SnapshotState.get(managed),
         "peers": topology(clusters, hosted, pods),
         "ring": dict(zip(("radius", "node_radius", "label_size"), ring(len(clusters)), strict=True)),
         "size": SIZE,
@@ -144,7 +159,7 @@ def overview(request: HttpRequest) -> HttpResponse:
         "healthy_peers": sum(1 for c in clusters if not unhealthy(c)),
         "unhealthy_peers": [c for c in clusters if unhealthy(c)],
         "phases": sorted(phases.items()),
-        "not_offloaded": Namespace.objects.filter(offloaded=False).count(),
+        "not_offloaded": Namespace.objects.of(managed).filter(offloaded=False).count(),
         "troubled": troubled,
         # What each capped list leaves out: its count, and the phases it is made of (links to the rest).
         "troubled_total": len(troubled) if len(troubled) < ATTENTION_ROWS else troubled_all.count(),
@@ -166,15 +181,16 @@ def overview(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_GET
 def cluster_detail(request: HttpRequest, cluster_id: str) -> HttpResponse:
-    cluster = get_object_or_404(Cluster, cluster_id=cluster_id)
-    nodes = list(VirtualNode.objects.filter(cluster_id=cluster_id))
-    room = rooms([cluster_id])[cluster_id]
-    hosted = ClusterOffloading.objects.filter(cluster_id=cluster_id).select_related("namespace")
+    managed = current_managed(request)
+    cluster = get_object_or_404(Cluster.objects.of(managed), cluster_id=cluster_id)
+    nodes = list(VirtualNode.objects.of(managed).filter(cluster_id=cluster_id))
+    room = rooms([cluster_id], managed=managed)[cluster_id]
+    hosted = ClusterOffloading.objects.of(managed).filter(cluster_id=cluster_id).select_related("namespace")
     # What is wrong first: a peer can host hundreds of namespaces, most of them fine.
     troubled_first = hosted.annotate(
         fine=Case(When(state=liqo.REASON_NAMESPACE_CREATED, then=1), default=0, output_field=IntegerField())
     ).order_by("fine", "namespace__name")
-    running = Pod.objects.filter(cluster_id=cluster_id)
+    running = Pod.objects.of(managed).filter(cluster_id=cluster_id)
     pods_page = capped(running.order_by("namespace", "name"), request, "pods", POD_ROWS)
     context = {
         "cluster": cluster,
@@ -196,12 +212,13 @@ def tenant_side(cluster: Cluster) -> dict[str, object]:
     """The other direction, as far as this cluster sees it: when the peer consumes our resources, Liqo
     creates here the twins of the namespaces it offloads (labelled with its cluster id) and keeps a
     tenant namespace for the peering."""
-    twins = Namespace.objects.filter(**{f"labels__{liqo.REMOTE_CLUSTER_ID_LABEL}": cluster.cluster_id}).exclude(
+    mine = Namespace.objects.of(cluster.managed_id)
+    twins = mine.filter(**{f"labels__{liqo.REMOTE_CLUSTER_ID_LABEL}": cluster.cluster_id}).exclude(
         name__startswith=liqo.TENANT_NAMESPACE_PREFIX
     )
     return {
         "consumer": cluster.is_consumer,
-        "tenant_namespace": Namespace.objects.filter(name=f"{liqo.TENANT_NAMESPACE_PREFIX}{cluster.cluster_id}")
+        "tenant_namespace": mine.filter(name=f"{liqo.TENANT_NAMESPACE_PREFIX}{cluster.cluster_id}")
         .only("name", "status_phase")
         .first(),
         "tenant_twins": list(twins.only("name", "status_phase", "created_at").order_by("name")[:200]),

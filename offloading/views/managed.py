@@ -316,7 +316,8 @@ def removal_of(cluster: ManagedCluster) -> Removal:
             removal.scopes.append(f"{owner}: {scope.value}")
     if cluster.liqo_cluster_id:
         names = (
-            ClusterOffloading.objects.filter(cluster_id=cluster.liqo_cluster_id)
+            ClusterOffloading.objects.of()  # the default cluster's namespaces (the docstring)
+            .filter(cluster_id=cluster.liqo_cluster_id)
             .values_list("namespace__name", flat=True)
             .distinct()
             .order_by("namespace__name")

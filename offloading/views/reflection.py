@@ -12,12 +12,13 @@ from access.impersonation import identity_for
 from offloading.cluster.identity import acting_as
 from offloading.insight.reflection import READ_LIMIT, report
 from offloading.models import Namespace
+from offloading.models.fleet import current_managed
 
 
 @login_required
 @require_GET
 def namespace_reflection(request: HttpRequest, name: str) -> HttpResponse:
-    namespace = get_object_or_404(Namespace, name=name)
+    namespace = get_object_or_404(Namespace.objects.of(current_managed(request)), name=name)
     with acting_as(identity_for(request.user.get_username())):
         found = report(namespace.name)
     context = {"namespace": namespace, "report": found, "limit": READ_LIMIT}

@@ -322,7 +322,11 @@ def _tearing_down(namespace: Any) -> set[str]:
     )
     if not candidates:
         return set()
-    entries = MappingEntry.objects.filter(namespace=namespace.name, cluster_id__in=candidates).exclude(current_phase="")
+    entries = (
+        MappingEntry.objects.of(namespace.managed_id)
+        .filter(namespace=namespace.name, cluster_id__in=candidates)
+        .exclude(current_phase="")
+    )
     return set(entries.values_list("cluster_id", flat=True))
 
 

@@ -15,13 +15,17 @@ from django.views.decorators.http import require_GET
 from access.impersonation import identity_for
 from offloading.cluster import twins
 from offloading.models import Namespace
+from offloading.models.fleet import current_managed
 
 
 @login_required
 @require_GET
 def namespace_twins(request: HttpRequest, name: str) -> HttpResponse:
     namespace = get_object_or_404(
-        Namespace.objects.only("name", "offloaded", "offloading_spec", "remote_namespace_name"), name=name
+        Namespace.objects.of(current_managed(request)).only(
+            "name", "managed_id", "offloaded", "offloading_spec", "remote_namespace_name"
+        ),
+        name=name,
     )
     across = twins.twins(namespace, identity_for(request.user.get_username()))
     response = render(

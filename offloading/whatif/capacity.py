@@ -26,6 +26,7 @@ from django.db.models.functions import Cast
 
 from offloading.cluster import kube
 from offloading.models import VirtualNode
+from offloading.models.fleet import ManagedRef
 from offloading.models.inventory import Pod
 
 NEARLY_FULL_PERCENT = 80
@@ -122,12 +123,15 @@ def room_of(cluster_id: str, quotas: list[dict[str, Any]], running: dict[str, in
 
 
 def rooms(
-    cluster_ids: Collection[str] | None = None, capacities: Mapping[str, Sequence[str | None]] | None = None
+    cluster_ids: Collection[str] | None = None,
+    capacities: Mapping[str, Sequence[str | None]] | None = None,
+    managed: ManagedRef = None,
 ) -> dict[str, Room]:
     """The room of each peer in ``cluster_ids`` (every peer with a virtual node when None), in two
     queries; a peer without a virtual node has an empty room (``known`` is False). ``capacities``: the
-    JSON text of each peer's virtual nodes' ``capacity``, when the caller has read them (one query then)."""
-    pods = Pod.objects.filter(phase="Running").exclude(cluster_id="")
+    JSON text of each peer's virtual nodes' ``capacity``, when the caller has read them (one query then).
+    ``managed``: the managed cluster whose peers these are (None: the default one)."""
+    pods = Pod.objects.of(managed).filter(phase="Running").exclude(cluster_id="")
     if cluster_ids is not None:
         pods = pods.filter(cluster_id__in=list(cluster_ids))
     texts: dict[str, list[str | None]] = {cid: [] for cid in cluster_ids or ()}
@@ -135,7 +139,7 @@ def rooms(
         for cluster_id in capacities if cluster_ids is None else cluster_ids:
             texts.setdefault(cluster_id, []).extend(capacities.get(cluster_id, ()))
     else:
-        nodes = VirtualNode.objects.all()
+        nodes = VirtualNode.objects.of(managed)
         if cluster_ids is not None:
             nodes = nodes.filter(cluster_id__in=list(cluster_ids))
         for cluster_id, text in nodes.values_list("cluster_id", Cast("capacity", TextField())):

@@ -27,6 +27,7 @@ from liqo_rules import peers as liqo_peers
 from liqo_rules.spec import FIELD_POD, FIELD_SELECTOR, normalize_spec
 from offloading.choices import ChangeAction
 from offloading.models import ChangeRequest, ClusterOffloading, Namespace, VirtualNode
+from offloading.models.fleet import ManagedRef
 from offloading.whatif.pods import stricter
 
 # How many cluster ids a reason names before it says how many more there are.
@@ -91,8 +92,10 @@ def destructive_reason(
     return "; ".join(reasons) or None
 
 
-def _virtual_nodes() -> list[tuple[str, str, dict[str, str]]]:
-    return list(VirtualNode.objects.order_by("namespace", "name").values_list("cluster_id", "name", "labels"))
+def _virtual_nodes(managed: ManagedRef = None) -> list[tuple[str, str, dict[str, str]]]:
+    return list(
+        VirtualNode.objects.of(managed).order_by("namespace", "name").values_list("cluster_id", "name", "labels")
+    )
 
 
 def _selector_of(virtual_nodes: list[tuple[str, str, dict[str, str]]]) -> Callable[[Any], set[str]]:
@@ -116,18 +119,20 @@ def is_destructive(namespace: Namespace, action: str, spec: dict[str, Any] | Non
         return None
     on_now = set(namespace.cluster_states.filter(selected=True).values_list("cluster_id", flat=True))
     before = namespace.offloading_spec or {}
-    return destructive_reason(namespace.name, action, before, spec, on_now, _selector_of(_virtual_nodes()))
+    return destructive_reason(
+        namespace.name, action, before, spec, on_now, _selector_of(_virtual_nodes(namespace.managed_id))
+    )
 
 
 def destructive_changes(changes: list[ChangeRequest]) -> dict[str, str]:
     """For the (unsaved) changes of a bulk request: why each destructive one is, by namespace. Two queries
     whatever their number; a change says what it was based on (``base_spec``: None when the namespace
-    was not offloaded)."""
+    was not offloaded; a change names no managed cluster yet: its namespace is the default cluster's)."""
     names = [c.namespace for c in changes if c.base_spec is not None]
     if not names:
         return {}
     on_now: dict[str, set[str]] = {}
-    rows = ClusterOffloading.objects.filter(namespace__name__in=names, selected=True)
+    rows = ClusterOffloading.objects.of().filter(namespace__name__in=names, selected=True)
     for name, cluster_id in rows.values_list("namespace__name", "cluster_id"):
         on_now.setdefault(name, set()).add(cluster_id)
     selects = _selector_of(_virtual_nodes())

@@ -21,6 +21,7 @@ from typing import Any
 from django.db.models import Count
 
 from liqo_rules import constants as liqo
+from offloading.models.fleet import ManagedRef
 from offloading.models.inventory import Pod
 
 LOCAL = ""  # the cluster id of pods on local nodes
@@ -110,11 +111,13 @@ def pod_impact(
     )
 
 
-def running_pods(namespaces: Collection[str]) -> dict[str, dict[str, int]]:
-    """Running pods per namespace and cluster (``LOCAL`` for local nodes), in one query."""
+def running_pods(namespaces: Collection[str], managed: ManagedRef = None) -> dict[str, dict[str, int]]:
+    """Running pods per namespace of ``managed`` (None: the default cluster) and peer (``LOCAL`` for local
+    nodes), in one query."""
     counts: dict[str, dict[str, int]] = {}
     rows = (
-        Pod.objects.filter(namespace__in=list(namespaces), phase="Running")
+        Pod.objects.of(managed)
+        .filter(namespace__in=list(namespaces), phase="Running")
         .values_list("namespace", "cluster_id")
         .annotate(n=Count("id"))
         .order_by()

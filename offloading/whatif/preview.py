@@ -117,16 +117,17 @@ def preview(
     the managed clusters, then their APIs at once, waited for at most ``twins.DEADLINE`` s (one that has
     not answered is UNCHECKED, a note); no API is asked when no managed cluster is selected. An
     offloaded namespace is not checked: Liqo's webhook locks its remote name."""
+    managed = namespace.managed_id  # None for a namespace the preview built: the default cluster
     nodes = list(
-        VirtualNode.objects.order_by("namespace", "name").values_list(
-            "cluster_id", "name", Cast("labels", TextField()), Cast("capacity", TextField())
-        )
+        VirtualNode.objects.of(managed)
+        .order_by("namespace", "name")
+        .values_list("cluster_id", "name", Cast("labels", TextField()), Cast("capacity", TextField()))
     )
     # The matching only reads the labels: the read-only cached mapping stands in for a dict.
     virtual_nodes: list[tuple[str, str, Any]] = [(cid, name, labels_of(labels)) for cid, name, labels, _ in nodes]
     selection = liqo_peers.select_clusters(spec.get("clusterSelector"), virtual_nodes)
     # Every peer the snapshot knows (those without a virtual node are not in ``selection``), unsorted.
-    modules = dict(Cluster.objects.order_by().values_list("cluster_id", "offloading_status"))
+    modules = dict(Cluster.objects.of(managed).order_by().values_list("cluster_id", "offloading_status"))
     rows = []
     for cluster_id in sorted(selection.keys() | modules.keys()):
         entry = selection.get(cluster_id)
@@ -145,7 +146,7 @@ def preview(
         rows.append(entry)
     selected = [r["cluster_id"] for r in rows if r["selected"]]
     chosen = set(selected)
-    refusing = {cid: a.reasons for cid, a in admissions(selected).items() if a.refuses} if selected else {}
+    refusing = {cid: a.reasons for cid, a in admissions(selected, managed).items() if a.refuses} if selected else {}
     for row in rows:
         row["refuses"] = refusing.get(row["cluster_id"], ())
     capacities: dict[str, list[str | None]] = {}
@@ -155,12 +156,12 @@ def preview(
     before = set()
     if namespace.offloaded:
         before = set(namespace.cluster_states.filter(selected=True).values_list("cluster_id", flat=True))
-    local_id = local_cluster_id()
+    local_id = local_cluster_id(managed)
     sample = pod or SAMPLE_POD
     losses = sorted(before - chosen) if namespace.offloaded else []
     impact = PodImpact(followed=False)
     if namespace.offloaded:
-        running = running_pods([namespace.name]).get(namespace.name, {})
+        running = running_pods([namespace.name], managed).get(namespace.name, {})
         impact = pod_impact(running, losses, namespace.offloading_spec, spec)
     return Preview(
         clusters=rows,
@@ -175,9 +176,11 @@ def preview(
         pod_after=liqo_webhook.mutate_pod(spec, sample, settings.LIQO_DASH["RUNTIME_CLASS"]),
         runtime_notes=liqo_webhook.runtime_class_notes(settings.LIQO_DASH["RUNTIME_CLASS"], sample),
         pod_impact=impact,
-        rooms=rooms(selected, capacities) if selected else {},
+        rooms=rooms(selected, capacities, managed) if selected else {},
         refusing=refusing,
-        collisions=[] if namespace.offloaded or not selected else collisions(namespace.name, spec, local_id, selected),
+        collisions=[]
+        if namespace.offloaded or not selected
+        else collisions(namespace.name, spec, local_id, selected, managed),
         remote_checks=remote_collisions(namespace.name, spec, selected, local_id=local_id, identity=identity)
         if providers and selected and not namespace.offloaded
         else [],
@@ -203,7 +206,7 @@ def dry_run(namespace_name: str, spec: dict[str, Any]) -> DryRun:
         "spec": normalize_spec(spec),
     }
     try:
-        if not Namespace.objects.filter(name=namespace_name, offloaded=True).exists():
+        if not Namespace.objects.of().filter(name=namespace_name, offloaded=True).exists():
             # Not offloaded as far as the snapshot knows: the create is asked at once, without a read
             # (an offloading made since answers AlreadyExists, and then it is read and replaced).
             try:
