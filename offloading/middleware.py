@@ -3,11 +3,12 @@ before the session and page middleware."""
 
 from __future__ import annotations
 
+import datetime
 import functools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY, get_user_model
@@ -21,12 +22,14 @@ from django.http import HttpRequest, HttpResponse
 from django.urls import Resolver404, resolve
 from django.utils import timezone
 from django.utils.crypto import constant_time_compare
+from django.utils.dateparse import parse_datetime
 
 from access import roles
 from access.models import Scope
 from liqo_dash.statusbody import status_data
 from offloading import context
 from offloading.views import freshness, live
+from offloading.views.livememory import ViewerMemory
 
 
 def _body_refusal(request: HttpRequest) -> HttpResponse | None:
@@ -129,24 +132,61 @@ def _one(sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
         return list(cursor.fetchall())
 
 
-def _viewer(request: HttpRequest) -> _Viewer | None:
-    """Who sends this poll, as AuthenticationMiddleware and access.roles.role_of would find them (None:
-    not recognised here, the whole chain decides)."""
+# Who sent each session's last polls, per web process (offloading/views/livememory.py): a poll then
+# costs one read, its region's counters and the identity counters together.
+viewers = ViewerMemory(max_entries=10_000)
+
+
+def _viewer(request: HttpRequest, marks: tuple[int, ...]) -> tuple[_Viewer, str] | None:
+    """Who sends this poll, as AuthenticationMiddleware and access.roles.role_of would find them, and
+    the shared key's access (as offloading.views.live._access_key); None: not recognised here, the whole
+    chain decides. ``marks``: the identity counters (live.IDENTITY), read before anything else here."""
     key = request.COOKIES.get(settings.SESSION_COOKIE_NAME)
     if not key or settings.SESSION_ENGINE != _SESSION_ENGINE:
-        return None
-    names = _tables()
-    now = connection.ops.adapt_datetimefield_value(timezone.now())
-    rows = _one(f"SELECT session_data FROM {names['session']} WHERE session_key = %s AND expire_date > %s", [key, now])
-    if not rows:
-        return None
-    session = SessionStore().decode(rows[0][0])
-    backend, session_hash = session.get(BACKEND_SESSION_KEY), session.get(HASH_SESSION_KEY)
-    if backend != _MODEL_BACKEND or backend not in settings.AUTHENTICATION_BACKENDS or not session_hash:
         return None
     user_model: Any = get_user_model()
     if user_model.get_session_auth_hash is not AbstractBaseUser.get_session_auth_hash:
         return None  # a user model with its own session hash: only the chain knows how to check it
+    now = timezone.now()
+    remembered: Any = viewers.get(key, marks, now.timestamp())
+    if remembered is not None:
+        return cast("tuple[_Viewer, str]", remembered)
+    names = _tables()
+    rows = _one(
+        f"SELECT session_data, expire_date FROM {names['session']} WHERE session_key = %s AND expire_date > %s",
+        [key, connection.ops.adapt_datetimefield_value(now)],
+    )
+    if not rows:
+        return None
+    viewer = _checked(rows[0][0])
+    if viewer is None:
+        return None
+    found = (viewer, _access(viewer))
+    expires = _expiry(rows[0][1])
+    if expires is not None:
+        viewers.keep(key, marks, expires, found)
+    return found
+
+
+def _expiry(value: Any) -> float | None:
+    """The session row's expiry, in seconds since the epoch (None: not understood, nothing kept)."""
+    if isinstance(value, str):
+        value = parse_datetime(value)
+    if not isinstance(value, datetime.datetime):
+        return None
+    if timezone.is_naive(value):
+        value = timezone.make_aware(value, datetime.UTC)
+    return value.timestamp()
+
+
+def _checked(session_data: str) -> _Viewer | None:
+    """The session's user and role, checked as django.contrib.auth and access.roles check them."""
+    names = _tables()
+    session = SessionStore().decode(session_data)
+    backend, session_hash = session.get(BACKEND_SESSION_KEY), session.get(HASH_SESSION_KEY)
+    if backend != _MODEL_BACKEND or backend not in settings.AUTHENTICATION_BACKENDS or not session_hash:
+        return None
+    user_model: Any = get_user_model()
     try:
         pk = user_model._meta.pk.to_python(session.get(SESSION_KEY))
     except ValidationError:
@@ -206,13 +246,18 @@ class LivePollMiddleware:
         badge = getattr(match.func, "live_badge", False)
         if not (badge or getattr(match.func, "live_page", False)) or not match.url_name:
             return None
-        viewer = _viewer(request)
-        if viewer is None:
+        # One read: the region's counters (none for the badge) and those under which a viewer is remembered.
+        read_ms = live.now_ms()
+        kinds = () if badge else live.region_kinds(match.url_name)
+        counters = live.versions(tuple(sorted({*kinds, *live.IDENTITY})))
+        found = _viewer(request, tuple(counters[kind] for kind in live.IDENTITY))
+        if found is None:
             return None
+        viewer, access = found
         if badge:
             answer: HttpResponse | None = freshness.badge(request, viewer.who)
         else:
-            answer = live.early(request, match.url_name, viewer.who, lambda: _access(viewer))
+            answer = live.early(request, match.url_name, viewer.who, lambda: access, (counters, read_ms))
         if answer is not None:
             request.resolver_match = match  # the request metrics count it by its view
             # What the chain behind would have added: the request id, Vary: Cookie (the session

@@ -25,6 +25,7 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from liqo_dash.celery import app as celery_app
+from offloading import middleware
 from offloading.cluster import kube
 from offloading.models import Cluster, ClusterOffloading, Namespace, SnapshotState, VirtualNode
 from offloading.views import live
@@ -48,9 +49,11 @@ def _fresh_shared_cache() -> Iterator[None]:
     another's."""
     cache.clear()
     live.memory.forget()  # the web process's copies of the live regions' renders (they follow the cache)
+    middleware.viewers.forget()  # and who sent its polls (session keys are new in every test anyway)
     yield
     cache.clear()
     live.memory.forget()
+    middleware.viewers.forget()
 
 
 @pytest.fixture

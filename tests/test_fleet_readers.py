@@ -292,8 +292,8 @@ def test_the_live_polls_answer_as_before_a_second_clusters_rows(
         assert admin_client.get(url, HTTP_IF_NONE_MATCH=response["ETag"], **POLL).status_code == 304, url
     write_turin()
     # The next poll comes a poll period later: past the window in which a shared render is reused.
-    now = live._now_ms()
-    monkeypatch.setattr(live, "_now_ms", lambda: now + 10_000)
+    now = live.now_ms()
+    monkeypatch.setattr(live, "now_ms", lambda: now + 10_000)
     for url, response in first.items():
         # Turin's writes moved the counters (one per kind, for every cluster): the poll renders again,
         # and shows what it showed; then 304 again.

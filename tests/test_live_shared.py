@@ -60,8 +60,8 @@ def _phase(phase: str) -> None:
 
 def _later(monkeypatch: Any, seconds: float) -> None:
     """The clock of the live checks, ``seconds`` on from now."""
-    now = live._now_ms()
-    monkeypatch.setattr(live, "_now_ms", lambda: now + int(seconds * 1000))
+    now = live.now_ms()
+    monkeypatch.setattr(live, "now_ms", lambda: now + int(seconds * 1000))
 
 
 def test_a_viewer_of_the_same_access_gets_the_render_without_rendering(
@@ -167,8 +167,8 @@ def test_another_viewer_gets_a_newer_render_only_within_its_reuse_window(
     _phase("SomeFailed")
     # Within the window, bob gets ann's render (newer than what he holds: nothing), not the moved rows.
     assert _poll(bob, OVERVIEW).content == kept.content
-    now = live._now_ms()
-    monkeypatch.setattr(live, "_now_ms", lambda: now + int(live.REUSE_MAX_S * 1000) + 1)
+    now = live.now_ms()
+    monkeypatch.setattr(live, "now_ms", lambda: now + int(live.REUSE_MAX_S * 1000) + 1)
     assert "SomeFailed" in _poll(cid, OVERVIEW).content.decode()  # past the window: rendered again
 
 

@@ -318,8 +318,8 @@ def test_a_live_region_answers_304_until_what_it_shows_changes(
     write()
     # The next poll comes one poll period later (static/js/liqo-dash.js): a holder of a shared region's
     # render is not rendered again within a second (live.HOLD_S), shorter than every poll period.
-    now = live._now_ms()
-    monkeypatch.setattr(live, "_now_ms", lambda: now + POLL_EVERY_S[region] * 1000)
+    now = live.now_ms()
+    monkeypatch.setattr(live, "now_ms", lambda: now + POLL_EVERY_S[region] * 1000)
     started = time.monotonic()
     moved = _poll(admin_client, url, etag)
     assert moved.status_code in (200, 286) and moved["ETag"] != etag

@@ -14,7 +14,7 @@ from django.test import Client
 
 from offloading.models import Namespace
 from offloading.views import live
-from offloading.views.livememory import RenderMemory
+from offloading.views.livememory import RenderMemory, ViewerMemory
 
 POLL = {"HTTP_X_LIVE_POLL": "1", "HTTP_HX_REQUEST": "true"}
 
@@ -87,3 +87,26 @@ def test_a_poll_the_copy_decides_does_not_read_the_shared_cache(
     again.force_login(django_user_model.objects.get(username="bob"))
     assert again.get("/", **POLL)["X-Live"] == "shared"
     assert [key for key in reads if key.startswith("liqo-dash:live:")]
+
+
+def test_a_viewer_is_remembered_only_under_its_counters_and_until_its_session_expires() -> None:
+    viewers = ViewerMemory(max_entries=10)
+    viewers.keep("session-a", (3, 7), expires=1_000.0, value="vera")
+    assert viewers.get("session-a", (3, 7), now=999.0) == "vera"
+    assert viewers.get("session-b", (3, 7), now=999.0) is None
+    assert viewers.get("session-a", (3, 8), now=999.0) is None  # a session or user written since
+    assert viewers.get("session-a", (3, 7), now=999.0) is None, "a stale entry is dropped, not kept"
+    viewers.keep("session-a", (3, 8), expires=1_000.0, value="vera")
+    assert viewers.get("session-a", (3, 8), now=1_000.0) is None  # the session expired
+    assert len(viewers) == 0
+
+
+def test_viewers_are_bounded_least_recently_used_first() -> None:
+    viewers = ViewerMemory(max_entries=2)
+    viewers.keep("a", (1,), 100.0, "ann")
+    viewers.keep("b", (1,), 100.0, "bob")
+    assert viewers.get("a", (1,), 0.0) == "ann"  # a is now the most recently used
+    viewers.keep("c", (1,), 100.0, "cid")
+    assert len(viewers) == 2
+    assert viewers.get("b", (1,), 0.0) is None
+    assert viewers.get("a", (1,), 0.0) == "ann" and viewers.get("c", (1,), 0.0) == "cid"

@@ -41,6 +41,16 @@ TABLES = {
     "access_scope": "access",
     "auth_user_groups": "access",
 }
+# Not page content, but what a poll answered early trusts of its sender: a counter that moves whenever a
+# session, a user or a group is written (a login, a logout, a password, a deactivation, a group renamed),
+# so that offloading.middleware may remember who sends a poll until it moves (the groups a user is in,
+# and the scopes, are "access" above). Never part of a region's ETag.
+IDENTITY_TABLES = {
+    "django_session": "sessions",
+    "auth_user": "sessions",
+    "auth_group": "sessions",
+}
+COUNTED = {**TABLES, **IDENTITY_TABLES}
 # Tables that are not page content: the counters themselves, the audit chain's head and checkpoints.
 # The managed clusters' list does not poll (issue 28: a beat task refreshes it every 60 s).
 NOT_SHOWN = (
@@ -74,7 +84,7 @@ def sqlite_statements(tables: list[str]) -> list[str]:
             statements.append(f"DROP TRIGGER IF EXISTS {name}")
             statements.append(
                 f"CREATE TRIGGER {name} AFTER {event} ON {table} FOR EACH ROW{_when(table, event, 'sqlite')} "
-                f"BEGIN INSERT INTO offloading_liveversion (kind, version) VALUES ('{TABLES[table]}', 1) "
+                f"BEGIN INSERT INTO offloading_liveversion (kind, version) VALUES ('{COUNTED[table]}', 1) "
                 "ON CONFLICT (kind) DO UPDATE SET version = version + 1; END"
             )
     return statements
@@ -124,19 +134,19 @@ def postgres_statements(tables: list[str]) -> list[str]:
             statements.append(f"DROP TRIGGER IF EXISTS {name} ON {table}")
             statements.append(
                 f"CREATE TRIGGER {name} AFTER {event} ON {table} FOR EACH ROW{_when(table, event, 'postgresql')} "
-                f"EXECUTE FUNCTION liqo_live_note('{TABLES[table]}')"
+                f"EXECUTE FUNCTION liqo_live_note('{COUNTED[table]}')"
             )
     return statements
 
 
 def install(connection: Any) -> list[str]:
-    """(Re)create the triggers of every table of ``TABLES`` that exists; returns those tables."""
+    """(Re)create the triggers of every table of ``COUNTED`` that exists; returns those tables."""
     from django.db import transaction
 
     existing = set(connection.introspection.table_names())
     if "offloading_liveversion" not in existing:  # migrated back before 0013
         return []
-    tables = [table for table in TABLES if table in existing]
+    tables = [table for table in COUNTED if table in existing]
     build = {"sqlite": sqlite_statements, "postgresql": postgres_statements}.get(connection.vendor)
     if build is None:
         raise RuntimeError(f"live versions: no triggers for the {connection.vendor} database")

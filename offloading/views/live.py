@@ -54,6 +54,9 @@ KINDS: tuple[str, ...] = (
     "transitions",  # StatusTransition
 )
 _EVERY_PAGE = ("access", "snapshot")
+# The counters under which offloading.middleware remembers who sends a poll (livetriggers.IDENTITY_TABLES
+# and the "access" tables): never in an ETag.
+IDENTITY: tuple[str, ...] = ("access", "sessions")
 
 # What each live region (by URL name) shows; a region not listed depends on every kind.
 REGIONS: dict[str, tuple[str, ...]] = {
@@ -99,7 +102,12 @@ def data_version(kinds: tuple[str, ...] = KINDS) -> str:
     """Changes whenever anything of ``kinds`` may have changed (every kind by default): snapshot rows
     written, status transitions, changes moving, audit events, the snapshot's error or cluster id.
     It never repeats: each counter only grows."""
-    return ".".join(f"{kind}{version}" for kind, version in versions(kinds).items())
+    return version_of(versions(kinds), kinds)
+
+
+def version_of(counters: dict[str, int], kinds: tuple[str, ...]) -> str:
+    """``data_version(kinds)`` from counters already read (a superset of ``kinds``)."""
+    return ".".join(f"{kind}{counters[kind]}" for kind in kinds)
 
 
 def who_of(request: HttpRequest) -> str:
@@ -136,7 +144,7 @@ def _etag(digest: str, read_ms: int) -> str:
     return f'"{digest}.{read_ms:x}"'
 
 
-def _now_ms() -> int:
+def now_ms() -> int:
     return int(time.time() * 1000)
 
 
@@ -351,15 +359,22 @@ def _kept_render(
     return key, local
 
 
-def early(request: HttpRequest, url_name: str, who: str, access: Callable[[], str | None]) -> HttpResponse | None:
+def early(
+    request: HttpRequest,
+    url_name: str,
+    who: str,
+    access: Callable[[], str | None],
+    read: tuple[dict[str, int], int],
+) -> HttpResponse | None:
     """A poll's answer when it needs no view, for offloading.middleware.LivePollMiddleware, which asks
     before the session, user and page middleware run: a 304 while nothing the region shows moved, or
     another viewer's render of the same access that this poll may reuse (as ``_poll`` decides them).
     ``who`` is the user's "pk:role" (as ``who_of``); ``access`` gives the shared key's access (as
-    ``_access_key``), asked only when a render is looked up. None: the view must run (the whole
-    middleware chain, then ``_poll``)."""
-    read_ms = _now_ms()
-    version = data_version(region_kinds(url_name))
+    ``_access_key``), asked only when a render is looked up; ``read``: the counters (of the region's
+    kinds at least, as ``versions``) and when they were read (``now_ms`` just before). None: the view
+    must run (the whole middleware chain, then ``_poll``)."""
+    counters, read_ms = read
+    version = version_of(counters, region_kinds(url_name))
     tags, _newest, held_ms = _held(request)
     current = _hash(version, request, who)
     if current in tags:
@@ -384,7 +399,7 @@ def _poll(view: Callable[..., HttpResponse], request: HttpRequest, *args: Any, *
         return view(request, *args, **kwargs)
     match = request.resolver_match
     url_name = match.url_name if match else None
-    read_ms = _now_ms()
+    read_ms = now_ms()
     version = data_version(region_kinds(url_name))
     tags, newest, held_ms = _held(request)
     who = who_of(request)

@@ -74,3 +74,50 @@ class RenderMemory:
     def _drop(self, key: str) -> None:
         render = self._renders.pop(key)
         self._bytes -= len(render.content)
+
+
+class ViewerMemory:
+    """Who sends a poll, by session key, as one web process last read it from the database (the session
+    row, the user, their role's groups and an operator's scopes): a poll answered early otherwise reads
+    them at every poll, two or three round trips out of its three or four. An entry holds while the
+    counters it was read under (``marks``: the "sessions" and "access" LiveVersion counters, which
+    database triggers bump when a session, a user, a group, a membership or a scope is written, in the
+    writer's transaction) are still those of the poll, and until the session expires. The poll reads those
+    counters before it looks here, in the same read as its region's counters; on a miss, they are read
+    before the rows, so that a write in between moves them past the entry kept.
+
+    Bounded by entries (the least recently used go first)."""
+
+    def __init__(self, max_entries: int) -> None:
+        self.max_entries = max_entries
+        self._entries: OrderedDict[str, tuple[tuple[int, ...], float, object]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: str, marks: tuple[int, ...], now: float) -> object | None:
+        """What was kept for ``key`` under ``marks``, if the session has not expired by ``now`` (seconds
+        since the epoch)."""
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None:
+                return None
+            kept_marks, expires, value = entry
+            if kept_marks != marks or expires <= now:
+                del self._entries[key]
+                return None
+            self._entries.move_to_end(key)
+            return value
+
+    def keep(self, key: str, marks: tuple[int, ...], expires: float, value: object) -> None:
+        with self._lock:
+            self._entries[key] = (marks, expires, value)
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.max_entries:
+                self._entries.popitem(last=False)
+
+    def forget(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._entries)
