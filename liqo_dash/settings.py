@@ -126,10 +126,12 @@ MIDDLEWARE = [
     # First, so it counts every answer, including redirects and errors of the middleware below.
     "offloading.metrics.RequestMetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    # A live poll's 304 or shared render, before the session and page middleware (it checks the session
+    # itself), and before the page's Content-Security-Policy (a region swapped into a page is under the
+    # page's policy, and building the header was a sixth of a 304's work) and the static files.
+    "offloading.middleware.LivePollMiddleware",
     "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
-    # A live poll's 304 or shared render, before the session and page middleware (it checks the session itself).
-    "offloading.middleware.LivePollMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -194,7 +196,10 @@ LOGOUT_REDIRECT_URL = "login"
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = env.string("TIME_ZONE", "UTC")
-USE_I18N = True
+# The pages are in English only and translate nothing: without the translation machinery every number and
+# date a template prints skips a lookup of the active language (a thread-local read per value: at 10,000
+# namespaces, half the overview's render; bench/README.md "Open pages"). The output is the same.
+USE_I18N = False
 USE_TZ = True
 
 STATIC_URL = "static/"

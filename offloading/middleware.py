@@ -19,7 +19,7 @@ from django.contrib.sessions.models import Session
 from django.core.exceptions import ValidationError
 from django.db import connection
 from django.http import HttpRequest, HttpResponse
-from django.urls import Resolver404, resolve
+from django.urls import Resolver404, ResolverMatch, get_resolver
 from django.utils import timezone
 from django.utils.crypto import constant_time_compare
 from django.utils.dateparse import parse_datetime
@@ -102,6 +102,13 @@ class _Viewer:
     @property
     def who(self) -> str:  # as offloading.views.live.who_of
         return f"{self.pk}:{self.role}"
+
+
+@functools.lru_cache(maxsize=1024)
+def _resolve(path: str, urlconf: str) -> ResolverMatch:
+    """What ``resolve`` finds for a polled path (each page polls the same few): a match is the same
+    object every time, the views never change it."""
+    return get_resolver(urlconf).resolve(path)
 
 
 @functools.cache
@@ -240,7 +247,7 @@ class LivePollMiddleware:
         if request.method != "GET" or (settings.OIDC_ENABLED and request.headers.get("HX-Request") != "true"):
             return None
         try:
-            match = resolve(request.path_info)
+            match = _resolve(request.path_info, settings.ROOT_URLCONF)
         except Resolver404:
             return None
         badge = getattr(match.func, "live_badge", False)
