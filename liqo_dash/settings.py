@@ -252,10 +252,6 @@ LIQO_DASH: dict[str, Any] = {
     # While every watch is synced, the watcher marks the snapshot fresh this often (the freshness badge
     # turns amber after two of these, red after five).
     "WATCH_HEARTBEAT": env.number("LIQO_DASH_WATCH_HEARTBEAT", 5.0),
-    # A live poll whose region moved, from a viewer who holds an older render, starts the region's render
-    # aside (one thread per web process) and waits this many milliseconds for it; past that it answers
-    # 304 and the following polls share the render (docs/live-pages.md). 0: the poll renders itself.
-    "LIVE_RENDER_WAIT_MS": env.integer("LIQO_DASH_LIVE_RENDER_WAIT_MS", 100),
     # Seconds between two periodic full refreshes by beat; 0 (the default): none, the watcher keeps the
     # snapshot. (A full refresh of 10,000 namespaces and 200 peers reads about 60 MB; see bench/.)
     "REFRESH_INTERVAL": env.number("LIQO_DASH_REFRESH_INTERVAL", 0.0),

@@ -44,16 +44,6 @@ def admin_user(django_user_model: Any) -> Any:
 
 
 @pytest.fixture(autouse=True)
-def _renders_inline(monkeypatch: Any) -> None:
-    """A test's rows are in a transaction that the live render thread's own connection cannot see: live
-    regions render in the poll's thread here (LIVE_RENDER_WAIT_MS 0). tests/test_live_aside.py renders
-    aside on committed rows, and the servers the end-to-end tests start keep the default."""
-    from django.conf import settings
-
-    monkeypatch.setitem(settings.LIQO_DASH, "LIVE_RENDER_WAIT_MS", 0)
-
-
-@pytest.fixture(autouse=True)
 def _fresh_shared_cache() -> Iterator[None]:
     """Locks, coalescing flags and the API-health breaker live in the shared cache: no test inherits
     another's."""

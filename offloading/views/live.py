@@ -14,7 +14,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from django.conf import settings
 from django.core.cache import cache
 from django.db import connection
 from django.http import HttpRequest, HttpResponse
@@ -23,7 +22,6 @@ from django.utils.http import parse_etags
 
 from access import roles
 from offloading.models import LiveVersion
-from offloading.views import liveaside
 from offloading.views.livememory import RenderMemory
 
 log = logging.getLogger(__name__)
@@ -425,25 +423,6 @@ def _poll(view: Callable[..., HttpResponse], request: HttpRequest, *args: Any, *
         if newest:
             return _not_modified(newest)  # keep what you have: the next poll gets that render
         return _render(view, request, args, kwargs, version, read_ms)[0]
-    render = functools.partial(_render_and_keep, view, request, args, kwargs, (version, read_ms), key, leased)
-    wait_ms = int(settings.LIQO_DASH["LIVE_RENDER_WAIT_MS"])
-    if not newest or wait_ms <= 0:
-        return render()  # nothing held to keep meanwhile (or renders aside off): render now
-    return liveaside.aside(render, wait_ms / 1000, lambda: _not_modified(newest))
-
-
-def _render_and_keep(
-    view: Callable[..., HttpResponse],
-    request: HttpRequest,
-    args: Any,
-    kwargs: Any,
-    when: tuple[str, int],
-    key: str,
-    leased: bool | None,
-) -> HttpResponse:
-    """Render the poll's region, keep it for the other viewers (this process's copy, the shared cache),
-    and release the lease."""
-    version, read_ms = when
     try:
         response, shared = _render(view, request, args, kwargs, version, read_ms)
         if shared is not None:
