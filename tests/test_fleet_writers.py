@@ -304,3 +304,19 @@ def test_the_refresh_of_a_managed_cluster_reads_its_api_under_its_own_lock(two_c
     report = snapshot.refresh_once(milan.pk)
     assert report is not None and not report.ok
     assert SnapshotState.get(milan).last_error and SnapshotState.get(rome).last_error == ""
+
+
+def test_a_cluster_whose_connection_details_change_is_watched_again_on_the_new_ones(
+    two_clusters: Fleet, monkeypatch: Any
+) -> None:
+    monkeypatch.setattr(watch_cluster, "CLUSTERS_EVERY", 0.5)  # the rows read twice a second
+    two_clusters.start()
+    two_clusters.synced()
+    milan = two_clusters.milan
+    two_clusters.until(lambda: two_clusters.names(milan) == two_clusters.milan_api.namespaces(), 20, "milan's rows")
+    before = two_clusters.command.running[MILAN][1][0].writer
+    ManagedCluster.objects.filter(pk=milan.pk).update(context="rome")  # an admin points it elsewhere
+    two_clusters.until(
+        lambda: two_clusters.names(milan) == two_clusters.rome_api.namespaces(), 30, "milan-eu's rows from rome"
+    )
+    assert not before.is_alive() and "connection details changed" in two_clusters.log()
