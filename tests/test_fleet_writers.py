@@ -3,7 +3,8 @@ run here in a thread with leader election on) runs a KindWatcher per kind and a 
 cluster it holds, on that cluster's own client. Against a sandbox domain of two API servers (rome, the
 default cluster, and milan, registered as the managed cluster ``milan-eu``), each cluster's rows land
 under its own ``managed`` and nothing crosses; milan's outage marks only milan's snapshot; a lost lease
-stops milan's writer. The refresh (and beat's periodic one) works per cluster too."""
+stops milan's writer; new connection details start milan's engine again on them. The refresh (and beat's
+periodic one) works per cluster too."""
 
 from __future__ import annotations
 
