@@ -376,8 +376,9 @@ if LIQO_DASH["ALERT_WEBHOOK_URL"]:
     }
 
 if LIQO_DASH["REFRESH_INTERVAL"] > 0:
+    # A refresh of each managed cluster whose snapshot no watcher keeps (offloading.snapshot.refresh).
     CELERY_BEAT_SCHEDULE["refresh-snapshot"] = {
-        "task": "offloading.tasks.refresh",
+        "task": "offloading.tasks.refresh_unwatched",
         "schedule": LIQO_DASH["REFRESH_INTERVAL"],
     }
 

@@ -21,6 +21,7 @@ APPLY_CHANGE = "offloading.tasks.apply_change"
 APPLY_BULK = "offloading.tasks.apply_bulk"
 AWAIT_DELETION = "offloading.tasks.await_deletion"
 REFRESH = "offloading.tasks.refresh"
+REFRESH_UNWATCHED = "offloading.tasks.refresh_unwatched"
 PROBE_API = "offloading.tasks.probe_api"
 DELIVER_ALERT = "offloading.tasks.deliver_alert"
 
@@ -78,8 +79,10 @@ def enqueue_await_deletion(change_id: int, countdown: float = 1.0) -> None:
     send(AWAIT_DELETION, change_id, countdown=countdown)
 
 
-def enqueue_refresh(countdown: float = 0.5) -> None:
-    send(REFRESH, countdown=countdown)
+def enqueue_refresh(countdown: float = 0.5, managed: int | None = None) -> None:
+    """Send the snapshot refresh of the managed cluster ``managed`` (its primary key; None: the default
+    cluster, sent with no argument as before managed clusters existed)."""
+    send(REFRESH, *(() if managed is None else (managed,)), countdown=countdown)
 
 
 def enqueue_probe(countdown: float = 1.0) -> None:

@@ -7,6 +7,7 @@ these tasks by autodiscovery.
 from __future__ import annotations
 
 import logging
+from contextlib import nullcontext
 from typing import Any
 
 from celery import shared_task
@@ -22,8 +23,17 @@ from offloading.cluster import breaker as apihealth
 from offloading.cluster import managed
 from offloading.cluster.pace import paced
 from offloading.governance import beat as governance
-from offloading.models import ChangeRequest
-from offloading.queue import APPLY_BULK, APPLY_CHANGE, AWAIT_DELETION, DELIVER_ALERT, PROBE_API, REFRESH
+from offloading.models import ChangeRequest, ManagedCluster
+from offloading.models.fleet import is_default
+from offloading.queue import (
+    APPLY_BULK,
+    APPLY_CHANGE,
+    AWAIT_DELETION,
+    DELIVER_ALERT,
+    PROBE_API,
+    REFRESH,
+    REFRESH_UNWATCHED,
+)
 from offloading.snapshot import refresh as snapshot
 
 log = logging.getLogger(__name__)
@@ -64,10 +74,23 @@ def await_deletion(change_id: int) -> str:
 
 
 @shared_task(name=REFRESH, acks_late=True)
-def refresh() -> dict[str, Any] | None:
-    with paced():  # the worker's reads share its bound on requests in flight with its pushes
-        report = snapshot.refresh_once()
+def refresh(managed_id: int | None = None) -> dict[str, Any] | None:
+    """The snapshot refresh of one managed cluster (its primary key; none: the default cluster)."""
+    if managed_id is not None and not ManagedCluster.objects.filter(pk=managed_id).exists():
+        return None  # removed since it was asked for: its rows went with it
+    # The worker's reads of its own API server share its bound on requests in flight (and its 429
+    # backoff) with its pushes; another cluster's reads go to another API server: not through them.
+    home = managed_id is None or is_default(managed_id)
+    with paced() if home else nullcontext():
+        report = snapshot.refresh_once(managed_id)
     return report.__dict__ if report else None
+
+
+# Beat's periodic refresh (LIQO_DASH_REFRESH_INTERVAL > 0): one refresh task per managed cluster that no
+# watcher keeps now.
+@shared_task(name=REFRESH_UNWATCHED, acks_late=True)
+def refresh_unwatched() -> list[str]:
+    return snapshot.refresh_unwatched()
 
 
 @shared_task(name="offloading.tasks.sweep", acks_late=True)

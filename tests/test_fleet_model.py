@@ -38,7 +38,7 @@ from offloading.models import (
     livetriggers,
 )
 from offloading.models import fleet as fleetkey
-from offloading.models.managed import ensure_configured
+from offloading.models.managed import Credentials, ensure_configured
 from offloading.snapshot import informer
 from offloading.snapshot.engine import SnapshotWriter
 from offloading.snapshot.namespacemaps import forget_maps, write_map
@@ -214,11 +214,16 @@ def test_history_is_trimmed_per_cluster(default: ManagedCluster, milan: ManagedC
 # The full refresh, against the sandbox's API server
 
 
-def test_a_refresh_of_one_cluster_leaves_the_others_rows(sandbox: Any, default: ManagedCluster) -> None:
-    milan = ManagedCluster.objects.create(name="milan", context="milan")
+def test_a_refresh_of_one_cluster_leaves_the_others_rows(
+    sandbox: Any, default: ManagedCluster, key: str, fresh_clients: None
+) -> None:
+    # milan is registered with the sandbox's own URL and token: both snapshots are listed from the same
+    # API server (each through its cluster's client), the same namespace names, peers and virtual nodes
+    # in two clusters.
+    milan = ManagedCluster(name="milan", source="credentials", api_server_url=sandbox.url)
+    milan.set_credentials(Credentials(token=sandbox.kubeconfig()["users"][0]["user"]["token"]))
+    milan.save()
     sandbox.server.create(NAMESPACES, "", {"metadata": {"name": "leaving"}}, manager="kubectl")
-    # Both snapshots are listed from the same API server (the refresh lists through the process's
-    # client): the same namespace names, peers and virtual nodes in two clusters.
     assert refresh().ok and refresh(milan).ok
     listed = _names(default)
     assert "leaving" in listed and _names(milan) == listed

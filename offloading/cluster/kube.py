@@ -132,20 +132,20 @@ def _paginate(fetch: Any, *args: Any, **kwargs: Any) -> ListResult:
     raise KubeError("transient", "the list kept expiring while it was paginated")
 
 
-def list_foreign_clusters() -> ListResult:
-    return _paginate(_custom().list_cluster_custom_object, *_FC)
+def list_foreign_clusters(api: client.ApiClient | None = None) -> ListResult:
+    return _paginate(_custom(api).list_cluster_custom_object, *_FC)
 
 
-def list_virtual_nodes() -> ListResult:
-    return _paginate(_custom().list_cluster_custom_object, *_VN)
+def list_virtual_nodes(api: client.ApiClient | None = None) -> ListResult:
+    return _paginate(_custom(api).list_cluster_custom_object, *_VN)
 
 
-def list_virtual_node_nodes() -> ListResult:
-    return _paginate(_core().list_node, label_selector=f"{liqo.VIRTUAL_NODE_TYPE_LABEL}=virtual-node")
+def list_virtual_node_nodes(api: client.ApiClient | None = None) -> ListResult:
+    return _paginate(_core(api).list_node, label_selector=f"{liqo.VIRTUAL_NODE_TYPE_LABEL}=virtual-node")
 
 
-def list_namespaces() -> ListResult:
-    return _paginate(_core().list_namespace)
+def list_namespaces(api: client.ApiClient | None = None) -> ListResult:
+    return _paginate(_core(api).list_namespace)
 
 
 def list_offloadings() -> ListResult:

@@ -55,8 +55,9 @@ _lock = threading.Lock()
 _clients: dict[int, tuple[str, client.ApiClient]] = {}
 
 
-def _fingerprint(cluster: ManagedCluster) -> str:
-    """What the client depends on: a change of any of them builds a new one."""
+def connection_fingerprint(cluster: ManagedCluster) -> str:
+    """What the client depends on: a change of any of them builds a new one (and the watcher restarts
+    the cluster's engine on the new client)."""
     parts = [cluster.source, cluster.context, cluster.api_server_url, cluster.ca_bundle, cluster.credentials_encrypted]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
@@ -108,7 +109,7 @@ def api_client_for(cluster: ManagedCluster) -> client.ApiClient:
     change. The default cluster on the current context gets the process's own client. Do not close it."""
     if _is_process_default(cluster):
         return clientconf.api_client()
-    fingerprint = _fingerprint(cluster)
+    fingerprint = connection_fingerprint(cluster)
     with _lock:
         known = _clients.get(cluster.pk)
         if known is not None and known[0] == fingerprint:

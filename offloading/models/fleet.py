@@ -130,6 +130,17 @@ def managed_pk(managed: ManagedRef) -> int:
     return int(managed)
 
 
+def is_default(managed: ManagedRef) -> bool:
+    """Whether ``managed`` names the default cluster: None does; a ManagedCluster row says so itself (no
+    query: what runs per cluster in the watcher's lease loop asks it); a primary key is compared with the
+    default's (from the memo)."""
+    if managed is None:
+        return True
+    if isinstance(managed, ManagedCluster):
+        return bool(managed.is_default)
+    return int(managed) == default_managed_pk()
+
+
 _M = TypeVar("_M", bound=models.Model)
 
 

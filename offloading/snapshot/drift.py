@@ -22,14 +22,24 @@ from offloading.models import (
     Namespace,
     SnapshotState,
 )
-from offloading.models.fleet import ManagedRef, managed_pk
+from offloading.models.fleet import ManagedRef, is_default, managed_pk
 from offloading.snapshot.store import actor_from_managed_fields, replace_offloading_rows
 
 log = logging.getLogger(__name__)
 
 
+def _audited(old: Namespace | None) -> bool:
+    """Whether drift of ``old``'s cluster is recorded: the default cluster's only, until the audit trail
+    and the changes carry their managed cluster (issue 28, a later stage). Their rows name a bare
+    namespace, which the pages read as the default cluster's: another cluster's drift recorded now would
+    show on the default's namespace of the same name, and the default's changes would pass for its own."""
+    return old is None or is_default(old.managed_id)
+
+
 def record_drift(old: Namespace | None, obj: dict[str, Any] | None, now: Any) -> bool:
     """Record an audit event when the offloading changed in the cluster without a change of ours."""
+    if not _audited(old):
+        return False
     old_spec = old.offloading_spec if old is not None and old.offloaded else None
     new_spec = normalize_spec(obj.get("spec") or {}) if obj else None
     old_uid = old.offloading_uid if old is not None and old.offloaded else ""
@@ -123,7 +133,7 @@ def record_label_drift(
     removed in the cluster by someone else than the dashboard or Liqo (kubectl label, for example): Liqo
     then starts or stops scheduling the namespace's pods on virtual nodes. ``offloading``: the
     namespace's NamespaceOffloading as seen now (None: there is none)."""
-    if old is None:
+    if old is None or not _audited(old):
         return False
     labels = (namespace_obj.get("metadata") or {}).get("labels") or {}
     before, after = (old.labels or {}).get(liqo.SCHEDULING_LABEL), labels.get(liqo.SCHEDULING_LABEL)

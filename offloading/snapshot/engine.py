@@ -60,7 +60,8 @@ class SnapshotWriter(threading.Thread):
     With ``background=False`` nothing is queued: each item is written at once by the caller. While
     every kind is synced (``healthy``) it marks the snapshot fresh every WATCH_HEARTBEAT seconds.
     It writes the snapshot of ``managed`` (None: the default cluster, through ``informer.SYNCED``;
-    another cluster gets its own set of kinds, ``informer.build``)."""
+    another cluster gets its own set of kinds, ``informer.build``), and marks only that cluster fresh,
+    watched (``refresh.informer_alive``) or failed."""
 
     BATCH = 500
     LINGER = 0.05
@@ -78,7 +79,8 @@ class SnapshotWriter(threading.Thread):
         deadline). A batch waits for it before it is written, so that a process that stalled past its
         lease (paused, starved, its lease rounds slow) writes nothing once another may have taken over;
         the batch is dropped when the writer stops (the lease was lost: the new holder lists anew)."""
-        super().__init__(name="snapshot-writer", daemon=True)
+        label = "" if managed is None else f"-{getattr(managed, 'name', managed)}"
+        super().__init__(name=f"snapshot-writer{label}", daemon=True)
         self.managed = managed
         self.may_write = may_write
         self.synced = informer.SYNCED if managed is None else informer.build(managed)
@@ -174,14 +176,15 @@ class SnapshotWriter(threading.Thread):
         if not force and time.monotonic() - self._beat < self.heartbeat_every:
             return
         if self.healthy() and self.may_write():
-            informer_alive(3 * self.heartbeat_every)
+            informer_alive(3 * self.heartbeat_every, self.managed)
             self._beat = time.monotonic()
             now = timezone.now()
             SnapshotState.touch(self.managed, last_success_at=now, last_attempt_at=now, last_error="")
             close_old_connections()
 
     def failed(self, message: str) -> None:
-        informer_alive(None)
+        """A watch of this writer's cluster failed: its snapshot (only its own) is no longer kept."""
+        informer_alive(None, self.managed)
         SnapshotState.touch(self.managed, last_attempt_at=timezone.now(), last_error=message)
         close_old_connections()
 
@@ -267,6 +270,10 @@ class KindWatcher(threading.Thread):
                     if self.stop_event.is_set():
                         return
             except kube.KubeError as exc:
+                if self.stop_event.is_set():
+                    # Stopped (its lease lost or released): the stream it was reading broke, which says
+                    # nothing of the cluster; the snapshot is now the new holder's to mark.
+                    return
                 if exc.kind == "gone":
                     log.info("watch %s: resourceVersion %s expired, listing again", self.kind, self.resource_version)
                     self.resource_version = ""

@@ -78,13 +78,13 @@ def forget_maps(keep: set[str] | None = None, drop: set[str] | None = None, mana
     rows.delete()
 
 
-def refresh_maps(now: Any, managed: ManagedRef = None) -> int:
-    """The full refresh's part: LIST every NamespaceMap (paginated) and store the local ones in the
-    snapshot of ``managed`` (None: the default cluster); returns the LIST calls made. Raises
-    kube.KubeError like the other lists."""
+def refresh_maps(now: Any, managed: ManagedRef = None, api: Any = None) -> int:
+    """The full refresh's part: LIST every NamespaceMap (paginated, through ``api``, the cluster's client;
+    None: the process's own) and store the local ones in the snapshot of ``managed`` (None: the default
+    cluster); returns the LIST calls made. Raises kube.KubeError like the other lists."""
     managed = managed_pk(managed)
     calls, seen = 0, set()
-    for page, _version in kube.list_pages("namespacemaps"):
+    for page, _version in kube.list_pages("namespacemaps", api=api):
         calls += 1
         for nm in page:
             cluster_id = local_map_cluster(nm)

@@ -1,4 +1,13 @@
-"""The snapshot refresh: a constant number of paginated LISTs written into the snapshot tables."""
+"""The snapshot refresh: a constant number of paginated LISTs written into the snapshot tables.
+
+Per managed cluster (issue 28): the refresh of a cluster lists through that cluster's own client and
+writes its rows only; its lock, its coalescing flags and whether a watcher keeps its snapshot
+(``informer_alive``) are shared-cache keys of its own (:func:`cluster_key`: the default cluster keeps the
+keys of single-cluster versions), so that two clusters never hold back, coalesce or skip each other's
+refreshes. The Celery task carries the cluster's primary key, none for the default cluster (the message
+of single-cluster versions); beat's periodic refresh (:func:`refresh_unwatched`) asks for one per managed
+cluster that no watcher keeps.
+"""
 
 from __future__ import annotations
 
@@ -17,12 +26,14 @@ from liqo_rules import peers as liqo_peers
 from liqo_rules.selectors.match import virtual_node_labels
 from liqo_rules.spec import local_cluster_id_from
 from offloading.cluster import kube
+from offloading.cluster.managed import api_client_for
 from offloading.models import (
     Cluster,
+    ManagedCluster,
     SnapshotState,
     VirtualNode,
 )
-from offloading.models.fleet import ManagedRef, managed_pk
+from offloading.models.fleet import ManagedRef, is_default, managed_pk
 from offloading.queue import enqueue_refresh
 from offloading.snapshot.namespacemaps import refresh_maps
 from offloading.snapshot.offloadings import NamespaceRefresh, offloading_page_size
@@ -39,34 +50,66 @@ _REFRESH_REQUESTED = "liqo-dash:refresh-requested"
 _REFRESH_AGAIN = "liqo-dash:refresh-again"
 
 
-def local_cluster_id(managed: ManagedRef = None) -> str:
-    """The configured local cluster id, else the one the refresh discovered (may be empty)."""
-    return settings.LIQO_DASH["LOCAL_CLUSTER_ID"] or SnapshotState.get(managed).local_cluster_id
-
-
 _INFORMER_ALIVE = "liqo-dash:informer-alive"
 
 
-def informer_alive(seconds: float | None) -> None:
-    """The watcher keeps every kind synced (for ``seconds``; None: it stopped): refreshes are not needed."""
+def cluster_key(base: str, managed: ManagedRef = None) -> str:
+    """The shared-cache key ``base`` of one managed cluster: the default cluster's is ``base`` itself (as
+    in single-cluster versions: a rolling upgrade keeps its lock and flags), another's ``base:<pk>``."""
+    return base if is_default(managed) else f"{base}:{managed_pk(managed)}"
+
+
+def _task_argument(managed: ManagedRef) -> int | None:
+    """What the refresh task is sent for ``managed``: nothing for the default cluster, else its key."""
+    return None if is_default(managed) else managed_pk(managed)
+
+
+def local_cluster_id(managed: ManagedRef = None) -> str:
+    """The local cluster id of ``managed``: for the default cluster the configured one
+    (LIQO_LOCAL_CLUSTER_ID, which names the process's own cluster), else the one the refresh or the
+    watcher discovered (may be empty)."""
+    configured = settings.LIQO_DASH["LOCAL_CLUSTER_ID"]
+    if configured and is_default(managed):
+        return str(configured)
+    return SnapshotState.get(managed).local_cluster_id
+
+
+def informer_alive(seconds: float | None, managed: ManagedRef = None) -> None:
+    """The watcher keeps every kind of ``managed`` (None: the default cluster) synced, for ``seconds``
+    (None: it stopped): refreshes of that cluster are not needed."""
+    key = cluster_key(_INFORMER_ALIVE, managed)
     if seconds:
-        cache.set(_INFORMER_ALIVE, 1, timeout=seconds)
+        cache.set(key, 1, timeout=seconds)
     else:
-        cache.delete(_INFORMER_ALIVE)
+        cache.delete(key)
 
 
-def watcher_keeps_snapshot() -> bool:
-    """Whether the watcher keeps every kind synced now (see :func:`informer_alive`)."""
-    return bool(cache.get(_INFORMER_ALIVE))
+def watcher_keeps_snapshot(managed: ManagedRef = None) -> bool:
+    """Whether the watcher keeps every kind of ``managed`` synced now (see :func:`informer_alive`)."""
+    return bool(cache.get(cluster_key(_INFORMER_ALIVE, managed)))
 
 
-def trigger_refresh() -> None:
-    """Ask for a refresh soon; many triggers within a second coalesce into one refresh. Nothing while
-    the watcher keeps the snapshot (it brings the change itself; a full refresh would re-read all)."""
-    if cache.get(_INFORMER_ALIVE):
+def trigger_refresh(managed: ManagedRef = None) -> None:
+    """Ask for a refresh of ``managed`` soon; many triggers within a second coalesce into one refresh.
+    Nothing while the watcher keeps that snapshot (it brings the change itself; a full refresh would
+    re-read all)."""
+    if watcher_keeps_snapshot(managed):
         return
-    if cache.add(_REFRESH_REQUESTED, 1, timeout=5):
-        transaction.on_commit(lambda: enqueue_refresh(countdown=0.5))
+    if cache.add(cluster_key(_REFRESH_REQUESTED, managed), 1, timeout=5):
+        argument = _task_argument(managed)
+        transaction.on_commit(lambda: enqueue_refresh(countdown=0.5, managed=argument))
+
+
+def refresh_unwatched() -> list[str]:
+    """Beat's periodic refresh: ask for a refresh of every managed cluster whose snapshot no watcher
+    keeps now (each cluster judged alone: one whose informer is alive is skipped). Returns their names."""
+    asked = []
+    for cluster in ManagedCluster.objects.all():
+        if watcher_keeps_snapshot(cluster):
+            continue
+        enqueue_refresh(countdown=0, managed=_task_argument(cluster))
+        asked.append(cluster.name)
+    return asked
 
 
 @dataclass
@@ -82,39 +125,50 @@ class RefreshReport:
 
 
 def refresh_once(managed: ManagedRef = None) -> RefreshReport | None:
-    """Run :func:`refresh` unless one is already running anywhere; a refresh asked for meanwhile
-    runs right after the current one (so no trigger is lost). Returns None when it only queued."""
+    """Run :func:`refresh` of ``managed`` unless one of that cluster is already running anywhere; a
+    refresh asked for meanwhile runs right after the current one (so no trigger is lost). Returns None
+    when it only queued. Another cluster's refresh neither waits for it nor is coalesced with it."""
+    lock, again = cluster_key(_REFRESH_LOCK, managed), cluster_key(_REFRESH_AGAIN, managed)
     owner = f"{time.monotonic()}:{random.random()}"
     # Why 60 s: a killed worker's lock must not hold refreshes back for long; a refresh of 10,000
     # namespaces takes a few seconds, and an expired lock only allows two refreshes at once.
-    if not cache.add(_REFRESH_LOCK, owner, timeout=60):
-        cache.set(_REFRESH_AGAIN, 1, timeout=300)
+    if not cache.add(lock, owner, timeout=60):
+        cache.set(again, 1, timeout=300)
         return None
     # A trigger that arrives from now on must schedule another refresh: this one may list too early.
-    cache.delete(_REFRESH_REQUESTED)
+    cache.delete(cluster_key(_REFRESH_REQUESTED, managed))
     try:
         return refresh(managed)
     finally:
-        if cache.get(_REFRESH_LOCK) == owner:
-            cache.delete(_REFRESH_LOCK)
-        if cache.delete(_REFRESH_AGAIN):
-            enqueue_refresh(countdown=0.2)
+        if cache.get(lock) == owner:
+            cache.delete(lock)
+        if cache.delete(again):
+            enqueue_refresh(countdown=0.2, managed=_task_argument(managed))
+
+
+def _client_of(managed: int) -> Any:
+    """The client the refresh of ``managed`` lists through: the process's own (None) for the default
+    cluster, as before; another cluster's own client (raises KubeError when it has no usable one)."""
+    if is_default(managed):
+        return None
+    return api_client_for(ManagedCluster.objects.get(pk=managed))
 
 
 def refresh(managed: ManagedRef = None) -> RefreshReport:
     """Rebuild the snapshot of ``managed`` (None: the default cluster) from a constant number of paginated
-    LIST calls; record drift. Only that cluster's rows are written, and only its rows not listed are
-    deleted. (The LISTs go through the process's client, offloading.cluster.kube.)"""
+    LIST calls, through that cluster's client; record drift. Only that cluster's rows are written, and
+    only its rows not listed are deleted; a failure is noted on its own SnapshotState."""
     started = time.monotonic()
     now = timezone.now()
     managed = managed_pk(managed)
     SnapshotState.touch(managed, last_attempt_at=now)
     try:
+        api = _client_of(managed)
         listed = {
-            "fc": kube.list_foreign_clusters(),
-            "vn": kube.list_virtual_nodes(),
-            "nodes": kube.list_virtual_node_nodes(),
-            "ns": kube.list_namespaces(),
+            "fc": kube.list_foreign_clusters(api),
+            "vn": kube.list_virtual_nodes(api),
+            "nodes": kube.list_virtual_node_nodes(api),
+            "ns": kube.list_namespaces(api),
         }
     except kube.KubeError as exc:
         SnapshotState.touch(managed, last_error=exc.message)
@@ -128,7 +182,7 @@ def refresh(managed: ManagedRef = None) -> RefreshReport:
     report.namespaces = len(listed["ns"].items)
     del listed  # the offloadings are read a page at a time (see nsrefresh): memory stays flat
     try:
-        for page, _version in kube.list_pages("namespaceoffloadings", offloading_page_size(report.clusters)):
+        for page, _version in kube.list_pages("namespaceoffloadings", offloading_page_size(report.clusters), api):
             calls += 1
             namespaces.offloadings_page(page)
     except kube.KubeError as exc:
@@ -137,7 +191,7 @@ def refresh(managed: ManagedRef = None) -> RefreshReport:
         return RefreshReport(ok=False, list_calls=calls, error=exc.message)
     namespaces.finish()
     try:
-        calls += refresh_maps(now, managed)
+        calls += refresh_maps(now, managed, api)
     except kube.KubeError as exc:
         log.warning("NamespaceMaps not listed: %s", exc.message)  # the offloadings are still good
     report.list_calls = calls

@@ -7,6 +7,14 @@ versions, so a single-cluster install is unchanged): every round this replica re
 leases, then starts what ``start_cluster`` runs for each cluster it won and stops it for each cluster it
 released or lost. A clean stop (SIGINT, SIGTERM) releases every lease, so another replica takes over at
 its next round. With LEADER_ELECTION off, the process watches the default cluster alone, as before.
+
+Every held cluster gets the same engine (stage 2b of issue 28): a KindWatcher per kind and one
+SnapshotWriter, on the cluster's own client (``offloading.cluster.managed.api_client_for``; the default
+cluster keeps the process's own client and ``informer.SYNCED``), writing that cluster's rows only while
+this replica's lease on it is fresh. What the engine keeps per process for "the" cluster is the default
+cluster's alone (``informer.reset``, the API-health breaker, the watch-restart counts); what it shares
+through the cache (``refresh.informer_alive``) is keyed per cluster, so one cluster's outage marks its
+own snapshot stale and no other's. A cluster whose connection details change is started again on them.
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ from django.db import DatabaseError, close_old_connections
 
 from liqo_dash import heartbeat
 from offloading.cluster import kube
+from offloading.cluster.managed import api_client_for, connection_fingerprint
 from offloading.cluster.shares import ClusterShares
 from offloading.models.managed import ManagedCluster, ensure_configured
 from offloading.snapshot import informer
@@ -40,12 +49,14 @@ Running = tuple[threading.Event, list[KindWatcher]]
 class ManagedClusters(threading.Thread):
     """Reads the managed clusters (the rows of LIQO_DASH_CLUSTERS made first) every few seconds, so that a
     cluster an admin registers gets a lease, in its own thread: the lease loop must never wait on the
-    database (a slow one would cost it every lease). ``latest`` is None until the first read."""
+    database (a slow one would cost it every lease). ``latest`` is None until the first read; ``rows``
+    holds the rows of that read by name (what a cluster's engine starts from, without a query)."""
 
     def __init__(self, stop: threading.Event, every: float, stderr: Any) -> None:
         super().__init__(name="managed-clusters", daemon=True)
         self.stop, self.every, self.stderr = stop, every, stderr
         self.latest: tuple[list[str], str] | None = None
+        self.rows: dict[str, ManagedCluster] = {}
 
     def run(self) -> None:
         configured = False
@@ -54,8 +65,9 @@ class ManagedClusters(threading.Thread):
                 if not configured:
                     ensure_configured()
                     configured = True
-                rows = list(ManagedCluster.objects.values_list("name", "is_default"))
-                self.latest = ([name for name, _ in rows], next((name for name, default in rows if default), ""))
+                rows = list(ManagedCluster.objects.all())
+                self.rows = {row.name: row for row in rows}  # before latest: a held name has its row
+                self.latest = ([row.name for row in rows], next((row.name for row in rows if row.is_default), ""))
             except DatabaseError as exc:
                 self.stderr.write(f"cannot read the managed clusters: {exc}")
                 close_old_connections()
@@ -108,6 +120,9 @@ class Command(BaseCommand):
         conf = settings.LIQO_DASH
         identity = f"{socket.gethostname()}-{os.getpid()}"
         self.running: dict[str, Running] = {}
+        # The row and connection fingerprint each running engine of a cluster other than the default was
+        # started with: its snapshot's keys, and whether its connection details changed since.
+        self.engines: dict[str, tuple[ManagedCluster, str]] = {}
         self.shares = ClusterShares(
             conf["LEADER_LEASE_NAME"],
             conf["LEADER_LEASE_NAMESPACE"],
@@ -121,7 +136,7 @@ class Command(BaseCommand):
         )
         self.stdout.flush()
         renew_every = max(1.0, int(conf["LEADER_LEASE_SECONDS"]) / 5)
-        clusters = ManagedClusters(threading.Event(), CLUSTERS_EVERY, self.stderr)
+        clusters = self.clusters = ManagedClusters(threading.Event(), CLUSTERS_EVERY, self.stderr)
         clusters.start()
         main = threading.current_thread() is threading.main_thread()  # signals can be set only there
         previous = signal.signal(signal.SIGTERM, _interrupt) if main else None
@@ -137,6 +152,8 @@ class Command(BaseCommand):
                     self.stderr.write(f"a lease round took {took:.1f} s (a lease lasts {self.shares.lease_seconds} s)")
                 for name in [name for name in self.running if name not in held]:
                     self._stop_cluster(name, "lost the lease: another watcher writes its snapshot")
+                for name in self._reconnected():
+                    self._stop_cluster(name, "its connection details changed: watching it again on the new ones")
                 for name in sorted(held - set(self.running)):
                     self.running[name] = self.start_cluster(name)
                 engine = self.running.get(self.shares.default)
@@ -155,28 +172,62 @@ class Command(BaseCommand):
                 signal.signal(signal.SIGTERM, previous)
 
     def start_cluster(self, cluster_name: str) -> Running:
-        """Start what keeps ``cluster_name``'s snapshot, now that this replica holds its lease."""
+        """Start what keeps ``cluster_name``'s snapshot, now that this replica holds its lease. Its writer
+        writes only while this replica's lease is fresh (SnapshotWriter.may_write)."""
+        may_write: Callable[[], bool] = lambda: self.shares.holds_now(cluster_name)  # noqa: E731
         if cluster_name == self.shares.default:
-            # Its writer writes only while this replica's lease is fresh (SnapshotWriter.may_write).
-            return self._start(self.timeout_seconds, may_write=lambda: self.shares.holds_now(cluster_name))
-        # Stage 2 of issue 28: the snapshot tables and writer that carry their managed cluster come with
-        # another change; until then a managed cluster other than the default has nothing to run here,
-        # its lease only reserves it for this replica. Its KindWatchers and writer start here then.
-        self.stdout.write(f"cluster {cluster_name}: lease held; its snapshot is stage 2, nothing runs for it yet")
-        self.stdout.flush()
-        return threading.Event(), []
+            return self._start(self.timeout_seconds, may_write=may_write)
+        cluster = self.clusters.rows.get(cluster_name)
+        if cluster is None:  # held names come from the rows read: removed between two reads
+            return threading.Event(), []
+        return self._start_managed(cluster, may_write)
 
     def _stop_cluster(self, cluster_name: str, why: str) -> bool:
         """Stop what writes ``cluster_name``'s snapshot; returns whether nothing writes it any more."""
         running = self.running.pop(cluster_name, None)
         if running is None:
             return True
-        if cluster_name == self.shares.default:
+        engine = self.engines.pop(cluster_name, None)
+        if engine is None:  # the default cluster's
             return self._stop(running, why)
-        running[0].set()
-        self.stdout.write(f"cluster {cluster_name}: {why}")
+        return self._stop(running, f"cluster {cluster_name}: {why}", engine[0])
+
+    def _reconnected(self) -> list[str]:
+        """The clusters whose engine runs on connection details an admin has changed since it started."""
+        rows = self.clusters.rows
+        return [
+            name
+            for name, (_, fingerprint) in self.engines.items()
+            if name in rows and connection_fingerprint(rows[name]) != fingerprint
+        ]
+
+    # -- the engine of a managed cluster other than the default -------------------------------------
+    def _start_managed(self, cluster: ManagedCluster, may_write: Callable[[], bool]) -> Running:
+        """The default's engine for another cluster: its own client, its own set of kinds (the writer's
+        ``managed``), its own SnapshotState and informer key; its failures are not the API server's."""
+        stop = threading.Event()
+        watchers: list[KindWatcher] = []
+        writer = SnapshotWriter(
+            stop, healthy=lambda: all_synced(writer, watchers), managed=cluster, may_write=may_write
+        )
+        self.engines[cluster.name] = (cluster, connection_fingerprint(cluster))
+        try:
+            api = api_client_for(cluster)
+        except kube.KubeError as exc:
+            # No usable configuration (a context missing from the kubeconfig, credentials the key cannot
+            # read): noted on the cluster's own state by a thread (the lease loop never waits on the
+            # database); tried again when its connection details change or its lease moves.
+            threading.Thread(target=writer.failed, args=(exc.message,), daemon=True).start()
+            self.stderr.write(f"cluster {cluster.name}: {exc.message}")
+            return stop, []
+        watchers += [KindWatcher(kind, stop, self.timeout_seconds, writer, api=api) for kind in kube.WATCHED_KINDS]
+        writer.start()
+        for watcher in watchers:
+            watcher.name = f"watch-{cluster.name}-{watcher.kind}"
+            watcher.start()
+        self.stdout.write(f"cluster {cluster.name}: watching {', '.join(kube.WATCHED_KINDS)}")
         self.stdout.flush()
-        return True
+        return stop, watchers
 
     # -- the engine of the default cluster ---------------------------------------------------------
     def _start(self, timeout_seconds: int, may_write: Callable[[], bool] = lambda: True) -> Running:
@@ -192,8 +243,9 @@ class Command(BaseCommand):
         self.stdout.flush()
         return stop, watchers
 
-    def _stop(self, running: Running, why: str) -> bool:
-        """Stop the engine; returns whether its writer has ended (nothing of it writes any more)."""
+    def _stop(self, running: Running, why: str, managed: ManagedCluster | None = None) -> bool:
+        """Stop the engine of ``managed`` (None: the default cluster); returns whether its writer has ended
+        (nothing of it writes any more)."""
         stop, watchers = running
         stop.set()
         # The writer is what writes the snapshot: wait for it (it sees the stop within a second, after the
@@ -207,7 +259,7 @@ class Command(BaseCommand):
         deadline = min(deadline, time.monotonic() + 0.5)
         for watcher in watchers:
             watcher.join(max(0.0, deadline - time.monotonic()))
-        informer_alive(None)  # the worker refreshes again when asked
+        informer_alive(None, managed)  # the worker refreshes that cluster again when asked
         ended = not any(writer.is_alive() for writer in writers)
         self.stdout.write(f"watchers stopped: {why}" + ("" if ended else " (its writer still finishes a batch)"))
         self.stdout.flush()
