@@ -80,6 +80,7 @@ PAGES = [
     ("bulk", "/bulk/"),
     ("bulk-detail", "/bulk/{bulk}/"),
     ("audit", "/audit/"),
+    ("fleet-namespaces", "/fleet/namespaces/"),
     ("tokens", "/tokens/"),
     ("not-found", "/no-such-page/"),
     ("api-docs", "/api/docs/"),

@@ -198,6 +198,8 @@ def _get_urls(namespaces: list[str]) -> list[str]:
         "/clusters/florence/",
         "/matrix/",
         "/matrix/?selector=planted%3Dyes",
+        "/fleet/namespaces/",
+        "/fleet/namespaces/?q=planted&offloaded=yes",
         "/audit/",
         "/changes/",
         "/bulk/",

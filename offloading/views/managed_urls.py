@@ -1,10 +1,11 @@
-"""Page routes of the managed clusters (issue 28: the list; registering, editing and removing one; and
-the namespace page's section that follows a namespace into its twins on the managed providers),
+"""Page routes of the managed clusters (issue 28: the list; registering, editing and removing one; the
+namespace page's section that follows a namespace into its twins on the managed providers; every
+cluster's namespaces in one list),
 included by offloading/urls.py (same app namespace)."""
 
 from django.urls import URLPattern, URLResolver, path
 
-from offloading.views import managed, twins
+from offloading.views import fleetwide, managed, twins
 
 urlpatterns: list[URLPattern | URLResolver] = [
     path("managed-clusters/", managed.managed_list, name="managed_cluster_list"),
@@ -12,4 +13,5 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("managed-clusters/<str:name>/edit/", managed.managed_edit, name="managed_cluster_edit"),
     path("managed-clusters/<str:name>/remove/", managed.managed_remove, name="managed_cluster_remove"),
     path("namespaces/<str:name>/twins/", twins.namespace_twins, name="namespace_twins"),
+    path("fleet/namespaces/", fleetwide.fleet_namespaces, name="fleet_namespaces"),
 ]
