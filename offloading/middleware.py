@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime
 import functools
 import json
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
@@ -28,8 +29,11 @@ from access import roles
 from access.models import Scope
 from liqo_dash.statusbody import status_data
 from offloading import context
+from offloading.models import livetriggers
 from offloading.views import freshness, live
 from offloading.views.livememory import ViewerMemory
+
+log = logging.getLogger(__name__)
 
 
 def _body_refusal(request: HttpRequest) -> HttpResponse | None:
@@ -155,7 +159,7 @@ def _viewer(request: HttpRequest, marks: tuple[int, ...]) -> tuple[_Viewer, str]
     if user_model.get_session_auth_hash is not AbstractBaseUser.get_session_auth_hash:
         return None  # a user model with its own session hash: only the chain knows how to check it
     now = timezone.now()
-    remembered: Any = viewers.get(key, marks, now.timestamp())
+    remembered: Any = viewers.get(key, marks, now.timestamp()) if _may_remember(marks) else None
     if remembered is not None:
         return cast("tuple[_Viewer, str]", remembered)
     names = _tables()
@@ -173,6 +177,48 @@ def _viewer(request: HttpRequest, marks: tuple[int, ...]) -> tuple[_Viewer, str]
     if expires is not None:
         viewers.keep(key, marks, expires, found)
     return found
+
+
+_highest: list[tuple[int, ...]] = [()]  # the highest identity counters this process has read
+
+
+def _may_remember(marks: tuple[int, ...]) -> bool:
+    """Whether a remembered viewer may answer: only while the triggers that move the identity counters
+    exist (a database migrated by an older version, or not migrated since, has none: then every poll
+    reads its rows), and only while the counters never went back (a database restored from a backup, a
+    failover that lost commits, a flush): an entry kept under a value the counters reach again would
+    match. Going back forgets every entry."""
+    if not _identity_triggers():
+        return False
+    previous = _highest[0]
+    if len(previous) == len(marks) and any(now < before for now, before in zip(marks, previous, strict=True)):
+        viewers.forget()  # (two polls' reads out of order only cost their viewers a read again)
+        _highest[0] = marks
+    else:
+        _highest[0] = tuple(max(pair) for pair in zip(marks, previous, strict=True)) if previous else marks
+    return True
+
+
+@functools.cache
+def _identity_triggers() -> bool:
+    """Whether every trigger that bumps the identity counters is installed (read once per process)."""
+    expected = {
+        livetriggers.trigger_name(table, event)
+        for table in livetriggers.IDENTITY_TABLES
+        for event in livetriggers.EVENTS
+    }
+    with connection.cursor() as cursor:
+        if connection.vendor == "sqlite":
+            cursor.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")
+        elif connection.vendor == "postgresql":
+            cursor.execute("SELECT tgname FROM pg_trigger WHERE NOT tgisinternal")
+        else:
+            return False
+        found = {str(row[0]) for row in cursor.fetchall()}
+    if not expected <= found:
+        log.warning("live polls: the identity triggers are missing (run manage.py migrate); viewers are not remembered")
+        return False
+    return True
 
 
 def _expiry(value: Any) -> float | None:

@@ -76,7 +76,7 @@ READY_SPEC = {
 @pytest.fixture
 def fleet(db: Any) -> dict[str, Any]:
     """Two peers (milan in eu-west, naples in eu-south), a plain namespace and an offloaded one."""
-    SnapshotState.objects.update_or_create(pk=1, defaults={"local_cluster_id": "rome"})
+    SnapshotState.touch(None, local_cluster_id="rome")  # the default cluster's row, ids from the sequence
     for cluster_id, region, healthy in (("milan", "eu-west", "Healthy"), ("naples", "eu-south", "Unhealthy")):
         Cluster.objects.create(
             cluster_id=cluster_id,

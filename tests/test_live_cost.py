@@ -32,7 +32,7 @@ from django.utils import timezone
 from access import roles
 from access.models import Scope
 from offloading import middleware
-from offloading.models import Namespace, SnapshotState
+from offloading.models import Namespace, SnapshotState, livetriggers
 from offloading.views import live
 from tests.browser import login
 from tests.conftest import ROOT, database_url, free_port, wait_until
@@ -685,3 +685,35 @@ def _answers(port: int) -> bool:
             return sock.recv(64).startswith(b"HTTP/1.1 200")
     except OSError:
         return False
+
+
+def test_without_the_identity_triggers_no_viewer_is_remembered(fleet: Any, django_user_model: Any) -> None:
+    """A database whose identity triggers are missing (migrated by an older version): a logout would move
+    no counter, so every poll reads its session and user again."""
+    _, client = _person(django_user_model, "vera", "viewer")
+    etag = _held(client)
+    with connection.cursor() as cursor:
+        name = livetriggers.trigger_name("django_session", "DELETE")
+        cursor.execute(f"DROP TRIGGER {name}" + (" ON django_session" if connection.vendor == "postgresql" else ""))
+    middleware._identity_triggers.cache_clear()
+    try:
+        for _ in range(2):
+            with CaptureQueriesContext(connection) as queries:
+                assert _poll(client, LIST, etag).status_code == 304
+            assert any("django_session" in q["sql"] for q in queries.captured_queries)
+    finally:
+        livetriggers.install(connection)
+        middleware._identity_triggers.cache_clear()
+    assert middleware._identity_triggers()
+
+
+def test_identity_counters_that_go_back_forget_every_viewer(db: Any) -> None:
+    """A restored backup or a failover that lost commits: a counter lower than one read before forgets
+    every remembered viewer (an entry kept under a value the counter reaches again would match)."""
+    middleware._highest[0] = ()
+    middleware.viewers.keep("session-a", (7, 3), 2e9, "vera")
+    assert middleware._may_remember((7, 3)) and middleware.viewers.get("session-a", (7, 3), 0.0) == "vera"
+    assert middleware._may_remember((8, 3))  # counters only grew: nothing forgotten
+    middleware.viewers.keep("session-a", (8, 3), 2e9, "vera")
+    assert middleware._may_remember((8, 2))
+    assert len(middleware.viewers) == 0
