@@ -48,3 +48,30 @@ def test_a_batch_waits_for_the_lease_and_is_dropped_when_the_writer_stops() -> N
         assert not Namespace.objects.filter(name="late").exists()
     finally:
         stop.set()
+
+
+@pytest.mark.django_db(transaction=True)  # the writer's own thread and connection
+def test_a_failed_heartbeat_leaves_the_writer_writing(monkeypatch: Any) -> None:
+    """Redis or the database away at a heartbeat: the writer logs it and goes on (a writer that died
+    there left its cluster's lease renewed with nothing writing the snapshot)."""
+    from offloading.snapshot import engine
+
+    calls: list[int] = []
+
+    def broken(*args: Any, **kwargs: Any) -> None:
+        calls.append(1)
+        raise ConnectionError("the cache did not answer")
+
+    monkeypatch.setattr(engine, "informer_alive", broken)
+    stop = threading.Event()
+    writer = SnapshotWriter(stop, healthy=lambda: True)
+    writer.heartbeat_every = 0.05
+    writer.start()
+    try:
+        assert _wait(lambda: len(calls) >= 2), "the heartbeat was never tried again"
+        assert writer.is_alive()
+        writer.event("namespaces", "ADDED", _namespace("after-the-blip"))
+        assert _wait(lambda: Namespace.objects.filter(name="after-the-blip").exists())
+    finally:
+        stop.set()
+        writer.join(5)

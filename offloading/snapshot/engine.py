@@ -176,11 +176,15 @@ class SnapshotWriter(threading.Thread):
         if not force and time.monotonic() - self._beat < self.heartbeat_every:
             return
         if self.healthy() and self.may_write():
-            informer_alive(3 * self.heartbeat_every, self.managed)
             self._beat = time.monotonic()
-            now = timezone.now()
-            SnapshotState.touch(self.managed, last_success_at=now, last_attempt_at=now, last_error="")
-            close_old_connections()
+            try:
+                informer_alive(3 * self.heartbeat_every, self.managed)
+                now = timezone.now()
+                SnapshotState.touch(self.managed, last_success_at=now, last_attempt_at=now, last_error="")
+            except Exception:  # noqa: BLE001 - Redis or the database away: the writer lives on, the next beat tries
+                log.warning("the snapshot's heartbeat failed; the next one tries again", exc_info=True)
+            finally:
+                close_old_connections()
 
     def failed(self, message: str) -> None:
         """A watch of this writer's cluster failed: its snapshot (only its own) is no longer kept."""

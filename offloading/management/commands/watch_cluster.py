@@ -150,9 +150,13 @@ class Command(BaseCommand):
                 took = time.monotonic() - began
                 if took > renew_every:
                     self.stderr.write(f"a lease round took {took:.1f} s (a lease lasts {self.shares.lease_seconds} s)")
-                for name in [name for name in self.running if name not in held]:
+                lost = [name for name in self.running if name not in held]
+                self._stopping(lost)
+                for name in lost:
                     self._stop_cluster(name, "lost the lease: another watcher writes its snapshot")
-                for name in self._reconnected():
+                reconnected = self._reconnected()
+                self._stopping(reconnected)
+                for name in reconnected:
                     self._stop_cluster(name, "its connection details changed: watching it again on the new ones")
                 for name in sorted(held - set(self.running)):
                     self.running[name] = self.start_cluster(name)
@@ -164,6 +168,7 @@ class Command(BaseCommand):
         except KeyboardInterrupt:
             pass
         finally:
+            self._stopping(list(self.running))
             for name in list(self.running):
                 self._stop_cluster(name, "stopping")
             self.shares.release_all()
@@ -187,10 +192,22 @@ class Command(BaseCommand):
         running = self.running.pop(cluster_name, None)
         if running is None:
             return True
-        engine = self.engines.pop(cluster_name, None)
-        if engine is None:  # the default cluster's
+        if cluster_name == self.shares.default:
             return self._stop(running, why)
+        engine = self.engines.pop(cluster_name, None)
+        if engine is None:  # nothing ran for it (its row was gone when its lease was won)
+            running[0].set()
+            return True
         return self._stop(running, f"cluster {cluster_name}: {why}", engine[0])
+
+    def _stopping(self, names: list[str]) -> None:
+        """Tell the engines of ``names`` to stop, all at once, before each is waited for: their writers
+        finish their batches together, and the lease loop waits about one batch, not one per cluster
+        (several in a row could outlast the other leases' renewal)."""
+        for name in names:
+            running = self.running.get(name)
+            if running is not None:
+                running[0].set()
 
     def _reconnected(self) -> list[str]:
         """The clusters whose engine runs on connection details an admin has changed since it started."""
