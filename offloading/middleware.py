@@ -18,7 +18,9 @@ from django.contrib.auth.models import Group
 from django.contrib.sessions.backends.db import SessionStore
 from django.contrib.sessions.models import Session
 from django.core.exceptions import ValidationError
+from django.core.signals import setting_changed
 from django.db import connection
+from django.dispatch import receiver
 from django.http import HttpRequest, HttpResponse
 from django.urls import Resolver404, ResolverMatch, get_resolver
 from django.utils import timezone
@@ -111,8 +113,13 @@ class _Viewer:
 @functools.lru_cache(maxsize=1024)
 def _resolve(path: str, urlconf: str) -> ResolverMatch:
     """What ``resolve`` finds for a polled path (each page polls the same few): a match is the same
-    object every time, the views never change it."""
+    object every time, the views never change it. Emptied when a setting changes (a test's override)."""
     return get_resolver(urlconf).resolve(path)
+
+
+@receiver(setting_changed)
+def _forget_resolved(**kwargs: Any) -> None:
+    _resolve.cache_clear()
 
 
 @functools.cache

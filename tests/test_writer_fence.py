@@ -75,3 +75,33 @@ def test_a_failed_heartbeat_leaves_the_writer_writing(monkeypatch: Any) -> None:
     finally:
         stop.set()
         writer.join(5)
+
+
+@pytest.mark.django_db(transaction=True)  # failed() closes old connections, as in the writer's thread
+def test_a_watch_failure_after_the_lease_is_lost_notes_nothing() -> None:
+    """The stale holder's watch fails after another replica took the cluster: the snapshot state and the
+    informer flag are the new holder's, and stay as they are."""
+    from offloading.models import SnapshotState
+
+    SnapshotState.touch(None, last_error="")
+    writer = SnapshotWriter(threading.Event(), may_write=lambda: False)
+    writer.failed("the watch stream broke")
+    assert SnapshotState.get().last_error == ""
+    SnapshotWriter(threading.Event(), may_write=lambda: True).failed("the watch stream broke")
+    assert SnapshotState.get().last_error == "the watch stream broke"
+
+
+def test_a_cluster_made_again_under_its_name_is_watched_again() -> None:
+    """A managed cluster removed and made again with the same name and connection details between two
+    reads: its engine wrote under the old row's key, so it starts again on the new row."""
+    from offloading.cluster.managed import connection_fingerprint
+    from offloading.management.commands.watch_cluster import Command
+    from offloading.models import ManagedCluster
+
+    old = ManagedCluster(pk=7, name="milan", context="milan")
+    command = Command()
+    command.engines = {"milan": (old, connection_fingerprint(old))}
+    command.clusters = type("Rows", (), {"rows": {"milan": ManagedCluster(pk=7, name="milan", context="milan")}})()
+    assert command._reconnected() == []
+    command.clusters.rows["milan"] = ManagedCluster(pk=8, name="milan", context="milan")
+    assert command._reconnected() == ["milan"]

@@ -187,7 +187,10 @@ class SnapshotWriter(threading.Thread):
                 close_old_connections()
 
     def failed(self, message: str) -> None:
-        """A watch of this writer's cluster failed: its snapshot (only its own) is no longer kept."""
+        """A watch of this writer's cluster failed: its snapshot (only its own) is no longer kept. Noted
+        only while this replica holds the cluster's lease: after, the state and flag are the new holder's."""
+        if not self.may_write():
+            return
         informer_alive(None, self.managed)
         SnapshotState.touch(self.managed, last_attempt_at=timezone.now(), last_error=message)
         close_old_connections()

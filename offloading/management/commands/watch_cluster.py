@@ -210,12 +210,13 @@ class Command(BaseCommand):
                 running[0].set()
 
     def _reconnected(self) -> list[str]:
-        """The clusters whose engine runs on connection details an admin has changed since it started."""
+        """The clusters whose engine runs on connection details an admin has changed since it started, or
+        on a row since removed and made again under the same name (its rows' key is the new row's)."""
         rows = self.clusters.rows
         return [
             name
-            for name, (_, fingerprint) in self.engines.items()
-            if name in rows and connection_fingerprint(rows[name]) != fingerprint
+            for name, (row, fingerprint) in self.engines.items()
+            if name in rows and (rows[name].pk != row.pk or connection_fingerprint(rows[name]) != fingerprint)
         ]
 
     # -- the engine of a managed cluster other than the default -------------------------------------
