@@ -403,6 +403,10 @@ def test_early_answers_are_private(fleet: Any, django_user_model: Any) -> None:
         assert answer["Cache-Control"] == "no-store"
         assert "Cookie" in answer["Vary"]
         assert answer["X-Frame-Options"] == "DENY"
+        # The security middleware still wraps them (LivePollMiddleware comes after it): no sniffing, the
+        # referrer policy and the opener policy, as on every answer.
+        assert answer["X-Content-Type-Options"] == "nosniff"
+        assert answer["Referrer-Policy"] and answer["Cross-Origin-Opener-Policy"]
         if answer.status_code == 200:
             assert answer["Content-Length"] == str(len(answer.content))
     # The chain's poll answers are as private.
