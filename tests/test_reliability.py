@@ -602,8 +602,8 @@ def test_a_refresh_that_listed_before_an_apply_does_not_report_it_as_drift(
     change = request_offload("shop", _spec(0), ALICE)
     list_pages = kube.list_pages
 
-    def list_then_apply(kind: str, page_size: int | None = None) -> Any:
-        pages = list(list_pages(kind, page_size))
+    def list_then_apply(kind: str, page_size: int | None = None, api: Any = None) -> Any:
+        pages = list(list_pages(kind, page_size, api))
         if kind == "namespaceoffloadings":
             # A worker applies the change after this refresh listed the offloadings, before it stores them.
             assert apply_change(change.pk) == ChangeState.APPLIED

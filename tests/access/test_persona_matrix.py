@@ -153,6 +153,7 @@ READ_ONLY = {
     "offloading:audit_list",
     "offloading:governance_approvals",
     "offloading:managed_cluster_list",
+    "offloading:fleet_namespaces",
     "offloading:domain_map",
     "api:approvals",
     "offloading:freshness",
