@@ -321,3 +321,15 @@ def test_a_cluster_whose_connection_details_change_is_watched_again_on_the_new_o
         lambda: two_clusters.names(milan) == two_clusters.rome_api.namespaces(), 30, "milan-eu's rows from rome"
     )
     assert not before.is_alive() and "connection details changed" in two_clusters.log()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_beats_refresh_on_a_database_without_managed_clusters_asks_for_the_default(monkeypatch: Any) -> None:
+    """A database no page or watcher has configured yet (a fresh install, a flushed test database): the
+    periodic refresh makes the default cluster's row and asks for its refresh (it asked for nothing)."""
+    ManagedCluster.objects.all().delete()
+    asked: list[Any] = []
+    monkeypatch.setattr(snapshot, "enqueue_refresh", lambda countdown=0, managed=None: asked.append(managed))
+    names = snapshot.refresh_unwatched()
+    default = ManagedCluster.objects.get(is_default=True)
+    assert names == [default.name] and len(asked) == 1

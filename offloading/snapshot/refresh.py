@@ -34,6 +34,7 @@ from offloading.models import (
     VirtualNode,
 )
 from offloading.models.fleet import ManagedRef, is_default, managed_pk
+from offloading.models.managed import ensure_configured
 from offloading.queue import enqueue_refresh
 from offloading.snapshot.namespacemaps import refresh_maps
 from offloading.snapshot.offloadings import NamespaceRefresh, offloading_page_size
@@ -103,6 +104,7 @@ def trigger_refresh(managed: ManagedRef = None) -> None:
 def refresh_unwatched() -> list[str]:
     """Beat's periodic refresh: ask for a refresh of every managed cluster whose snapshot no watcher
     keeps now (each cluster judged alone: one whose informer is alive is skipped). Returns their names."""
+    ensure_configured()  # the default cluster's row (and LIQO_DASH_CLUSTERS'), on a database that has none yet
     asked = []
     for cluster in ManagedCluster.objects.all():
         if watcher_keeps_snapshot(cluster):
