@@ -51,12 +51,7 @@ def freshness_context() -> dict[str, Any]:
         level = "fresh"
     if outage is not None:
         reason = f"The API server is unreachable since {timezone.localtime(outage.since):%H:%M:%S}."
-    elif (
-        state.last_error
-        and state.last_attempt_at
-        and state.last_success_at
-        and state.last_attempt_at > state.last_success_at
-    ):
+    elif state.last_refresh_failed:
         reason = f"The last refresh failed: {state.last_error[:200]}"
     elif level != "fresh":
         reason = "No refresh arrived lately: is the watcher running?"

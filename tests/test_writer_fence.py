@@ -10,7 +10,10 @@ from typing import Any
 
 import pytest
 
-from offloading.models import Namespace
+from offloading.cluster.managed import connection_fingerprint
+from offloading.management.commands.watch_cluster import Command
+from offloading.models import ManagedCluster, Namespace, SnapshotState
+from offloading.snapshot import engine
 from offloading.snapshot.engine import SnapshotWriter
 
 
@@ -54,8 +57,6 @@ def test_a_batch_waits_for_the_lease_and_is_dropped_when_the_writer_stops() -> N
 def test_a_failed_heartbeat_leaves_the_writer_writing(monkeypatch: Any) -> None:
     """Redis or the database away at a heartbeat: the writer logs it and goes on (a writer that died
     there left its cluster's lease renewed with nothing writing the snapshot)."""
-    from offloading.snapshot import engine
-
     calls: list[int] = []
 
     def broken(*args: Any, **kwargs: Any) -> None:
@@ -81,8 +82,6 @@ def test_a_failed_heartbeat_leaves_the_writer_writing(monkeypatch: Any) -> None:
 def test_a_watch_failure_after_the_lease_is_lost_notes_nothing() -> None:
     """The stale holder's watch fails after another replica took the cluster: the snapshot state and the
     informer flag are the new holder's, and stay as they are."""
-    from offloading.models import SnapshotState
-
     SnapshotState.touch(None, last_error="")
     writer = SnapshotWriter(threading.Event(), may_write=lambda: False)
     writer.failed("the watch stream broke")
@@ -94,10 +93,6 @@ def test_a_watch_failure_after_the_lease_is_lost_notes_nothing() -> None:
 def test_a_cluster_made_again_under_its_name_is_watched_again() -> None:
     """A managed cluster removed and made again with the same name and connection details between two
     reads: its engine wrote under the old row's key, so it starts again on the new row."""
-    from offloading.cluster.managed import connection_fingerprint
-    from offloading.management.commands.watch_cluster import Command
-    from offloading.models import ManagedCluster
-
     old = ManagedCluster(pk=7, name="milan", context="milan")
     command = Command()
     command.engines = {"milan": (old, connection_fingerprint(old))}

@@ -61,14 +61,23 @@ class SnapshotState(models.Model):
             state, _ = cls.objects.get_or_create(managed_id=pk)
             cls.objects.filter(pk=state.pk).update(**fields)
 
+    @property
+    def last_refresh_failed(self) -> bool:
+        """Whether the last refresh failed: an error noted after the last success."""
+        return bool(
+            self.last_error
+            and self.last_attempt_at
+            and self.last_success_at
+            and self.last_attempt_at > self.last_success_at
+        )
+
     def is_stale(self, now: Any = None) -> bool:
         """True when the last successful refresh is older than STALE_AFTER or the last one failed."""
         if self.last_success_at is None:
             return True
         now = now or timezone.now()
         age = (now - self.last_success_at).total_seconds()
-        failed_since = self.last_attempt_at and self.last_attempt_at > self.last_success_at and self.last_error
-        return bool(failed_since) or age > settings.LIQO_DASH["STALE_AFTER"]
+        return self.last_refresh_failed or age > settings.LIQO_DASH["STALE_AFTER"]
 
 
 class Cluster(models.Model):

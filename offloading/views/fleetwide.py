@@ -83,11 +83,7 @@ def _summaries(clusters: list[ManagedCluster]) -> list[ClusterSummary]:
                 state.last_success_at if state else None,
                 (state.last_error or "") if state else "",
                 state.is_stale(now) if state else True,
-                bool(
-                    state
-                    and state.last_error
-                    and (state.last_success_at is None or (state.last_attempt_at or now) > state.last_success_at)
-                ),
+                bool(state and state.last_refresh_failed),
             )
         )
     return summaries
