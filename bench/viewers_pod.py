@@ -47,16 +47,22 @@ def cpu_s(pids: list[int]) -> float:
 
 
 def children(parent: int) -> list[int]:
-    """The processes whose parent is ``parent`` (gunicorn's workers, a Celery worker's pool)."""
-    found = []
+    """The processes whose parent is ``parent``, and theirs (gunicorn's workers and their live renderers,
+    a Celery worker's pool)."""
+    parents: dict[int, int] = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
                 fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
             except OSError:
                 continue
-            if int(fields[1]) == parent:
-                found.append(int(entry.name))
+            parents[int(entry.name)] = int(fields[1])
+    found: list[int] = []
+    wanted = {parent}
+    while wanted:
+        below = [pid for pid, ppid in parents.items() if ppid in wanted]
+        found.extend(below)
+        wanted = set(below)
     return found
 
 

@@ -252,6 +252,11 @@ LIQO_DASH: dict[str, Any] = {
     # While every watch is synced, the watcher marks the snapshot fresh this often (the freshness badge
     # turns amber after two of these, red after five).
     "WATCH_HEARTBEAT": env.number("LIQO_DASH_WATCH_HEARTBEAT", 5.0),
+    # A live poll that must render its region again, and holds an older render of it, has it rendered by
+    # the web process's render process (its own interpreter: the render takes no GIL from the other polls,
+    # offloading/views/liveaside.py) and waits this many milliseconds for it; past that it answers 304 and
+    # the following polls share the render. 0: every poll renders in its own thread.
+    "LIVE_RENDER_WAIT_MS": env.integer("LIQO_DASH_LIVE_RENDER_WAIT_MS", 150),
     # Seconds between two periodic full refreshes by beat; 0 (the default): none, the watcher keeps the
     # snapshot. (A full refresh of 10,000 namespaces and 200 peers reads about 60 MB; see bench/.)
     "REFRESH_INTERVAL": env.number("LIQO_DASH_REFRESH_INTERVAL", 0.0),

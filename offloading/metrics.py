@@ -34,6 +34,7 @@ from offloading.choices import ChangeState
 from offloading.cluster import breaker as apihealth
 from offloading.models import ChangeRequest, SnapshotState
 from offloading.snapshot.engine import watch_restarts
+from offloading.views.liveaside import ASIDE
 
 REQUESTS = Counter(
     "liqo_dash_http_requests", "HTTP requests answered, by view, method and status.", ["view", "method", "status"]
@@ -191,6 +192,8 @@ class RequestMetricsMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         started = time.perf_counter()
         response = self.get_response(request)
+        if ASIDE in request.META:
+            return response  # a render the live renderer makes for a poll the web process counts
         match = getattr(request, "resolver_match", None)
         view = (match.view_name or match._func_path) if match is not None else "unmatched"
         method = request.method if request.method in ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE") else "other"

@@ -32,7 +32,7 @@ from access.models import Scope
 from liqo_dash.statusbody import status_data
 from offloading import context
 from offloading.models import livetriggers
-from offloading.views import freshness, live
+from offloading.views import freshness, live, liveaside
 from offloading.views.livememory import ViewerMemory
 
 log = logging.getLogger(__name__)
@@ -291,7 +291,8 @@ class LivePollMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        answer = self._early(request) if request.headers.get("X-Live-Poll") == "1" else None
+        poll = request.headers.get("X-Live-Poll") == "1" and liveaside.ASIDE not in request.META  # aside: render it
+        answer = self._early(request) if poll else None
         return answer if answer is not None else self.get_response(request)
 
     @staticmethod

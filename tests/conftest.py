@@ -44,6 +44,14 @@ def admin_user(django_user_model: Any) -> Any:
 
 
 @pytest.fixture(autouse=True)
+def _renders_inline(monkeypatch: Any) -> None:
+    """A test's rows are in a transaction that the live renderer (another process) cannot see: live
+    regions render in the poll here (LIVE_RENDER_WAIT_MS 0). The web processes the tests start keep the
+    default from the environment (tests/test_live_aside.py)."""
+    monkeypatch.setitem(django_settings.LIQO_DASH, "LIVE_RENDER_WAIT_MS", 0)
+
+
+@pytest.fixture(autouse=True)
 def _fresh_shared_cache() -> Iterator[None]:
     """Locks, coalescing flags and the API-health breaker live in the shared cache: no test inherits
     another's."""

@@ -7,12 +7,8 @@ refuses it as before, and a shared render never crosses roles or an operator's s
 from __future__ import annotations
 
 import json
-import os
 import re
-import shlex
 import socket
-import subprocess
-import sys
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -34,8 +30,9 @@ from access.models import Scope
 from offloading import middleware
 from offloading.models import Namespace, SnapshotState, livetriggers
 from offloading.views import live
+from tests import webproc
 from tests.browser import login
-from tests.conftest import ROOT, database_url, free_port, wait_until
+from tests.conftest import wait_until
 
 pytestmark = pytest.mark.django_db
 
@@ -605,39 +602,6 @@ def test_an_open_badge_follows_heartbeats_with_304s(
 # The web process: the Procfile's command, kept-alive connections, no access log unless asked
 
 
-def _web(tmp_path: Path, name: str, **extra: str) -> tuple[subprocess.Popen[bytes], int, Path]:
-    """The Procfile's web command on a free port, on the test database (the caller stops it)."""
-    line = next(x for x in (ROOT / "Procfile").read_text().splitlines() if x.startswith("web:"))
-    port = free_port()
-    command = shlex.split(line.partition(":")[2].replace("${PORT:-8000}", str(port)).replace("0.0.0.0", "127.0.0.1"))
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "liqo_dash.settings_test",
-        "DATABASE_URL": database_url(),
-        "LIQO_DASH_VAR_DIR": str(settings.VAR_DIR),
-        "LIQO_DASH_LOCAL_CACHE": "true",
-        "INSECURE_HTTP": "true",
-        "PYTHONUNBUFFERED": "1",
-        "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
-        **extra,
-    }
-    if "GUNICORN_CMD_ARGS" not in extra:
-        env.pop("GUNICORN_CMD_ARGS", None)
-    log = tmp_path / f"{name}.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
-    return proc, port, log
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    proc.terminate()
-    try:
-        proc.wait(15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(10)
-
-
 def _three_on_one_connection(port: int) -> list[tuple[int, str]]:
     """Three GETs of /healthz on one HTTP/1.1 connection, 3 s apart (a poller's pace): each answer's
     status and Connection header; the connection must stay open between them."""
@@ -661,11 +625,11 @@ def _three_on_one_connection(port: int) -> list[tuple[int, str]]:
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_the_web_process_keeps_pollers_connections_and_logs_no_access(tmp_path: Path) -> None:
-    quiet, port, quiet_log = _web(tmp_path, "quiet", LOG_FORMAT="json")
-    asked, asked_port, asked_log = _web(tmp_path, "asked", GUNICORN_CMD_ARGS="--access-logfile -")
+    quiet, port, quiet_log = webproc.web(tmp_path, "quiet", LOG_FORMAT="json")
+    asked, asked_port, asked_log = webproc.web(tmp_path, "asked", GUNICORN_CMD_ARGS="--access-logfile -")
     try:
         for proc, where, log in ((quiet, port, quiet_log), (asked, asked_port, asked_log)):
-            wait_until(lambda p=proc, w=where: p.poll() is not None or _answers(w), 90, message="gunicorn")
+            wait_until(lambda p=proc, w=where: p.poll() is not None or webproc.answers(w), 90, message="gunicorn")
             assert proc.poll() is None, log.read_text()
         # A poller's requests 3 s apart reuse one connection (gunicorn's default keep-alive, 2 s, closed it).
         for answers in (_three_on_one_connection(port), _three_on_one_connection(asked_port)):
@@ -678,17 +642,8 @@ def test_the_web_process_keeps_pollers_connections_and_logs_no_access(tmp_path: 
         # The configuration's worker class, though the command line names none.
         assert "Using worker: gthread" in asked_log.read_text(errors="replace")
     finally:
-        _stop(quiet)
-        _stop(asked)
-
-
-def _answers(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=2) as sock:
-            sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
-            return sock.recv(64).startswith(b"HTTP/1.1 200")
-    except OSError:
-        return False
+        webproc.stop(quiet)
+        webproc.stop(asked)
 
 
 def test_without_the_identity_triggers_no_viewer_is_remembered(fleet: Any, django_user_model: Any) -> None:

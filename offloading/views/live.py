@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
 from django.core.cache import cache
 from django.db import connection
 from django.http import HttpRequest, HttpResponse
@@ -22,6 +23,7 @@ from django.utils.http import parse_etags
 
 from access import roles
 from offloading.models import LiveVersion
+from offloading.views import liveaside
 from offloading.views.livememory import RenderMemory
 
 log = logging.getLogger(__name__)
@@ -197,6 +199,7 @@ REUSE_COST_FACTOR, REUSE_MIN_S, REUSE_MAX_S = 10.0, 1.0, 10.0
 HOLD_S = 1.0  # a holder of the newest render is not rendered again before it is this old (_too_soon)
 _KEPT_S = 30  # how long the cache keeps a render (it is reused for REUSE_MAX_S at most)
 _LEASE_S = 15  # a render that crashed without releasing its lease holds it this long at most
+_STAMP = ":at"  # beside a kept render, the shared cache keeps when its counters were read (ms)
 
 
 @dataclass(frozen=True)
@@ -352,6 +355,12 @@ def _kept_render(
         _reusable(local, version, read_ms, held_ms) or _too_soon(local, read_ms, _held_tag(tags, local, request, who))
     ):
         return key, local
+    if local is not None:
+        # Whether the shared cache holds a newer render, from its small stamp: the render itself is read
+        # only when it is newer than this process's copy (while a region renders, every poll of it asks).
+        stamp = _cached(cache.get, key + _STAMP)
+        if not isinstance(stamp, int) or stamp <= local.read_ms:
+            return key, local
     kept: Shared | None = _cached(cache.get, key)
     if kept is not None and (local is None or kept.read_ms > local.read_ms):
         memory.keep(key, kept)
@@ -391,9 +400,13 @@ def early(
     return _not_modified(keep) if keep else None
 
 
-def _poll(view: Callable[..., HttpResponse], request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+def _signed_in_with_role(request: HttpRequest) -> bool:
     user: Any = request.user
-    if not user.is_authenticated or roles.role_of(user) is None:
+    return bool(user.is_authenticated and roles.role_of(user) is not None)
+
+
+def _poll(view: Callable[..., HttpResponse], request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+    if not _signed_in_with_role(request):
         # No 304 and no shared render for who is not signed in with a role: the view (login_required,
         # AccessMiddleware before it) refuses as for any request.
         return view(request, *args, **kwargs)
@@ -423,18 +436,95 @@ def _poll(view: Callable[..., HttpResponse], request: HttpRequest, *args: Any, *
         if newest:
             return _not_modified(newest)  # keep what you have: the next poll gets that render
         return _render(view, request, args, kwargs, version, read_ms)[0]
+    if leased and newest:
+        answer = _aside(request, key, (version, read_ms), newest)
+        if answer is not None:
+            return answer
+    return _render_and_keep(view, request, (args, kwargs), (version, read_ms), key, leased)[0]
+
+
+def _render_and_keep(
+    view: Callable[..., HttpResponse],
+    request: HttpRequest,
+    arguments: tuple[Any, Any],
+    when: tuple[str, int],
+    key: str,
+    leased: bool | None,
+    release: bool = True,
+) -> tuple[HttpResponse, Shared | None]:
+    """Render the poll's region, keep it for the other viewers (this process's copy; the shared cache
+    when this poll holds the lease) and release the lease (unless ``release`` is False: the renderer's
+    render, whose lease the web process releases)."""
+    (args, kwargs), (version, read_ms) = arguments, when
     try:
         response, shared = _render(view, request, args, kwargs, version, read_ms)
         if shared is not None:
             memory.keep(key, shared)
         if shared is not None and leased:
-            latest: Shared | None = _cached(cache.get, key)
-            if latest is None or latest.read_ms < shared.read_ms:
-                _cached(cache.set, key, shared, timeout=_KEPT_S)
-        return response
+            latest = _cached(cache.get, key + _STAMP)
+            if not isinstance(latest, int) or latest < shared.read_ms:
+                _cached(cache.set_many, {key: shared, key + _STAMP: shared.read_ms}, timeout=_KEPT_S)
+        return response, shared
     finally:
-        if leased:
+        if leased and release:
             _cached(cache.delete, key + ":lease")
+
+
+# The render process beside this web process (offloading/views/liveaside.py).
+renderer = liveaside.Renderer()
+
+
+def _aside(request: HttpRequest, key: str, when: tuple[str, int], newest: str) -> HttpResponse | None:
+    """The poll's region rendered by the renderer, when it answers within LIVE_RENDER_WAIT_MS; a 304 of
+    what the poll holds (``newest``) when it does not (the render is kept for the next polls when it
+    comes). None: renders aside are off, or the renderer cannot take it now: the poll renders itself."""
+    wait_ms = int(settings.LIQO_DASH["LIVE_RENDER_WAIT_MS"])
+    if wait_ms <= 0:
+        return None
+    version, read_ms = when
+    future = renderer.submit(liveaside.job_of(request, version, read_ms, key))
+    if future is None:
+        return None
+    future.add_done_callback(functools.partial(_kept_aside, key, when))
+    try:
+        answer = future.result(timeout=wait_ms / 1000)
+    except TimeoutError:
+        return _not_modified(newest)  # keep what you have: the next poll gets that render
+    if answer is None:
+        return _not_modified(newest)  # the renderer died with it (logged): the next poll renders
+    response = liveaside.response_of(answer)
+    response["X-Live-Aside"] = "1"
+    return response
+
+
+def _kept_aside(key: str, when: tuple[str, int], future: Any) -> None:
+    """When the renderer answered (or died): this process's copy of its render (the renderer kept it in
+    the shared cache), and the lease this process took released."""
+    answer = future.result()
+    _cached(cache.delete, key + ":lease")
+    if answer is None or answer.get("reuse_ms") is None:
+        return
+    response = liveaside.response_of(answer)
+    version, read_ms = when
+    shared = Shared(
+        version,
+        read_ms,
+        int(answer["reuse_ms"]),
+        response.status_code,
+        response["Content-Type"],
+        response.get("Vary", ""),
+        response.content,
+    )
+    memory.keep(key, shared)
+
+
+def _made_aside(view: Callable[..., HttpResponse], request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+    """In the renderer: the render the web process asked for, at once (its poll holds the lease)."""
+    aside = request.META[liveaside.ASIDE]
+    when = (str(aside["version"]), int(aside["read_ms"]))
+    response, shared = _render_and_keep(view, request, (args, kwargs), when, str(aside["key"]), True, release=False)
+    response.live_shared = shared  # type: ignore[attr-defined]  # liveaside.run sends its reuse window
+    return response
 
 
 def page(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
@@ -443,8 +533,12 @@ def page(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
 
     @functools.wraps(view)
     def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if int(settings.LIQO_DASH["LIVE_RENDER_WAIT_MS"]) > 0 and liveaside.ASIDE not in request.META:
+            renderer.start()  # warm before the first render it is asked
         if request.method != "GET" or request.headers.get("X-Live-Poll") != "1":
             return view(request, *args, **kwargs)
+        if liveaside.ASIDE in request.META and _signed_in_with_role(request):
+            return private(_made_aside(view, request, *args, **kwargs))
         return private(_poll(view, request, *args, **kwargs))
 
     wrapped.live_page = True  # type: ignore[attr-defined]  # LivePollMiddleware answers its polls early
