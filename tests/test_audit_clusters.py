@@ -5,6 +5,8 @@ run on SQLite and on PostgreSQL (scripts/with-postgres.sh)."""
 
 from __future__ import annotations
 
+import csv
+import json
 from collections.abc import Iterator
 from datetime import timedelta
 from io import StringIO
@@ -242,3 +244,60 @@ def test_drift_in_another_cluster_is_recorded_under_it_and_no_default_change_pas
     assert observe_offloading("orders", _offloading("Remote", pending.pk))
     assert AuditEvent.objects.filter(action__startswith="drift_").count() == 1
     assert verify().ok
+
+
+# --------------------------------------------------------------------------------------------------
+# The page, the API, the export and the schema: filtered by cluster, each event with its cluster's name
+
+
+def _two_clusters_trail() -> ManagedCluster:
+    milan = ManagedCluster.objects.create(name="milan", context="milan")
+    record(ALICE, AuditAction.REQUESTED, "shop", outcome="queued")
+    record(Actor(None, "kubectl", Source.EXTERNAL, ""), AuditAction.DRIFT_UPDATED, "orders", outcome="observed",
+           managed=milan)  # fmt: off
+    return milan
+
+
+@pytest.mark.django_db
+def test_the_audit_page_filters_by_cluster_and_says_each_events_cluster(admin_client: Any) -> None:
+    single = admin_client.get("/audit/").content.decode()
+    assert 'name="cluster"' not in single and '<th scope="col">Cluster</th>' not in single  # one cluster
+    _two_clusters_trail()
+    page = admin_client.get("/audit/").content.decode()
+    assert '<th scope="col">Cluster</th>' in page and 'name="cluster"' in page
+    assert '<td class="cluster">milan</td>' in page and "/namespaces/shop/" in page
+    # milan's namespace links to milan's rows (the namespace pages are the default cluster's).
+    assert "/fleet/namespaces/?cluster=milan&amp;q=orders" in page and "/namespaces/orders/" not in page
+    only = admin_client.get("/audit/?cluster=milan").content.decode()
+    assert ">orders</a>" in only and ">shop</a>" not in only and "1 event<" in only
+    assert admin_client.get("/audit/?cluster=rome").status_code == 200  # an unknown name: an error, no rows
+    assert "No events match." in admin_client.get("/audit/?cluster=rome").content.decode()
+    managed = admin_client.get("/managed-clusters/").content.decode()
+    assert 'href="/audit/?cluster=milan"' in managed and 'id="fleet-audit"' in managed
+
+
+@pytest.mark.django_db
+def test_the_api_and_the_export_filter_by_cluster_and_name_it(api: Any) -> None:
+    _two_clusters_trail()
+    default = ManagedCluster.objects.get(is_default=True).name
+    listed = api.get("/api/v1/audit/").json()["results"]
+    assert [(e["namespace"], e["managedCluster"]) for e in listed] == [("orders", "milan"), ("shop", default)]
+    only = api.get("/api/v1/audit/", {"cluster": "milan"}).json()["results"]
+    assert [e["namespace"] for e in only] == ["orders"]
+    bad = api.get("/api/v1/audit/", {"cluster": "rome"})
+    assert bad.status_code == 400 and "cluster" in json.dumps(bad.json())
+    lines = api.get("/api/v1/audit/export/", {"format": "csv", "cluster": "milan"}).getvalue().decode().splitlines()
+    header, *rows = list(csv.reader(lines))
+    assert header[:2] == ["seq", "managedCluster"] and [row[1] for row in rows] == ["milan"]
+    exported = json.loads(api.get("/api/v1/audit/export/", {"format": "json"}).getvalue())
+    assert [e["managedCluster"] for e in exported] == [default, "milan"]
+
+
+@pytest.mark.django_db
+def test_the_schema_says_the_audit_has_a_cluster(api: Any) -> None:
+    schema = api.get("/api/schema/", {"format": "json"}).json()
+    for path in ("/api/v1/audit/", "/api/v1/audit/export/"):
+        (cluster,) = [p for p in schema["paths"][path]["get"]["parameters"] if p["name"] == "cluster"]
+        assert cluster["schema"]["type"] == "string" and "managed cluster" in cluster["description"]
+    event = schema["components"]["schemas"]["AuditEvent"]["properties"]["managedCluster"]
+    assert event["type"] == "string" and event["readOnly"]

@@ -360,11 +360,16 @@ class BulkRequestSerializer(CamelCaseFields, serializers.ModelSerializer):
 
 
 class AuditEventSerializer(CamelCaseFields, serializers.ModelSerializer):
+    managed_cluster = serializers.SlugRelatedField(
+        source="managed", slug_field="name", read_only=True, help_text="The managed cluster the event is about."
+    )
+
     class Meta:
         model = AuditEvent
         fields = [
             "id",
             "seq",
+            "managed_cluster",
             "time",
             "user_name",
             "source",
