@@ -166,7 +166,7 @@ class AuditFilterSet(django_filters.FilterSet):
         queryset=_managed_clusters,
         to_field_name="name",
         label="Managed cluster",
-        empty_label="Every managed cluster",
+        empty_label="Every cluster",
         help_text="The name of a managed cluster: only its events (default: every cluster's).",
     )
     actor = django_filters.CharFilter(field_name="user_name", lookup_expr="icontains", label="Actor")

@@ -301,3 +301,18 @@ def test_the_schema_says_the_audit_has_a_cluster(api: Any) -> None:
         assert cluster["schema"]["type"] == "string" and "managed cluster" in cluster["description"]
     event = schema["components"]["schemas"]["AuditEvent"]["properties"]["managedCluster"]
     assert event["type"] == "string" and event["readOnly"]
+
+
+@pytest.mark.django_db
+def test_a_changes_events_are_its_clusters() -> None:
+    """record() names the change's cluster when the caller names none (approvals, holds and hand-offs
+    call it with their change). A ChangeRequest has no cluster on this branch: its events are the
+    default's, and once it has one (set here by hand) they are that cluster's."""
+    milan = ManagedCluster.objects.create(name="milan", context="milan")
+    change = ChangeRequest.objects.create(namespace="orders", action="offload", requester_name="alice")
+    assert record(ALICE, AuditAction.APPROVED, "orders", outcome="approved", change=change).managed_id == (
+        default_managed_pk()
+    )
+    change.managed_id = milan.pk  # what the stage "changes carry their cluster" gives every change
+    assert record(ALICE, AuditAction.APPROVED, "orders", outcome="approved", change=change).managed_id == milan.pk
+    assert verify().ok

@@ -25,6 +25,7 @@ from offloading.models import (
     ChangeRequest,
     Cluster,
     ClusterOffloading,
+    ManagedCluster,
     Namespace,
     SnapshotState,
     VirtualNode,
@@ -360,7 +361,7 @@ class BulkRequestSerializer(CamelCaseFields, serializers.ModelSerializer):
 
 
 class AuditEventSerializer(CamelCaseFields, serializers.ModelSerializer):
-    managed_cluster = serializers.SlugRelatedField(
+    managed_cluster: serializers.SlugRelatedField[ManagedCluster] = serializers.SlugRelatedField(
         source="managed", slug_field="name", read_only=True, help_text="The managed cluster the event is about."
     )
 

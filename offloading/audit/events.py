@@ -39,8 +39,11 @@ def record(
 ) -> AuditEvent:
     """The one constructor of an audit row: every event of the trail (requested, bulk requested,
     refused, applied/failed/conflict, drift, drift accepted) is written here, by ``actor`` (who, from
-    where, under which request id), about the managed cluster ``managed`` (None: the default one).
-    Sealed by ``AuditEvent.save``, inside the caller's transaction."""
+    where, under which request id), about the managed cluster ``managed``: when None, the cluster of
+    ``change`` (:func:`cluster_of`: an approval, a hold, a hand-off are the change's), else the default
+    one. Sealed by ``AuditEvent.save``, inside the caller's transaction."""
+    if managed is None and change is not None:
+        managed = cluster_of(change)
     event = AuditEvent(
         managed_id=managed_pk(managed),
         user_id=actor.user_id,
@@ -111,7 +114,6 @@ def record_requested(change: ChangeRequest, actor: Actor, message: str = "") -> 
         before=change.base_spec,
         after=change.desired_spec,
         message=message,
-        managed=cluster_of(change),
     )
 
 
@@ -131,7 +133,6 @@ def record_outcome(change: ChangeRequest, state: str, message: str) -> AuditEven
         before=change.base_spec,
         after=change.desired_spec if change.action != ChangeAction.UNOFFLOAD else None,
         message=message,
-        managed=cluster_of(change),
     )
 
 
