@@ -9,12 +9,13 @@ have lasted ALERT_GRACE seconds, and told again as resolved when they go away.
 
 Each alert carries its managed cluster (issue 28). The keys of the default cluster's subjects are the
 keys of the single-cluster versions, so an upgrade opens no second alert for a subject already told;
-another cluster's name its cluster first (``stuck:<managed cluster>:<namespace>:<rule>``,
+another cluster's keys name it first (``stuck:<managed cluster>:<namespace>:<rule>``,
 ``peer:<managed cluster>:<cluster id>``: the same namespace, or the same peer, seen from two clusters
 is two subjects). A change's key is its id, unique across clusters. The webhook's message names the
-cluster when it is not the default (``alertsend.payload``). Every state change is a conditional UPDATE, so two checks
-running at once open or resolve an alert once. Delivery is in ``alertsend``. Off (no rows at all) while
-ALERT_WEBHOOK_URL is empty.
+cluster when it is not the default (``alertsend.payload``).
+
+Every state change is a conditional UPDATE, so two checks running at once open or resolve an alert
+once. Delivery is in ``alertsend``. Off (no rows at all) while ALERT_WEBHOOK_URL is empty.
 """
 
 from __future__ import annotations
@@ -236,9 +237,10 @@ def peer_subjects(managed: ManagedCluster) -> Iterator[Subject]:
 
 
 def stuck_candidates(managed: ManagedCluster | None = None) -> list[str]:
-    """Offloaded namespaces of ``managed`` (None: the default cluster) a diagnosis rule could flag: a superset, read in three queries, so that a
-    healthy fleet costs no per-namespace diagnosis (a Ready, labelled, reconciled namespace with no
-    CreationLoopBackOff and no pending pod has no finding that is told)."""
+    """Offloaded namespaces of ``managed`` (None: the default cluster) a diagnosis rule could flag: a
+    superset, read in three queries, so that a healthy fleet costs no per-namespace diagnosis (a Ready,
+    labelled, reconciled namespace with no CreationLoopBackOff and no pending pod has no finding that is
+    told)."""
     looping = set(
         ClusterOffloading.objects.of(managed)
         .filter(state=liqo.REASON_CREATION_LOOP_BACKOFF)
