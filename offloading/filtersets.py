@@ -1,5 +1,6 @@
 """FilterSets shared by the pages and the REST API: namespaces, changes, and the audit trail (one FilterSet for
-the audit page, the audit API and its export: actor, namespace, action, source, outcome and a time range)."""
+the audit page, the audit API and its export: managed cluster, actor, namespace, action, source, outcome and
+a time range)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from liqo_rules.selectors.parse import parse_requirements
 from liqo_rules.selectors.requirements import SelectorError
 from offloading.changes.bulk import namespace_ids_matching
 from offloading.choices import AuditAction, Source
-from offloading.models import AuditEvent, ChangeRequest, ClusterOffloading, Namespace
+from offloading.models import AuditEvent, ChangeRequest, ClusterOffloading, ManagedCluster, Namespace
 
 NOT_OFFLOADED = "none"
 
@@ -154,7 +155,20 @@ class UtcDateTimeFilter(django_filters.IsoDateTimeFilter):
         return super().filter(qs, value)
 
 
+def _managed_clusters(request: Any = None) -> QuerySet[ManagedCluster]:
+    return ManagedCluster.objects.order_by("-is_default", "name")
+
+
 class AuditFilterSet(django_filters.FilterSet):
+    # The trail holds every managed cluster's events (issue 28); ``cluster`` keeps one's, by its name.
+    cluster = django_filters.ModelChoiceFilter(
+        field_name="managed",
+        queryset=_managed_clusters,
+        to_field_name="name",
+        label="Managed cluster",
+        empty_label="Every cluster",
+        help_text="The name of a managed cluster: only its events (default: every cluster's).",
+    )
     actor = django_filters.CharFilter(field_name="user_name", lookup_expr="icontains", label="Actor")
     namespace = django_filters.CharFilter(field_name="namespace", lookup_expr="icontains", label="Namespace")
     action = django_filters.ChoiceFilter(choices=AuditAction.choices, empty_label="Any action")

@@ -20,6 +20,7 @@ from offloading.audit.trail import anchor, last_anchor, prune, verify
 from offloading.choices import AuditAction, Source
 from offloading.models import AuditCheckpoint, AuditEvent
 from offloading.models import seal as auditseal
+from offloading.models.fleet import default_managed_pk
 
 pytestmark = pytest.mark.django_db
 
@@ -132,10 +133,12 @@ def test_an_inserted_row_is_found() -> None:
     fake = AuditEvent(user_name="mallory", source=Source.WEB, action=AuditAction.APPLIED, namespace="x", seq=3)
     fake.prev_hash = events[1].hash
     fake.key_id = auditseal.key_id()
+    fake.managed_id = default_managed_pk()
     fake.hash = fake.compute_hash(key="guess")
     _sql(
         "INSERT INTO offloading_auditevent (seq, time, user_name, source, request_id, action, namespace, outcome, "
-        "message, prev_hash, hash, key_id) VALUES (%s, %s, %s, %s, '', %s, %s, '', '', %s, %s, %s)",
+        "message, prev_hash, hash, key_id, managed_id, seal_version) "
+        "VALUES (%s, %s, %s, %s, '', %s, %s, '', '', %s, %s, %s, %s, 2)",
         3,
         timezone.now(),
         "mallory",
@@ -145,6 +148,7 @@ def test_an_inserted_row_is_found() -> None:
         fake.prev_hash,
         fake.hash,
         fake.key_id,
+        fake.managed_id,
     )
     assert verify().problem == "event #3 was edited (or inserted): its seal does not verify"
 

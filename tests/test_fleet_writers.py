@@ -3,7 +3,8 @@ run here in a thread with leader election on) runs a KindWatcher per kind and a 
 cluster it holds, on that cluster's own client. Against a sandbox domain of two API servers (rome, the
 default cluster, and milan, registered as the managed cluster ``milan-eu``), each cluster's rows land
 under its own ``managed`` and nothing crosses; milan's outage marks only milan's snapshot; a lost lease
-stops milan's writer; new connection details start milan's engine again on them. The refresh (and beat's
+stops milan's writer; new connection details start milan's engine again on them; drift is audited in
+both, each event under its cluster. The refresh (and beat's
 periodic one) works per cluster too."""
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
 
 from liqo_rules.constants import GROUP, VERSION
+from offloading.audit.trail import verify
 from offloading.cluster import breaker, kube
 from offloading.cluster.shares import cluster_lease_name
 from offloading.management.commands import watch_cluster
@@ -202,15 +204,17 @@ def test_each_clusters_rows_land_under_its_own_managed_cluster_and_nothing_cross
         mine = ClusterOffloading.objects.filter(namespace__managed=managed)
         assert mine.exists() and not mine.exclude(managed=managed).exists()  # each row with its namespace's cluster
 
-    # Drift is audited for the default cluster only (the audit trail names no cluster yet): rome's offloading,
-    # created outside the dashboard, is drift; milan's are not recorded as anyone's.
-    def drifted_to() -> list[str | None]:
-        found = AuditEvent.objects.filter(namespace="orders", action__startswith="drift_")
-        return [(event.after or {}).get("podOffloadingStrategy") for event in found]
+    # Drift is audited for every cluster, each event under its own: rome's offloading, created outside the
+    # dashboard, is rome's drift; milan's create and update of its "orders", and its "only-milan", milan's.
+    def drifted_to(managed: ManagedCluster, namespace: str = "orders") -> list[str | None]:
+        found = AuditEvent.objects.filter(managed=managed, namespace=namespace, action__startswith="drift_")
+        return [(event.after or {}).get("podOffloadingStrategy") for event in found.order_by("seq")]
 
-    two_clusters.until(lambda: "LocalAndRemote" in drifted_to(), 10, "rome's drift")
-    assert not {"Remote", "Local"} & set(drifted_to()), drifted_to()  # milan's create and update
-    assert not AuditEvent.objects.filter(namespace="only-milan").exists()
+    two_clusters.until(lambda: "LocalAndRemote" in drifted_to(rome), 10, "rome's drift")
+    two_clusters.until(lambda: drifted_to(milan) == ["Remote", "Local"], 10, "milan's drift, created then updated")
+    assert drifted_to(rome) == ["LocalAndRemote"]
+    assert drifted_to(milan, "only-milan") == ["Local"] and drifted_to(rome, "only-milan") == []
+    assert verify().ok  # sealed with their cluster
     assert snapshot.watcher_keeps_snapshot(rome) and snapshot.watcher_keeps_snapshot(milan)
 
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from offloading.choices import AuditAction, ChangeAction, ChangeState
-from offloading.models import AuditEvent, BulkRequest, ChangeRequest, Namespace
+from offloading.models import AuditEvent, BulkRequest, ChangeRequest, ManagedCluster, Namespace
 from tests.browser import CHROMIUM, SCREENSHOTS, TRACK_INPUT, htmx_idle
 from tests.conftest import ADMIN_PASSWORD
 
@@ -23,6 +23,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 AXE = Path(__file__).resolve().parent.parent / "node_modules" / "axe-core" / "axe.min.js"
 LONG_KEY = "example.com/" + "a-very-long-label-key-" * 2 + "x" * 20
 LONG_VALUE = "v" * 63
+LONG_NAMESPACE = "payments-" + "n" * 54  # 63 characters
 
 
 @pytest.fixture
@@ -62,7 +63,19 @@ def _data(admin_user: Any) -> dict[str, Any]:
     AuditEvent.objects.create(
         user_name="admin", source="web", action=AuditAction.REQUESTED, namespace="shop", change=change
     )
-    return {"change": change.pk, "bulk": bulk.pk}
+    # A second managed cluster with an event of its own: the audit trail shows its cluster column.
+    milan = ManagedCluster.objects.create(name="milan-" + "e" * 40, context="milan")
+    AuditEvent.objects.create(
+        managed=milan,
+        user_name="kubectl-client-side-apply",
+        source="external",
+        action=AuditAction.DRIFT_UPDATED,
+        namespace=LONG_NAMESPACE,
+        before={"podOffloadingStrategy": "Local"},
+        after={"podOffloadingStrategy": "Remote"},
+        outcome="observed",
+    )
+    return {"change": change.pk, "bulk": bulk.pk, "milan": milan.name}
 
 
 PAGES = [
@@ -80,6 +93,8 @@ PAGES = [
     ("bulk", "/bulk/"),
     ("bulk-detail", "/bulk/{bulk}/"),
     ("audit", "/audit/"),
+    ("audit-cluster", "/audit/?cluster={milan}"),
+    ("managed-clusters", "/managed-clusters/"),
     ("fleet-namespaces", "/fleet/namespaces/"),
     ("tokens", "/tokens/"),
     ("not-found", "/no-such-page/"),

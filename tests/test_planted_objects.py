@@ -201,6 +201,8 @@ def _get_urls(namespaces: list[str]) -> list[str]:
         "/fleet/namespaces/",
         "/fleet/namespaces/?q=planted&offloaded=yes",
         "/audit/",
+        "/audit/?cluster=default&namespace=planted",
+        "/managed-clusters/",
         "/changes/",
         "/bulk/",
         "/live/freshness/",
@@ -212,6 +214,8 @@ def _get_urls(namespaces: list[str]) -> list[str]:
         "/api/v1/clusters/milan/",
         "/api/v1/changes/",
         "/api/v1/audit/",
+        "/api/v1/audit/?cluster=default",
+        "/api/v1/audit/export/?format=csv&cluster=default",
         "/api/v1/bulk/",
     ]
     for name in namespaces:
@@ -424,7 +428,7 @@ OVERFLOWING = """() => {
 
 def _browser_urls() -> list[str]:
     urls = ["/", "/namespaces/", "/namespaces/?q=planted", "/clusters/", "/clusters/milan/", "/matrix/"]
-    urls += ["/audit/", "/changes/", "/bulk/"]
+    urls += ["/audit/", "/audit/?cluster=default", "/changes/", "/bulk/"]
     for name in CORPUS:
         urls += [f"/namespaces/{name}/", f"/namespaces/{name}/offload/"]
     urls += [f"/namespaces/{SPACES_NS}/unoffload/"]

@@ -79,13 +79,16 @@ def payload(alert: Alert, state: str) -> dict[str, Any]:
     firing = state == AlertState.OPEN
     at = alert.opened_at if firing else (alert.resolved_at or timezone.now())
     url = link(alert.path)
+    managed = alert.managed
+    # The default cluster's messages read as the single-cluster versions' did; another cluster is named.
+    where = "" if managed.is_default else f" in managed cluster {managed.name}"
     if firing:
-        text = f"[liqo-dash] {alert.severity.upper()}: {alert.title}."
+        text = f"[liqo-dash] {alert.severity.upper()}{where}: {alert.title}."
         if alert.detail:
             text += f" {alert.detail}"
     else:
         minutes = max(1, round((at - alert.opened_at).total_seconds() / 60))
-        text = f"[liqo-dash] RESOLVED after {minutes} min: {alert.title}."
+        text = f"[liqo-dash] RESOLVED after {minutes} min{where}: {alert.title}."
     if url:
         text = f"{_slack(text)} {url}"
     else:
@@ -99,6 +102,7 @@ def payload(alert: Alert, state: str) -> dict[str, Any]:
         "severity": alert.severity,
         "namespace": alert.namespace,
         "cluster": alert.cluster,
+        "managed_cluster": managed.name,
         "title": alert.title,
         "detail": alert.detail,
         "url": url,

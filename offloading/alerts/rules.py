@@ -4,10 +4,18 @@ Three subjects, each one ``Alert`` row keyed by what it is about, so that it is 
 process finds it and however often: a change that ends failed (``change-failed:<id>``, recorded in the
 transaction that fails it), a stuck state of an offloaded namespace found by the diagnosis rules
 (``stuck:<namespace>:<rule>``) and a peer with an unhealthy module (``peer:<cluster id>``); the last two
-are found by the periodic check over the snapshot, told once they have lasted ALERT_GRACE seconds, and
-told again as resolved when they go away. Every state change is a conditional UPDATE, so two checks
-running at once open or resolve an alert once. Delivery is in ``alertsend``. Off (no rows at all) while
-ALERT_WEBHOOK_URL is empty.
+are found by the periodic check over the snapshot of every managed cluster that has one, told once they
+have lasted ALERT_GRACE seconds, and told again as resolved when they go away.
+
+Each alert carries its managed cluster (issue 28). The keys of the default cluster's subjects are the
+keys of the single-cluster versions, so an upgrade opens no second alert for a subject already told;
+another cluster's keys name it first (``stuck:<managed cluster>:<namespace>:<rule>``,
+``peer:<managed cluster>:<cluster id>``: the same namespace, or the same peer, seen from two clusters
+is two subjects). A change's key is its id, unique across clusters. The webhook's message names the
+cluster when it is not the default (``alertsend.payload``).
+
+Every state change is a conditional UPDATE, so two checks running at once open or resolve an alert
+once. Delivery is in ``alertsend``. Off (no rows at all) while ALERT_WEBHOOK_URL is empty.
 """
 
 from __future__ import annotations
@@ -17,7 +25,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from datetime import timedelta
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urlsplit
 
 from django.conf import settings
 from django.db import transaction
@@ -27,9 +35,10 @@ from django.utils import timezone
 
 from liqo_rules import constants as liqo
 from offloading.alerts import delivery as alertsend
+from offloading.audit.events import cluster_of
 from offloading.choices import AlertKind, AlertState
 from offloading.insight.diagnosis import diagnose
-from offloading.models import Alert, ChangeRequest, Cluster, ClusterOffloading, Namespace, SnapshotState
+from offloading.models import Alert, ChangeRequest, Cluster, ClusterOffloading, ManagedCluster, Namespace, SnapshotState
 from offloading.models.inventory import Pod
 from offloading.queue import enqueue_alert
 
@@ -58,6 +67,7 @@ class Subject:
     path: str
     namespace: str = ""
     cluster: str = ""
+    managed_id: int | None = None  # None: the default cluster
 
     def fields(self) -> dict[str, Any]:
         values = asdict(self)
@@ -81,6 +91,7 @@ def change_failed(change: ChangeRequest) -> None:
         detail=change.message,
         path=reverse("offloading:change_detail", args=[change.pk]),
         namespace=change.namespace,
+        managed_id=cluster_of(change),
     )
     alert, created = Alert.objects.get_or_create(
         key=subject.key,
@@ -112,18 +123,47 @@ def check(now: Any = None) -> dict[str, int]:
     return counts
 
 
+def _known() -> list[ManagedCluster]:
+    """The managed clusters whose snapshot succeeded once: with none yet, nothing is known of a cluster,
+    so nothing is opened or resolved there."""
+    synced = SnapshotState.objects.filter(last_success_at__isnull=False).values("managed_id")
+    return list(ManagedCluster.objects.filter(pk__in=synced))
+
+
 def detect(now: Any = None) -> dict[str, int]:
-    """Compare what the rules find now with the open alerts: open the new, resolve the gone."""
+    """Compare what the rules find now with the open alerts, cluster by cluster: open the new, resolve
+    the gone."""
     now = now or timezone.now()
-    if SnapshotState.get().last_success_at is None:
+    clusters = _known()
+    if not clusters:
         return {"opened": 0, "resolved": 0}  # no snapshot yet: nothing is known, nothing is resolved
-    found = {s.key: s for s in [*peer_subjects(), *stuck_subjects()]}
+    found = {s.key: s for managed in clusters for s in [*peer_subjects(managed), *stuck_subjects(managed)]}
     opened = sum(_open(subject, now) for subject in found.values())
-    watched = Alert.objects.filter(kind__in=(AlertKind.STUCK, AlertKind.PEER_UNHEALTHY), state=AlertState.OPEN)
+    watched = Alert.objects.filter(
+        kind__in=(AlertKind.STUCK, AlertKind.PEER_UNHEALTHY),
+        state=AlertState.OPEN,
+        managed_id__in=[managed.pk for managed in clusters],
+    )
     gone = set(watched.values_list("key", flat=True)) - found.keys()
     resolved = sum(_resolve(key, now) for key in sorted(gone))
     watched.exclude(key__in=gone).update(last_seen=now)
     return {"opened": opened, "resolved": resolved}
+
+
+def subject_key(kind: str, managed: ManagedCluster, *parts: str) -> str:
+    """``kind:part:...`` for the default cluster (the single-cluster versions' keys), with the managed
+    cluster's name first for another (``kind:<managed cluster>:part:...``)."""
+    named = parts if managed.is_default else (managed.name, *parts)
+    return ":".join((kind, *named))
+
+
+def _page(managed: ManagedCluster, name: str, *args: str, namespace: str = "") -> str:
+    """The page of a subject: the default cluster's own page; for another cluster, its rows on the
+    fleet-wide namespaces page (the single-cluster pages read the default cluster)."""
+    if managed.is_default:
+        return reverse(name, args=list(args))
+    query = urlencode({"cluster": managed.name, **({"q": namespace} if namespace else {})})
+    return f"{reverse('offloading:fleet_namespaces')}?{query}"
 
 
 def _open(subject: Subject, now: Any) -> int:
@@ -173,10 +213,10 @@ def _resolve(key: str, now: Any) -> int:
     )
 
 
-def peer_subjects() -> Iterator[Subject]:
-    """A peer of the default managed cluster with a networking, authentication or offloading module
-    Unhealthy (liqoctl info's verdict). The alerts are the default cluster's until they name a cluster."""
-    for cluster in Cluster.objects.of():
+def peer_subjects(managed: ManagedCluster) -> Iterator[Subject]:
+    """A peer of ``managed`` with a networking, authentication or offloading module Unhealthy (liqoctl
+    info's verdict)."""
+    for cluster in Cluster.objects.of(managed):
         bad = [m for m in PEER_MODULES if getattr(cluster, f"{m}_status") == "Unhealthy"]
         if not bad:
             continue
@@ -185,28 +225,30 @@ def peer_subjects() -> Iterator[Subject]:
             messages = ((cluster.modules or {}).get(module) or {}).get("alerts") or []
             reasons.append(f"{module} module unhealthy" + (f" ({'; '.join(messages)})" if messages else ""))
         yield Subject(
-            key=f"peer:{cluster.cluster_id}",
+            key=subject_key("peer", managed, cluster.cluster_id),
             kind=AlertKind.PEER_UNHEALTHY,
             severity="critical",
             title=f"Peer {cluster.cluster_id} is unhealthy",
             detail="; ".join(reasons) + ". Liqo cannot create or update remote namespaces there.",
-            path=reverse("offloading:cluster_detail", args=[cluster.cluster_id]),
+            path=_page(managed, "offloading:cluster_detail", cluster.cluster_id),
             cluster=cluster.cluster_id,
+            managed_id=managed.pk,
         )
 
 
-def stuck_candidates() -> list[str]:
-    """Offloaded namespaces a diagnosis rule could flag: a superset, read in three queries, so that a
-    healthy fleet costs no per-namespace diagnosis (a Ready, labelled, reconciled namespace with no
-    CreationLoopBackOff and no pending pod has no finding that is told)."""
+def stuck_candidates(managed: ManagedCluster | None = None) -> list[str]:
+    """Offloaded namespaces of ``managed`` (None: the default cluster) a diagnosis rule could flag: a
+    superset, read in three queries, so that a healthy fleet costs no per-namespace diagnosis (a Ready,
+    labelled, reconciled namespace with no CreationLoopBackOff and no pending pod has no finding that is
+    told)."""
     looping = set(
-        ClusterOffloading.objects.of()
+        ClusterOffloading.objects.of(managed)
         .filter(state=liqo.REASON_CREATION_LOOP_BACKOFF)
         .values_list("namespace__name", flat=True)
     )
-    pending = set(Pod.objects.of().filter(phase="Pending").values_list("namespace", flat=True).distinct())
+    pending = set(Pod.objects.of(managed).filter(phase="Pending").values_list("namespace", flat=True).distinct())
     rows = (
-        Namespace.objects.of()
+        Namespace.objects.of(managed)
         .filter(offloaded=True)
         .values_list(
             "name",
@@ -229,22 +271,24 @@ def stuck_candidates() -> list[str]:
     ]
 
 
-def stuck_subjects() -> Iterator[Subject]:
-    """The diagnosis rules' findings over the offloaded namespaces (one subject per namespace and rule)."""
-    names = stuck_candidates()
+def stuck_subjects(managed: ManagedCluster) -> Iterator[Subject]:
+    """The diagnosis rules' findings over the offloaded namespaces of ``managed`` (one subject per
+    namespace and rule)."""
+    names = stuck_candidates(managed)
     for start in range(0, len(names), CHUNK):
-        for namespace in Namespace.objects.of().filter(name__in=names[start : start + CHUNK]):
+        for namespace in Namespace.objects.of(managed).filter(name__in=names[start : start + CHUNK]):
             for finding in diagnose(namespace):
                 if finding.rule in NOT_TOLD_PER_NAMESPACE:
                     continue
                 yield Subject(
-                    key=f"stuck:{namespace.name}:{finding.rule}",
+                    key=subject_key("stuck", managed, namespace.name, finding.rule),
                     kind=AlertKind.STUCK,
                     severity="critical" if finding.severity == "bad" else "warning",
                     title=f"{namespace.name}: {finding.title}",
                     detail=f"{finding.explanation} Fix: {finding.action}",
-                    path=reverse("offloading:namespace_detail", args=[namespace.name]),
+                    path=_page(managed, "offloading:namespace_detail", namespace.name, namespace=namespace.name),
                     namespace=namespace.name,
+                    managed_id=managed.pk,
                 )
 
 

@@ -132,6 +132,10 @@ _QUERY: dict[str, dict[str, Any]] = {
     "since": {**_TIME, "description": "Events at or after this time (ISO 8601); empty: no bound."},
     "until": {**_TIME, "description": "Events before this time (ISO 8601); empty: no bound."},
 }
+# The audit trail's ``cluster`` is a managed cluster (issue 28), not a peer's cluster id.
+_AUDIT_QUERY: dict[str, dict[str, Any]] = {
+    "cluster": {**_TEXT, "description": "A managed cluster's name: only its events (empty: every managed cluster's)."},
+}
 # A path id beyond int64 is no row: the schema says so (the views answer 404 for one).
 _PATH_ID = {"type": "integer", "minimum": 1, "maximum": 2**63 - 1}
 
@@ -144,8 +148,9 @@ def _parameters(operation: dict[str, Any], path: str) -> None:
             parameter["schema"] = dict(_PATH_ID)
         elif where == "path" and name == "clusterId":
             parameter["schema"] = {"type": "string", "pattern": "^[^/.]+$"}
-        elif where == "query" and name in _QUERY:
-            parameter["schema"] = dict(_QUERY[name])
+        elif where == "query" and (name in _QUERY or name in _AUDIT_QUERY):
+            audit = path.startswith("/api/v1/audit/") and name in _AUDIT_QUERY
+            parameter["schema"] = dict(_AUDIT_QUERY[name] if audit else _QUERY[name])
             if "description" in parameter["schema"]:
                 parameter["description"] = parameter["schema"].pop("description")
         elif where == "query" and name != "format" and "enum" in parameter.get("schema", {}):

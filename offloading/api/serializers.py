@@ -25,6 +25,7 @@ from offloading.models import (
     ChangeRequest,
     Cluster,
     ClusterOffloading,
+    ManagedCluster,
     Namespace,
     SnapshotState,
     VirtualNode,
@@ -360,11 +361,16 @@ class BulkRequestSerializer(CamelCaseFields, serializers.ModelSerializer):
 
 
 class AuditEventSerializer(CamelCaseFields, serializers.ModelSerializer):
+    managed_cluster: serializers.SlugRelatedField[ManagedCluster] = serializers.SlugRelatedField(
+        source="managed", slug_field="name", read_only=True, help_text="The managed cluster the event is about."
+    )
+
     class Meta:
         model = AuditEvent
         fields = [
             "id",
             "seq",
+            "managed_cluster",
             "time",
             "user_name",
             "source",

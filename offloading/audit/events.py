@@ -1,5 +1,9 @@
 """Audit events: the one constructor of a row of the trail (:func:`record`) and what each kind of event
-says, and the verdict of the last verification of the trail."""
+says, and the verdict of the last verification of the trail.
+
+Each event names the managed cluster it is about (``managed``; None: the default cluster): drift, the
+cluster the watcher or the refresh observed it in; a change's events, the change's cluster. What the
+seal covers is said in offloading/models/audit.py."""
 
 from __future__ import annotations
 
@@ -16,6 +20,7 @@ from offloading.audit.trail import Verdict, verify
 from offloading.choices import AuditAction, ChangeAction, ChangeState, Source
 from offloading.context import Actor
 from offloading.models import AuditEvent, ChangeRequest
+from offloading.models.fleet import ManagedRef, managed_pk
 
 log = logging.getLogger(__name__)
 
@@ -30,11 +35,17 @@ def record(
     before: Any = None,
     after: Any = None,
     message: str = "",
+    managed: ManagedRef = None,
 ) -> AuditEvent:
     """The one constructor of an audit row: every event of the trail (requested, bulk requested,
     refused, applied/failed/conflict, drift, drift accepted) is written here, by ``actor`` (who, from
-    where, under which request id). Sealed by ``AuditEvent.save``, inside the caller's transaction."""
+    where, under which request id), about the managed cluster ``managed``: when None, the cluster of
+    ``change`` (:func:`cluster_of`: an approval, a hold, a hand-off are the change's), else the default
+    one. Sealed by ``AuditEvent.save``, inside the caller's transaction."""
+    if managed is None and change is not None:
+        managed = cluster_of(change)
     event = AuditEvent(
+        managed_id=managed_pk(managed),
         user_id=actor.user_id,
         user_name=actor.user_name,
         source=actor.source,
@@ -77,6 +88,13 @@ def sealed_together() -> Iterator[list[AuditEvent]]:
     finally:
         _together.pending = None
     AuditEvent.append_all(pending)
+
+
+def cluster_of(change: ChangeRequest) -> int | None:
+    """The managed cluster of a change's events. A ChangeRequest carries no cluster yet (issue 28's
+    stage "changes carry their cluster" gives it one): every change is the default cluster's until then,
+    and its ``managed_id`` once it has one."""
+    return getattr(change, "managed_id", None)
 
 
 def requester_of(change: ChangeRequest) -> Actor:
@@ -150,10 +168,17 @@ def record_refused(actor: Actor, namespace: str, action: str, reason: str) -> Au
 
 
 def record_drift_observed(
-    action: str, namespace: str, field_manager: str, before: Any, after: Any, message: str
+    action: str,
+    namespace: str,
+    field_manager: str,
+    before: Any,
+    after: Any,
+    message: str,
+    managed: ManagedRef = None,
 ) -> AuditEvent:
-    """A change of the offloading (or of the scheduling label) observed in the cluster, made without
-    liqo-dash: the writer is only known by its field manager."""
+    """A change of the offloading (or of the scheduling label) observed in the managed cluster
+    ``managed`` (None: the default), made without liqo-dash: the writer is only known by its field
+    manager."""
     return record(
         Actor(None, field_manager, Source.EXTERNAL, ""),
         action,
@@ -162,11 +187,14 @@ def record_drift_observed(
         before=before,
         after=after,
         message=message,
+        managed=managed,
     )
 
 
-def record_drift_accepted(actor: Actor, namespace: str, spec: Any, drift_seq: int | None) -> AuditEvent:
-    """A user accepted a drift as it is (the answer to it; no change is made)."""
+def record_drift_accepted(
+    actor: Actor, namespace: str, spec: Any, drift_seq: int | None, managed: ManagedRef = None
+) -> AuditEvent:
+    """A user accepted a drift as it is (the answer to it; no change is made), in ``managed``."""
     return record(
         actor,
         AuditAction.DRIFT_ACCEPTED,
@@ -174,6 +202,7 @@ def record_drift_accepted(actor: Actor, namespace: str, spec: Any, drift_seq: in
         outcome="accepted",
         after=spec,
         message=f"Accepted the change made outside liqo-dash (audit event #{drift_seq}) as it is",
+        managed=managed,
     )
 
 

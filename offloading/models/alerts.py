@@ -7,11 +7,15 @@ from django.db import models
 from django.utils import timezone
 
 from offloading.choices import AlertKind, AlertState
+from offloading.models.fleet import ManagedClusterKey
 
 
 class Alert(models.Model):
     """Keyed by what it is about (``key`` is unique: ``change-failed:<id>``, ``stuck:<namespace>:<rule>``,
-    ``peer:<cluster id>``), so the same subject is told once, whichever process finds it. The webhook is
+    ``peer:<cluster id>``; a subject of another managed cluster than the default names it:
+    ``stuck:<managed cluster>:<namespace>:<rule>``, ``peer:<managed cluster>:<cluster id>``), so the same
+    subject is told once, whichever process finds it. ``managed``: the managed cluster the subject is
+    in (``cluster`` is a peer's Liqo cluster id). The webhook is
     owed a message while ``state`` differs from ``notified_state`` (the state it was last told); this row
     is the outbox, written in the transaction that finds the subject."""
 
@@ -20,6 +24,7 @@ class Alert(models.Model):
     severity = models.CharField(max_length=8, default="warning")  # warning | critical
     namespace = models.CharField(max_length=63, blank=True)
     cluster = models.CharField(max_length=63, blank=True)
+    managed = ManagedClusterKey()  # None when built: the default cluster
     title = models.CharField(max_length=300)
     detail = models.TextField(blank=True)
     path = models.CharField(max_length=300, blank=True)  # the dashboard page, without scheme and host

@@ -8,7 +8,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from liqo_rules import constants as liqo
@@ -28,18 +28,22 @@ from offloading.snapshot.store import actor_from_managed_fields, replace_offload
 log = logging.getLogger(__name__)
 
 
-def _audited(old: Namespace | None) -> bool:
-    """Whether drift of ``old``'s cluster is recorded: the default cluster's only, until the audit trail
-    and the changes carry their managed cluster (issue 28, a later stage). Their rows name a bare
-    namespace, which the pages read as the default cluster's: another cluster's drift recorded now would
-    show on the default's namespace of the same name, and the default's changes would pass for its own."""
-    return old is None or is_default(old.managed_id)
+def _changes_of(managed_id: int) -> QuerySet[ChangeRequest]:
+    """The changes of liqo-dash in the managed cluster ``managed_id``, against which an observed change is
+    told ours or drift. A ChangeRequest names no cluster yet (issue 28's stage "changes carry their
+    cluster" gives it one): every change is the default cluster's, so another cluster has none, and
+    whatever changed there was done without us. Once changes carry their cluster, this is
+    ``ChangeRequest.objects.filter(managed_id=managed_id)``."""
+    if is_default(managed_id):
+        return ChangeRequest.objects.all()
+    return ChangeRequest.objects.none()
 
 
 def record_drift(old: Namespace | None, obj: dict[str, Any] | None, now: Any) -> bool:
-    """Record an audit event when the offloading changed in the cluster without a change of ours."""
-    if not _audited(old):
-        return False
+    """Record an audit event when the offloading changed in the cluster without a change of ours, under
+    the managed cluster of ``old`` (every cluster the watcher or the refresh holds is audited)."""
+    managed = managed_pk(old.managed_id if old is not None else None)
+    changes = _changes_of(managed)
     old_spec = old.offloading_spec if old is not None and old.offloaded else None
     new_spec = normalize_spec(obj.get("spec") or {}) if obj else None
     old_uid = old.offloading_uid if old is not None and old.offloaded else ""
@@ -57,10 +61,10 @@ def record_drift(old: Namespace | None, obj: dict[str, Any] | None, now: Any) ->
         # another uid, so it is drift.
         ours = (
             bool(meta.get("uid"))
-            and ChangeRequest.objects.filter(
+            and changes.filter(
                 namespace=name, result_uid=meta.get("uid"), result_generation=meta.get("generation")
             ).exists()
-        ) or ChangeRequest.objects.filter(
+        ) or changes.filter(
             pk=int(change_id) if change_id.isdigit() else -1, namespace=name, state__in=ChangeState.pending()
         ).exists()
         if ours:
@@ -71,7 +75,7 @@ def record_drift(old: Namespace | None, obj: dict[str, Any] | None, now: Any) ->
         # Ours while the unoffload is pending, and also when it gave up waiting for Liqo's finalizer
         # (failed after DELETE_WAIT) but the deletion it started went through later.
         recent = timezone.now() - timedelta(seconds=4 * settings.LIQO_DASH["DELETE_WAIT"])
-        ours = ChangeRequest.objects.filter(
+        ours = changes.filter(
             Q(state__in=ChangeState.pending()) | Q(state=ChangeState.FAILED, finished_at__gte=recent),
             namespace=name,
             action=ChangeAction.UNOFFLOAD,
@@ -85,30 +89,26 @@ def record_drift(old: Namespace | None, obj: dict[str, Any] | None, now: Any) ->
         f"{AuditAction(action).label}{detail}: field manager {actor}; the user behind it is unknown unless the "
         "cluster's audit log says more"
     )
-    record_drift_observed(action, name, actor, old_spec, new_spec, message)
+    record_drift_observed(action, name, actor, old_spec, new_spec, message, managed=managed)
     return True
 
 
 def open_drift(namespace: Namespace) -> dict[str, Any]:
     """The newest drift of the namespace not yet answered (by a change of ours or an acceptance):
     ``{"drift": the event, "drift_mine": our last applied change (or None)}``, or {} when none is open."""
-    drift = (
-        AuditEvent.objects.filter(namespace=namespace.name, source=Source.EXTERNAL)
-        .exclude(action=AuditAction.DRIFT_ACCEPTED)
-        .order_by("-seq")
-        .first()
-    )
+    trail = AuditEvent.objects.filter(managed_id=managed_pk(namespace.managed_id), namespace=namespace.name)
+    drift = trail.filter(source=Source.EXTERNAL).exclude(action=AuditAction.DRIFT_ACCEPTED).order_by("-seq").first()
     if drift is None:
         return {}
-    answered = AuditEvent.objects.filter(
-        namespace=namespace.name,
+    answered = trail.filter(
         seq__gt=drift.seq,
         action__in=[AuditAction.DRIFT_ACCEPTED, AuditAction.REQUESTED],
     ).exists()
     if answered:
         return {}
     mine = (
-        ChangeRequest.objects.filter(namespace=namespace.name, state=ChangeState.APPLIED)
+        _changes_of(managed_pk(namespace.managed_id))
+        .filter(namespace=namespace.name, state=ChangeState.APPLIED)
         .exclude(action=ChangeAction.UNOFFLOAD)
         .order_by("-finished_at", "-id")
         .first()
@@ -119,11 +119,13 @@ def open_drift(namespace: Namespace) -> dict[str, Any]:
 LABEL_SETTLE_SECONDS = 60  # how long after one of our changes a removed scheduling label is Liqo's upkeep
 
 
-def _change_in_motion(namespace: str) -> bool:
+def _change_in_motion(namespace: str, managed_id: int) -> bool:
     recent = timezone.now() - timedelta(seconds=LABEL_SETTLE_SECONDS)
-    return ChangeRequest.objects.filter(
-        Q(state__in=ChangeState.pending()) | Q(updated_at__gte=recent), namespace=namespace
-    ).exists()
+    return (
+        _changes_of(managed_id)
+        .filter(Q(state__in=ChangeState.pending()) | Q(updated_at__gte=recent), namespace=namespace)
+        .exists()
+    )
 
 
 def record_label_drift(
@@ -133,15 +135,16 @@ def record_label_drift(
     removed in the cluster by someone else than the dashboard or Liqo (kubectl label, for example): Liqo
     then starts or stops scheduling the namespace's pods on virtual nodes. ``offloading``: the
     namespace's NamespaceOffloading as seen now (None: there is none)."""
-    if old is None or not _audited(old):
+    if old is None:
         return False
+    managed = managed_pk(old.managed_id)
     labels = (namespace_obj.get("metadata") or {}).get("labels") or {}
     before, after = (old.labels or {}).get(liqo.SCHEDULING_LABEL), labels.get(liqo.SCHEDULING_LABEL)
     if before == after:
         return False
     if after is None and not _liqo_wants_the_label(offloading):
         return False  # Liqo removes it itself when the offloading goes away or turns Local
-    if after is None and _change_in_motion(old.name):
+    if after is None and _change_in_motion(old.name, managed):
         # A removal says nothing of who removed it; while a change of ours to this namespace is in
         # flight or just finished, Liqo's controller is following it (a strategy that went Local and
         # back can be seen half-way: the namespace listed before the offloading moved again).
@@ -158,7 +161,9 @@ def record_label_drift(
         {"labels": {liqo.SCHEDULING_LABEL: before}},
         {"labels": {liqo.SCHEDULING_LABEL: after}},
     )
-    record_drift_observed(AuditAction.DRIFT_UPDATED, old.name, actor, before_labels, after_labels, message)
+    record_drift_observed(
+        AuditAction.DRIFT_UPDATED, old.name, actor, before_labels, after_labels, message, managed=managed
+    )
     return True
 
 

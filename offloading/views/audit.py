@@ -3,7 +3,11 @@
 Cluster selectors are said in liqoctl syntax (``impact.field_text``: the JSON form, saying so, for a term
 liqoctl cannot print). A bulk request is one entry (``bulk_requested``) with its namespaces; the events of
 its changes that are on the same page fold under it (a ``<details>``), the others say which bulk they
-are part of."""
+are part of.
+
+Every managed cluster's events (issue 28): with more than one cluster, a cluster filter and a column say
+whose each event is (an event of another cluster than the default links its namespace to that cluster's
+rows on the fleet-wide namespaces page: the namespace pages read the default cluster)."""
 
 from __future__ import annotations
 
@@ -17,7 +21,7 @@ from django.views.decorators.http import require_GET
 
 from offloading.choices import AuditAction
 from offloading.filtersets import AuditFilterSet
-from offloading.models import AuditEvent
+from offloading.models import AuditEvent, ManagedCluster
 from offloading.whatif.impact import field_text
 
 PAGE_SIZE = 50
@@ -82,11 +86,15 @@ def trail_rows(events: list[AuditEvent]) -> list[tuple[AuditEvent, list[tuple[st
 @login_required
 @require_GET
 def audit_list(request: HttpRequest) -> HttpResponse:
-    filterset = AuditFilterSet(request.GET, queryset=AuditEvent.objects.select_related("change").order_by("-seq"))
+    queryset = AuditEvent.objects.select_related("change", "managed").order_by("-seq")
+    filterset = AuditFilterSet(request.GET, queryset=queryset)
+    fleet = ManagedCluster.objects.count() > 1
+    if not fleet and not request.GET.get("cluster"):
+        del filterset.form.fields["cluster"]  # one cluster: nothing to choose, nothing to say per row
     events = filterset.qs if filterset.is_valid() else AuditEvent.objects.none()
     page = Paginator(events.defer("prev_hash", "hash", "key_id"), PAGE_SIZE).get_page(request.GET.get("page"))
     rows = trail_rows(list(page))
     query = request.GET.copy()
     query.pop("page", None)
-    context = {"filterset": filterset, "page": page, "rows": rows, "query": query.urlencode()}
+    context = {"filterset": filterset, "page": page, "rows": rows, "query": query.urlencode(), "fleet": fleet}
     return render(request, "offloading/audit_list.html", context)

@@ -302,8 +302,8 @@ def removal_of(cluster: ManagedCluster) -> Removal:
             continue
         what = str(related._meta.verbose_name_plural)
         on_delete = remote.remote_field.on_delete
-        if related is AuditEvent and on_delete is models.CASCADE:
-            removal.blockers.append(f"{count} {what} would be deleted: the audit trail is append-only")
+        if related is AuditEvent:
+            removal.blockers.append(f"{count} {what} belong to it: the audit trail is append-only")
         elif on_delete in (models.PROTECT, models.RESTRICT) or on_delete is models.DO_NOTHING:
             removal.blockers.append(f"{count} {what} still belong to it")
         elif on_delete is models.CASCADE:
