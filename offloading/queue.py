@@ -82,12 +82,13 @@ def runs_eagerly() -> bool:
     return bool(current_app.conf.task_always_eager)
 
 
-def enqueue_bulk(bulk_id: int, after_id: int = 0, part: int = 0, parts: int = 0) -> None:
+def enqueue_bulk(bulk_id: int, after_id: int = 0, part: int = 0, parts: int = 0, managed: int | None = None) -> None:
     """Send the task that pushes the queued children of a bulk request (``offloading.changes.bulkpush.
-    apply_bulk``). A broker failure is logged: the children are recorded, and the sweeper sends each
-    of them once they have waited ``STUCK_AFTER``."""
+    apply_bulk``; ``managed``: a non-default cluster's pk, routed as its changes are). A broker failure is
+    logged: the children are recorded, and the sweeper sends each of them once they have waited
+    ``STUCK_AFTER``."""
     try:
-        send(APPLY_BULK, bulk_id, after_id, *((part, parts) if parts else ()))
+        send(APPLY_BULK, bulk_id, after_id, *((part, parts) if parts else ()), queue=cluster_queue(managed))
     except Exception:  # noqa: BLE001 - kombu/redis raise many types; none may fail the request
         log.warning("could not enqueue bulk %s; the sweeper will send its changes", bulk_id, exc_info=True)
 

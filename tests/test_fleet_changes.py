@@ -18,7 +18,8 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
 from offloading import queue
-from offloading.changes import apply
+from offloading.changes import apply, bulkpush
+from offloading.changes.bulk import request_bulk
 from offloading.changes.requests import request_offload
 from offloading.choices import ChangeAction, ChangeState, Source
 from offloading.cluster import breaker as apihealth
@@ -26,6 +27,7 @@ from offloading.cluster import kube, pace
 from offloading.context import Actor
 from offloading.models import BulkRequest, ChangeRequest, ManagedCluster, Namespace
 from offloading.models.managed import ensure_configured
+from offloading.views.managed import removal_of
 
 SPEC = {"namespaceMappingStrategy": "DefaultName", "podOffloadingStrategy": "LocalAndRemote"}
 DASHBOARD = Actor(None, "dashboard", Source.API, "req-1")
@@ -81,6 +83,21 @@ def test_a_change_written_without_a_cluster_is_the_default_clusters(clusters: An
     change = ChangeRequest.objects.create(namespace="orders", action=ChangeAction.OFFLOAD, requester_name="x")
     bulk = BulkRequest.objects.create(action=ChangeAction.OFFLOAD, namespace_selector="a=b", requester_name="x")
     assert change.managed_id == default.pk and bulk.managed_id == default.pk
+
+
+def test_a_bulk_of_one_cluster_changes_only_that_clusters_namespaces(clusters: Any, pushes: list[Any]) -> None:
+    default, milan = clusters
+    for managed in (default, milan):
+        Namespace.objects.create(managed=managed, name="billing", labels={"team": "a"})
+    bulk = request_bulk(ChangeAction.OFFLOAD, "team=a", SPEC, DASHBOARD, managed=milan.pk)
+    assert bulk.managed_id == milan.pk and bulk.total == 1
+    (child,) = bulk.changes.all()
+    assert (child.managed_id, child.namespace) == (milan.pk, "billing")
+    assert not ChangeRequest.objects.filter(managed=default).exists()
+    bulkpush.apply_bulk(bulk.pk)
+    assert [(pk, cluster) for pk, cluster, _ in pushes] == [(child.pk, "milan-eu")]
+    # A cluster with changes is not removed with them (their sealed audit events name them).
+    assert any("change requests still belong to it" in blocker for blocker in removal_of(milan).blockers)
 
 
 def test_the_same_namespace_in_two_clusters_gets_its_own_change_and_neither_blocks_the_other(

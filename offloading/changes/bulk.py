@@ -291,7 +291,9 @@ def request_bulk(
         holds.hold_bulk(bulk, plan.changes, waits, actor)
         # One task pushes them all, many at a time (offloading.changes.bulkpush.apply_bulk).
         if waits.enqueue:
-            transaction.on_commit(lambda: enqueue_bulk(bulk.pk), robust=True)
+            route = authorize.queue_route(bulk.managed_id)
+            send = (lambda: enqueue_bulk(bulk.pk)) if route is None else (lambda: enqueue_bulk(bulk.pk, managed=route))
+            transaction.on_commit(send, robust=True)
     return bulk
 
 
@@ -364,5 +366,9 @@ def retry_failed(bulk_id: int, actor: Actor, *, confirmed: bool = False) -> Bulk
         save_all(changes, actor)
         holds.hold_bulk(retry, changes, waits, actor)
         if waits.enqueue:
-            transaction.on_commit(lambda: enqueue_bulk(retry.pk), robust=True)
+            route = authorize.queue_route(retry.managed_id)
+            send = (
+                (lambda: enqueue_bulk(retry.pk)) if route is None else (lambda: enqueue_bulk(retry.pk, managed=route))
+            )
+            transaction.on_commit(send, robust=True)
     return retry
