@@ -19,7 +19,7 @@ from kubernetes.client.rest import ApiException
 
 from access import roles
 from access.models import Scope
-from liqo_rules.constants import GROUP, VERSION
+from liqo_rules.constants import GROUP, SCHEDULING_LABEL, VERSION
 from offloading.changes.errors import ChangeRejected, Refusal
 from offloading.changes.requests import request_offload
 from offloading.choices import ChangeState, Source
@@ -101,9 +101,13 @@ def two(tmp_path: Path, settings: Any, fresh_clients: None, django_user_model: A
 
 
 def test_a_change_of_milan_is_reviewed_and_written_by_milans_api_server_only(two: Two) -> None:
+    # milan's "orders" already has the scheduling label (rome's has not): milan's snapshot says so.
+    labelled = {"metadata": {"labels": {SCHEDULING_LABEL: "true"}}}
+    k8s_client.CoreV1Api(two.clients["milan"]).patch_namespace("orders", labelled)
+    assert snapshot.refresh(two.milan).ok
     for cluster in ("rome", "milan"):
         two.domain[cluster].api.traffic.reset()
-    change = request_offload("orders", SPEC, two.olga, managed=two.milan.pk)
+    change = request_offload("orders", SPEC, two.olga, managed=two.milan.pk, label_namespace=True)
     assert change.managed_id == two.milan.pk
     assert two.calls("milan").get(SAR, 0) >= 1 and SAR not in two.calls("rome")
     assert two.calls("milan").get(f"create {PLURAL}", 0) >= 1  # the dry-run, then the push
@@ -113,6 +117,8 @@ def test_a_change_of_milan_is_reviewed_and_written_by_milans_api_server_only(two
     assert written is not None and written["metadata"]["annotations"]["liqo-dash.io/change-id"] == str(change.pk)
     assert two.offloading("rome") is None
     assert not any(call.endswith(PLURAL) for call in two.calls("rome")), two.calls("rome")
+    # The label was read from milan's snapshot (there already): no patch of the namespace anywhere.
+    assert "patch namespaces" not in two.calls("milan") and "patch namespaces" not in two.calls("rome")
 
 
 def test_milans_rbac_refuses_milans_change_and_rome_still_takes_the_same_namespace(two: Two) -> None:

@@ -267,7 +267,7 @@ def change_detail(request: HttpRequest, pk: int) -> HttpResponse:
             **(status_context(namespace) if namespace else {}),
             **_merge_context(change, namespace),
             # The events since the change was asked for (Liqo's warnings about what it did).
-            **inventory_context(change.namespace, since=change.created_at),
+            **inventory_context(change.namespace, since=change.created_at, managed=change.managed_id),
         },
     )
 
