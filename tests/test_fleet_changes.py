@@ -12,11 +12,14 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import Group
 from django.core.cache import cache
 from django.core.management.sql import emit_post_migrate_signal
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
+from access import roles
+from access.models import Scope
 from offloading import queue
 from offloading.changes import apply, bulkpush
 from offloading.changes.bulk import request_bulk
@@ -25,9 +28,19 @@ from offloading.choices import ChangeAction, ChangeState, Source
 from offloading.cluster import breaker as apihealth
 from offloading.cluster import kube, pace
 from offloading.context import Actor
-from offloading.models import BulkRequest, ChangeRequest, ManagedCluster, Namespace
+from offloading.governance import approvals
+from offloading.models import (
+    ApprovalDecision,
+    BulkRequest,
+    ChangeRequest,
+    ClusterOffloading,
+    ManagedCluster,
+    Namespace,
+)
 from offloading.models.managed import ensure_configured
 from offloading.views.managed import removal_of
+from offloading.whatif.destructive import destructive_changes
+from offloading.whatif.impact import bulk_impact
 
 SPEC = {"namespaceMappingStrategy": "DefaultName", "podOffloadingStrategy": "LocalAndRemote"}
 DASHBOARD = Actor(None, "dashboard", Source.API, "req-1")
@@ -208,6 +221,59 @@ def test_an_apply_message_of_the_previous_version_applies_a_change_on_its_cluste
     queue.send(queue.APPLY_CHANGE, change.pk)
     change.refresh_from_db()
     assert change.state == ChangeState.APPLIED and pushes[0][1] == "milan-eu"
+
+
+def test_a_bulks_destructive_check_reads_its_clusters_snapshot(clusters: Any) -> None:
+    """A bulk edit of milan's "billing" that loses the peer milan's status says it is on needs confirming,
+    although the default cluster's "billing" is on no peer."""
+    default, milan = clusters
+    for managed in (default, milan):
+        Namespace.objects.create(managed=managed, name="billing", offloaded=True, offloading_spec=SPEC)
+    ClusterOffloading.objects.create(
+        managed=milan,
+        namespace=Namespace.objects.get(managed=milan, name="billing"),
+        cluster_id="naples",
+        selected=True,
+    )
+    narrower = {
+        **SPEC,
+        "clusterSelector": {
+            "nodeSelectorTerms": [{"matchExpressions": [{"key": "z", "operator": "In", "values": ["a"]}]}]
+        },
+    }
+    edit = ChangeRequest(
+        managed=milan, namespace="billing", action=ChangeAction.UPDATE, base_spec=SPEC, desired_spec=narrower
+    )
+    assert "no longer selects naples" in destructive_changes([edit])["billing"]
+    assert bulk_impact([edit]).rows[0].losses == ["naples"]
+    edit.managed = default
+    assert destructive_changes([edit]) == {} and bulk_impact([edit]).rows[0].losses == []
+
+
+def test_an_approver_is_judged_by_the_scopes_of_the_changes_cluster(
+    clusters: Any, pushes: list[Any], settings: Any, django_user_model: Any
+) -> None:
+    """Governance reads the change's cluster: an operator whose scope covers the default cluster's "orders"
+    only may not approve milan's "orders" (the same name), and may approve the default's."""
+    _, milan = clusters
+    settings.LIQO_DASH = {**settings.LIQO_DASH, "APPROVAL_POLICY": "all"}
+
+    def person(name: str, role: str, *globs: str) -> Actor:
+        user = django_user_model.objects.create_user(name, password=f"{name}-password-123")
+        user.groups.add(Group.objects.get_or_create(name=role)[0])
+        for glob in globs:
+            Scope.objects.create(user=user, kind="glob", value=glob)
+        roles.forget(user)
+        return Actor(user.pk, name, Source.WEB, f"req-{name}")
+
+    ada, otto = person("ada", roles.ADMIN), person("otto", roles.OPERATOR, "orders")
+    theirs = request_offload("orders", SPEC, ada, managed=milan.pk)
+    ours = request_offload("orders", SPEC, ada)
+    assert {theirs.state, ours.state} == {ChangeState.AWAITING_APPROVAL}
+    with pytest.raises(approvals.Refused) as refused:
+        approvals.approve(otto, change_id=theirs.pk)
+    assert refused.value.code == 403
+    assert approvals.approve(otto, change_id=ours.pk).decision == ApprovalDecision.APPROVED
 
 
 # --------------------------------------------------------------------------------------------------
