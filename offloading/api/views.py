@@ -453,7 +453,8 @@ def _bulk_impact(changes: list[Any]) -> dict[str, Any]:
     """A bulk dry run's impact: remote namespaces deleted, running pods hit, and the room on the clusters
     the new spec selects (what the bulk page shows before the typed confirmation)."""
     impact = bulk_impact(changes)
-    room = rooms(impact.targets) if impact.targets else {}
+    managed = changes[0].managed_id if changes else None  # the bulk's cluster
+    room = rooms(impact.targets, managed=managed) if impact.targets else {}
     return {
         "impact": {
             "remoteNamespacesDeleted": impact.remote_deleted,

@@ -92,7 +92,8 @@ def _plan_context(plan: Any) -> dict[str, Any]:
     generations = {c.namespace: c.base_generation or 0 for c in plan.changes}
     impact = bulk_impact(plan.changes)
     rows = {row.namespace: row for row in impact.rows}
-    room = rooms(impact.targets) if impact.targets else {}
+    managed = plan.changes[0].managed_id if plan.changes else None  # the bulk's cluster
+    room = rooms(impact.targets, managed=managed) if impact.targets else {}
     return {
         "plan": plan,
         "impact": impact,
