@@ -78,6 +78,7 @@ class ViewersRun:
     web_args: str | None = None  # GUNICORN_CMD_ARGS of a compared web process (None: the main runs')
     load_average: float = 0.0  # the machine's (1 min), at the window's end
     web_cpu_s: float = 0.0  # the web pod's CPU seconds over the window
+    web_rss_mb: float = 0.0  # its resident memory (master, workers, live renderers) at the window's end, MiB
     bulk: dict[str, Any] | None = None  # the bulk of the window (viewers_pod.BulkRun)
     posting_p95_ms: float = 0.0  # p95 of the polls started while the bulk's POST was in flight
     applying_p95_ms: float = 0.0  # and after it answered (the worker and the watcher writing)
@@ -298,10 +299,12 @@ def run(
     function runs; a bulk window's function returns its BulkRun). The web pod's CPU over each window
     only (from when every viewer has opened its page)."""
     marks: list[tuple[float, float, float, float]] = []  # web CPU, wall, this process's CPU, load average
+    memory: list[float] = []  # the web pod's resident memory at each mark (MiB)
 
     def mark() -> None:
         used = resource.getrusage(resource.RUSAGE_SELF)
         marks.append((pod.cpu_s(), time.monotonic(), used.ru_utime + used.ru_stime, os.getloadavg()[0]))
+        memory.append(pod.rss_mb())
 
     polls, errors, results = asyncio.run(
         _viewers(pod.port, cookies, regions(), [w for _, w in windows], log, mark, keep_alive)
@@ -350,6 +353,7 @@ def run(
                 phase=phase,
                 load_average=round(load, 2),
                 web_cpu_s=round(cpu_after - cpu_before, 2),
+                web_rss_mb=round(max(memory[index : index + 2]), 1),
                 bulk=asdict(results[index]) if isinstance(results[index], BulkRun) else None,
                 posting_p95_ms=round(_percentile([ms for _, _, ms, t, _ in mine if t < posting], 0.95), 1),
                 applying_p95_ms=round(_percentile([ms for _, _, ms, t, _ in mine if t >= posting], 0.95), 1),
@@ -474,8 +478,8 @@ def table(figures: dict[str, Any]) -> list[str]:
     bulk = {r["viewers"]: r for r in figures.get("bulk_runs") or []}
     out = [
         "| viewers | idle p50 / p95 | idle web CPU per viewer | bulk p50 / p95 | bulk web CPU per viewer "
-        "| bulk window | regions rendered / shared in it | load average (idle, bulk) |",
-        "|---|---|---|---|---|---|---|---|",
+        "| bulk window | regions rendered / shared in it | web memory | load average (idle, bulk) |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for item in figures.get("runs") or []:
         cells = [
@@ -491,10 +495,11 @@ def table(figures: dict[str, Any]) -> list[str]:
                 f"{busy['cpu_us_per_viewer_s']:,.0f} µs/s ({busy['web_cores']:.2f} cores)",
                 f"{busy['window_s']:.0f} s",
                 f"{sum(regions.values())} / {sum(busy.get('per_region_shared', {}).values())}",
+                f"{busy.get('web_rss_mb', 0):.0f} MiB",
                 f"{item['load_average']:.1f}, {busy['load_average']:.1f}",
             ]
         else:
-            cells += ["", "", "", "", f"{item['load_average']:.1f}"]
+            cells += ["", "", "", "", f"{item.get('web_rss_mb', 0):.0f} MiB", f"{item['load_average']:.1f}"]
         out.append("| " + " | ".join(cells) + " |")
     return out
 

@@ -130,8 +130,19 @@ class WebPod:
                 break
 
     def cpu_s(self) -> float:
-        """utime + stime of gunicorn's master and workers, in seconds."""
+        """utime + stime of gunicorn's master and workers (and their live renderers), in seconds."""
         return cpu_s([self.proc.pid, *children(self.proc.pid)])
+
+    def rss_mb(self) -> float:
+        """The resident memory of gunicorn's master, workers and their live renderers, in MiB (what the
+        web container's memory limit must hold)."""
+        pages = 0
+        for pid in [self.proc.pid, *children(self.proc.pid)]:
+            try:
+                pages += int(Path(f"/proc/{pid}/statm").read_text().split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+        return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
 
     def stop(self) -> None:
         if self.proc.poll() is None:

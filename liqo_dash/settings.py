@@ -292,6 +292,10 @@ LIQO_DASH: dict[str, Any] = {
     # Requests a worker process keeps in flight to the API server while it pushes a bulk (its threads),
     # halved on every 429 and grown back one at a time: the API server's priority and fairness decides.
     "KUBE_MAX_INFLIGHT": env.integer("LIQO_DASH_KUBE_MAX_INFLIGHT", 32),
+    # Managed clusters (issue 28): the changes of a non-default cluster go to the Celery queue
+    # "<prefix><cluster pk>" (workers started with -Q celery,<prefix><pk>); empty: every change in the
+    # default queue. The default cluster's changes always stay in the default queue.
+    "CLUSTER_QUEUE_PREFIX": env.string("LIQO_DASH_CLUSTER_QUEUE_PREFIX", ""),
     # How many access reviews and dry-runs a bulk request sends to the API server at once.
     "DRY_RUN_CONCURRENCY": env.integer("LIQO_DASH_DRY_RUN_CONCURRENCY", 32),
     # Who checks each namespace of a bulk. "push" (default): the bulk is recorded at once and each push,

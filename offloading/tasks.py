@@ -100,9 +100,11 @@ def sweep() -> int:
 
 
 @shared_task(name=PROBE_API, acks_late=True)
-def probe_api() -> bool:
-    with paced():
-        return apihealth.probe()
+def probe_api(managed_id: int | None = None) -> bool:
+    """Whether a managed cluster's API server answers again (its pk; none: the default cluster, the
+    message of single-cluster versions), through that cluster's pacer."""
+    with paced(managed_id):
+        return apihealth.probe(managed_id)
 
 
 @shared_task(name="offloading.tasks.verify_audit", acks_late=True)

@@ -221,6 +221,7 @@ class NamespaceViewSet(NamedNotFoundMixin, SnapshotHeadersMixin, viewsets.ReadOn
                 label_namespace=data["labelNamespace"],
                 confirmed=data["confirm"],
                 gitops_override=data["gitopsOverride"],
+                managed=namespace.managed_id,
             )
         except ChangeRejected as exc:
             return refusal_response(exc, name=name)
@@ -240,13 +241,19 @@ class NamespaceViewSet(NamedNotFoundMixin, SnapshotHeadersMixin, viewsets.ReadOn
     )
     @offload.mapping.delete
     def unoffload(self, request: Request, name: str) -> Response:
-        namespace_or_404(name, current_managed(request))  # a 404 for an unknown namespace, before any rule
+        managed = current_managed(request)
+        namespace_or_404(name, managed)  # a 404 for an unknown namespace, before any rule
         expected = _expected_generation(request, {})
         confirmed = _confirm_query(request)
         override = _confirm_query(request, "gitopsOverride")
         try:
             change = request_unoffload(
-                name, current_actor(), expected_generation=expected, confirmed=confirmed, gitops_override=override
+                name,
+                current_actor(),
+                expected_generation=expected,
+                confirmed=confirmed,
+                gitops_override=override,
+                managed=managed,
             )
         except ChangeRejected as exc:
             return refusal_response(exc, name=name)
@@ -420,6 +427,7 @@ class BulkRequestViewSet(
                     expected_generations=expected,
                     ask_api_server=True,
                     gitops_override=data["gitopsOverride"],
+                    managed=current_managed(request),
                 )
                 return Response(
                     {"namespaces": plan.namespaces, "skipped": plan.skipped, **_bulk_impact(plan.changes)},
@@ -434,6 +442,7 @@ class BulkRequestViewSet(
                 expected_generations=expected,
                 confirmed=data["confirm"],
                 gitops_override=data["gitopsOverride"],
+                managed=current_managed(request),
             )
         except ChangeRejected as exc:
             return refusal_response(exc, kind="bulkrequests")
@@ -444,7 +453,8 @@ def _bulk_impact(changes: list[Any]) -> dict[str, Any]:
     """A bulk dry run's impact: remote namespaces deleted, running pods hit, and the room on the clusters
     the new spec selects (what the bulk page shows before the typed confirmation)."""
     impact = bulk_impact(changes)
-    room = rooms(impact.targets) if impact.targets else {}
+    managed = changes[0].managed_id if changes else None  # the bulk's cluster
+    room = rooms(impact.targets, managed=managed) if impact.targets else {}
     return {
         "impact": {
             "remoteNamespacesDeleted": impact.remote_deleted,

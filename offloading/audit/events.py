@@ -91,10 +91,8 @@ def sealed_together() -> Iterator[list[AuditEvent]]:
 
 
 def cluster_of(change: ChangeRequest) -> int | None:
-    """The managed cluster of a change's events. A ChangeRequest carries no cluster yet (issue 28's
-    stage "changes carry their cluster" gives it one): every change is the default cluster's until then,
-    and its ``managed_id`` once it has one."""
-    return getattr(change, "managed_id", None)
+    """The managed cluster of a change's events: the change's own."""
+    return change.managed_id
 
 
 def requester_of(change: ChangeRequest) -> Actor:
@@ -160,11 +158,12 @@ def record_bulk_requested(bulk: Any, actor: Actor, namespaces: list[str], retry_
     )
 
 
-def record_refused(actor: Actor, namespace: str, action: str, reason: str) -> AuditEvent:
+def record_refused(actor: Actor, namespace: str, action: str, reason: str, managed: ManagedRef = None) -> AuditEvent:
     """A change the user was not allowed to ask for (by the dashboard's roles and scopes, or by the
     cluster's RBAC): nothing was queued; the trail says who tried what and why it was refused. Written
     only by ``offloading.changes.authorize.refuse``."""
-    return record(actor, AuditAction.REFUSED, namespace, outcome="forbidden", message=f"{action} refused: {reason}")
+    message = f"{action} refused: {reason}"
+    return record(actor, AuditAction.REFUSED, namespace, outcome="forbidden", message=message, managed=managed)
 
 
 def record_drift_observed(

@@ -1,5 +1,10 @@
 """Applying a change on the worker: claim it (conditional UPDATE with a lease), push it, record the outcome,
-retry transient errors with backoff, start the next change of the namespace."""
+retry transient errors with backoff, start the next change of the namespace.
+
+Per managed cluster (issue 28): a change is pushed through its cluster's client (``managed.talking_to``)
+and pacer; the order of a namespace's changes, its lock and "the namespace's next change" are per
+(cluster, namespace), so the same name in two clusters never waits for the other; the API-health breaker
+is the change's cluster's, so a change of an unreachable cluster waits while the others go on."""
 
 from __future__ import annotations
 
@@ -26,6 +31,7 @@ from offloading.choices import REFUSED_BY_CLUSTER, ChangeAction, ChangeState
 from offloading.cluster import breaker as apihealth
 from offloading.cluster import kube
 from offloading.cluster.identity import Identity, acting_as
+from offloading.cluster.managed import pace_key, talking_to
 from offloading.models import (
     ChangeRequest,
     Namespace,
@@ -53,18 +59,30 @@ def finish(change_id: int, state: str, message: str, **fields: Any) -> bool:
     return True
 
 
-def _lock_key(namespace: str) -> str:
-    return f"liqo-dash:ns-lock:{namespace}"
+def _lock_key(namespace: str, cluster: int | None = None) -> str:
+    """The cache key of the lock on ``namespace`` in managed cluster ``cluster`` (pk; None: the default
+    cluster, which keeps the key of single-cluster versions: an old worker during a rolling upgrade
+    takes the same lock)."""
+    return f"liqo-dash:ns-lock:{namespace}" if cluster is None else f"liqo-dash:ns-lock:{cluster}:{namespace}"
+
+
+def _lock_of(change: ChangeRequest) -> str:
+    return _lock_key(change.namespace, pace_key(change.managed))
+
+
+def route(change: ChangeRequest) -> int | None:
+    """What ``enqueue_apply`` is told of the change's cluster: None for the default one, else its pk."""
+    return pace_key(change.managed)
 
 
 def claim(change_id: int) -> ChangeRequest | None:
     """Claim a queued change for this worker (conditional UPDATE). Returns None when another worker
-    has it, it is finished, or an older change of the same namespace must go first."""
+    has it, it is finished, or an older change of the same namespace of its cluster must go first."""
     change = ChangeRequest.objects.filter(pk=change_id).first()
     if change is None or change.is_terminal:
         return None
     older = ChangeRequest.objects.filter(
-        namespace=change.namespace, state__in=ChangeState.pending(), id__lt=change.pk
+        managed_id=change.managed_id, namespace=change.namespace, state__in=ChangeState.pending(), id__lt=change.pk
     ).exists()
     if older:
         # Per-namespace order: this one waits for the older change of the same namespace. No polling:
@@ -77,7 +95,7 @@ def claim(change_id: int) -> ChangeRequest | None:
 def _claim(change_id: int) -> ChangeRequest | None:
     if not _take(change_id, timezone.now()):
         return None
-    return ChangeRequest.objects.get(pk=change_id)
+    return ChangeRequest.objects.select_related("managed").get(pk=change_id)
 
 
 def _take(change_id: int, now: Any) -> bool:
@@ -109,41 +127,43 @@ def apply_change(change_id: int) -> str:
     # two workers from writing the same namespace at once. Only its owner releases it. It lasts as
     # long as the claim's lease, so a killed worker's lock is gone when its claim can be taken over
     # (writes stay safe without it: they are resourceVersion-checked and carry the change id).
-    current_outage = apihealth.outage()
+    current_outage = apihealth.outage(change.managed)
     if current_outage is not None:
-        # The API server is known to be unreachable: wait for it without spending the retry budget.
+        # Its cluster's API server is known to be unreachable: wait for it without spending the retry budget.
         for recheck in _park(change, current_outage, count_attempt=False):
             recheck()
         return ChangeState.QUEUED
     lease = max(1, int(settings.LIQO_DASH["STUCK_AFTER"]))
-    if not cache.add(_lock_key(change.namespace), owner, timeout=lease):
+    if not cache.add(_lock_of(change), owner, timeout=lease):
         _requeue(change, "another worker is writing this namespace", countdown=1.0, count_attempt=False)
         return ChangeState.QUEUED
     followups: list[Callable[[], None]] = []
     try:
         state = _apply_claimed(change, followups)
     finally:
-        if cache.get(_lock_key(change.namespace)) == owner:
-            cache.delete(_lock_key(change.namespace))
+        if cache.get(_lock_of(change)) == owner:
+            cache.delete(_lock_of(change))
     # Enqueue follow-up tasks only once the lock is released (an eager run executes them at once).
     for followup in followups:
         followup()
     if state in ChangeState.terminal():
-        start_next(change.namespace)
+        start_next(change.namespace, change.managed)
     return state
 
 
-def start_next(namespace: str) -> None:
-    """Enqueue the next queued change of ``namespace`` now that the one before it finished (changes
-    waiting behind an older one do not poll; see :func:`claim`)."""
+def start_next(namespace: str, managed: Any = None) -> None:
+    """Enqueue the next queued change of ``namespace`` in cluster ``managed`` (a ManagedCluster, its pk,
+    None: the default) now that the one before it finished (changes waiting behind an older one do not
+    poll; see :func:`claim`)."""
     first = (
-        ChangeRequest.objects.filter(namespace=namespace, state__in=ChangeState.pending())
+        ChangeRequest.objects.of(managed)
+        .filter(namespace=namespace, state__in=ChangeState.pending())
         .order_by("id")
-        .values_list("pk", "state")
+        .values_list("pk", "state", "managed__is_default", "managed_id")
         .first()
     )
     if first is not None and first[1] == ChangeState.QUEUED:
-        enqueue_apply(first[0])
+        enqueue_apply(first[0], managed=None if first[2] else first[3])
 
 
 def _park(
@@ -171,10 +191,10 @@ def _park(
 
     def recheck() -> None:
         # The breaker may have closed between our check and the park: then nobody would send it.
-        if apihealth.outage() is None:
-            apihealth.resume_waiting()
+        if apihealth.outage(change.managed) is None:
+            apihealth.resume_waiting(change.managed)
         else:
-            apihealth.schedule_probe()
+            apihealth.schedule_probe(managed=change.managed)
 
     return [recheck]
 
@@ -195,7 +215,7 @@ def _requeue(
     if not count_attempt:
         fields["attempts"] = F("attempts") - 1
     if ChangeRequest.objects.filter(pk=change.pk, state=ChangeState.APPLYING).update(**fields):
-        enqueue = lambda: enqueue_apply(change.pk, countdown=countdown)  # noqa: E731
+        enqueue = lambda: enqueue_apply(change.pk, countdown=countdown, managed=route(change))  # noqa: E731
         if followups is None:
             enqueue()
         else:
@@ -209,9 +229,13 @@ def _backoff(attempt: int) -> float:
     return min(cap, base * (2 ** max(0, attempt - 1))) * random.uniform(0.5, 1.5)
 
 
-def _resume_waiting() -> None:
-    """This change got an answer after an outage: send the changes that waited for the API server."""
-    apihealth.resume_waiting()
+def _resume_waiting(change: ChangeRequest) -> Callable[[], None]:
+    """This change got an answer after an outage: send the changes of its cluster that waited for it."""
+
+    def resume() -> None:
+        apihealth.resume_waiting(change.managed)
+
+    return resume
 
 
 def _gave_up(first: Any, now: Any, exc: kube.KubeError) -> str:
@@ -234,11 +258,12 @@ class Pushed:
 
 def push(change: ChangeRequest, identity: Identity | None) -> Pushed:
     """The network part of applying a claimed change, and nothing else (no database write, no cache):
+    on its cluster's API server (its client, no query: the claim read the cluster's row with the change),
     as the user who asked (Kubernetes impersonation, on every attempt: the cluster decides), paced
-    (bounded in flight in the worker, a 429 holds every push until its Retry-After). A bulk's threads
-    run only this; :func:`settle` records what it brought back."""
+    (bounded in flight in the worker, a 429 holds every push to that API server until its Retry-After).
+    A bulk's threads run only this; :func:`settle` records what it brought back."""
     try:
-        with acting_as(identity), kube.paced():
+        with acting_as(identity), talking_to(change.managed, paced=True):
             if change.action == ChangeAction.UNOFFLOAD:
                 return Pushed(result=push_delete(change))
             return Pushed(result=push_spec(change))
@@ -259,10 +284,16 @@ class Facts:
 
     outage_open: bool
     watcher_keeps: bool
+    managed_id: int | None = None  # the cluster they were read of: a change of another reads its own
 
     @classmethod
-    def now(cls) -> Facts:
-        return cls(apihealth.outage() is not None, watcher_keeps_snapshot())
+    def now(cls, change: ChangeRequest | None = None) -> Facts:
+        cluster = None if change is None else change.managed
+        return cls(
+            apihealth.outage(cluster) is not None,
+            watcher_keeps_snapshot(cluster),
+            None if change is None else change.managed_id,
+        )
 
 
 def settle(
@@ -271,17 +302,20 @@ def settle(
     """Record the outcome of a push: applied, a conflict, failed, or back in the queue to retry or to
     wait for the API server or for Liqo's finalizer. Returns the change's state. ``facts``: the batch's
     (:class:`Facts`), else read for this change."""
+    if facts is not None and facts.managed_id is not None and facts.managed_id != change.managed_id:
+        facts = None  # read of another cluster
+    cluster = change.managed
     exc = pushed.error
     if isinstance(exc, Waiting):
         ChangeRequest.objects.filter(pk=change.pk).update(
             message="Waiting for Liqo to remove the remote namespaces", updated_at=timezone.now()
         )
-        followups.append(lambda: enqueue_await_deletion(change.pk, countdown=1.0))
+        followups.append(lambda: enqueue_await_deletion(change.pk, countdown=1.0, managed=route(change)))
         return ChangeState.APPLYING
     if isinstance(exc, Conflict):
         found = normalize_spec(exc.found["spec"]) if exc.found and "spec" in exc.found else None
         finish(change.pk, ChangeState.CONFLICT, str(exc), conflict_spec=found)
-        trigger_refresh()
+        trigger_refresh(cluster)
         return ChangeState.CONFLICT
     if isinstance(exc, kube.KubeError):
         # A retry budget, not a retry count: transient errors are retried for APPLY_RETRY_FOR seconds
@@ -289,7 +323,7 @@ def settle(
         now = timezone.now()
         first = change.retrying_since or now
         if exc.transient:
-            current_outage = apihealth.report_failure(exc)
+            current_outage = apihealth.report_failure(exc, cluster)
             if (now - first).total_seconds() < settings.LIQO_DASH["APPLY_RETRY_FOR"]:
                 if current_outage is not None:
                     followups.extend(_park(change, current_outage, retrying_since=first))
@@ -305,24 +339,24 @@ def settle(
             finish(change.pk, ChangeState.FAILED, _gave_up(first, now, exc))
         else:
             finish(change.pk, ChangeState.FAILED, _permanent_failure(exc))
-        trigger_refresh()
+        trigger_refresh(cluster)
         return ChangeState.FAILED
     if exc is not None:
         raise exc
     assert pushed.result is not None
-    if (facts is None or facts.outage_open) and apihealth.report_success():
-        followups.append(_resume_waiting)
+    if (facts is None or facts.outage_open) and apihealth.report_success(cluster):
+        followups.append(_resume_waiting(change))
     obj, warnings = pushed.result
     fields: dict[str, Any] = {"warnings": list(dict.fromkeys([*change.warnings, *warnings]))}
     # What was written goes into the snapshot now, unless the watcher keeps it: then the watch brings
     # the same object within a second, and writing it here too would double the snapshot's writes.
-    keeps = watcher_keeps_snapshot() if facts is None else facts.watcher_keeps
+    keeps = watcher_keeps_snapshot(cluster) if facts is None else facts.watcher_keeps
     if change.action == ChangeAction.UNOFFLOAD:
         if not keeps:
-            mark_namespace_unoffloaded(change.namespace)  # gone at once: no finalizer held it
+            mark_namespace_unoffloaded(change.namespace, change.managed_id)  # gone at once: no finalizer held it
     elif obj:
         if not keeps:
-            store_offloading(change.namespace, obj)
+            store_offloading(change.namespace, obj, change.managed_id)
         meta = obj.get("metadata") or {}
         fields.update(
             result_resource_version=meta.get("resourceVersion", ""),
@@ -331,7 +365,7 @@ def settle(
         )
     finish(change.pk, ChangeState.APPLIED, _applied_message(change), **fields)
     if not keeps:
-        trigger_refresh()  # (which does nothing while the watcher keeps the snapshot)
+        trigger_refresh(cluster)  # (which does nothing while the watcher keeps the snapshot)
     return ChangeState.APPLIED
 
 
@@ -373,36 +407,46 @@ def _take_batch(change_ids: list[int]) -> list[ChangeRequest]:
     rows = [c for c in ChangeRequest.objects.filter(pk__in=change_ids).order_by("pk") if not c.is_terminal]
     if not rows:
         return []
-    first_pending: dict[str, int] = {}
-    for namespace, pk in (
-        ChangeRequest.objects.filter(namespace__in={c.namespace for c in rows}, state__in=ChangeState.pending())
+    first_pending: dict[tuple[int, str], int] = {}
+    for managed_id, namespace, pk in (
+        ChangeRequest.objects.filter(
+            managed_id__in={c.managed_id for c in rows},
+            namespace__in={c.namespace for c in rows},
+            state__in=ChangeState.pending(),
+        )
         .order_by("pk")
-        .values_list("namespace", "pk")
+        .values_list("managed_id", "namespace", "pk")
     ):
-        first_pending.setdefault(namespace, pk)
+        first_pending.setdefault((managed_id, namespace), pk)
     now = timezone.now()
-    taken = [c.pk for c in rows if first_pending.get(c.namespace, c.pk) >= c.pk and _take(c.pk, now)]
-    return list(ChangeRequest.objects.filter(pk__in=taken).order_by("pk")) if taken else []
+    taken = [c.pk for c in rows if first_pending.get((c.managed_id, c.namespace), c.pk) >= c.pk and _take(c.pk, now)]
+    return list(ChangeRequest.objects.filter(pk__in=taken).select_related("managed").order_by("pk")) if taken else []
 
 
 def _lock_batch(changes: list[ChangeRequest]) -> list[Claimed]:
-    """After the claims: the breaker read once (an outage parks them all, as :func:`apply_change` parks
-    one), then each namespace's lock (one held by another worker requeues its change)."""
+    """After the claims: the breaker read once per cluster (an outage parks that cluster's changes, as
+    :func:`apply_change` parks one), then each namespace's lock (one held by another worker requeues its
+    change)."""
     if not changes:
         return []
-    current_outage = apihealth.outage()
-    if current_outage is not None:
-        rechecks: list[Callable[[], None]] = []
-        for change in changes:
-            rechecks = _park(change, current_outage, count_attempt=False)
-        for recheck in rechecks[:1]:
-            recheck()
-        return []
+    outages: dict[int, apihealth.Outage | None] = {}
+    rechecks: dict[int, Callable[[], None]] = {}
+    ready = []
+    for change in changes:
+        if change.managed_id not in outages:
+            outages[change.managed_id] = apihealth.outage(change.managed)
+        current_outage = outages[change.managed_id]
+        if current_outage is None:
+            ready.append(change)
+        else:
+            rechecks[change.managed_id] = _park(change, current_outage, count_attempt=False)[0]
+    for recheck in rechecks.values():
+        recheck()
     lease = max(1, int(settings.LIQO_DASH["STUCK_AFTER"]))
     claimed = []
-    for change in changes:
+    for change in ready:
         owner = f"{change.pk}:{random.random()}"
-        if cache.add(_lock_key(change.namespace), owner, timeout=lease):
+        if cache.add(_lock_of(change), owner, timeout=lease):
             claimed.append(Claimed(change, owner))
         else:
             _requeue(change, "another worker is writing this namespace", countdown=1.0, count_attempt=False)
@@ -411,8 +455,8 @@ def _lock_batch(changes: list[ChangeRequest]) -> list[Claimed]:
 
 def _unlock_all(claims: list[Claimed]) -> None:
     """Release the namespaces' locks these claims still own: two cache round trips for the batch."""
-    held = cache.get_many([_lock_key(c.change.namespace) for c in claims])
-    mine = [_lock_key(c.change.namespace) for c in claims if held.get(_lock_key(c.change.namespace)) == c.owner]
+    held = cache.get_many([_lock_of(c.change) for c in claims])
+    mine = [_lock_of(c.change) for c in claims if held.get(_lock_of(c.change)) == c.owner]
     if mine:
         cache.delete_many(mine)
 
@@ -426,9 +470,9 @@ def settle_batch(done: list[tuple[Claimed, Pushed]], claim: list[int] | None = N
     that raised a bug is logged and left applying (the sweeper takes it over once its lease expires);
     a commit that fails leaves every change of the batch to the sweeper. Returns the claimed changes."""
     followups: list[Callable[[], None]] = []
-    finished: list[str] = []
+    finished: list[tuple[int, str]] = []
     taken: list[ChangeRequest] = []
-    facts = Facts.now()
+    facts = Facts.now(done[0][0].change) if done else Facts.now()
     try:
         with transaction.atomic(), sealed_together() as events:
             for claimed, pushed in done:
@@ -441,7 +485,7 @@ def settle_batch(done: list[tuple[Claimed, Pushed]], claim: list[int] | None = N
                     log.exception("recording change %s failed", claimed.change.pk)
                     continue
                 if state in ChangeState.terminal():
-                    finished.append(claimed.change.namespace)
+                    finished.append((claimed.change.managed_id, claimed.change.namespace))
             if claim:
                 taken = _take_batch(claim)
     except Exception:  # noqa: BLE001 - the commit failed: the changes stay applying until their lease expires
@@ -454,27 +498,31 @@ def settle_batch(done: list[tuple[Claimed, Pushed]], claim: list[int] | None = N
     return _lock_batch(taken)
 
 
-def start_next_of(namespaces: list[str]) -> None:
-    """:func:`start_next` for many namespaces, in one query."""
+def start_next_of(namespaces: list[tuple[int, str]]) -> None:
+    """:func:`start_next` for many (cluster pk, namespace), in one query."""
     if not namespaces:
         return
-    seen: set[str] = set()
-    for pk, namespace, state in (
-        ChangeRequest.objects.filter(namespace__in=set(namespaces), state__in=ChangeState.pending())
+    wanted = set(namespaces)
+    seen: set[tuple[int, str]] = set()
+    for pk, managed_id, namespace, state, default in (
+        ChangeRequest.objects.filter(
+            managed_id__in={m for m, _ in wanted}, namespace__in={n for _, n in wanted}, state__in=ChangeState.pending()
+        )
         .order_by("pk")
-        .values_list("pk", "namespace", "state")
+        .values_list("pk", "managed_id", "namespace", "state", "managed__is_default")
     ):
-        if namespace in seen:
+        key = (managed_id, namespace)
+        if key not in wanted or key in seen:
             continue
-        seen.add(namespace)
+        seen.add(key)
         if state == ChangeState.QUEUED:
-            enqueue_apply(pk)
+            enqueue_apply(pk, managed=None if default else managed_id)
 
 
 def await_deletion(change_id: int) -> str:
     """Poll until the deleted NamespaceOffloading is gone (Liqo removes its finalizer once the
     remote namespaces are deleted), then report the unoffload as applied."""
-    change = ChangeRequest.objects.filter(pk=change_id, state=ChangeState.APPLYING).first()
+    change = ChangeRequest.objects.filter(pk=change_id, state=ChangeState.APPLYING).select_related("managed").first()
     if change is None:
         return "skipped"
     # Poll a few times within this task before handing over to a new one: cheap on the broker, and
@@ -483,37 +531,40 @@ def await_deletion(change_id: int) -> str:
     # object seems to linger (then it is read once per task).
     current: dict[str, Any] | None = {}
     waited = (timezone.now() - (change.claimed_at or change.created_at)).total_seconds()
-    from_snapshot = bool(change.base_uid) and waited < 10 and watcher_keeps_snapshot()
+    from_snapshot = bool(change.base_uid) and waited < 10 and watcher_keeps_snapshot(change.managed)
     for _ in range(10):
         if from_snapshot:
-            held = Namespace.objects.of().filter(name=change.namespace, offloaded=True, offloading_uid=change.base_uid)
+            held = Namespace.objects.of(change.managed_id).filter(
+                name=change.namespace, offloaded=True, offloading_uid=change.base_uid
+            )
             current = {"held": True} if held.exists() else None
             if current is None:
                 break
             time.sleep(0.5)
             continue
         try:
-            current = kube.get_offloading(change.namespace)
+            with talking_to(change.managed, paced=True):
+                current = kube.get_offloading(change.namespace)
         except kube.KubeError as exc:
             if not exc.transient:
                 finish(change.pk, ChangeState.FAILED, exc.message)
-                start_next(change.namespace)
+                start_next(change.namespace, change.managed)
                 return ChangeState.FAILED
             current = {"transient": True}
         if current is None:
             break
         time.sleep(0.5)
     if current is None:
-        mark_namespace_unoffloaded(change.namespace)
+        mark_namespace_unoffloaded(change.namespace, change.managed_id)
         finish(change.pk, ChangeState.APPLIED, _applied_message(change))
-        trigger_refresh()
-        start_next(change.namespace)
+        trigger_refresh(change.managed)
+        start_next(change.namespace, change.managed)
         return ChangeState.APPLIED
     waited = (timezone.now() - (change.claimed_at or change.created_at)).total_seconds()
     if waited > settings.LIQO_DASH["DELETE_WAIT"]:
         finish(change.pk, ChangeState.FAILED, f"The NamespaceOffloading was still terminating after {waited:.0f}s")
-        start_next(change.namespace)
+        start_next(change.namespace, change.managed)
         return ChangeState.FAILED
     ChangeRequest.objects.filter(pk=change.pk, state=ChangeState.APPLYING).update(updated_at=timezone.now())
-    enqueue_await_deletion(change.pk, countdown=1.0)
+    enqueue_await_deletion(change.pk, countdown=1.0, managed=route(change))
     return ChangeState.APPLYING

@@ -11,6 +11,10 @@ Two gates, both before anything is recorded or queued:
    cannot be asked does not block the request (as with the dry-run): the push is made as the user, so
    the cluster decides when it is applied.
 
+Managed clusters (issue 28): a namespace of another cluster than the default is asked of the policy under
+that cluster's name (``can_change(..., cluster=name)``: scopes that name clusters), and its access review
+of that cluster's API server (``cluster``, through its client).
+
 Every refusal of either gate is written to the audit trail as ``refused``. A change asked for without a
 user (``Actor.user_id`` None: management commands, the dashboard's own tests of the pipeline) is the
 dashboard acting for itself: no policy, no impersonation.
@@ -31,8 +35,10 @@ from offloading.audit.events import record_refused
 from offloading.changes.errors import ChangeRejected, Refusal
 from offloading.choices import ChangeAction
 from offloading.cluster.errors import KubeError
+from offloading.cluster.managed import talking_to
 from offloading.context import Actor
-from offloading.models import ChangeRequest, Namespace
+from offloading.models import ChangeRequest, ManagedCluster, Namespace
+from offloading.models.fleet import ManagedRef, is_default
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +48,25 @@ def user_of(actor: Actor) -> Any | None:
     if actor.user_id is None:
         return None
     return get_user_model().objects.filter(pk=actor.user_id).first()
+
+
+def cluster_of(managed_id: int | None) -> ManagedCluster | None:
+    """The managed cluster of a namespace or change (its pk) when it is not the default one; None for the
+    default cluster (the process's own client, the policy's default cluster). One query for another."""
+    if managed_id is None or is_default(managed_id):
+        return None
+    return ManagedCluster.objects.filter(pk=managed_id).first()
+
+
+def cluster_name(managed_id: int | None) -> str | None:
+    """What the policy is told of the cluster (``can_change(cluster=...)``): None for the default one."""
+    cluster = cluster_of(managed_id)
+    return None if cluster is None else cluster.name
+
+
+def queue_route(managed_id: int | None) -> int | None:
+    """What ``enqueue_apply`` is told of the cluster (``queue.cluster_queue``): None for the default one."""
+    return None if managed_id is None or is_default(managed_id) else int(managed_id)
 
 
 def policy_action(namespace: Namespace, action: str, *, reapplying: bool = False) -> str:
@@ -54,11 +79,19 @@ def policy_action(namespace: Namespace, action: str, *, reapplying: bool = False
 
 
 def refuse(
-    actor: Actor, namespace: str, action: str, reason: str, *, field: str = "namespace", record: bool = True
+    actor: Actor,
+    namespace: str,
+    action: str,
+    reason: str,
+    *,
+    field: str = "namespace",
+    record: bool = True,
+    managed: ManagedRef = None,
 ) -> ChangeRejected:
-    """The ``FORBIDDEN`` refusal to raise, written to the audit trail first (``record``)."""
+    """The ``FORBIDDEN`` refusal to raise, written to the audit trail first (``record``), under the
+    managed cluster it was asked of (None: the default)."""
     if record:
-        record_refused(actor, namespace, action, reason)
+        record_refused(actor, namespace, action, reason, managed=managed)
     return ChangeRejected({field: [reason[:1].upper() + reason[1:]]}, Refusal.FORBIDDEN)
 
 
@@ -69,9 +102,11 @@ def permit(actor: Actor, namespace: Namespace, action: str, *, record: bool = Tr
     form (``offloading.views.common.gate``; a GET is not recorded)."""
     if actor.user_id is None:
         return
-    decision = policy.can_change(user_of(actor), namespace.name, namespace.labels or {}, action)
+    decision = policy.can_change(
+        user_of(actor), namespace.name, namespace.labels or {}, action, cluster=cluster_name(namespace.managed_id)
+    )
     if not decision.allowed:
-        raise refuse(actor, namespace.name, action, decision.reason, record=record)
+        raise refuse(actor, namespace.name, action, decision.reason, record=record, managed=namespace.managed_id)
 
 
 def permit_bulk(actor: Actor, target: str, action: str, *, record: bool = True, field: str = "namespace") -> None:
@@ -99,11 +134,15 @@ def permit_remote_name(actor: Actor, namespace: Namespace, spec: dict[str, Any])
     remote = str(spec.get("remoteNamespaceName") or "")
     if not remote or remote == namespace.name:
         return
-    labels = Namespace.objects.of().filter(name=remote).values_list("labels", flat=True).first() or {}
-    decision = policy.can_change(user_of(actor), remote, labels, "offload")
+    labels = Namespace.objects.of(namespace.managed_id).filter(name=remote).values_list("labels", flat=True).first()
+    decision = policy.can_change(
+        user_of(actor), remote, labels or {}, "offload", cluster=cluster_name(namespace.managed_id)
+    )
     if not decision.allowed:
         reason = f'the remote namespace name "{remote}" is not in your scopes: {decision.reason}'
-        raise refuse(actor, namespace.name, "offload", reason, field="remoteNamespaceName")
+        raise refuse(
+            actor, namespace.name, "offload", reason, field="remoteNamespaceName", managed=namespace.managed_id
+        )
 
 
 def cluster_action(change: ChangeRequest) -> str:
@@ -119,27 +158,39 @@ def identity(actor: Actor) -> Identity | None:
 
 
 def ask_cluster(
-    actor: Actor, change: ChangeRequest, *, record: bool = True, who: Identity | None | str = LOOK_UP
+    actor: Actor,
+    change: ChangeRequest,
+    *,
+    record: bool = True,
+    who: Identity | None | str = LOOK_UP,
+    cluster: ManagedCluster | None | str = LOOK_UP,
 ) -> None:
-    """Gate 2: raise ``FORBIDDEN`` (audited when ``record``) unless the cluster lets the impersonated
-    user make every request ``change`` will make (``who``: the actor's :func:`identity`, when known)."""
+    """Gate 2: raise ``FORBIDDEN`` (audited when ``record``) unless the change's cluster lets the
+    impersonated user make every request ``change`` will make (``who``: the actor's :func:`identity`,
+    when known; ``cluster``: the change's managed cluster, when the caller has it, :func:`cluster_of`):
+    the SubjectAccessReview is asked of that cluster's API server."""
     if actor.user_id is None:
         return
+    if isinstance(cluster, str):
+        cluster = cluster_of(change.managed_id)
     try:
-        decision = review_change(
-            actor.user_name,
-            cluster_action(change),
-            change.namespace,
-            label=bool(change.label_namespace),
-            identity=who,
-        )
+        with talking_to(cluster):
+            decision = review_change(
+                actor.user_name,
+                cluster_action(change),
+                change.namespace,
+                label=bool(change.label_namespace),
+                identity=who,
+            )
     except KubeError as exc:
         # Like the dry-run: an API server that cannot be asked now does not block the request. The
         # push is made as the user all the same, so the cluster still decides when it is applied.
         log.info("access review for %s on %s not asked: %s", actor.user_name, change.namespace, exc)
         return
     if not decision.allowed:
-        raise refuse(actor, change.namespace, cluster_action(change), decision.reason, record=record)
+        raise refuse(
+            actor, change.namespace, cluster_action(change), decision.reason, record=record, managed=change.managed_id
+        )
 
 
 def identity_of_change(change: ChangeRequest) -> Identity | None:

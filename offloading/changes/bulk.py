@@ -24,19 +24,20 @@ from offloading.changes.requests import (
     ChangeInput,
     NothingToChange,
     build_change,
-    dry_run_refusal,
+    on_cluster_dry_run,
     save_all,
     unconfirmed,
 )
 from offloading.choices import ChangeAction, ChangeState, Source
-from offloading.cluster.identity import acting_as
 from offloading.context import Actor
 from offloading.governance import holds
 from offloading.models import (
     BulkRequest,
     ChangeRequest,
+    ManagedCluster,
     Namespace,
 )
+from offloading.models.fleet import managed_pk
 from offloading.queue import enqueue_bulk
 from offloading.snapshot.refresh import local_cluster_id
 from offloading.whatif import collisions
@@ -57,25 +58,26 @@ class BulkPlan:
         return [c.namespace for c in self.changes]
 
 
-def namespace_ids_matching(requirements: list[Any]) -> list[int]:
-    """Ids of the snapshot namespaces whose labels satisfy parsed label-selector requirements (matched
-    here with liqo_rules, as the API server would)."""
+def namespace_ids_matching(requirements: list[Any], managed: int | None = None) -> list[int]:
+    """Ids of the snapshot namespaces of managed cluster ``managed`` (None: the default) whose labels
+    satisfy parsed label-selector requirements (matched here with liqo_rules, as the API server would)."""
     return [
         pk
-        for pk, labels in Namespace.objects.of().values_list("pk", "labels")
+        for pk, labels in Namespace.objects.of(managed).values_list("pk", "labels")
         if all(r.matches(labels or {}) for r in requirements)
     ]
 
 
-def bulk_targets(namespace_selector: str) -> list[Namespace]:
-    """Snapshot namespaces whose labels match a kubectl-style label selector."""
+def bulk_targets(namespace_selector: str, managed: int | None = None) -> list[Namespace]:
+    """Snapshot namespaces of managed cluster ``managed`` whose labels match a kubectl-style label selector."""
     try:
         requirements = parse_requirements(namespace_selector)
     except SelectorError as exc:
         raise ChangeRejected({"namespaceSelector": [str(exc)]})
     if not requirements:
         raise ChangeRejected({"namespaceSelector": ["give a selector: an empty one would match every namespace"]})
-    return list(Namespace.objects.of().filter(pk__in=namespace_ids_matching(requirements)).defer("offloading_status"))
+    ids = namespace_ids_matching(requirements, managed)
+    return list(Namespace.objects.of(managed).filter(pk__in=ids).defer("offloading_status"))
 
 
 def plan_bulk(
@@ -88,6 +90,7 @@ def plan_bulk(
     expected_generations: dict[str, int] | None = None,
     ask_api_server: bool = False,
     gitops_override: bool = False,
+    managed: int | None = None,
 ) -> BulkPlan:
     """Build (unsaved) the changes of a bulk request with the same rules as a single change
     (:func:`offloading.changes.requests.build_change`); namespaces that cannot take it are skipped with
@@ -98,6 +101,7 @@ def plan_bulk(
     against the API server too (bounded concurrency), leaving out the ones it refuses.
     ``gitops_override``: include the namespaces whose offloading Argo CD or Flux manages (left out
     otherwise, with who manages them); each such change's ``requested`` audit row says it overrode GitOps.
+    ``managed``: the managed cluster whose namespaces it changes (pk; None: the default cluster).
     """
     if action != ChangeAction.UNOFFLOAD:
         if spec is None:
@@ -109,18 +113,23 @@ def plan_bulk(
             )
     changes: list[ChangeRequest] = []
     skipped: list[dict[str, str]] = []
-    local_id = local_cluster_id()
+    local_id = local_cluster_id(managed)
     expected = expected_generations or {}
+    cluster = authorize.cluster_name(managed)
     # The children of a bulk request say so; the parent keeps where it came from (web or api).
     actor = Actor(actor.user_id, actor.user_name, Source.BULK, actor.request_id)
     authorize.permit_bulk(actor, namespace_selector, f"bulk {action}")
     user = authorize.user_of(actor)
-    with collisions.indexed(local_id):  # every target's remote name checked against one read of the others
-        for namespace in bulk_targets(namespace_selector):
+    with collisions.indexed(local_id, managed):  # every target's remote name checked against one read of the others
+        for namespace in bulk_targets(namespace_selector, managed):
             if actor.user_id is not None:
                 # Out of the user's scopes (or no right to change at all): left out, never queued.
                 decision = policy.can_change(
-                    user, namespace.name, namespace.labels or {}, authorize.policy_action(namespace, action)
+                    user,
+                    namespace.name,
+                    namespace.labels or {},
+                    authorize.policy_action(namespace, action),
+                    cluster=cluster,
                 )
                 if not decision.allowed:
                     skipped.append({"namespace": namespace.name, "reason": decision.reason, "why": "scope"})
@@ -132,6 +141,7 @@ def plan_bulk(
                 expected.get(namespace.name),
                 label_namespace,
                 gitops_override=gitops_override,
+                managed=managed,
             )
             try:
                 change = build_change(namespace, wanted, actor, local_id=local_id)
@@ -148,18 +158,19 @@ def plan_bulk(
     return BulkPlan(changes, skipped)
 
 
-def _ask_cluster(change: ChangeRequest, actor: Actor, who: Identity | None) -> ChangeRejected | None:
-    """The cluster's refusal of one bulk child: its access review for the user (``who``), then
-    (offloads) the dry-run as that user; None when it takes it."""
+def _ask_cluster(
+    change: ChangeRequest, actor: Actor, who: Identity | None, cluster: ManagedCluster | None
+) -> ChangeRejected | None:
+    """The refusal of one bulk child by its cluster (``cluster``: the bulk's, None for the default): its
+    access review for the user (``who``), then (offloads) the dry-run as that user; None when it takes it."""
     try:
         # the refusal is kept in the bulk's skipped list
-        authorize.ask_cluster(actor, change, record=False, who=who)
+        authorize.ask_cluster(actor, change, record=False, who=who, cluster=cluster)
     except ChangeRejected as exc:
         return exc
     if change.action == ChangeAction.UNOFFLOAD:
         return None
-    with acting_as(who):
-        return dry_run_refusal(change.namespace, change.desired_spec or {})
+    return on_cluster_dry_run(cluster, who, change.namespace, change.desired_spec or {}, change.managed_id)
 
 
 BULK_CHECK_MODES = ("push", "request")
@@ -182,9 +193,10 @@ def _ask_cluster_all(changes: list[ChangeRequest], skipped: list[dict[str, str]]
     identity is looked up once, not by each thread for each namespace."""
     limit = max(1, int(settings.LIQO_DASH["DRY_RUN_CONCURRENCY"]))
     who = authorize.identity(actor)
+    clusters = {c.managed_id: authorize.cluster_of(c.managed_id) for c in changes}  # read here, not in the threads
 
     with ThreadPoolExecutor(max_workers=limit) as pool:
-        verdicts = list(pool.map(lambda c: _ask_cluster(c, actor, who), changes))
+        verdicts = list(pool.map(lambda c: _ask_cluster(c, actor, who, clusters[c.managed_id]), changes))
     accepted = []
     for change, refusal in zip(changes, verdicts, strict=True):
         if refusal is None:
@@ -234,6 +246,7 @@ def request_bulk(
     expected_generations: dict[str, int] | None = None,
     confirmed: bool = False,
     gitops_override: bool = False,
+    managed: int | None = None,
 ) -> BulkRequest:
     """Record one parent request and a change per namespace that can take it, in one transaction (with
     ``BULK_CHECKS=request`` the API server is asked first, outside the transaction; by default each push
@@ -248,6 +261,7 @@ def request_bulk(
         label_namespace=label_namespace,
         expected_generations=expected_generations,
         gitops_override=gitops_override,
+        managed=managed,
     )
     _refuse_empty(plan, actor, namespace_selector, action)
     if not confirmed:  # before the API server is asked of every namespace
@@ -258,6 +272,7 @@ def request_bulk(
     waits = holds.gate_bulk(plan.changes)  # one approval for the whole bulk, or windows per namespace
     with transaction.atomic(), sealed_together():  # the children's audit rows: one append for all
         bulk = BulkRequest.objects.create(
+            managed_id=managed_pk(managed),
             action=action,
             namespace_selector=namespace_selector,
             desired_spec=spec,
@@ -276,7 +291,9 @@ def request_bulk(
         holds.hold_bulk(bulk, plan.changes, waits, actor)
         # One task pushes them all, many at a time (offloading.changes.bulkpush.apply_bulk).
         if waits.enqueue:
-            transaction.on_commit(lambda: enqueue_bulk(bulk.pk), robust=True)
+            route = authorize.queue_route(bulk.managed_id)
+            send = (lambda: enqueue_bulk(bulk.pk)) if route is None else (lambda: enqueue_bulk(bulk.pk, managed=route))
+            transaction.on_commit(send, robust=True)
     return bulk
 
 
@@ -293,7 +310,10 @@ def retry_failed(bulk_id: int, actor: Actor, *, confirmed: bool = False) -> Bulk
         raise ChangeRejected({"bulk": ["no change of this bulk request failed"]}, Refusal.CONFLICT)
     actor = Actor(actor.user_id, actor.user_name, Source.BULK, actor.request_id)
     user = authorize.user_of(actor)
-    namespaces = {ns.name: ns for ns in Namespace.objects.of().filter(name__in=[c.namespace for c in failed])}
+    cluster = authorize.cluster_name(original.managed_id)
+    namespaces = {
+        ns.name: ns for ns in Namespace.objects.of(original.managed_id).filter(name__in=[c.namespace for c in failed])
+    }
     changes: list[ChangeRequest] = []
     skipped: list[dict[str, str]] = []
     for old in failed:
@@ -303,11 +323,13 @@ def retry_failed(bulk_id: int, actor: Actor, *, confirmed: bool = False) -> Bulk
             continue
         action = ChangeAction.UNOFFLOAD if old.action == ChangeAction.UNOFFLOAD else ChangeAction.OFFLOAD
         if actor.user_id is not None:
-            decision = policy.can_change(user, namespace.name, namespace.labels or {}, "reapply")
+            decision = policy.can_change(user, namespace.name, namespace.labels or {}, "reapply", cluster=cluster)
             if not decision.allowed:
                 skipped.append({"namespace": namespace.name, "reason": decision.reason, "why": "scope"})
                 continue
-        wanted = ChangeInput(namespace.name, action, old.desired_spec, None, old.label_namespace)
+        wanted = ChangeInput(
+            namespace.name, action, old.desired_spec, None, old.label_namespace, managed=original.managed_id
+        )
         try:
             changes.append(build_change(namespace, wanted, actor))
         except NothingToChange:
@@ -327,6 +349,7 @@ def retry_failed(bulk_id: int, actor: Actor, *, confirmed: bool = False) -> Bulk
     waits = holds.gate_bulk(changes)
     with transaction.atomic(), sealed_together():  # the children's audit rows: one append for all
         retry = BulkRequest.objects.create(
+            managed_id=original.managed_id,
             action=original.action,
             namespace_selector=original.namespace_selector,
             desired_spec=original.desired_spec,
@@ -343,5 +366,9 @@ def retry_failed(bulk_id: int, actor: Actor, *, confirmed: bool = False) -> Bulk
         save_all(changes, actor)
         holds.hold_bulk(retry, changes, waits, actor)
         if waits.enqueue:
-            transaction.on_commit(lambda: enqueue_bulk(retry.pk), robust=True)
+            route = authorize.queue_route(retry.managed_id)
+            send = (
+                (lambda: enqueue_bulk(retry.pk)) if route is None else (lambda: enqueue_bulk(retry.pk, managed=route))
+            )
+            transaction.on_commit(send, robust=True)
     return retry

@@ -19,7 +19,7 @@ from offloading.changes.apply import apply_change
 from offloading.changes.authorize import identity_of_change
 from offloading.choices import ChangeState
 from offloading.cluster import kube
-from offloading.models import ChangeRequest
+from offloading.models import BulkRequest, ChangeRequest
 from offloading.queue import enqueue_bulk, runs_eagerly
 
 log = logging.getLogger(__name__)
@@ -55,10 +55,11 @@ def apply_bulk(bulk_id: int, after_id: int = 0, part: int = 0, parts: int = 0) -
     claim keeps each namespace's changes in order (a child waiting behind an older change of its
     namespace is skipped here and started by that change when it finishes) and its retries are its own.
     Returns how many children it started."""
+    route = _route(bulk_id)
     if parts <= 0:
         parts = 1 if runs_eagerly() else processes_for_a_bulk()
         for other in range(1, parts):
-            enqueue_bulk(bulk_id, after_id, other, parts)
+            enqueue_bulk(bulk_id, after_id, other, parts, managed=route)
     ids = [
         pk
         for pk in ChangeRequest.objects.filter(bulk_id=bulk_id, id__gt=after_id, state=ChangeState.QUEUED)
@@ -77,8 +78,14 @@ def apply_bulk(bulk_id: int, after_id: int = 0, part: int = 0, parts: int = 0) -
         # The rest goes to a new task; until it starts them, the sweeper leaves them alone.
         now = timezone.now()
         ChangeRequest.objects.filter(pk__in=left, state=ChangeState.QUEUED, updated_at__lt=now).update(updated_at=now)
-        enqueue_bulk(bulk_id, left[0] - 1, part, parts)
+        enqueue_bulk(bulk_id, left[0] - 1, part, parts, managed=route)
     return started
+
+
+def _route(bulk_id: int) -> int | None:
+    """The bulk's cluster for ``enqueue_bulk`` (its queue): None for the default cluster's (or a gone bulk)."""
+    found = BulkRequest.objects.filter(pk=bulk_id).values_list("managed_id", "managed__is_default").first()
+    return None if found is None or found[1] else int(found[0])
 
 
 def _push_all(bulk_id: int, ids: list[int], size: int, deadline: float) -> tuple[int, list[int]]:

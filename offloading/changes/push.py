@@ -78,7 +78,8 @@ def _create(change: ChangeRequest, annotations: dict[str, str]) -> kube.Result:
     added_label = False
     warnings: list[str] = []
     if change.label_namespace:
-        known = Namespace.objects.of().filter(name=change.namespace).values_list("labels", flat=True).first() or {}
+        labels = Namespace.objects.of(change.managed_id).filter(name=change.namespace).values_list("labels", flat=True)
+        known = labels.first() or {}
         if known.get(liqo.SCHEDULING_LABEL) != "true":
             warnings += kube.label_namespace(change.namespace, {liqo.SCHEDULING_LABEL: "true"}).warnings
             added_label = True

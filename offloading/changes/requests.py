@@ -39,6 +39,10 @@ entry point:
   recorded ``awaiting_approval``, one outside its scope's change window ``scheduled``; neither is sent to
   the worker until it is approved or its window opens (``offloading.governance.approvals``). Asked last,
   so that only a change that could go through waits.
+- Managed clusters (issue 28): a change is of one namespace of one managed cluster (``ChangeInput.managed``,
+  the pages and the API pass ``current_managed(request)``; None: the default cluster). Its namespace is
+  read from that cluster's snapshot, and the access review and the dry-run are asked of that cluster's
+  API server (``offloading.cluster.managed.talking_to``).
 """
 
 from __future__ import annotations
@@ -59,7 +63,9 @@ from offloading.changes import authorize
 from offloading.changes.errors import ChangeRejected, Refusal
 from offloading.changes.merge import merged, three_way
 from offloading.choices import ChangeAction, ChangeState, Source
+from offloading.cluster.errors import KubeError
 from offloading.cluster.identity import acting_as
+from offloading.cluster.managed import talking_to
 from offloading.cluster.twins import managed_providers, remote_collisions
 from offloading.context import Actor
 from offloading.gitops.managed import detection_of, who
@@ -98,7 +104,7 @@ def validate(namespace: Namespace, spec: dict[str, Any], local_id: str | None = 
     normalized = normalize_spec(spec)
     old = namespace.offloading_spec if namespace.offloaded else None
     if local_id is None:
-        local_id = local_cluster_id()
+        local_id = local_cluster_id(namespace.managed_id)
     errors, warnings = validate_spec(namespace.name, normalized, old, local_cluster_id=local_id or None)
     return Validation(normalized, _problems_by_field(errors), _problems_by_field(warnings))
 
@@ -124,8 +130,9 @@ def changes_nothing(namespace: Namespace, spec: dict[str, Any], label_namespace:
     return normalize_spec(namespace.offloading_spec or {}) == normalize_spec(spec)
 
 
-def get_namespace(namespace_name: str) -> Namespace:
-    namespace = Namespace.objects.of().filter(name=namespace_name).first()
+def get_namespace(namespace_name: str, managed: int | None = None) -> Namespace:
+    """The snapshot's namespace ``namespace_name`` of managed cluster ``managed`` (pk; None: the default)."""
+    namespace = Namespace.objects.of(managed).filter(name=namespace_name).first()
     if namespace is None:
         raise ChangeRejected({"namespace": [f'namespace "{namespace_name}" does not exist']}, Refusal.NOT_FOUND)
     return namespace
@@ -165,6 +172,7 @@ def offload_change(
     if base_generation is None and namespace.offloaded:
         base_generation = namespace.offloading_generation
     return ChangeRequest(
+        managed_id=namespace.managed_id,
         namespace=namespace.name,
         action=action,
         desired_spec=checked.spec,
@@ -208,7 +216,7 @@ def refuse_remote_collisions(
     most, the preview's answers reused from the cache for a few seconds)."""
     if namespace.offloaded:
         return  # Liqo's webhook keeps an existing offloading's remote name
-    local_id = local_id if local_id is not None else local_cluster_id()
+    local_id = local_id if local_id is not None else local_cluster_id(namespace.managed_id)
     providers = managed_providers(local_id)
     if not providers:
         return
@@ -262,6 +270,7 @@ def unoffload_change(
     if not namespace.offloaded:
         raise ChangeRejected({"namespace": [f'namespace "{namespace.name}" is not offloaded']}, Refusal.CONFLICT)
     return ChangeRequest(
+        managed_id=namespace.managed_id,
         namespace=namespace.name,
         action=ChangeAction.UNOFFLOAD,
         base_spec=namespace.offloading_spec,
@@ -283,7 +292,12 @@ def save_and_enqueue(change: ChangeRequest, actor: Actor, *, enqueue: bool = Tru
     change.save()
     record_requested(change, actor, message=getattr(change, OVERRIDE_NOTE, ""))
     if enqueue:
-        transaction.on_commit(lambda: enqueue_apply(change.pk), robust=True)
+        route = authorize.queue_route(change.managed_id)
+        # The default cluster's change is sent as before (no cluster: the default queue).
+        send = (
+            (lambda: enqueue_apply(change.pk)) if route is None else (lambda: enqueue_apply(change.pk, managed=route))
+        )
+        transaction.on_commit(send, robust=True)
     return change
 
 
@@ -314,6 +328,7 @@ class ChangeInput:
     label_namespace: bool = False
     confirmed: bool = False  # the requester confirmed a destructive change
     gitops_override: bool = False  # push even though Argo CD or Flux manages the offloading and may undo it
+    managed: int | None = None  # the managed cluster's pk (current_managed(request)); None: the default cluster
 
 
 CONFIRM_FIELD = "confirm"
@@ -401,14 +416,16 @@ def submit(change: ChangeInput, actor: Actor, *, reapplying: bool = False) -> Ch
     ``UNCONFIRMED`` when it is destructive and not confirmed, ``INVALID`` when Liqo's rules or the API
     server refuse the spec.
     """
-    namespace = get_namespace(change.namespace)
+    namespace = get_namespace(change.namespace, change.managed)
     authorize.permit(actor, namespace, authorize.policy_action(namespace, change.action, reapplying=reapplying))
     built = build_change(namespace, change, actor)
-    authorize.ask_cluster(actor, built)
+    cluster = authorize.cluster_of(namespace.managed_id)
+    authorize.ask_cluster(actor, built, cluster=cluster)
     require_confirmation(namespace, built, change.confirmed)
     if built.action != ChangeAction.UNOFFLOAD:
-        with acting_as(authorize.identity(actor)):
-            denied = dry_run_refusal(namespace.name, built.desired_spec or {})
+        denied = on_cluster_dry_run(
+            cluster, authorize.identity(actor), namespace.name, built.desired_spec or {}, namespace.managed_id
+        )
         if denied is not None:
             raise denied
     waits = holds.gate(namespace, built)  # awaiting approval, or scheduled for its window, or queued
@@ -418,13 +435,27 @@ def submit(change: ChangeInput, actor: Actor, *, reapplying: bool = False) -> Ch
         return saved
 
 
-def dry_run_refusal(namespace_name: str, spec: dict[str, Any]) -> ChangeRejected | None:
+def on_cluster_dry_run(
+    cluster: Any, who: Any, namespace_name: str, spec: dict[str, Any], managed: int | None = None
+) -> ChangeRejected | None:
+    """:func:`dry_run_refusal` on ``cluster``'s API server (a ManagedCluster; None: the process's own), as
+    ``who`` (``managed``: the namespace's cluster pk, for its snapshot). A cluster without a usable
+    configuration is one that cannot be asked: no refusal."""
+    try:
+        with acting_as(who), talking_to(cluster):
+            return dry_run_refusal(namespace_name, spec, managed)
+    except KubeError as exc:
+        log.info("dry-run of %s not asked: %s", namespace_name, exc)
+        return None
+
+
+def dry_run_refusal(namespace_name: str, spec: dict[str, Any], managed: int | None = None) -> ChangeRejected | None:
     """What the API server (and so Liqo's webhook) says of ``spec``, as a refusal on the field the
     message is about; None when it accepts it, when dry-runs are off, or when it cannot be asked (an
     unreachable API server does not block a request: the worker applies it when the server is back)."""
     if not settings.LIQO_DASH["DRY_RUN_ON_SUBMIT"]:
         return None
-    result = dry_run(namespace_name, spec)
+    result = dry_run(namespace_name, spec, managed)
     if not result.errors:
         return None
     errors: dict[str, list[str]] = {}
@@ -444,10 +475,19 @@ def request_offload(
     label_namespace: bool = False,
     confirmed: bool = False,
     gitops_override: bool = False,
+    managed: int | None = None,
 ) -> ChangeRequest:
-    """:func:`submit` an offload (create, or update when already offloaded) of ``namespace_name``."""
+    """:func:`submit` an offload (create, or update when already offloaded) of ``namespace_name`` of managed
+    cluster ``managed`` (pk; None: the default)."""
     wanted = ChangeInput(
-        namespace_name, ChangeAction.OFFLOAD, spec, expected_generation, label_namespace, confirmed, gitops_override
+        namespace_name,
+        ChangeAction.OFFLOAD,
+        spec,
+        expected_generation,
+        label_namespace,
+        confirmed,
+        gitops_override,
+        managed,
     )
     return submit(wanted, actor)
 
@@ -459,6 +499,7 @@ def request_unoffload(
     expected_generation: int | None = None,
     confirmed: bool = False,
     gitops_override: bool = False,
+    managed: int | None = None,
 ) -> ChangeRequest:
     """:func:`submit` the removal of the namespace's NamespaceOffloading (Liqo then removes the remote
     namespaces and everything reflected into them): destructive, so it needs ``confirmed``."""
@@ -469,6 +510,7 @@ def request_unoffload(
         expected_generation,
         confirmed=confirmed,
         gitops_override=gitops_override,
+        managed=managed,
     )
     return submit(wanted, actor)
 
@@ -488,11 +530,17 @@ def reapply(
     change = ChangeRequest.objects.filter(pk=change_id).first()
     if change is None or change.state != ChangeState.CONFLICT:
         raise ChangeRejected({"change": ["only a change in conflict can be applied again"]}, Refusal.CONFLICT)
-    namespace = get_namespace(change.namespace)
+    namespace = get_namespace(change.namespace, change.managed_id)
     current = namespace.offloading_generation if namespace.offloaded else 0
     if change.action == ChangeAction.UNOFFLOAD:
         wanted = ChangeInput(
-            namespace.name, ChangeAction.UNOFFLOAD, None, current, confirmed=confirmed, gitops_override=gitops_override
+            namespace.name,
+            ChangeAction.UNOFFLOAD,
+            None,
+            current,
+            confirmed=confirmed,
+            gitops_override=gitops_override,
+            managed=change.managed_id,
         )
         return submit(wanted, actor, reapplying=True)
     spec = change.desired_spec or {}
@@ -506,7 +554,14 @@ def reapply(
             )
     return submit(
         ChangeInput(
-            namespace.name, ChangeAction.OFFLOAD, spec, current, change.label_namespace, confirmed, gitops_override
+            namespace.name,
+            ChangeAction.OFFLOAD,
+            spec,
+            current,
+            change.label_namespace,
+            confirmed,
+            gitops_override,
+            change.managed_id,
         ),
         actor,
         reapplying=True,

@@ -20,21 +20,22 @@ log = logging.getLogger(__name__)
 
 
 def sweep() -> int:
-    """Re-enqueue changes whose message was lost or whose worker died (outbox sweeper)."""
+    """Re-enqueue changes whose message was lost or whose worker died (outbox sweeper), every cluster's.
+    A change of a cluster whose API server is down is parked again by its claim (its breaker is open)."""
     cutoff = timezone.now() - timedelta(seconds=settings.LIQO_DASH["STUCK_AFTER"])
     stuck = list(
         ChangeRequest.objects.filter(state__in=ChangeState.pending(), updated_at__lt=cutoff).values_list(
-            "pk", flat=True
+            "pk", "managed_id", "managed__is_default"
         )
     )
-    for pk in stuck:
+    for pk, managed_id, default in stuck:
         ChangeRequest.objects.filter(pk=pk, state=ChangeState.APPLYING, updated_at__lt=cutoff).update(
             state=ChangeState.QUEUED, updated_at=timezone.now(), message="re-enqueued by the sweeper"
         )
         ChangeRequest.objects.filter(pk=pk, state=ChangeState.QUEUED, updated_at__lt=cutoff).update(
             updated_at=timezone.now()
         )
-        enqueue_apply(pk)
+        enqueue_apply(pk, managed=None if default else managed_id)  # to its cluster's queue, if it has one
     return len(stuck)
 
 

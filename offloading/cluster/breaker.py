@@ -6,6 +6,11 @@ changes wait instead of spending their retry budget (:mod:`offloading.changes.ap
 one probe a second asks the API server whether it is back; the first probe that gets an answer closes
 the breaker and sends every waiting change again, oldest first. The pages, the API and the freshness
 badge read :func:`outage` to say "API server unreachable since HH:MM".
+
+Per managed cluster (issue 28): every function takes the cluster (``managed``: a ManagedCluster, its
+primary key, or None for the default one). The default cluster keeps the keys of single-cluster versions
+(``liqo-dash:api-outage`` ...), another appends ``:<pk>``; its probe asks its own API server and resumes
+only its own waiting changes. So a change of cluster B waits while B is unreachable, and A's go on.
 """
 
 from __future__ import annotations
@@ -21,7 +26,9 @@ from django.utils.dateparse import parse_datetime
 
 from offloading.choices import ChangeState
 from offloading.cluster import kube
-from offloading.models import ChangeRequest
+from offloading.cluster.managed import talking_to
+from offloading.models import ChangeRequest, ManagedCluster
+from offloading.models.fleet import ManagedRef, is_default, managed_pk
 from offloading.queue import enqueue_apply, enqueue_probe
 
 log = logging.getLogger(__name__)
@@ -49,6 +56,16 @@ class Outage:
         return f"the API server was unreachable from {since} to {until}"
 
 
+def _key(base: str, managed: ManagedRef) -> str:
+    """A cache key of ``managed``'s breaker: ``base`` for the default cluster, ``base:<pk>`` for another."""
+    return base if is_default(managed) else f"{base}:{managed_pk(managed)}"
+
+
+def _probe_arg(managed: ManagedRef) -> int | None:
+    """What the probe task is sent with: nothing for the default cluster (as before), else its pk."""
+    return None if is_default(managed) else managed_pk(managed)
+
+
 def _read(key: str) -> Outage | None:
     value = cache.get(key)
     if not isinstance(value, dict):
@@ -60,81 +77,90 @@ def _read(key: str) -> Outage | None:
     return Outage(since, str(value.get("error") or ""), until)
 
 
-def outage() -> Outage | None:
-    """The current outage, or None while the API server answers."""
-    return _read(_OUTAGE)
+def outage(managed: ManagedRef = None) -> Outage | None:
+    """The current outage of ``managed``'s API server (None: the default cluster's), or None while it answers."""
+    return _read(_key(_OUTAGE, managed))
 
 
-def last_outage() -> Outage | None:
+def last_outage(managed: ManagedRef = None) -> Outage | None:
     """The most recent outage that ended (kept for a day, for messages about it)."""
-    return _read(_LAST_OUTAGE)
+    return _read(_key(_LAST_OUTAGE, managed))
 
 
-def report_failure(error: kube.KubeError) -> Outage | None:
-    """Record what a request saw; opens the breaker when the API server did not answer at all.
-    Returns the outage in progress (None when the error was an answer, e.g. a 500)."""
+def report_failure(error: kube.KubeError, managed: ManagedRef = None) -> Outage | None:
+    """Record what a request to ``managed``'s API server saw; opens its breaker when the API server did
+    not answer at all. Returns the outage in progress (None when the error was an answer, e.g. a 500)."""
     if not error.unreachable:
-        return outage()
+        return outage(managed)
     now = timezone.now()
     # add(): the first process to notice sets "since"; later ones keep it.
-    if cache.add(_OUTAGE, {"since": now.isoformat(), "error": error.message[:300]}, timeout=None):
-        log.warning("the API server is unreachable: %s", error.message)
-    schedule_probe()
-    return outage()
+    if cache.add(_key(_OUTAGE, managed), {"since": now.isoformat(), "error": error.message[:300]}, timeout=None):
+        where = "" if is_default(managed) else f" of managed cluster {managed_pk(managed)}"
+        log.warning("the API server%s is unreachable: %s", where, error.message)
+    schedule_probe(managed=managed)
+    return outage(managed)
 
 
-def report_success() -> bool:
-    """The API server answered: close the breaker. Returns True when it was open (the caller then
-    resumes the waiting changes, see :func:`resume_waiting`)."""
-    current = outage()
+def report_success(managed: ManagedRef = None) -> bool:
+    """``managed``'s API server answered: close its breaker. Returns True when it was open (the caller
+    then resumes the waiting changes, see :func:`resume_waiting`)."""
+    current = outage(managed)
     if current is None:
         return False
-    if not cache.delete(_OUTAGE):
+    if not cache.delete(_key(_OUTAGE, managed)):
         return False  # another process closed it first and resumes the changes
     ended = {"since": current.since.isoformat(), "until": timezone.now().isoformat()}
-    cache.set(_LAST_OUTAGE, ended, timeout=86400)
+    cache.set(_key(_LAST_OUTAGE, managed), ended, timeout=86400)
     log.warning("the API server answers again (%s)", Outage(current.since, "", timezone.now()).describe())
     return True
 
 
-def schedule_probe(countdown: float = PROBE_INTERVAL) -> None:
-    """One probe at a time, across every worker."""
-    if cache.add(_PROBE_SCHEDULED, 1, timeout=max(2, int(countdown * 5))):
-        enqueue_probe(countdown=countdown)
+def schedule_probe(countdown: float = PROBE_INTERVAL, managed: ManagedRef = None) -> None:
+    """One probe at a time per cluster, across every worker."""
+    if cache.add(_key(_PROBE_SCHEDULED, managed), 1, timeout=max(2, int(countdown * 5))):
+        enqueue_probe(countdown=countdown, managed=_probe_arg(managed))
 
 
-def probe() -> bool:
-    """Ask the API server whether it answers; on the first answer after an outage resume the waiting
-    changes, otherwise probe again in a second. Returns whether it answered."""
-    cache.delete(_PROBE_SCHEDULED)
-    if outage() is None and not waiting_changes().exists():
+def probe(managed: ManagedRef = None) -> bool:
+    """Ask ``managed``'s API server whether it answers; on the first answer after an outage resume its
+    waiting changes, otherwise probe again in a second. Returns whether it answered."""
+    cache.delete(_key(_PROBE_SCHEDULED, managed))
+    if outage(managed) is None and not waiting_changes(managed).exists():
         return True
+    cluster = managed if isinstance(managed, ManagedCluster) or managed is None else None
+    if cluster is None and managed is not None:
+        cluster = ManagedCluster.objects.filter(pk=managed_pk(managed)).first()
+        if cluster is None:
+            return True  # removed since: nothing of it waits any more
     try:
-        kube.probe()
+        with talking_to(cluster):
+            kube.probe()
     except kube.KubeError as exc:
         if exc.unreachable or exc.transient:
-            report_failure(exc)
-            schedule_probe()
+            report_failure(exc, managed)
+            schedule_probe(managed=managed)
             return False
-    if report_success() or outage() is None:
-        resume_waiting()
+    if report_success(managed) or outage(managed) is None:
+        resume_waiting(managed)
     return True
 
 
-def waiting_changes() -> QuerySet[ChangeRequest]:
-    return ChangeRequest.objects.filter(state=ChangeState.QUEUED, waiting_reason=WAITING_FOR_API)
+def waiting_changes(managed: ManagedRef = None) -> QuerySet[ChangeRequest]:
+    """The changes of ``managed`` (None: the default cluster) that wait for its API server."""
+    return ChangeRequest.objects.of(managed).filter(state=ChangeState.QUEUED, waiting_reason=WAITING_FOR_API)
 
 
-def resume_waiting() -> int:
-    """Send every change that waited for the API server again, oldest first. The worker's concurrency
-    bounds how many push at once; a change behind an older one of its namespace is started by that one."""
-    ids = list(waiting_changes().order_by("id").values_list("pk", flat=True))
+def resume_waiting(managed: ManagedRef = None) -> int:
+    """Send every change of ``managed`` that waited for its API server again, oldest first. The worker's
+    concurrency bounds how many push at once; a change behind an older one of its namespace is started
+    by that one."""
+    ids = list(waiting_changes(managed).order_by("id").values_list("pk", flat=True))
     now = timezone.now()
     resumed = 0
     for pk in ids:
         if ChangeRequest.objects.filter(pk=pk, state=ChangeState.QUEUED, waiting_reason=WAITING_FOR_API).update(
             waiting_reason="", waiting_since=None, message="the API server is back: applying", updated_at=now
         ):
-            enqueue_apply(pk)
+            enqueue_apply(pk, managed=_probe_arg(managed))
             resumed += 1
     return resumed

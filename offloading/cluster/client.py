@@ -1,10 +1,17 @@
 """The one Kubernetes ApiClient of a process, configured from settings (in-cluster or a kubeconfig);
 ``offloading.cluster.kube`` makes every call through it. The configuration helpers below are shared with
-the managed clusters' clients (``offloading.cluster.managed``), so every client is tuned the same way."""
+the managed clusters' clients (``offloading.cluster.managed``), so every client is tuned the same way.
+
+Inside a :func:`bound_to` block (a change pushed, reviewed or dry-run on its managed cluster) the calls of
+``kube`` that name no client go to the bound one (:func:`current_client`); the process's own client
+otherwise. Leases and the audit anchor's ConfigMap always use the process's own (the home API server)."""
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 from django.conf import settings
@@ -28,6 +35,24 @@ def api_client() -> client.ApiClient:
                 # snapshot goes stale, changes stay queued and are retried.
                 raise KubeError("transient", f"no usable Kubernetes configuration: {exc}") from exc
         return _client
+
+
+_bound: contextvars.ContextVar[client.ApiClient | None] = contextvars.ContextVar("liqo_dash_bound_client", default=None)
+
+
+@contextlib.contextmanager
+def bound_to(api: client.ApiClient | None) -> Iterator[None]:
+    """Send the calls made in the block that name no client to ``api`` (None: the process's own)."""
+    token = _bound.set(api)
+    try:
+        yield
+    finally:
+        _bound.reset(token)
+
+
+def current_client() -> client.ApiClient:
+    """The client of the enclosing :func:`bound_to` block, else the process's own."""
+    return _bound.get() or api_client()
 
 
 def reset_client() -> None:

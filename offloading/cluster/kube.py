@@ -22,13 +22,13 @@ from kubernetes.client.rest import ApiException
 
 from liqo_rules import constants as liqo
 from liqo_rules.versions import CONTROLLER_MANAGER_SELECTOR
-from offloading.cluster.client import api_client, reset_client
+from offloading.cluster.client import api_client, bound_to, current_client, reset_client
 from offloading.cluster.errors import KubeError, Result, classify, parse_warnings
 from offloading.cluster.identity import Identity, impersonation_headers
-from offloading.cluster.pace import in_paced, paced, pacer
+from offloading.cluster.pace import current_pacer, in_paced, paced, pacer, pacer_for
 
 # Re-exported: callers use kube.KubeError, kube.paced, kube.reset_client ...
-__all__ = ["KubeError", "Result", "api_client", "paced", "pacer", "reset_client"]
+__all__ = ["KubeError", "Result", "api_client", "bound_to", "paced", "pacer", "pacer_for", "reset_client"]
 
 LIST_PAGE_SIZE = 500
 # Dry-runs happen inside a page request: an API server that is slow to answer must not hold the page.
@@ -56,7 +56,7 @@ def _call(
     :func:`paced`, through the pacer (a 429 waits for Retry-After and is sent again)."""
     if not in_paced():
         return _call_once(method, *args, timeout=timeout, **kwargs)
-    return pacer.call(lambda: _call_once(method, *args, timeout=timeout, **kwargs))
+    return current_pacer().call(lambda: _call_once(method, *args, timeout=timeout, **kwargs))
 
 
 def _call_once(
@@ -84,8 +84,10 @@ def read_object(method: Any, *args: Any, timeout: float | None = None, **kwargs:
     return obj if isinstance(obj, dict) else {}
 
 
+# The calls below that name no client use the bound one (a managed cluster's, see ``client.bound_to``);
+# the leases and the audit anchor's ConfigMap are the home API server's: always the process's own client.
 def _custom(api: client.ApiClient | None = None) -> client.CustomObjectsApi:
-    return client.CustomObjectsApi(api or api_client())
+    return client.CustomObjectsApi(api or current_client())
 
 
 def _coordination() -> client.CoordinationV1Api:
@@ -93,15 +95,15 @@ def _coordination() -> client.CoordinationV1Api:
 
 
 def _apps(api: client.ApiClient | None = None) -> client.AppsV1Api:
-    return client.AppsV1Api(api or api_client())
+    return client.AppsV1Api(api or current_client())
 
 
 def _core(api: client.ApiClient | None = None) -> client.CoreV1Api:
-    return client.CoreV1Api(api or api_client())
+    return client.CoreV1Api(api or current_client())
 
 
 def _authorization() -> client.AuthorizationV1Api:
-    return client.AuthorizationV1Api(api_client())
+    return client.AuthorizationV1Api(current_client())
 
 
 @dataclass
@@ -396,7 +398,7 @@ def watch(
 
 def probe(timeout: float = 2.0) -> None:
     """One cheap request (GET /version) to learn whether the API server answers; raises KubeError."""
-    _call(client.VersionApi(api_client()).get_code, timeout=timeout)
+    _call(client.VersionApi(current_client()).get_code, timeout=timeout)
 
 
 def get_lease(namespace: str, name: str, timeout: float | None = None) -> dict[str, Any] | None:
@@ -426,7 +428,7 @@ def replace_lease(namespace: str, body: dict[str, Any], timeout: float | None = 
 def read_config_map(namespace: str, name: str) -> dict[str, Any] | None:
     """A ConfigMap (the audit anchor's), or None when there is none."""
     try:
-        return _call(_core().read_namespaced_config_map, name, namespace)[0]
+        return _call(_core(api_client()).read_namespaced_config_map, name, namespace)[0]
     except KubeError as exc:
         if exc.kind == "not_found":
             return None
@@ -438,10 +440,10 @@ def write_config_map(namespace: str, name: str, data: dict[str, str]) -> None:
     body: dict[str, Any] = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data}
     existing = read_config_map(namespace, name)
     if existing is None:
-        _call(_core().create_namespaced_config_map, namespace, body)
+        _call(_core(api_client()).create_namespaced_config_map, namespace, body)
     else:
         body["metadata"]["resourceVersion"] = existing["metadata"]["resourceVersion"]
-        _call(_core().replace_namespaced_config_map, name, namespace, body)
+        _call(_core(api_client()).replace_namespaced_config_map, name, namespace, body)
 
 
 def list_in_namespace(kind: str, namespace: str, limit: int, timeout: float) -> tuple[list[dict[str, Any]], bool]:

@@ -19,9 +19,11 @@ Discovery reads what ``liqoctl info`` reads:
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import logging
 import threading
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -124,6 +126,24 @@ def api_client_for(cluster: ManagedCluster) -> client.ApiClient:
     if known is not None:
         known[1].close()
     return built
+
+
+def pace_key(cluster: ManagedCluster | None) -> int | None:
+    """Whose pacer and breaker a cluster's requests use: None for the default cluster (the keys of
+    single-cluster versions), else its primary key. No query (the row says whether it is the default)."""
+    return None if cluster is None or cluster.is_default else int(cluster.pk)
+
+
+@contextlib.contextmanager
+def talking_to(cluster: ManagedCluster | None, *, paced: bool = False) -> Iterator[None]:
+    """Make the ``kube`` calls of the block that name no client on ``cluster``'s API server (None or the
+    default cluster: the process's own), and with ``paced`` through that cluster's pacer (its bound in flight and 429 hold).
+    No database access: safe in a bulk's pushing threads. Raises KubeError when the cluster has no
+    usable configuration (transient: retried as an unreachable API server would be)."""
+    # The default cluster is the process's own client, as for the refresh (snapshot.refresh._client_of).
+    api = None if cluster is None or cluster.is_default else api_client_for(cluster)
+    with kube.bound_to(api), kube.paced(pace_key(cluster)) if paced else contextlib.nullcontext():
+        yield
 
 
 def forget_clients(keep: set[int] | None = None) -> None:

@@ -1,7 +1,12 @@
 """Pacing the pushes to the API server: how many requests a worker keeps in flight while it pushes (a
 bulk's threads; ``KUBE_MAX_INFLIGHT`` in all, however many bulks its processes push at once), and the
 backoff that a 429 TooManyRequests imposes on all of them, not only on the request that got it. ``offloading.cluster.kube`` sends every call made inside :func:`paced` through
-:data:`pacer`."""
+:data:`pacer`.
+
+Per managed cluster (issue 28): the default cluster's pacer is :data:`pacer` with the keys of single-cluster
+versions; another cluster's API server has its own (``paced(cluster)``, ``pacer_for``): its own bound in
+flight, its own 429 hold (cache key ``liqo-dash:kube-backoff-until:<pk>``) and its own slot files, so one
+API server throttling or slow never holds the pushes to another."""
 
 from __future__ import annotations
 
@@ -33,7 +38,9 @@ class Pacer:
     worker process: the hold is shared through the cache (Redis in production). Each success grows the
     bound back by about one per round trip of requests in flight (additive increase)."""
 
-    def __init__(self) -> None:
+    def __init__(self, cluster: str = "") -> None:
+        # cluster: "" for the default cluster (the keys of single-cluster versions), else its primary key.
+        self.backoff_key = f"{_BACKOFF_KEY}:{cluster}" if cluster else _BACKOFF_KEY
         self._cond = threading.Condition()
         self._inflight = 0
         self._allowed: float | None = None
@@ -41,7 +48,7 @@ class Pacer:
         self._shared_read_at = 0.0
         self.throttled = 0  # 429s seen since the start of the process
         self.peak_inflight = 0
-        self.shared = SharedSlots()  # the bound, shared by the processes of this worker
+        self.shared = SharedSlots(subdirectory=cluster)  # the bound, shared by the processes of this worker
 
     def maximum(self) -> int:
         return max(1, int(settings.LIQO_DASH.get("KUBE_MAX_INFLIGHT", 32)))
@@ -60,7 +67,7 @@ class Pacer:
         try:
             from django.core.cache import cache
 
-            return float(cache.get(_BACKOFF_KEY) or 0.0)
+            return float(cache.get(self.backoff_key) or 0.0)
         except Exception:  # noqa: BLE001 - a cache that does not answer must not stop the pushes
             return 0.0
 
@@ -112,7 +119,7 @@ class Pacer:
         try:
             from django.core.cache import cache
 
-            cache.set(_BACKOFF_KEY, until, timeout=int(retry_after) + 2)
+            cache.set(self.backoff_key, until, timeout=int(retry_after) + 2)
         except Exception:  # noqa: BLE001 - the hold still applies in this process
             pass
 
@@ -140,14 +147,30 @@ class Pacer:
 
 
 pacer = Pacer()
-_paced: contextvars.ContextVar[bool] = contextvars.ContextVar("liqo_dash_kube_paced", default=False)
+_pacers: dict[str, Pacer] = {}
+_pacers_lock = threading.Lock()
+_paced: contextvars.ContextVar[Pacer | None] = contextvars.ContextVar("liqo_dash_kube_paced", default=None)
+
+
+def pacer_for(cluster: int | str | None = None) -> Pacer:
+    """The pacer of a managed cluster's API server: :data:`pacer` for the default one (None), else the
+    cluster's own (by primary key), made on first use and kept for the process."""
+    if cluster is None or cluster == "":
+        return pacer
+    key = str(cluster)
+    with _pacers_lock:
+        found = _pacers.get(key)
+        if found is None:
+            found = _pacers[key] = Pacer(key)
+        return found
 
 
 @contextlib.contextmanager
-def paced() -> Iterator[None]:
-    """Calls made in the block (pushes) go through :data:`pacer`: bounded in flight, a 429 sent again
-    after Retry-After (the whole process, and other workers, waiting too)."""
-    token = _paced.set(True)
+def paced(cluster: int | str | None = None) -> Iterator[None]:
+    """Calls made in the block (pushes) go through the pacer of ``cluster`` (None: the default cluster's,
+    :data:`pacer`): bounded in flight, a 429 sent again after Retry-After (the whole process, and other
+    workers, waiting too)."""
+    token = _paced.set(pacer_for(cluster))
     try:
         yield
     finally:
@@ -156,4 +179,9 @@ def paced() -> Iterator[None]:
 
 def in_paced() -> bool:
     """Whether the current call is made inside :func:`paced`."""
-    return _paced.get()
+    return _paced.get() is not None
+
+
+def current_pacer() -> Pacer:
+    """The pacer of the enclosing :func:`paced` block (the default's outside one)."""
+    return _paced.get() or pacer

@@ -34,8 +34,9 @@ POLL_MAX = 0.02
 class SharedSlots:
     """Slots ``0 .. size-1`` held by at most one thread of all the processes using ``directory``."""
 
-    def __init__(self, directory: Path | None = None) -> None:
+    def __init__(self, directory: Path | None = None, subdirectory: str = "") -> None:
         self._directory = directory
+        self._subdirectory = subdirectory  # a managed cluster's own slots (its pk); "" for the default's
         self._lock = threading.Lock()
         self._files: dict[int, int] = {}  # slot -> this process's open file of it
         self._held: set[int] = set()  # slots held by threads of this process
@@ -47,6 +48,8 @@ class SharedSlots:
             from django.conf import settings  # at first use: the pacer is made when its module is imported
 
             self._directory = Path(settings.VAR_DIR) / "kube-inflight"
+            if self._subdirectory:
+                self._directory = self._directory / f"cluster-{self._subdirectory}"
         return self._directory
 
     def _forget(self) -> None:

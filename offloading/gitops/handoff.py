@@ -68,8 +68,12 @@ class HandOff:
         """Each namespace handed off with its change, for the access check: the snapshot's namespace, or
         one known by its name alone when the snapshot no longer has it (its labels unknown)."""
         names = [change.namespace for change in self.changes]
-        known = {ns.name: ns for ns in Namespace.objects.of().filter(name__in=names)}
-        return [(known.get(ch.namespace) or Namespace(name=ch.namespace, labels={}), ch) for ch in self.changes]
+        managed = self.changes[0].managed_id if self.changes else None  # one change's or bulk's: one cluster
+        known = {ns.name: ns for ns in Namespace.objects.of(managed).filter(name__in=names)}
+        return [
+            (known.get(ch.namespace) or Namespace(managed_id=ch.managed_id, name=ch.namespace, labels={}), ch)
+            for ch in self.changes
+        ]
 
     def managed_by(self) -> dict[str, str]:
         """The namespaces handed off whose offloading Argo CD or Flux manages, with who (the page's words):

@@ -62,7 +62,9 @@ from offloading.governance.facts import (
     bulk_path,
     change_hash,
     change_path,
+    cluster_name_of,
     labels_of,
+    namespaces_of,
     policy_action,
     same_version,
     system_actor,
@@ -134,9 +136,12 @@ def rights_reason(user: Any, changes: list[ChangeRequest]) -> str:
     (``access.policy.can_change``, as ``offloading.changes.authorize.permit`` applies it)."""
     if user is None or not getattr(user, "is_authenticated", False):
         return "you are not logged in"
-    labels = dict(Namespace.objects.of().filter(name__in=[c.namespace for c in changes]).values_list("name", "labels"))
+    labels = dict(namespaces_of(changes).values_list("name", "labels"))
+    cluster = cluster_name_of(changes[0].managed_id) if changes else None  # one request's: one cluster
     for change in changes:
-        decision = access_policy.can_change(user, change.namespace, labels.get(change.namespace), policy_action(change))
+        decision = access_policy.can_change(
+            user, change.namespace, labels.get(change.namespace), policy_action(change), cluster=cluster
+        )
         if not decision.allowed:
             return f"you may not decide on a change of namespace {change.namespace}: {decision.reason}"
     return ""
@@ -179,9 +184,7 @@ def _expired_now(approval: Approval) -> bool:
 
 def _changed(approval: Approval, children: list[ChangeRequest]) -> list[str]:
     """The namespaces that changed since the approval was asked (or whose change is not the one seen)."""
-    current = {
-        ns.name: version_of(ns) for ns in Namespace.objects.of().filter(name__in=[c.namespace for c in children])
-    }
+    current = {ns.name: version_of(ns) for ns in namespaces_of(children)}
     return [
         c.namespace
         for c in children
@@ -238,7 +241,7 @@ def _ask_again(approval: Approval, children: list[ChangeRequest], moved: list[st
     """Supersede ``approval``: rebase the changes on the snapshot, cancel those that no longer apply, and
     ask for a new decision on the rest. The message for whoever tried to decide."""
     _settle_decision(approval, ApprovalDecision.SUPERSEDED)
-    namespaces = {ns.name: ns for ns in Namespace.objects.of().filter(name__in=[c.namespace for c in children])}
+    namespaces = {ns.name: ns for ns in namespaces_of(children)}
     kept = []
     for change in children:
         why = rebase(change, namespaces.get(change.namespace))
@@ -305,7 +308,7 @@ def _release(changes: list[ChangeRequest], actor: Actor, bulk_id: int | None) ->
     queued: list[ChangeRequest] = []
     later: list[ChangeRequest] = []
     for change in changes:
-        found = policy.windows_of(change.namespace, labels_of(change.namespace))
+        found = policy.windows_of(change.namespace, labels_of(change.namespace, change.managed_id))
         (queued if windows.is_open(found, now) else later).append(change)
     for change in queued:
         if ChangeRequest.objects.filter(pk=change.pk, state__in=WAITING).update(
@@ -322,7 +325,7 @@ def _release(changes: list[ChangeRequest], actor: Actor, bulk_id: int | None) ->
         schedule_spread(later, actor)
     else:
         for change in later:
-            decided = window_gate(change.namespace, labels_of(change.namespace), now)
+            decided = window_gate(change.namespace, labels_of(change.namespace, change.managed_id), now)
             schedule_change(change, actor, decided.not_before, decided.window)
     ids = [c.pk for c in queued if c.state == ChangeState.QUEUED]
     if not ids:

@@ -71,7 +71,7 @@ def release_due() -> int:
                 Schedule.objects.filter(pk=schedule.pk).update(released_at=now)
                 _ask_again_one(approval.reason, change)
                 continue
-            found = policy.windows_of(change.namespace, labels_of(change.namespace))
+            found = policy.windows_of(change.namespace, labels_of(change.namespace, change.managed_id))
             if not windows.is_open(found, now):
                 later = windows.next_opening(found, now) or now
                 Schedule.objects.filter(pk=schedule.pk).update(not_before=later)
@@ -86,7 +86,7 @@ def release_due() -> int:
 
 
 def _changed_one(approval: Approval, change: ChangeRequest) -> list[str]:
-    namespace = Namespace.objects.of().filter(name=change.namespace).first()
+    namespace = Namespace.objects.of(change.managed_id).filter(name=change.namespace).first()
     seen = approval.seen.get(change.namespace, {})
     if not same_version(seen, version_of(namespace)):
         return [change.namespace]
@@ -99,7 +99,7 @@ def _ask_again_one(reason: str, change: ChangeRequest) -> None:
     """A released change whose namespace moved since its approval: rebased, and a new approval of its own."""
     ChangeRequest.objects.filter(pk=change.pk).update(state=ChangeState.AWAITING_APPROVAL, updated_at=timezone.now())
     change.state = ChangeState.AWAITING_APPROVAL
-    why = rebase(change, Namespace.objects.of().filter(name=change.namespace).first())
+    why = rebase(change, Namespace.objects.of(change.managed_id).filter(name=change.namespace).first())
     if why:
         finish([change], ChangeState.CANCELLED, why, [ChangeState.AWAITING_APPROVAL])
         record(

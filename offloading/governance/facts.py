@@ -16,7 +16,8 @@ from django.utils import timezone
 from liqo_rules.spec import normalize_spec
 from offloading.choices import ChangeAction, ChangeState, Source
 from offloading.context import Actor, new_request_id
-from offloading.models import BulkRequest, ChangeRequest, Namespace
+from offloading.models import BulkRequest, ChangeRequest, ManagedCluster, Namespace
+from offloading.models.fleet import is_default
 
 log = logging.getLogger(__name__)
 
@@ -69,8 +70,23 @@ def same_version(seen: dict[str, Any], now: dict[str, Any]) -> bool:
     return all(seen.get(k) == now.get(k) for k in keys)
 
 
-def labels_of(name: str) -> dict[str, str]:
-    return Namespace.objects.of().filter(name=name).values_list("labels", flat=True).first() or {}
+def labels_of(name: str, managed: int | None = None) -> dict[str, str]:
+    """The labels of namespace ``name`` of managed cluster ``managed`` (a change's; None: the default)."""
+    return Namespace.objects.of(managed).filter(name=name).values_list("labels", flat=True).first() or {}
+
+
+def namespaces_of(changes: list[ChangeRequest]) -> Any:
+    """The snapshot's namespaces of ``changes`` (of one request or bulk: one managed cluster, the first's)."""
+    managed = changes[0].managed_id if changes else None
+    return Namespace.objects.of(managed).filter(name__in=[c.namespace for c in changes])
+
+
+def cluster_name_of(managed: int | None) -> str | None:
+    """The managed cluster's name the policy is asked with (``can_change(cluster=...)``): None for the
+    default cluster (one query for another)."""
+    if managed is None or is_default(managed):
+        return None
+    return ManagedCluster.objects.filter(pk=managed).values_list("name", flat=True).first()
 
 
 def policy_action(change: ChangeRequest) -> str:

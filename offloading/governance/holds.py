@@ -22,6 +22,7 @@ from offloading.governance.facts import (
     at_text,
     change_hash,
     labels_of,
+    namespaces_of,
     version_of,
 )
 from offloading.models import Approval, BulkRequest, ChangeRequest, Namespace, Schedule
@@ -86,7 +87,7 @@ class BulkGate:
 def gate_bulk(changes: list[ChangeRequest]) -> BulkGate:
     """One decision for the children of a bulk (unsaved): all of them await one approval when one of
     them needs it; else each waits for its own window or is queued. Sets their states."""
-    labels = dict(Namespace.objects.of().filter(name__in=[c.namespace for c in changes]).values_list("name", "labels"))
+    labels = dict(namespaces_of(changes).values_list("name", "labels"))
     destructive: dict[str, str] | None = None
     needing: dict[str, str] = {}
     for change in changes:
@@ -129,9 +130,7 @@ def request_approval(
     message: str = "",
 ) -> Approval:
     now = clock.now()
-    versions = {
-        ns.name: version_of(ns) for ns in Namespace.objects.of().filter(name__in=[c.namespace for c in children])
-    }
+    versions = {ns.name: version_of(ns) for ns in namespaces_of(children)}
     subject = change if change is not None else bulk
     assert subject is not None
     approval = Approval.objects.create(
@@ -222,10 +221,10 @@ def schedule_spread(changes: list[ChangeRequest], actor: Actor) -> None:
     """Schedule changes of a bulk, each group of namespaces sharing windows spread within them."""
     groups: dict[str, list[ChangeRequest]] = {}
     for change in changes:
-        found = policy.windows_of(change.namespace, labels_of(change.namespace))
+        found = policy.windows_of(change.namespace, labels_of(change.namespace, change.managed_id))
         groups.setdefault(" | ".join(str(w) for w in found), []).append(change)
     now = clock.now()
     for text, members in groups.items():
-        found = policy.windows_of(members[0].namespace, labels_of(members[0].namespace))
+        found = policy.windows_of(members[0].namespace, labels_of(members[0].namespace, members[0].managed_id))
         for change, when in zip(members, windows.spread(found, now, len(members)), strict=True):
             schedule_change(change, actor, when, text)

@@ -29,7 +29,7 @@ def move_rows(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("offloading", "0026_scoped_reader_indexes"),
+        ("offloading", "0027_changes_managed"),
     ]
 
     operations = [

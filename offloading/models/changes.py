@@ -7,9 +7,14 @@ from django.db import models
 from django.utils import timezone
 
 from offloading.choices import REFUSED_BY_CLUSTER, ChangeAction, ChangeState, Source
+from offloading.models.fleet import ManagedClusterKey, ScopedQuerySet
+
+# Changes and bulks carry their managed cluster (issue 28, migration 0027): the same key as the snapshot
+# rows (a change written without one is the default cluster's), but PROTECT, not CASCADE: a change is
+# named by its sealed audit events, so a cluster with changes is not removed with them.
 
 
-class BulkRequestQuerySet(models.QuerySet):
+class BulkRequestQuerySet(ScopedQuerySet["BulkRequest"]):
     def with_progress(self) -> BulkRequestQuerySet:
         """Annotate the count of children in each state (for lists)."""
         return self.annotate(
@@ -31,6 +36,7 @@ class BulkRequest(models.Model):
     """One request that offloads or unoffloads every namespace matching a label selector; its
     progress is the states of its ChangeRequests."""
 
+    managed = ManagedClusterKey(on_delete=models.PROTECT)
     action = models.CharField(max_length=16, choices=ChangeAction.choices)
     namespace_selector = models.CharField(max_length=1024)
     desired_spec = models.JSONField(null=True, blank=True)
@@ -77,6 +83,8 @@ class ChangeRequest(models.Model):
     """A requested change of one namespace's offloading (the outbox): recorded first, then pushed to
     the cluster by the worker. ``state`` and the result fields are written only by the worker."""
 
+    # Its managed cluster: a namespace is one cluster's, and so are the order and the lock of its changes.
+    managed = ManagedClusterKey(on_delete=models.PROTECT, db_index=False)
     namespace = models.CharField(max_length=63, db_index=True)
     action = models.CharField(max_length=16, choices=ChangeAction.choices)
     desired_spec = models.JSONField(null=True, blank=True)
@@ -115,9 +123,12 @@ class ChangeRequest(models.Model):
     waiting_since = models.DateTimeField(null=True, blank=True)
     bulk = models.ForeignKey(BulkRequest, null=True, blank=True, on_delete=models.SET_NULL, related_name="changes")
 
+    objects = ScopedQuerySet.as_manager()
+
     class Meta:
         ordering = ("-created_at", "-id")
-        indexes = [models.Index(fields=("namespace", "state"), name="change_ns_state")]
+        # The per-namespace order and the "next change" lookups filter by (cluster, namespace, state).
+        indexes = [models.Index(fields=("managed", "namespace", "state"), name="change_cluster_ns_state")]
 
     def __str__(self) -> str:
         return f"#{self.pk} {self.action} {self.namespace} ({self.state})"

@@ -22,7 +22,7 @@ from offloading.models import (
     Namespace,
     SnapshotState,
 )
-from offloading.models.fleet import ManagedRef, is_default, managed_pk
+from offloading.models.fleet import ManagedRef, managed_pk
 from offloading.snapshot.store import actor_from_managed_fields, replace_offloading_rows
 
 log = logging.getLogger(__name__)
@@ -30,13 +30,8 @@ log = logging.getLogger(__name__)
 
 def _changes_of(managed_id: int) -> QuerySet[ChangeRequest]:
     """The changes of liqo-dash in the managed cluster ``managed_id``, against which an observed change is
-    told ours or drift. A ChangeRequest names no cluster yet (issue 28's stage "changes carry their
-    cluster" gives it one): every change is the default cluster's, so another cluster has none, and
-    whatever changed there was done without us. Once changes carry their cluster, this is
-    ``ChangeRequest.objects.filter(managed_id=managed_id)``."""
-    if is_default(managed_id):
-        return ChangeRequest.objects.all()
-    return ChangeRequest.objects.none()
+    told ours or drift: a change of another cluster is never ours here."""
+    return ChangeRequest.objects.filter(managed_id=managed_id)
 
 
 def record_drift(old: Namespace | None, obj: dict[str, Any] | None, now: Any) -> bool:

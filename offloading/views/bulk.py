@@ -22,6 +22,7 @@ from offloading.forms import BulkForm
 from offloading.models import (
     BulkRequest,
 )
+from offloading.models.fleet import current_managed
 from offloading.views.common import (
     capped,
     confirm_page,
@@ -35,7 +36,7 @@ from offloading.whatif.capacity import rooms
 from offloading.whatif.impact import bulk_impact
 
 
-def _bulk_call(form: BulkForm, service: Any, **extra: Any) -> Any:
+def _bulk_call(request: HttpRequest, form: BulkForm, service: Any, **extra: Any) -> Any:
     """Call ``plan_bulk`` or ``request_bulk`` with the form's data; None (and the refusal on the
     form) when the change flow refuses. The generations the preview showed come back from the page,
     so a namespace that changed since is left out."""
@@ -49,6 +50,7 @@ def _bulk_call(form: BulkForm, service: Any, **extra: Any) -> Any:
             label_namespace=bool(data.get("label_namespace")),
             expected_generations=data.get("expected_generations") or None,
             gitops_override=bool(data.get("gitops_override")),
+            managed=current_managed(request),  # the cluster the page reads
             **extra,
         )
     except ChangeRejected as exc:
@@ -68,12 +70,12 @@ def bulk(request: HttpRequest) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         # What the preview showed, again; a destructive change is confirmed by typing the count of
         # namespaces, and the request contract refuses it otherwise (on the box, with why).
-        plan = _bulk_call(form, plan_bulk)
+        plan = _bulk_call(request, form, plan_bulk)
         if plan is not None:
             context.update(_plan_context(plan))
             typed = (form.cleaned_data.get("confirm_count") or "").strip()
             count = len(plan.changes)
-            created = _bulk_call(form, request_bulk, confirmed=typed == str(count))
+            created = _bulk_call(request, form, request_bulk, confirmed=typed == str(count))
             if created is not None:
                 return redirect("offloading:bulk_detail", pk=created.pk)
             if form.refusal is Refusal.UNCONFIRMED:
@@ -90,7 +92,8 @@ def _plan_context(plan: Any) -> dict[str, Any]:
     generations = {c.namespace: c.base_generation or 0 for c in plan.changes}
     impact = bulk_impact(plan.changes)
     rows = {row.namespace: row for row in impact.rows}
-    room = rooms(impact.targets) if impact.targets else {}
+    managed = plan.changes[0].managed_id if plan.changes else None  # the bulk's cluster
+    room = rooms(impact.targets, managed=managed) if impact.targets else {}
     return {
         "plan": plan,
         "impact": impact,
@@ -120,7 +123,7 @@ def bulk_preview(request: HttpRequest) -> HttpResponse:
     form = BulkForm(request.POST)
     context: dict[str, Any] = {"form": form}
     if form.is_valid():
-        plan = _bulk_call(form, plan_bulk)
+        plan = _bulk_call(request, form, plan_bulk)
         if plan is not None:
             context.update(_plan_context(plan), confirm_typed=_kept_count(form, plan))
     return render(request, "offloading/_bulk_preview.html", context)

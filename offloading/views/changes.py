@@ -54,7 +54,9 @@ def _offload_context(form: OffloadForm) -> dict[str, Any]:
         "form": form,
         "mapping_help": MAPPING_HELP,
         "pod_help": POD_HELP,
-        "pending": ChangeRequest.objects.filter(namespace=namespace.name, state__in=ChangeState.pending()).first(),
+        "pending": ChangeRequest.objects.of(namespace.managed_id)
+        .filter(namespace=namespace.name, state__in=ChangeState.pending())
+        .first(),
     }
 
 
@@ -77,6 +79,7 @@ def offload(request: HtmxHttpRequest, name: str) -> HttpResponse:
                     label_namespace=bool(form.cleaned_data.get("label_namespace")),
                     confirmed=bool(form.cleaned_data.get("confirm")),
                     gitops_override=bool(form.cleaned_data.get("gitops_override")),
+                    managed=namespace.managed_id,
                 )
             except ChangeRejected as exc:
                 current = (
@@ -216,6 +219,7 @@ def unoffload(request: HttpRequest, name: str) -> HttpResponse:
                     expected_generation=form.cleaned_data.get("expected_generation"),
                     confirmed=form.confirmed,
                     gitops_override=bool(form.cleaned_data.get("gitops_override")),
+                    managed=namespace.managed_id,
                 )
             except ChangeRejected as exc:
                 form.add_refusal(exc)
@@ -251,7 +255,7 @@ def change_list(request: HttpRequest) -> HttpResponse:
 @require_GET
 def change_detail(request: HttpRequest, pk: int) -> HttpResponse:
     change = get_object_or_404(ChangeRequest, pk=pk)
-    namespace = Namespace.objects.of().filter(name=change.namespace).first()
+    namespace = Namespace.objects.of(change.managed_id).filter(name=change.namespace).first()
     return render(
         request,
         "offloading/change_detail.html",
@@ -263,7 +267,7 @@ def change_detail(request: HttpRequest, pk: int) -> HttpResponse:
             **(status_context(namespace) if namespace else {}),
             **_merge_context(change, namespace),
             # The events since the change was asked for (Liqo's warnings about what it did).
-            **inventory_context(change.namespace, since=change.created_at),
+            **inventory_context(change.namespace, since=change.created_at, managed=change.managed_id),
         },
     )
 
@@ -283,7 +287,7 @@ def _merge_context(change: ChangeRequest, namespace: Namespace | None) -> dict[s
 def change_status(request: HttpRequest, pk: int) -> HttpResponse:
     """Polled fragment: the change's state, then the namespace's phase; 286 once both are final."""
     change = get_object_or_404(ChangeRequest, pk=pk)
-    namespace = Namespace.objects.of().filter(name=change.namespace).first()
+    namespace = Namespace.objects.of(change.managed_id).filter(name=change.namespace).first()
     context = {
         "change": change,
         **(status_context(namespace) if namespace else {"namespace": None}),
@@ -302,7 +306,7 @@ def change_status(request: HttpRequest, pk: int) -> HttpResponse:
 def change_reapply(request: HttpRequest, pk: int) -> HttpResponse:
     """Resolve a conflict: ask for the same change again, based on the current version."""
     conflicted = get_object_or_404(ChangeRequest, pk=pk)
-    namespace = Namespace.objects.of().filter(name=conflicted.namespace).first()
+    namespace = Namespace.objects.of(conflicted.managed_id).filter(name=conflicted.namespace).first()
     if namespace is not None:  # one that is gone is the contract's refusal (not found), on the change's page
         refused = gate(request, namespace, "reapply")
         if isinstance(refused, HttpResponse):

@@ -152,10 +152,13 @@ def annotate_inventory(namespaces: Any, managed: ManagedRef = None) -> None:
 POD_ROWS, EVENT_ROWS = 200, 50  # a page of a namespace's pods and events; the pages say how many there are
 
 
-def inventory_context(namespace_name: str, since: Any = None, request: HttpRequest | None = None) -> dict[str, Any]:
+def inventory_context(
+    namespace_name: str, since: Any = None, request: HttpRequest | None = None, managed: int | None = None
+) -> dict[str, Any]:
     """The pods of a namespace (where they run) and its events, warnings first: a page of each
-    (``?pods=`` and ``?events=`` in ``request``'s query string), with how many there are in all."""
-    managed = current_managed(request)
+    (``?pods=`` and ``?events=`` in ``request``'s query string), with how many there are in all; of
+    managed cluster ``managed`` (pk), else the one ``request`` reads."""
+    managed = current_managed(request) if managed is None else managed
     events = KubeEvent.objects.of(managed).filter(namespace=namespace_name)
     if since is not None:
         events = events.filter(last_time__gte=since)

@@ -125,17 +125,18 @@ def is_destructive(namespace: Namespace, action: str, spec: dict[str, Any] | Non
 
 
 def destructive_changes(changes: list[ChangeRequest]) -> dict[str, str]:
-    """For the (unsaved) changes of a bulk request: why each destructive one is, by namespace. Two queries
-    whatever their number; a change says what it was based on (``base_spec``: None when the namespace
-    was not offloaded; a change names no managed cluster yet: its namespace is the default cluster's)."""
+    """For the (unsaved) changes of a bulk request (of one managed cluster, the first change's): why each
+    destructive one is, by namespace. Two queries whatever their number; a change says what it was based
+    on (``base_spec``: None when the namespace was not offloaded)."""
     names = [c.namespace for c in changes if c.base_spec is not None]
     if not names:
         return {}
+    managed = changes[0].managed_id
     on_now: dict[str, set[str]] = {}
-    rows = ClusterOffloading.objects.of().filter(namespace__name__in=names, selected=True)
+    rows = ClusterOffloading.objects.of(managed).filter(namespace__name__in=names, selected=True)
     for name, cluster_id in rows.values_list("namespace__name", "cluster_id"):
         on_now.setdefault(name, set()).add(cluster_id)
-    selects = _selector_of(_virtual_nodes())
+    selects = _selector_of(_virtual_nodes(managed))
     found = {}
     for change in changes:
         why = destructive_reason(

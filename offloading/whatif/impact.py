@@ -107,16 +107,17 @@ def field_changes(before: dict[str, Any] | None, after: dict[str, Any] | None) -
 
 
 def bulk_impact(changes: list[ChangeRequest]) -> BulkImpact:
-    """The impact of each (unsaved) child of a bulk change; three queries whatever their number. A change
-    names no managed cluster yet: its namespace is the default cluster's."""
+    """The impact of each (unsaved) child of a bulk change (of one managed cluster, the first change's);
+    three queries whatever their number."""
     names = [c.namespace for c in changes]
-    running = running_pods(names)
+    managed = changes[0].managed_id if changes else None
+    running = running_pods(names, managed)
     now: dict[str, set[str]] = {}
-    rows_now = ClusterOffloading.objects.of().filter(namespace__name__in=names, selected=True)
+    rows_now = ClusterOffloading.objects.of(managed).filter(namespace__name__in=names, selected=True)
     for namespace, cluster_id in rows_now.values_list("namespace__name", "cluster_id"):
         now.setdefault(namespace, set()).add(cluster_id)
     virtual_nodes = list(
-        VirtualNode.objects.of().order_by("namespace", "name").values_list("cluster_id", "name", "labels")
+        VirtualNode.objects.of(managed).order_by("namespace", "name").values_list("cluster_id", "name", "labels")
     )
     selections: dict[str, set[str]] = {}
     rows = []

@@ -196,9 +196,10 @@ class DryRun:
     checked: bool  # False when the API server could not be asked (the change can still be queued)
 
 
-def dry_run(namespace_name: str, spec: dict[str, Any]) -> DryRun:
-    """Ask the API server (and so Liqo's validating webhook) whether it would accept ``spec`` now.
-    Only denials count as errors; an unreachable API server only means we could not check."""
+def dry_run(namespace_name: str, spec: dict[str, Any], managed: int | None = None) -> DryRun:
+    """Ask the API server (and so Liqo's validating webhook) whether it would accept ``spec`` now (the
+    bound cluster's, ``managed`` that cluster's pk for its snapshot; None: the default cluster). Only
+    denials count as errors; an unreachable API server only means we could not check."""
     body: dict[str, Any] = {
         "apiVersion": f"{liqo.GROUP}/{liqo.VERSION}",
         "kind": "NamespaceOffloading",
@@ -206,7 +207,7 @@ def dry_run(namespace_name: str, spec: dict[str, Any]) -> DryRun:
         "spec": normalize_spec(spec),
     }
     try:
-        if not Namespace.objects.of().filter(name=namespace_name, offloaded=True).exists():
+        if not Namespace.objects.of(managed).filter(name=namespace_name, offloaded=True).exists():
             # Not offloaded as far as the snapshot knows: the create is asked at once, without a read
             # (an offloading made since answers AlreadyExists, and then it is read and replaced).
             try:
