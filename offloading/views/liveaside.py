@@ -56,7 +56,8 @@ log = logging.getLogger(__name__)
 ASIDE = "liqo_dash.live_render"  # the environ key of a render made aside: {"version", "read_ms", "key"}
 RESTART_S = 5.0  # a renderer that died is started again this long after (doubling while it dies unready)
 RESTART_MAX_S = 60.0
-MAX_PENDING = 32  # renders waiting for the renderer beyond which a poll renders itself
+MAX_PENDING = 16  # renders waiting for the renderer beyond which a poll renders itself (their jobs, ~2 KB
+# each, stay within the pipe's 64 KB: sending one never waits for the renderer)
 _READY = "ready"
 
 # What of the poll's environ the renderer needs to run it as the web process would (besides the headers).
