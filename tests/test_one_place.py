@@ -58,9 +58,9 @@ def test_every_gated_page_refuses_through_the_request_contract_and_audits_once(
     writes: list[str] = []
     real = authorize.record_refused
 
-    def spy(actor: Any, namespace: str, action: str, reason: str) -> Any:
+    def spy(actor: Any, namespace: str, action: str, reason: str, **kwargs: Any) -> Any:
         writes.append(action)
-        return real(actor, namespace, action, reason)
+        return real(actor, namespace, action, reason, **kwargs)
 
     monkeypatch.setattr(authorize, "record_refused", spy)
     urls = _gated_posts(fleet)
