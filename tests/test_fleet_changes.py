@@ -23,14 +23,16 @@ from access.models import Scope
 from offloading import queue
 from offloading.changes import apply, bulkpush
 from offloading.changes.bulk import request_bulk
+from offloading.changes.errors import ChangeRejected
 from offloading.changes.requests import request_offload
-from offloading.choices import ChangeAction, ChangeState, Source
+from offloading.choices import AuditAction, ChangeAction, ChangeState, Source
 from offloading.cluster import breaker as apihealth
 from offloading.cluster import kube, pace
 from offloading.context import Actor
 from offloading.governance import approvals
 from offloading.models import (
     ApprovalDecision,
+    AuditEvent,
     BulkRequest,
     ChangeRequest,
     ClusterOffloading,
@@ -274,6 +276,22 @@ def test_an_approver_is_judged_by_the_scopes_of_the_changes_cluster(
         approvals.approve(otto, change_id=theirs.pk)
     assert refused.value.code == 403
     assert approvals.approve(otto, change_id=ours.pk).decision == ApprovalDecision.APPROVED
+
+
+def test_a_refusal_is_audited_under_the_cluster_it_was_asked_of(clusters: Any, django_user_model: Any) -> None:
+    """An operator scoped to the default cluster's "orders" asks for milan's "orders": refused, and the
+    REFUSED event is milan's (the trail of the default cluster says nothing of it)."""
+    default, milan = clusters
+    user = django_user_model.objects.create_user("otto", password="otto-password-123")
+    user.groups.add(Group.objects.get_or_create(name=roles.OPERATOR)[0])
+    Scope.objects.create(user=user, kind="glob", value="orders")
+    roles.forget(user)
+    otto = Actor(user.pk, "otto", Source.WEB, "req-otto")
+    with pytest.raises(ChangeRejected):
+        request_offload("orders", SPEC, otto, managed=milan.pk)
+    refused = AuditEvent.objects.filter(action=AuditAction.REFUSED, namespace="orders")
+    assert [event.managed_id for event in refused] == [milan.pk]
+    assert request_offload("orders", SPEC, otto).managed_id == default.pk  # in scope where it was granted
 
 
 # --------------------------------------------------------------------------------------------------
