@@ -31,6 +31,7 @@ from offloading.models import seal as auditseal
 from offloading.models.fleet import default_managed_pk
 from offloading.snapshot.drift import observe_offloading, open_drift
 from offloading.views.managed import removal_of
+from tests import migrating
 
 BEFORE = ("offloading", "0026_scoped_reader_indexes")
 ALICE = Actor(None, "alice", Source.WEB, "")
@@ -130,12 +131,7 @@ def _old_seal(row: Any, seq: int, prev: str) -> str:
 
 @pytest.fixture
 def before_the_trail_clusters(transactional_db: Any) -> Iterator[Any]:
-    executor = MigrationExecutor(connection)
-    leaves = executor.loader.graph.leaf_nodes("offloading")
-    executor.migrate([BEFORE])
-    yield executor.loader.project_state([BEFORE]).apps
-    MigrationExecutor(connection).migrate(leaves)
-    emit_post_migrate_signal(0, False, connection.alias)
+    yield from migrating.back_to(BEFORE)
 
 
 def _old_trail(apps: Any, count: int) -> None:

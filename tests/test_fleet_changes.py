@@ -43,6 +43,7 @@ from offloading.models.managed import ensure_configured
 from offloading.views.managed import removal_of
 from offloading.whatif.destructive import destructive_changes
 from offloading.whatif.impact import bulk_impact
+from tests import migrating
 
 SPEC = {"namespaceMappingStrategy": "DefaultName", "podOffloadingStrategy": "LocalAndRemote"}
 DASHBOARD = Actor(None, "dashboard", Source.API, "req-1")
@@ -302,12 +303,7 @@ BEFORE = ("offloading", "0026_scoped_reader_indexes")
 
 @pytest.fixture
 def before_0027(transactional_db: Any) -> Iterator[Any]:
-    executor = MigrationExecutor(connection)
-    leaves = executor.loader.graph.leaf_nodes("offloading")
-    executor.migrate([BEFORE])
-    yield executor.loader.project_state([BEFORE]).apps
-    MigrationExecutor(connection).migrate(leaves)
-    emit_post_migrate_signal(0, False, connection.alias)
+    yield from migrating.back_to(BEFORE)
 
 
 def _migrate_forward() -> None:
