@@ -3,7 +3,9 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
 
-from offloading import health, metrics
+from offloading import health, metrics, switcher
+from offloading import urls as page_urls
+from offloading.api import urls as api_urls
 from offloading.api.docs import SwaggerView
 from offloading.views import admingate
 
@@ -16,6 +18,12 @@ urlpatterns = [
     path("metrics", metrics.metrics_view, name="metrics"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
+    # Another managed cluster's API resources and pages: the same paths under m/<cluster name>/
+    # (offloading/switcher.py); the paths without it address the default cluster.
+    path(
+        f"api/v1/{switcher.ROUTE}",
+        include((switcher.per_cluster(api_urls.urlpatterns, "api", exclude=["api-root"], api=True), "api-cluster")),
+    ),
     path("api/v1/", include("offloading.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     # The split view serves its start-up script as a file, so no inline script runs; Swagger UI still
@@ -26,5 +34,9 @@ urlpatterns = [
         name="api_docs",
     ),
     path("", include("access.urls")),
+    path(
+        switcher.ROUTE,
+        include((switcher.per_cluster(page_urls.urlpatterns, "offloading", exclude=page_urls.FLEET_WIDE), "cluster")),
+    ),
     path("", include("offloading.urls")),
 ]

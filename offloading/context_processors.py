@@ -5,11 +5,14 @@ from typing import Any
 from django.conf import settings
 from django.http import HttpRequest
 from django.utils import timezone
+from django.utils.functional import SimpleLazyObject
 
 from access import roles
+from offloading import switcher
 from offloading.audit.events import last_verification
 from offloading.cluster import breaker as apihealth
 from offloading.models import SnapshotState
+from offloading.models.fleet import ManagedRef, current_managed
 
 
 def snapshot_state(request: HttpRequest) -> dict[str, Any]:
@@ -19,7 +22,12 @@ def snapshot_state(request: HttpRequest) -> dict[str, Any]:
     return {
         "liqo_dash_version": settings.LIQO_DASH_VERSION,
         "audit_alert": _audit_alert(request.user),
-        **freshness_context(),
+        # The page's managed cluster (offloading/switcher.py): the prefix its links keep, and the header's
+        # switcher, read only when the page shows the header (a live region's render never does).
+        "cluster_base": switcher.base_of(request),
+        "cluster_name": switcher.cluster_name(request),
+        "cluster_switcher": SimpleLazyObject(lambda: switcher.switcher_of(request)),
+        **freshness_context(current_managed(request)),
     }
 
 
@@ -33,10 +41,11 @@ def _audit_alert(user: Any) -> str:
     return str(verdict.get("problem") or f"event {verdict.get('first_bad')} does not verify")
 
 
-def freshness_context() -> dict[str, Any]:
+def freshness_context(managed: ManagedRef = None) -> dict[str, Any]:
     """The snapshot's age as the badge shows it: fresh, amber past two refresh intervals, red past five
-    (the badge keeps ticking in the browser, static/js/liqo-dash.js), and why, when it is known."""
-    state = SnapshotState.get()
+    (the badge keeps ticking in the browser, static/js/liqo-dash.js), and why, when it is known; of the
+    managed cluster ``managed`` (None: the default one)."""
+    state = SnapshotState.get(managed)
     outage = apihealth.outage()
     now = timezone.now()
     # How often the snapshot is marked fresh: beat's refresh interval when it refreshes, otherwise the

@@ -1,10 +1,23 @@
-from django.urls import include, path
+from django.urls import URLPattern, URLResolver, include, path
 
 from offloading.views import audit, bulk, changes, drift, fleet, freshness, insight, live, reflection
 
 app_name = "offloading"
 
-urlpatterns = [
+# Pages across the managed clusters, or of none: they have no copy under a cluster's m/<name>/ prefix
+# (liqo_dash/urls.py, offloading/switcher.py). The freshness badge stays the default cluster's: the live-poll
+# middleware answers its polls before any view could set the cluster.
+FLEET_WIDE = (
+    "managed_cluster_list",
+    "managed_cluster_register",
+    "managed_cluster_edit",
+    "managed_cluster_remove",
+    "fleet_namespaces",
+    "domain_map",
+    "freshness",
+)
+
+urlpatterns: list[URLPattern | URLResolver] = [
     path("", live.page(insight.overview), name="home"),
     # Live pages: they poll themselves; live.page answers 304 while nothing they show has changed.
     path("clusters/", live.page(fleet.cluster_list), name="cluster_list"),

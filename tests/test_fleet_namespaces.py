@@ -1,6 +1,6 @@
 """Every managed cluster's namespaces in one list (offloading/views/fleetwide.py, issue 28): each row
 names its cluster, the filters narrow by cluster, name and offloading, each cluster's snapshot state
-shows above, only the default cluster's rows link to pages (which read the default cluster), and a
+shows above, each row links to its namespace's page in its own cluster (``/m/<name>/``), and a
 filter that names no managed cluster is an error on its field, not every cluster's rows."""
 
 from __future__ import annotations
@@ -48,7 +48,9 @@ def test_every_clusters_namespaces_with_their_cluster(fleet: Any, viewer: Client
     assert rows.index((default, "shop")) < rows.index(("turin", "etl")), "the default cluster's rows first"
     html = response.content.decode()
     assert f'href="{reverse("offloading:namespace_detail", args=["shop"])}"' in html
-    assert ">etl<" in html and reverse("offloading:namespace_detail", args=["etl"]) not in html  # turin's only
+    # Each row links to its namespace's page in its own cluster (turin's under /m/turin/, offloading/switcher.py).
+    assert f'href="/m/turin{reverse("offloading:namespace_detail", args=["etl"])}"' in html
+    assert f'href="{reverse("offloading:namespace_detail", args=["etl"])}"' not in html  # etl is turin's only
 
 
 def test_the_filters_narrow_by_cluster_name_and_offloading(fleet: Any, viewer: Client) -> None:

@@ -28,6 +28,8 @@ from offloading.api.serializers import AuditEventSerializer
 from offloading.api.views import NamedNotFoundMixin
 from offloading.filtersets import AuditFilterSet
 from offloading.models import AuditEvent, ManagedCluster
+from offloading.models.fleet import current_managed
+from offloading.switcher import cluster_name
 
 COLUMNS = (
     "seq",
@@ -129,6 +131,11 @@ class AuditEventViewSet(NamedNotFoundMixin, viewsets.ReadOnlyModelViewSet):
     serializer_class = AuditEventSerializer
     filter_backends = [DjangoFilterBackend]
     filterset_class = AuditFilterSet
+
+    def get_queryset(self) -> Any:
+        """Every cluster's events (``?cluster=`` keeps one's), or one cluster's under ``/api/v1/m/<name>/``."""
+        queryset = super().get_queryset()
+        return queryset.filter(managed_id=current_managed(self.request)) if cluster_name(self.request) else queryset
 
     def perform_content_negotiation(self, request: Request, force: bool = False) -> Any:
         """``?format=`` is the export's own parameter: an unknown value is a 400 (below), not DRF's 404."""

@@ -280,11 +280,15 @@ class WaitingSerializer(CamelCaseFields, serializers.Serializer):
 class ChangeRequestSerializer(CamelCaseFields, serializers.ModelSerializer):
     waiting = serializers.SerializerMethodField()
     governance = serializers.SerializerMethodField()
+    managed_cluster = serializers.CharField(
+        source="managed.name", read_only=True, help_text="The managed cluster it changes (its name)."
+    )
 
     class Meta:
         model = ChangeRequest
         fields = [
             "id",
+            "managed_cluster",
             "namespace",
             "action",
             "state",
@@ -331,11 +335,15 @@ class BulkRefusedSerializer(serializers.Serializer):
 class BulkRequestSerializer(CamelCaseFields, serializers.ModelSerializer):
     progress = serializers.SerializerMethodField()
     refused = serializers.SerializerMethodField()
+    managed_cluster = serializers.CharField(
+        source="managed.name", read_only=True, help_text="The managed cluster its changes are of (its name)."
+    )
 
     class Meta:
         model = BulkRequest
         fields = [
             "id",
+            "managed_cluster",
             "action",
             "namespace_selector",
             "desired_spec",

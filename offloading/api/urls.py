@@ -1,4 +1,4 @@
-from django.urls import include, path
+from django.urls import URLPattern, URLResolver, include, path
 from rest_framework.routers import DefaultRouter
 
 from offloading.api import audit, views
@@ -12,7 +12,7 @@ router.register("audit", audit.AuditEventViewSet)
 
 app_name = "api"
 
-urlpatterns = [
+urlpatterns: list[URLPattern | URLResolver] = [
     path("snapshot/", views.SnapshotView.as_view(), name="snapshot"),
     path("", include("offloading.api.governance_urls")),
     path("", include("offloading.api.gitops_urls")),

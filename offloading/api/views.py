@@ -351,9 +351,15 @@ def _explanation(vn: str, why: dict[str, Any], shown: dict[int, list[dict[str, A
 
 class ChangeRequestViewSet(FilesNegotiation, NamedNotFoundMixin, SnapshotHeadersMixin, viewsets.ReadOnlyModelViewSet):
     not_found_kind = "changerequests"
-    queryset = ChangeRequest.objects.select_related("schedule").prefetch_related("approvals", "bulk__approvals")
+    queryset = ChangeRequest.objects.select_related("schedule", "managed").prefetch_related(
+        "approvals", "bulk__approvals"
+    )
     serializer_class = ChangeRequestSerializer
     filterset_class = ChangeRequestFilterSet
+
+    def get_queryset(self) -> Any:
+        """The changes of the request's managed cluster (``/api/v1/m/<name>/``; the default's without it)."""
+        return super().get_queryset().filter(managed_id=current_managed(self.request))
 
     @FILES_SCHEMA
     @action(detail=True, methods=["get"], filter_backends=[])
@@ -394,9 +400,13 @@ class BulkRequestViewSet(
     FilesNegotiation, NamedNotFoundMixin, SnapshotHeadersMixin, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet
 ):
     not_found_kind = "bulkrequests"
-    queryset = BulkRequest.objects.with_progress().with_refused()
+    queryset = BulkRequest.objects.with_progress().with_refused().select_related("managed")
     serializer_class = BulkRequestSerializer
     filter_backends: list[Any] = []
+
+    def get_queryset(self) -> Any:
+        """The bulks of the request's managed cluster, as for changes."""
+        return super().get_queryset().filter(managed_id=current_managed(self.request))
 
     @FILES_SCHEMA
     @action(detail=True, methods=["get"])

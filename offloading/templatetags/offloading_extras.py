@@ -10,16 +10,45 @@ from typing import Any
 
 import yaml
 from django import template
+from django.template import defaulttags
 from django.utils.html import format_html
+from django.utils.safestring import SafeString
 
 from access import policy
 from liqo_rules.reflectobjects import plural
+from offloading import switcher
 from offloading.views.audit import diff
 from offloading.views.previewhtml import room_html
 from offloading.views.tones import tone
 from offloading.whatif.capacity import binary_bytes
 
 register = template.Library()
+
+
+class ClusterURLNode(template.Node):
+    """``{% url %}``, then under the page's managed cluster (``cluster_base``: the context processor's, or a
+    cached row's own) when the page named has a per-cluster copy (offloading/switcher.py)."""
+
+    def __init__(self, node: defaulttags.URLNode) -> None:
+        self.asvar, node.asvar = node.asvar, None
+        self.node = node
+
+    def render(self, context: Any) -> str:
+        url = self.node.render(context)
+        base = context.get("cluster_base")
+        if base is None:
+            base = switcher.base_of(context.get("request"))
+        found = SafeString(switcher.prefixed(str(base), str(self.node.view_name.resolve(context)), url))
+        if self.asvar:
+            context[self.asvar] = found
+            return ""
+        return found
+
+
+@register.tag
+def cluster_url(parser: Any, token: Any) -> ClusterURLNode:
+    """``{% cluster_url 'offloading:namespace_detail' name %}``: as ``{% url %}``, in the page's cluster."""
+    return ClusterURLNode(defaulttags.url(parser, token))
 
 
 @register.simple_tag
@@ -86,7 +115,11 @@ def may_change(context: Any, namespace: Any, action: str = "") -> Any:
     request = context.get("request")
     user = getattr(request, "user", None)
     return policy.can_change(
-        user, namespace.name, getattr(namespace, "labels", None) or {}, action or policy.default_action(namespace)
+        user,
+        namespace.name,
+        getattr(namespace, "labels", None) or {},
+        action or policy.default_action(namespace),
+        cluster=switcher.cluster_name(request),
     )
 
 

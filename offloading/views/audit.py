@@ -22,6 +22,8 @@ from django.views.decorators.http import require_GET
 from offloading.choices import AuditAction
 from offloading.filtersets import AuditFilterSet
 from offloading.models import AuditEvent, ManagedCluster
+from offloading.models.fleet import current_managed
+from offloading.switcher import cluster_name
 from offloading.whatif.impact import field_text
 
 PAGE_SIZE = 50
@@ -87,6 +89,8 @@ def trail_rows(events: list[AuditEvent]) -> list[tuple[AuditEvent, list[tuple[st
 @require_GET
 def audit_list(request: HttpRequest) -> HttpResponse:
     queryset = AuditEvent.objects.select_related("change", "managed").order_by("-seq")
+    if cluster_name(request):  # a cluster's own trail (/m/<name>/audit/); without it every cluster's
+        queryset = queryset.filter(managed_id=current_managed(request))
     filterset = AuditFilterSet(request.GET, queryset=queryset)
     fleet = ManagedCluster.objects.count() > 1
     if not fleet and not request.GET.get("cluster"):

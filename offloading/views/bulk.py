@@ -10,7 +10,6 @@ from django.contrib.auth.decorators import login_required
 from django.db.models import Case, When
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseStopPolling
 
@@ -23,6 +22,7 @@ from offloading.models import (
     BulkRequest,
 )
 from offloading.models.fleet import current_managed
+from offloading.switcher import cluster_reverse, elsewhere
 from offloading.views.common import (
     capped,
     confirm_page,
@@ -77,7 +77,7 @@ def bulk(request: HttpRequest) -> HttpResponse:
             count = len(plan.changes)
             created = _bulk_call(request, form, request_bulk, confirmed=typed == str(count))
             if created is not None:
-                return redirect("offloading:bulk_detail", pk=created.pk)
+                return redirect(cluster_reverse(request, "offloading:bulk_detail", pk=created.pk))
             if form.refusal is Refusal.UNCONFIRMED:
                 form.add_error(
                     "confirm_count",
@@ -133,6 +133,9 @@ def bulk_preview(request: HttpRequest) -> HttpResponse:
 @require_GET
 def bulk_detail(request: HttpRequest, pk: int) -> HttpResponse:
     item = get_object_or_404(BulkRequest, pk=pk)
+    moved = elsewhere(request, item.managed_id)
+    if moved is not None:
+        return moved  # its page is its cluster's
     rows = request.GET.get("rows", "")  # the page of the changes' table, passed on to the polled progress
     context = {"bulk": item, "progress": item.progress(), "rows": rows if rows.isdigit() else ""}
     return render(request, "offloading/bulk_detail.html", context)
@@ -152,11 +155,11 @@ def bulk_retry(request: HttpRequest, pk: int) -> HttpResponse:
         if exc.refusal is Refusal.FORBIDDEN:
             return forbidden(request, exc)
         if exc.refusal is Refusal.UNCONFIRMED:
-            return confirm_page(request, exc, reverse("offloading:bulk_detail", args=[pk]))
+            return confirm_page(request, exc, cluster_reverse(request, "offloading:bulk_detail", pk))
         for message in exc.messages:
             messages.error(request, message)
-        return redirect("offloading:bulk_detail", pk=pk)
-    return redirect("offloading:bulk_detail", pk=retry.pk)
+        return redirect(cluster_reverse(request, "offloading:bulk_detail", pk=pk))
+    return redirect(cluster_reverse(request, "offloading:bulk_detail", pk=retry.pk))
 
 
 BULK_ROWS = 100

@@ -10,7 +10,6 @@ from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
-from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect, HttpResponseStopPolling
 
@@ -29,6 +28,7 @@ from offloading.models import (
     Namespace,
 )
 from offloading.models.fleet import current_managed
+from offloading.switcher import base_of, cluster_reverse, elsewhere
 from offloading.views.common import (
     HtmxHttpRequest,
     confirm_page,
@@ -95,7 +95,7 @@ def offload(request: HtmxHttpRequest, name: str) -> HttpResponse:
                 else:
                     form.add_refusal(exc)
             else:
-                url = reverse("offloading:change_detail", args=[change.pk])
+                url = cluster_reverse(request, "offloading:change_detail", change.pk)
                 return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
     else:
         form = OffloadForm(namespace=namespace)
@@ -224,7 +224,7 @@ def unoffload(request: HttpRequest, name: str) -> HttpResponse:
             except ChangeRejected as exc:
                 form.add_refusal(exc)
             else:
-                return redirect("offloading:change_detail", pk=change.pk)
+                return redirect(cluster_reverse(request, "offloading:change_detail", pk=change.pk))
     else:
         form = UnoffloadForm(namespace=namespace)
     selected = namespace.cluster_states.filter(selected=True) if namespace.offloaded else []
@@ -243,7 +243,7 @@ def unoffload(request: HttpRequest, name: str) -> HttpResponse:
 @login_required
 @require_GET
 def change_list(request: HttpRequest) -> HttpResponse:
-    changes = ChangeRequest.objects.all()
+    changes = ChangeRequest.objects.of(current_managed(request))
     state = request.GET.get("state")
     if state in ChangeState.values:
         changes = changes.filter(state=state)
@@ -255,6 +255,9 @@ def change_list(request: HttpRequest) -> HttpResponse:
 @require_GET
 def change_detail(request: HttpRequest, pk: int) -> HttpResponse:
     change = get_object_or_404(ChangeRequest, pk=pk)
+    moved = elsewhere(request, change.managed_id)
+    if moved is not None:
+        return moved  # its page is its cluster's, where its links lead
     namespace = Namespace.objects.of(change.managed_id).filter(name=change.namespace).first()
     return render(
         request,
@@ -264,7 +267,7 @@ def change_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "namespace": namespace,
             "desired_yaml": dump_yaml(change.desired_spec) if change.desired_spec else "",
             # The same per-cluster rows as the namespace page (one partial renders them both).
-            **(status_context(namespace) if namespace else {}),
+            **(status_context(namespace, base_of(request)) if namespace else {}),
             **_merge_context(change, namespace),
             # The events since the change was asked for (Liqo's warnings about what it did).
             **inventory_context(change.namespace, since=change.created_at, managed=change.managed_id),
@@ -316,8 +319,8 @@ def change_reapply(request: HttpRequest, pk: int) -> HttpResponse:
         change = reapply(pk, current_actor(), choices, confirmed=confirmed(request))
     except ChangeRejected as exc:
         if exc.refusal is Refusal.UNCONFIRMED:
-            return confirm_page(request, exc, reverse("offloading:change_detail", args=[pk]))
+            return confirm_page(request, exc, cluster_reverse(request, "offloading:change_detail", pk))
         for message in exc.messages:
             messages.error(request, message)
-        return redirect("offloading:change_detail", pk=pk)
-    return redirect("offloading:change_detail", pk=change.pk)
+        return redirect(cluster_reverse(request, "offloading:change_detail", pk=pk))
+    return redirect(cluster_reverse(request, "offloading:change_detail", pk=change.pk))

@@ -8,13 +8,13 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
-from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from offloading.changes.drift import accept_drift
 from offloading.changes.drift import reapply_mine as reapply_mine_change
 from offloading.changes.errors import ChangeRejected, Refusal
 from offloading.context import current_actor
+from offloading.switcher import cluster_reverse
 from offloading.views.common import confirm_page, confirmed, forbidden, gate
 
 
@@ -31,10 +31,10 @@ def accept(request: HttpRequest, name: str) -> HttpResponse:
             return forbidden(request, exc, namespace)
         for message in exc.messages:
             messages.error(request, message)
-        return redirect("offloading:namespace_detail", name=name)
+        return redirect(cluster_reverse(request, "offloading:namespace_detail", name=name))
     if accepted is not None:
         messages.success(request, "The change made outside liqo-dash is accepted; it stays as it is.")
-    return redirect("offloading:namespace_detail", name=name)
+    return redirect(cluster_reverse(request, "offloading:namespace_detail", name=name))
 
 
 @login_required
@@ -47,8 +47,8 @@ def reapply_mine(request: HttpRequest, name: str) -> HttpResponse:
         change = reapply_mine_change(namespace.name, current_actor(), confirmed=confirmed(request))
     except ChangeRejected as exc:
         if exc.refusal is Refusal.UNCONFIRMED:
-            return confirm_page(request, exc, reverse("offloading:namespace_detail", args=[name]))
+            return confirm_page(request, exc, cluster_reverse(request, "offloading:namespace_detail", name))
         for message in exc.messages:
             messages.error(request, message[:1].upper() + message[1:])
-        return redirect("offloading:namespace_detail", name=name)
-    return redirect("offloading:change_detail", pk=change.pk)
+        return redirect(cluster_reverse(request, "offloading:namespace_detail", name=name))
+    return redirect(cluster_reverse(request, "offloading:change_detail", pk=change.pk))

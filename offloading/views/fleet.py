@@ -30,6 +30,7 @@ from offloading.models import (
 )
 from offloading.models.fleet import current_managed
 from offloading.snapshot.drift import open_drift
+from offloading.switcher import base_of, cluster_name
 from offloading.views.common import (
     HtmxHttpRequest,
     annotate_inventory,
@@ -88,7 +89,7 @@ def cluster_list(request: HttpRequest) -> HttpResponse:
         )
         for cluster_id, role, net, auth, offload, modules in page
     ]
-    context = {"rows": rows, "page": page, "body": rendered("offloading/_cluster_row.html", rows)}
+    context = {"rows": rows, "page": page, "body": rendered("offloading/_cluster_row.html", rows, base_of(request))}
     return render(request, "offloading/cluster_list.html", context)
 
 
@@ -109,10 +110,12 @@ def namespace_list(request: HtmxHttpRequest) -> HttpResponse:
     page.object_list = [ListedNamespace(*values) for values in page.object_list]
     annotate_inventory(page.object_list, managed)
     selected = selected_clusters([ns.pk for ns in page.object_list])
-    user = request.user
+    user, cluster = request.user, cluster_name(request)
     rows = [
         namespace_row(
-            ns, *selected.get(ns.pk, ((), 0)), policy.can_change(user, ns.name, ns.labels, policy.default_action(ns))
+            ns,
+            *selected.get(ns.pk, ((), 0)),
+            policy.can_change(user, ns.name, ns.labels, policy.default_action(ns), cluster=cluster),
         )
         for ns in page.object_list
     ]
@@ -123,7 +126,7 @@ def namespace_list(request: HtmxHttpRequest) -> HttpResponse:
         "page": page,
         "query": query.urlencode(),
         "phase_counts": {} if request.htmx else _phase_counts(managed),  # the table alone does not show them
-        "body": rendered("offloading/_namespace_row.html", rows),
+        "body": rendered("offloading/_namespace_row.html", rows, base_of(request)),
     }
     template = "offloading/_namespace_table.html" if request.htmx else "offloading/namespace_list.html"
     return render(request, template, context)
@@ -197,7 +200,7 @@ def matrix_cells(clusters: list[str], states: dict[str, ClusterOffloading]) -> s
 @require_GET
 def namespace_detail(request: HttpRequest, name: str) -> HttpResponse:
     namespace = get_object_or_404(Namespace.objects.of(current_managed(request)), name=name)
-    changes = ChangeRequest.objects.filter(namespace=name)
+    changes = ChangeRequest.objects.filter(managed_id=namespace.managed_id, namespace=name)
     history = capped(
         StatusTransition.objects.of(namespace.managed_id).filter(namespace=name), request, "history", HISTORY_ROWS
     )
@@ -210,7 +213,7 @@ def namespace_detail(request: HttpRequest, name: str) -> HttpResponse:
             "changes_total": changes.count(),
             "history": history.object_list,
             "history_page": history,
-            **status_context(namespace),
+            **status_context(namespace, base_of(request)),
             **inventory_context(namespace.name, request=request),
             **open_drift(namespace),
             "findings": diagnose(namespace, notes=True),
@@ -227,8 +230,11 @@ def namespace_status(request: HttpRequest, name: str) -> HttpResponse:
     namespace = get_object_or_404(
         Namespace.objects.of(current_managed(request)).defer("offloading_status", "offloading_spec"), name=name
     )
-    pending = ChangeRequest.objects.filter(namespace=name, state__in=ChangeState.pending()).exists()
-    response = render(request, "offloading/_namespace_status.html", {**status_context(namespace), "pending": pending})
+    pending = ChangeRequest.objects.filter(
+        managed_id=namespace.managed_id, namespace=name, state__in=ChangeState.pending()
+    ).exists()
+    context = {**status_context(namespace, base_of(request)), "pending": pending}
+    response = render(request, "offloading/_namespace_status.html", context)
     if namespace.status_settled and not pending:
         response.status_code = HttpResponseStopPolling.status_code
     return response

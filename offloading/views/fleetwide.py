@@ -1,6 +1,6 @@
 """Views across the managed clusters (issue 28): every cluster's namespaces in one list, with their
-cluster, and each cluster's snapshot state (how fresh, its last error) above it. Read only: changes are
-made on the default cluster's pages until changes carry their cluster. Readers here read every cluster
+cluster, and each cluster's snapshot state (how fresh, its last error) above it. Read only: each row
+links to its namespace's page in its own cluster (offloading/switcher.py), where it is changed. Readers here read every cluster
 on purpose (no ``objects.of``, offloading/models/fleet.py)."""
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from django.views.decorators.http import require_GET
 
 from offloading.models import ClusterOffloading, ManagedCluster, Namespace, SnapshotState
 from offloading.models.managed import ensure_configured
+from offloading.switcher import cluster_base
 
 PER_PAGE = 50
 
@@ -49,6 +50,11 @@ class ClusterSummary:
     stale: bool
     failing: bool  # its last refresh failed (an error after its last success)
 
+    @property
+    def base(self) -> str:
+        """Where its pages are (offloading/switcher.py): the default cluster's have no prefix."""
+        return cluster_base(self.name, self.is_default)
+
 
 @dataclass(frozen=True)
 class FleetRow:
@@ -59,6 +65,10 @@ class FleetRow:
     phase: str
     remote_name: str
     selected: int
+
+    @property
+    def base(self) -> str:
+        return cluster_base(self.cluster, self.is_default)
 
 
 def _summaries(clusters: list[ManagedCluster]) -> list[ClusterSummary]:

@@ -24,6 +24,7 @@ from offloading.gitops import handoff, repo
 from offloading.gitops.files import FilesError
 from offloading.governance.approvals import handoff_approvals
 from offloading.models import BulkRequest, ChangeRequest
+from offloading.switcher import cluster_reverse
 from offloading.views.common import forbidden
 
 # The HTTP status of a page whose hand-off failed (the API's, offloading.api.gitops).
@@ -75,7 +76,7 @@ def _post(request: HttpRequest, prepare: Any, back: str, pk: int, context: dict[
         unreachable = isinstance(error, repo.Unreachable) or type(error) is repo.GitOpsError
         status = UNREACHABLE_STATUS if unreachable else FAILED_STATUS
         return _page(request, {**context, "error": str(error), "error_reason": error.reason}, status)
-    return redirect(back, pk=pk)
+    return redirect(cluster_reverse(request, back, pk=pk))
 
 
 @login_required

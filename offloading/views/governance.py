@@ -11,7 +11,6 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
-from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
@@ -20,6 +19,7 @@ from offloading.choices import ChangeState
 from offloading.context import current_actor
 from offloading.governance import approvals, clock
 from offloading.models import Approval, ApprovalDecision, ChangeRequest
+from offloading.switcher import cluster_reverse
 
 DONE = {"approve": "Approved", "reject": "Rejected", "cancel": "Cancelled", "break-glass": "Broke glass on"}
 
@@ -62,7 +62,7 @@ def _back(request: HttpRequest) -> HttpResponseRedirect:
     target = request.POST.get("next") or ""
     if not url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}, require_https=False):
         target = ""
-    return HttpResponseRedirect(target or reverse("offloading:governance_approvals"))
+    return HttpResponseRedirect(target or cluster_reverse(request, "offloading:governance_approvals"))
 
 
 def _step(request: HttpRequest, verb: str, **ids: int) -> HttpResponse:

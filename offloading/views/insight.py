@@ -148,7 +148,7 @@ def overview(request: HttpRequest) -> HttpResponse:
     )
     troubled = list(troubled_all.defer("offloading_status").order_by("offloading_phase", "name")[:ATTENTION_ROWS])
     annotate_inventory(troubled, managed)
-    failed = ChangeRequest.objects.filter(state__in=[ChangeState.FAILED, ChangeState.CONFLICT])
+    failed = ChangeRequest.objects.of(managed).filter(state__in=[ChangeState.FAILED, ChangeState.CONFLICT])
     warnings = KubeEvent.objects.of(managed).filter(type="Warning").order_by("-last_time")
     context = {
         "state": SnapshotState.get(managed),
@@ -166,8 +166,8 @@ def overview(request: HttpRequest) -> HttpResponse:
         "troubled_phases": sorted(p for p in phases if p not in ("Ready", "NoClusterSelected")),
         "failed_changes": failed[:RECENT_ROWS],
         "failed_total": failed.count(),
-        "recent_changes": ChangeRequest.objects.all()[:RECENT_ROWS],
-        "changes_total": ChangeRequest.objects.count(),
+        "recent_changes": ChangeRequest.objects.of(managed)[:RECENT_ROWS],
+        "changes_total": ChangeRequest.objects.of(managed).count(),
         "warnings": warnings[:RECENT_ROWS],
         "warnings_total": warnings.count(),
         "warned_namespaces": warnings.values("namespace").distinct().count(),

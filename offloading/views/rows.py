@@ -44,14 +44,15 @@ CHIPS_PER_ROW = 6
 
 
 @lru_cache(maxsize=ROWS_KEPT)
-def render_row(template_name: str, row: tuple[Any, ...]) -> SafeString:
-    """The HTML of ``row`` by ``template_name``, which sees ``row`` alone."""
-    return SafeString(get_template(template_name).render({"row": row}).strip())
+def render_row(template_name: str, row: tuple[Any, ...], base: str = "") -> SafeString:
+    """The HTML of ``row`` by ``template_name``, which sees ``row`` alone and the path prefix of the page's
+    managed cluster (``base``, for its links: offloading/switcher.py), both in the key."""
+    return SafeString(get_template(template_name).render({"row": row, "cluster_base": base}).strip())
 
 
-def rendered(template_name: str, rows: list[Any]) -> SafeString:
-    """Every row of a table body, each rendered once for its values."""
-    return SafeString("\n".join(render_row(template_name, row) for row in rows))
+def rendered(template_name: str, rows: list[Any], base: str = "") -> SafeString:
+    """Every row of a table body, each rendered once for its values (and the page's cluster prefix)."""
+    return SafeString("\n".join(render_row(template_name, row, base) for row in rows))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -330,8 +331,9 @@ def _tearing_down(namespace: Any) -> set[str]:
     return set(entries.values_list("cluster_id", flat=True))
 
 
-def status_context(namespace: Any) -> dict[str, Any]:
-    """``namespace`` and its per-cluster status rows (``status_rows``, rendered)."""
+def status_context(namespace: Any, base: str = "") -> dict[str, Any]:
+    """``namespace`` and its per-cluster status rows (``status_rows``, rendered; ``base``: the page's
+    cluster prefix, for their links)."""
     rows = []
     if namespace.offloaded:
         shown: dict[Any, str] = {}  # a fleet's clusters often share one time: said once
@@ -347,6 +349,6 @@ def status_context(namespace: Any) -> dict[str, Any]:
             rows.append(StatusRow(cluster_id, selected, state, shown.get(since, ""), message, creating_hint(state)))
     return {
         "namespace": namespace,
-        "status_rows": rendered("offloading/_status_row.html", rows),
+        "status_rows": rendered("offloading/_status_row.html", rows, base),
         "has_status": bool(rows),
     }

@@ -1,0 +1,206 @@
+"""Pages and API resources of one managed cluster (issue 28): the default cluster keeps the paths it always
+had; another cluster's are the same paths under ``/m/<cluster name>/`` (``/m/milan/namespaces/``), and
+the API's under ``/api/v1/m/<cluster name>/``.
+
+Why ``m/``: no page, API route or include of the URL conf starts with that segment (``managed-clusters/``
+is another segment), and a cluster's name is a slug, so ``/m/<name>/`` never meets a namespace or a peer
+name (those live further down the path). Why a URL-conf wrapper, not a middleware that rewrites the
+path: the live-poll middleware (first in the chain) resolves the polled path itself and keys its renders
+by it; prefixed patterns in the URL conf resolve there as they do for the views, with the same URL names.
+
+:func:`per_cluster` copies URL patterns under the prefix, each view wrapped by :func:`in_cluster`, the one
+place that reads the cluster from the path and sets ``request.managed_pk`` (read by
+``offloading.models.fleet.current_managed``) and ``request.cluster_base`` (the prefix, ``""`` on the
+default's paths). An unknown name is a 404 page, or a ``Status`` 404 on the API. :func:`prefixed` and
+:func:`cluster_reverse` keep the links of a cluster's pages in that cluster (the ``{% cluster_url %}`` tag
+of ``offloading_extras`` in templates, ``cluster_reverse`` in views' redirects); a name of a page that has no
+per-cluster copy (the managed clusters, the fleet-wide list, the domain map) is never prefixed.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.urls import URLPattern, URLResolver, path, re_path, reverse
+
+from liqo_dash.statusbody import status_data
+from offloading.models import Cluster, ManagedCluster, Namespace
+
+PREFIX = "m"
+ROUTE = f"{PREFIX}/<slug:cluster>/"
+
+# "app:url_name" of every pattern copied under the prefix (filled as the URL conf is built).
+_per_cluster_names: set[str] = set()
+
+
+def in_cluster(view: Callable[..., HttpResponse], *, api: bool = False) -> Callable[..., HttpResponse]:
+    """``view`` answering for the managed cluster its path names (the ``cluster`` keyword of the route)."""
+
+    @functools.wraps(view)  # keeps live.page's and DRF's attributes (live_page, csrf_exempt, cls)
+    def wrapped(request: HttpRequest, *args: Any, cluster: str, **kwargs: Any) -> HttpResponse:
+        found = ManagedCluster.objects.filter(name=cluster).values_list("pk", "is_default").first()
+        if found is None:
+            message = f"managed cluster {cluster!r} not found"
+            if api:
+                body = status_data(404, message, name=cluster, kind="managedclusters")
+                return HttpResponse(json.dumps(body), status=404, content_type="application/json")
+            raise Http404(message)
+        request.managed_pk = found[0]  # type: ignore[attr-defined]
+        request.cluster_base = f"/{PREFIX}/{cluster}"  # type: ignore[attr-defined]
+        request.cluster_name = cluster  # type: ignore[attr-defined]
+        return view(request, *args, **kwargs)
+
+    return wrapped
+
+
+def _flatten(patterns: Iterable[URLPattern | URLResolver], route: str = "") -> Iterable[tuple[str, URLPattern]]:
+    for pattern in patterns:
+        if isinstance(pattern, URLResolver):
+            yield from _flatten(pattern.url_patterns, route + str(pattern.pattern))
+        else:
+            yield route + str(pattern.pattern), pattern
+
+
+def per_cluster(
+    patterns: Iterable[URLPattern | URLResolver], app: str, *, exclude: Iterable[str] = (), api: bool = False
+) -> list[URLPattern]:
+    """Copies of ``patterns`` (includes flattened) for ``ROUTE``, their views wrapped by :func:`in_cluster`,
+    with the same URL names; ``exclude``: names of pages across the fleet, not copied."""
+    skipped = set(exclude)
+    copies = []
+    for route, pattern in _flatten(patterns):
+        if pattern.name in skipped:
+            continue
+        copies.append(
+            path(route, in_cluster(pattern.callback, api=api), pattern.default_args, name=pattern.name)
+            if not route.startswith("^")
+            else _regex_copy(route, pattern, api)
+        )
+        if pattern.name:
+            _per_cluster_names.add(f"{app}:{pattern.name}")
+    return copies
+
+
+def _regex_copy(route: str, pattern: URLPattern, api: bool) -> URLPattern:
+    """A regular-expression route (DRF's router) under the prefix: its ``^`` dropped, it follows ``ROUTE``."""
+    return re_path(route.lstrip("^"), in_cluster(pattern.callback, api=api), pattern.default_args, name=pattern.name)
+
+
+def cluster_base(name: str, is_default: bool) -> str:
+    """The path prefix of the cluster ``name``'s pages: none for the default cluster."""
+    return "" if is_default else f"/{PREFIX}/{name}"
+
+
+def base_of(request: Any) -> str:
+    """The path prefix of the request's cluster: ``""`` on the default's paths, ``/m/<name>`` under one."""
+    return str(getattr(request, "cluster_base", "") or "")
+
+
+def is_per_cluster(viewname: str) -> bool:
+    return viewname in _per_cluster_names
+
+
+def prefixed(base: str, viewname: str, url: str) -> str:
+    """``url`` (the path ``viewname`` reversed to) under ``base`` when that page has a per-cluster copy."""
+    return f"{base}{url}" if base and url.startswith("/") and viewname in _per_cluster_names else url
+
+
+def cluster_reverse(request: Any, viewname: str, *args: Any, **kwargs: Any) -> str:
+    """``reverse(viewname, args=args, kwargs=kwargs)``, in the request's cluster."""
+    return prefixed(base_of(request), viewname, reverse(viewname, args=args or None, kwargs=kwargs or None))
+
+
+def elsewhere(request: Any, managed_id: int) -> HttpResponseRedirect | None:
+    """A redirect to the same page in cluster ``managed_id`` when the request's path names another one
+    (a change's page is its cluster's: its links go to that cluster's namespace), else None."""
+    current = getattr(request, "managed_pk", None)
+    if current == managed_id:
+        return None
+    found = ManagedCluster.objects.filter(pk=managed_id).values_list("name", "is_default").first()
+    if found is None or (current is None and found[1]):
+        return None
+    rest = request.get_full_path()[len(base_of(request)) :]
+    return HttpResponseRedirect(cluster_base(found[0], found[1]) + rest)
+
+
+# --------------------------------------------------------------------------------------------------
+# The switcher in the page header
+
+
+@dataclass(frozen=True)
+class Choice:
+    name: str
+    url: str
+    current: bool
+    same_page: bool  # False: that cluster has no such page (the link goes to its overview)
+
+
+def _home(base: str) -> str:
+    return prefixed(base, "offloading:home", reverse("offloading:home"))
+
+
+@dataclass(frozen=True)
+class Switcher:
+    current: str  # the page's cluster; "" on a page across the fleet
+    choices: list[Choice]
+
+
+def switcher_of(request: Any) -> Switcher | None:
+    """What the header's switcher shows (None: one managed cluster, no switcher)."""
+    found = choices(request)
+    if not found:
+        return None
+    return Switcher(next((c.name for c in found if c.current), ""), found)
+
+
+def choices(request: Any) -> list[Choice]:
+    """Every managed cluster and where its link goes: the same page there (the path under its prefix,
+    the query kept but its page number) or its overview when the page has no copy there (another
+    cluster's change, a namespace or peer it does not have, a page across the fleet). Empty with one
+    managed cluster: the header shows no switcher."""
+    clusters = list(ManagedCluster.objects.order_by("-is_default", "name").values_list("pk", "name", "is_default"))
+    if len(clusters) < 2:
+        return []
+    match = getattr(request, "resolver_match", None)
+    base = base_of(request)
+    name = f"offloading:{match.url_name}" if match is not None and match.url_name else ""
+    per_cluster = is_per_cluster(name) and match is not None and match.app_name in ("offloading", "cluster")
+    # On a page across the fleet no cluster is the current one.
+    current = (getattr(request, "managed_pk", None) or clusters[0][0]) if per_cluster else None
+    rest = request.path[len(base) :] if per_cluster else ""
+    where = _present_in(match, per_cluster)
+    query = request.GET.copy()
+    query.pop("page", None)
+    tail = f"?{query.urlencode()}" if query and per_cluster else ""
+    found = []
+    for pk, cluster, default in clusters:
+        target_base = cluster_base(cluster, default)
+        same = per_cluster and (where is None or pk in where or pk == current)
+        url = f"{target_base}{rest}{tail}" if same else _home(target_base)
+        found.append(Choice(cluster, url, pk == current, same))
+    return found
+
+
+def _present_in(match: Any, per_cluster: bool) -> set[int] | None:
+    """The clusters that have the object the page shows (None: every cluster has the page)."""
+    if not per_cluster or match is None:
+        return None
+    kwargs = match.kwargs
+    if "pk" in kwargs:  # a change or a bulk (and their steps) is one cluster's
+        return set()
+    if "name" in kwargs:
+        return set(Namespace.objects.filter(name=kwargs["name"]).values_list("managed_id", flat=True))
+    if "cluster_id" in kwargs:
+        return set(Cluster.objects.filter(cluster_id=kwargs["cluster_id"]).values_list("managed_id", flat=True))
+    return None
+
+
+def cluster_name(request: Any) -> str | None:
+    """The name of the cluster a prefixed path names (None on the default's paths), as ``access.policy``
+    takes it (``cluster=``)."""
+    return getattr(request, "cluster_name", None)
