@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 
 from liqo_rules.constants import GROUP, PLURAL, VERSION
 from offloading.cluster import kube
+from offloading.models import ManagedCluster
 from offloading.snapshot import informer
 from offloading.snapshot import inventory as _inventory  # noqa: F401 - registers pods and events
 from offloading.snapshot.refresh import refresh
@@ -217,6 +218,18 @@ def _get_urls(namespaces: list[str]) -> list[str]:
         "/api/v1/audit/?cluster=default",
         "/api/v1/audit/export/?format=csv&cluster=default",
         "/api/v1/bulk/",
+        # The default cluster under its own prefix (offloading/switcher.py: every cluster's pages and resources).
+        "/m/default/",
+        "/m/default/namespaces/?q=planted",
+        "/m/default/clusters/milan/",
+        "/m/default/matrix/?selector=planted%3Dyes",
+        "/m/default/audit/",
+        "/m/default/changes/",
+        "/api/v1/m/default/snapshot/",
+        "/api/v1/m/default/namespaces/?selector=planted%3Dyes",
+        "/api/v1/m/default/changes/",
+        "/api/v1/m/default/audit/",
+        "/api/v1/m/default/bulk/",
     ]
     for name in namespaces:
         urls += [
@@ -226,6 +239,9 @@ def _get_urls(namespaces: list[str]) -> list[str]:
             f"/namespaces/{name}/offload/",
             f"/namespaces/{name}/unoffload/",
             f"/api/v1/namespaces/{name}/",
+            f"/m/default/namespaces/{name}/",
+            f"/m/default/namespaces/{name}/offload/",
+            f"/api/v1/m/default/namespaces/{name}/",
         ]
     return urls
 
@@ -263,6 +279,7 @@ def exercise(client: Any, namespaces: list[str], specs: dict[str, dict[str, Any]
     }
     check("post", "/bulk/preview/", data=selector_form)
     check("post", "/bulk/preview/", data={**selector_form, "action": "unoffload"})
+    check("post", "/m/default/bulk/preview/", data=selector_form)
     bulk_api = {"action": "offload", "namespaceSelector": "planted=yes", "dryRun": True}
     for spec in ({}, {"clusterSelector": CORPUS[SPACES_NS]["spec"]["clusterSelector"]}):
         check("post", "/api/v1/bulk/", data={**bulk_api, "spec": spec}, content_type="application/json")
@@ -275,6 +292,7 @@ def exercise(client: Any, namespaces: list[str], specs: dict[str, dict[str, Any]
     for name in namespaces:
         spec = specs.get(name) or {}
         check("post", f"/namespaces/{name}/offload/preview/", data=_form(spec))
+        check("post", f"/m/default/namespaces/{name}/offload/preview/", data=_form(spec))
         for body in ({"selectors": ["region in (eu south 1)"]}, {"clusterSelector": spec.get("clusterSelector")}, spec):
             body = {k: v for k, v in body.items() if v is not None}
             check("post", f"/api/v1/namespaces/{name}/preview/", data=body, content_type="application/json")
@@ -291,8 +309,11 @@ def test_every_page_and_api_answers_the_planted_corpus(admin_client: Any, sandbo
     assert set(CORPUS) <= set(Namespace.objects.values_list("name", flat=True))
     assert KubeEvent.objects.filter(namespace=SPACES_NS, reason="Planted").count() == 3
     names = [*CORPUS, "alpha"]
+    ManagedCluster.objects.create(name="turin", context="turin")  # a second cluster: the header's switcher
     failures = exercise(admin_client, names, {name: CORPUS[name]["spec"] for name in CORPUS})
     assert not failures, "\n".join(failures)
+    prefixed = admin_client.get(f"/m/default/namespaces/{SPACES_NS}/")
+    assert prefixed.status_code == 200 and 'id="cluster-switcher"' in prefixed.content.decode()
     page = admin_client.get(f"/namespaces/{SPACES_NS}/").content.decode()
     assert "eu south 1" in page and LONG_URL in page
 
@@ -432,6 +453,7 @@ def _browser_urls() -> list[str]:
     for name in CORPUS:
         urls += [f"/namespaces/{name}/", f"/namespaces/{name}/offload/"]
     urls += [f"/namespaces/{SPACES_NS}/unoffload/"]
+    urls += ["/m/default/namespaces/?q=planted", f"/m/default/namespaces/{SPACES_NS}/"]
     return urls
 
 

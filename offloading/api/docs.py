@@ -140,11 +140,25 @@ _AUDIT_QUERY: dict[str, dict[str, Any]] = {
 _PATH_ID = {"type": "integer", "minimum": 1, "maximum": 2**63 - 1}
 
 
+CLUSTER_PATH = "/api/v1/m/{cluster}/"
+
+
+def _default_path(path: str) -> str:
+    """``/api/v1/m/{cluster}/namespaces/`` -> ``/api/v1/namespaces/``: the same resource, of the default
+    cluster (offloading/switcher.py)."""
+    return "/api/v1/" + path[len(CLUSTER_PATH) :] if path.startswith(CLUSTER_PATH) else path
+
+
 def _parameters(operation: dict[str, Any], path: str) -> None:
     """The filters' patterns, bounds and formats; an empty choice (the pages' "any") is accepted."""
     for parameter in operation.get("parameters", []):
         name, where = parameter.get("name"), parameter.get("in")
-        if where == "path" and name == "id":
+        if where == "path" and name == "cluster":
+            parameter["description"] = (
+                "A managed cluster's name: this resource of that cluster (the path without /m/{cluster}/ "
+                "addresses the default cluster). An unknown name is a 404."
+            )
+        elif where == "path" and name == "id":
             parameter["schema"] = dict(_PATH_ID)
         elif where == "path" and name == "clusterId":
             parameter["schema"] = {"type": "string", "pattern": "^[^/.]+$"}
@@ -185,12 +199,13 @@ def _error(code: int) -> dict[str, Any]:
 def postprocess(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict[str, Any]:
     """Add the error responses, ETag/If-Match and the links to every operation."""
     result.setdefault("components", {}).setdefault("schemas", {})["Status"] = STATUS_SCHEMA
-    for path, operations in result.get("paths", {}).items():
+    for shown, operations in result.get("paths", {}).items():
+        path = _default_path(shown)  # a managed cluster's path is documented as the default cluster's
         for method, operation in operations.items():
             if not isinstance(operation, dict) or "responses" not in operation:
                 continue
             codes = {400, 401, 403, 429, *_EXTRA.get((path, method), ())}
-            if "{" in path:
+            if "{" in shown:
                 codes.add(404)
             if "requestBody" in operation:
                 codes |= {413, 415}

@@ -19,7 +19,7 @@ from rest_framework.test import APIClient
 from access.models import ApiToken
 from liqo_rules.constants import GROUP, PLURAL, VERSION
 from offloading.choices import AuditAction, ChangeAction, ChangeState
-from offloading.models import AuditEvent, BulkRequest, ChangeRequest
+from offloading.models import AuditEvent, BulkRequest, ChangeRequest, ManagedCluster
 from offloading.snapshot.refresh import refresh
 
 pytestmark = pytest.mark.django_db
@@ -132,6 +132,42 @@ MUTATING: dict[str, dict[str, Case]] = {
     },
 }
 
+# A managed cluster's copies of the pages and API resources (offloading/switcher.py): the same endpoints
+# under m/<cluster name>/, with the case of the endpoint they copy. The matrix's world is the default
+# cluster's; under its own prefix (/m/<its name>/) the scopes are judged for that cluster by name.
+PER_CLUSTER = {"cluster": "offloading", "api-cluster": "api"}
+
+
+def _in_cluster(case: Case) -> Case:
+    def url(world: dict[str, Any]) -> str:
+        name = ManagedCluster.objects.get(is_default=True).name
+        path = case.url(world)
+        return path.replace("/api/v1/", f"/api/v1/m/{name}/", 1) if case.api else f"/m/{name}{path}"
+
+    return Case(case.api, case.method, url, case.data)
+
+
+MUTATING.update(
+    {
+        f"{app}:{name.split(':', 1)[1]}": {method: _in_cluster(case) for method, case in MUTATING[name].items()}
+        for app, name in (
+            ("cluster", "offloading:namespace_offload"),
+            ("cluster", "offloading:namespace_unoffload"),
+            ("cluster", "offloading:drift_reapply"),
+            ("cluster", "offloading:bulk"),
+            ("api-cluster", "api:namespace-offload"),
+            ("api-cluster", "api:bulkrequest-list"),
+        )
+    }
+)
+
+
+def _copied(name: str) -> str:
+    """The endpoint a managed cluster's copy copies (``cluster:bulk`` -> ``offloading:bulk``)."""
+    app, _, rest = name.partition(":")
+    return f"{PER_CLUSTER[app]}:{rest}" if app in PER_CLUSTER else name
+
+
 # Endpoints that change nothing in the cluster or the change flow (previews compute, they do not queue).
 READ_ONLY = {
     "offloading:home",
@@ -204,9 +240,11 @@ def _names(patterns: list[Any], namespace: str = "") -> Iterator[str]:
 
 def test_every_endpoint_has_a_case() -> None:
     names = set(_names(get_resolver().url_patterns))
+    copies = {name for name in names if _copied(name) != name}
+    assert copies and {_copied(name) for name in copies} <= names, "every per-cluster copy copies an endpoint"
     missing = sorted(
         name
-        for name in names
+        for name in {_copied(name) for name in names}
         if name not in MUTATING
         and name not in READ_ONLY
         and name not in ADMIN_ONLY
@@ -214,6 +252,7 @@ def test_every_endpoint_has_a_case() -> None:
     )
     assert missing == [], f"endpoints without a persona case (add them to MUTATING or READ_ONLY): {missing}"
     stale = sorted((set(MUTATING) | READ_ONLY | ADMIN_ONLY) - names)
+    assert not any(_copied(name) in ADMIN_ONLY for name in copies), "a managed cluster's admin page has a copy"
     assert stale == [], f"cases for endpoints that no longer exist: {stale}"
 
 
