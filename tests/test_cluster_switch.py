@@ -93,9 +93,10 @@ def test_an_offload_posted_under_a_cluster_is_that_clusters_change(
     assert moved.status_code == 302 and moved["Location"] == response["Location"]
     listed = admin_client.get(f"/m/turin{reverse('offloading:change_list')}").content.decode()
     assert f"/m/turin{reverse('offloading:change_detail', args=[change.pk])}" in listed
-    assert reverse("offloading:change_detail", args=[change.pk]) not in admin_client.get(
-        reverse("offloading:change_list")
-    ).content.decode(), "the default cluster's change list has none of turin's changes"
+    assert (
+        reverse("offloading:change_detail", args=[change.pk])
+        not in admin_client.get(reverse("offloading:change_list")).content.decode()
+    ), "the default cluster's change list has none of turin's changes"
 
 
 def _operator(django_user_model: Any, glob: str) -> Client:
@@ -170,7 +171,9 @@ def test_the_switcher_links_the_same_page_in_each_other_cluster(admin_client: Cl
     assert "<strong>turin</strong>" in switcher.split("</summary>", 1)[0]
     assert f'href="{shop}">{default}<' in switcher and f'href="/m/turin{shop}"' in switcher
     # etl is turin's only: the default cluster's link goes to its overview.
-    etl = _switcher(admin_client.get(f"/m/turin{reverse('offloading:namespace_detail', args=['etl'])}").content.decode())
+    etl = _switcher(
+        admin_client.get(f"/m/turin{reverse('offloading:namespace_detail', args=['etl'])}").content.decode()
+    )
     assert f'href="{reverse("offloading:home")}">{default}<' in etl and "(its overview)" in etl
     # The query is kept, the page number is not.
     listed = _switcher(admin_client.get(NAMESPACES, {"q": "sh", "page": "2"}).content.decode())
