@@ -96,6 +96,8 @@ PAGES = [
     ("audit-cluster", "/audit/?cluster={milan}"),
     ("managed-clusters", "/managed-clusters/"),
     ("fleet-namespaces", "/fleet/namespaces/"),
+    # Another managed cluster's page (offloading/switcher.py), its cluster switcher open.
+    ("cluster-namespaces", "/m/{milan}/namespaces/"),
     ("tokens", "/tokens/"),
     ("not-found", "/no-such-page/"),
     ("api-docs", "/api/docs/"),
@@ -137,6 +139,8 @@ def test_no_page_scrolls_sideways_and_axe_finds_nothing_serious(
         # What the page loads by itself (a preview, the reflection section) is in; "networkidle" would
         # never come on a slow machine where the 1 s polls of the change and bulk pages take half of it.
         htmx_idle(page)
+        if name == "cluster-namespaces":
+            page.click("#cluster-switcher summary")  # open, as a keyboard or a pointer opens it
         if name == "api-docs":  # Swagger UI draws itself from the schema after the page has loaded
             page.wait_for_selector(".swagger-ui .opblock", timeout=20_000)
         extra = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
