@@ -168,7 +168,7 @@ def test_the_switcher_links_the_same_page_in_each_other_cluster(admin_client: Cl
     default = ManagedCluster.objects.get(is_default=True).name
     shop = reverse("offloading:namespace_detail", args=["shop"])
     switcher = _switcher(admin_client.get(f"/m/turin{shop}").content.decode())
-    assert "<strong>turin</strong>" in switcher.split("</summary>", 1)[0]
+    assert 'class="switcher-name">turin</strong>' in switcher.split("</summary>", 1)[0]
     assert f'href="{shop}">{default}<' in switcher and f'href="/m/turin{shop}"' in switcher
     # etl is turin's only: the default cluster's link goes to its overview.
     etl = _switcher(
@@ -178,3 +178,19 @@ def test_the_switcher_links_the_same_page_in_each_other_cluster(admin_client: Cl
     # The query is kept, the page number is not.
     listed = _switcher(admin_client.get(NAMESPACES, {"q": "sh", "page": "2"}).content.decode())
     assert f'href="/m/turin{NAMESPACES}?q=sh"' in listed
+
+
+POLL = {"HTTP_X_LIVE_POLL": "1", "HTTP_HX_REQUEST": "true"}
+
+
+def test_a_clusters_live_regions_poll_with_their_own_renders(admin_client: Client, fleet: Any) -> None:
+    write_turin()
+    for path in (NAMESPACES, reverse("offloading:namespace_status", args=["etl"]), reverse("offloading:home")):
+        first = admin_client.get(f"/m/turin{path}", **POLL)
+        assert first.status_code in (200, 286) and first["ETag"], path
+        again = admin_client.get(f"/m/turin{path}", HTTP_IF_NONE_MATCH=first["ETag"], **POLL)
+        assert again.status_code == 304, path
+    turin = admin_client.get(f"/m/turin{NAMESPACES}", **POLL).content.decode()
+    default = admin_client.get(NAMESPACES, **POLL).content.decode()
+    assert "etl" in _names(f"<tbody>{turin.split('<tbody', 1)[1]}") and "etl" not in default
+    assert f'href="/m/turin{reverse("offloading:namespace_detail", args=["etl"])}"' in turin
