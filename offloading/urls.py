@@ -13,7 +13,6 @@ FLEET_WIDE = (
     "managed_cluster_edit",
     "managed_cluster_remove",
     "fleet_namespaces",
-    "domain_map",
     "freshness",
 )
 

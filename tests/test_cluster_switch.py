@@ -62,6 +62,10 @@ def test_the_links_of_a_clusters_pages_stay_in_that_cluster(admin_client: Client
     assert f"/m/turin{reverse('offloading:namespace_offload', args=['shop'])}" in _hrefs(detail)
     peers = admin_client.get(f"/m/turin{reverse('offloading:cluster_list')}").content.decode()
     assert f"/m/turin{reverse('offloading:cluster_detail', args=['genoa'])}" in _hrefs(peers)
+    # The domain map is the page's cluster's: its peers' nodes link to their pages in that cluster.
+    domain = admin_client.get(f"/m/turin{reverse('offloading:domain_map')}").content.decode()
+    assert f"/m/turin{reverse('offloading:cluster_detail', args=['genoa'])}" in _hrefs(domain)
+    assert reverse("offloading:cluster_detail", args=["genoa"]) not in _hrefs(domain)
 
 
 def test_an_unknown_cluster_is_a_404_page_and_a_status_404_on_the_api(admin_client: Client, fleet: Any) -> None:
