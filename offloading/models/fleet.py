@@ -154,9 +154,9 @@ class ScopedQuerySet(models.QuerySet[_M]):
 
 
 def current_managed(request: Any = None) -> int:
-    """The primary key of the managed cluster a request reads: the one a cluster switcher set on it
-    (``request.managed_pk``), else the default cluster (always, until stage 2b adds the switcher). No
-    query while the memo holds."""
+    """The primary key of the managed cluster a request reads: the one its path names
+    (``request.managed_pk``, set by ``offloading.switcher.in_cluster`` under ``/m/<name>/``), else the
+    default cluster. No query while the memo holds."""
     chosen = getattr(request, "managed_pk", None)
     return int(chosen) if chosen is not None else default_managed_pk()
 
