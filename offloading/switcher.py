@@ -169,7 +169,9 @@ def choices(request: Any) -> list[Choice]:
     match = getattr(request, "resolver_match", None)
     base = base_of(request)
     name = f"offloading:{match.url_name}" if match is not None and match.url_name else ""
-    per_cluster = is_per_cluster(name) and match is not None and match.app_name in ("offloading", "cluster")
+    # A page of one cluster: a plain path of the default's, or a prefixed one whose cluster was found (an
+    # unknown name's 404 page has none: its links go to each cluster's overview).
+    per_cluster = is_per_cluster(name) and match is not None and match.app_name == ("cluster" if base else "offloading")
     # On a page across the fleet no cluster is the current one.
     current = (getattr(request, "managed_pk", None) or clusters[0][0]) if per_cluster else None
     rest = request.path[len(base) :] if per_cluster else ""

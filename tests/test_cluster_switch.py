@@ -76,6 +76,9 @@ def test_an_unknown_cluster_is_a_404_page_and_a_status_404_on_the_api(admin_clie
     assert api.status_code == 404 and body["kind"] == "Status" and body["reason"] == "NotFound"
     assert body["details"] == {"causes": [], "name": "nowhere", "kind": "managedclusters"}
     assert admin_client.get("/m/Not A Slug/namespaces/").status_code == 404
+    write_turin()  # two clusters: the 404 page's switcher leads to each cluster's overview
+    hrefs = _hrefs(_switcher(admin_client.get(f"/m/nowhere{NAMESPACES}").content.decode()))
+    assert {reverse("offloading:home"), f"/m/turin{reverse('offloading:home')}"} <= set(hrefs)
 
 
 def test_an_offload_posted_under_a_cluster_is_that_clusters_change(
