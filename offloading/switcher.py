@@ -25,8 +25,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from django.core.exceptions import ImproperlyConfigured
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import URLPattern, URLResolver, path, re_path, reverse
+from django.urls.resolvers import RegexPattern
 
 from liqo_dash.statusbody import status_data
 from offloading.models import Cluster, ManagedCluster, Namespace
@@ -76,6 +78,8 @@ def per_cluster(
     for route, pattern in _flatten(patterns):
         if pattern.name in skipped:
             continue
+        if isinstance(pattern.pattern, RegexPattern) and route != str(pattern.pattern):  # under a prefix
+            raise ImproperlyConfigured(f"{route!r}: cannot copy it under {ROUTE!r}")
         copies.append(
             path(route, in_cluster(pattern.callback, api=api), pattern.default_args, name=pattern.name)
             if not route.startswith("^")

@@ -169,7 +169,7 @@ class ChangeHandOffView(_HandOffView):
         except FilesError as error:
             raise ChangeRejected({"change": [str(error)]}, Refusal.CONFLICT) from None
 
-    @extend_schema(operation_id="v1_changes_handoff_create", description=HANDOFF_HELP.format(what="change"))
+    @extend_schema(description=HANDOFF_HELP.format(what="change"))
     @HANDOFF_SCHEMA
     def post(self, request: Request, pk: int) -> Response:
         return self.hand_off(pk)
@@ -189,7 +189,6 @@ class BulkHandOffView(_HandOffView):
             raise ChangeRejected({"bulk": [str(error)]}, Refusal.CONFLICT) from None
 
     @extend_schema(
-        operation_id="v1_bulk_handoff_create",
         description=HANDOFF_HELP.format(what="bulk request's changes (the latest per namespace, one overlay)"),
     )
     @HANDOFF_SCHEMA
