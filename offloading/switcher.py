@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import ImproperlyConfigured
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import URLPattern, URLResolver, path, re_path, reverse
@@ -45,19 +46,35 @@ def in_cluster(view: Callable[..., HttpResponse], *, api: bool = False) -> Calla
 
     @functools.wraps(view)  # keeps live.page's and DRF's attributes (live_page, csrf_exempt, cls)
     def wrapped(request: HttpRequest, *args: Any, cluster: str, **kwargs: Any) -> HttpResponse:
-        found = ManagedCluster.objects.filter(name=cluster).values_list("pk", "is_default").first()
+        found = ManagedCluster.objects.filter(name=cluster).values_list("pk", flat=True).first()
         if found is None:
-            message = f"managed cluster {cluster!r} not found"
-            if api:
-                body = status_data(404, message, name=cluster, kind="managedclusters")
-                return HttpResponse(json.dumps(body), status=404, content_type="application/json")
-            raise Http404(message)
-        request.managed_pk = found[0]  # type: ignore[attr-defined]
+            return _unknown(request, cluster, api)
+        request.managed_pk = found  # type: ignore[attr-defined]
         request.cluster_base = f"/{PREFIX}/{cluster}"  # type: ignore[attr-defined]
         request.cluster_name = cluster  # type: ignore[attr-defined]
         return view(request, *args, **kwargs)
 
     return wrapped
+
+
+def _unknown(request: HttpRequest, cluster: str, api: bool) -> HttpResponse:
+    """An unknown cluster's 404, after what a known one's would answer a stranger (the sign-in page, a
+    401), so that whether a name is a managed cluster is not told to someone who is not signed in. (An
+    API client that sends credentials, valid or not, gets the 404: checking them is the API's own work.)"""
+    anonymous = not getattr(request, "user", None) or not request.user.is_authenticated
+    if anonymous and "HTTP_AUTHORIZATION" not in request.META:
+        if not api:
+            return redirect_to_login(request.get_full_path())
+        return _status(401, "Authentication credentials were not provided.")
+    message = f'managedclusters "{cluster}" not found'
+    if api:
+        return _status(404, message, name=cluster, kind="managedclusters")
+    raise Http404(message)
+
+
+def _status(code: int, message: str, *, name: str = "", kind: str = "") -> HttpResponse:
+    body = json.dumps(status_data(code, message, name=name, kind=kind))
+    return HttpResponse(body, status=code, content_type="application/json")
 
 
 def _flatten(patterns: Iterable[URLPattern | URLResolver], route: str = "") -> Iterable[tuple[str, URLPattern]]:

@@ -13,7 +13,7 @@ from django.test import Client
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from access.models import Scope
+from access.models import ApiToken, Scope
 from offloading.choices import ChangeState
 from offloading.models import ChangeRequest, ManagedCluster, Namespace
 from tests.fleet_snapshot import write_turin
@@ -76,6 +76,10 @@ def test_an_unknown_cluster_is_a_404_page_and_a_status_404_on_the_api(admin_clie
     assert api.status_code == 404 and body["kind"] == "Status" and body["reason"] == "NotFound"
     assert body["details"] == {"causes": [], "name": "nowhere", "kind": "managedclusters"}
     assert admin_client.get("/m/Not A Slug/namespaces/").status_code == 404
+    # Not signed in: whether a name is a managed cluster is not told (as for a known one: sign in, 401).
+    for name in ("nowhere", ManagedCluster.objects.get(is_default=True).name):
+        assert Client().get(f"/m/{name}{NAMESPACES}").status_code == 302, name
+        assert Client().get(f"/api/v1/m/{name}/namespaces/").status_code == 401, name
     write_turin()  # two clusters: the 404 page's switcher leads to each cluster's overview
     hrefs = _hrefs(_switcher(admin_client.get(f"/m/nowhere{NAMESPACES}").content.decode()))
     assert {reverse("offloading:home"), f"/m/turin{reverse('offloading:home')}"} <= set(hrefs)
@@ -135,7 +139,8 @@ def test_an_operator_changes_a_namespace_only_in_the_cluster_their_scope_names(
 def test_the_api_lists_and_changes_per_cluster(admin_user: Any, fleet: Any) -> None:
     turin = write_turin()
     api = APIClient()
-    api.force_authenticate(admin_user)
+    _, token = ApiToken.issue(admin_user, "switch")
+    api.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
     names = {n["name"] for n in api.get("/api/v1/m/turin/namespaces/").json()["results"]}
     default = {n["name"] for n in api.get("/api/v1/namespaces/").json()["results"]}
     assert "etl" in names and "etl" not in default
