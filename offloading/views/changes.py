@@ -293,7 +293,7 @@ def change_status(request: HttpRequest, pk: int) -> HttpResponse:
     namespace = Namespace.objects.of(change.managed_id).filter(name=change.namespace).first()
     context = {
         "change": change,
-        **(status_context(namespace) if namespace else {"namespace": None}),
+        **(status_context(namespace, base_of(request)) if namespace else {"namespace": None}),
         **_merge_context(change, namespace),
     }
     response = render(request, "offloading/_change_status.html", context)
