@@ -38,7 +38,7 @@ from offloading.cluster.errors import KubeError
 from offloading.cluster.managed import talking_to
 from offloading.context import Actor
 from offloading.models import ChangeRequest, ManagedCluster, Namespace
-from offloading.models.fleet import ManagedRef, is_default
+from offloading.models.fleet import ManagedRef, is_default, policy_cluster_name
 
 log = logging.getLogger(__name__)
 
@@ -60,8 +60,7 @@ def cluster_of(managed_id: int | None) -> ManagedCluster | None:
 
 def cluster_name(managed_id: int | None) -> str | None:
     """What the policy is told of the cluster (``can_change(cluster=...)``): None for the default one."""
-    cluster = cluster_of(managed_id)
-    return None if cluster is None else cluster.name
+    return policy_cluster_name(managed_id)
 
 
 def queue_route(managed_id: int | None) -> int | None:

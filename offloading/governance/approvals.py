@@ -62,7 +62,6 @@ from offloading.governance.facts import (
     bulk_path,
     change_hash,
     change_path,
-    cluster_name_of,
     labels_of,
     namespaces_of,
     policy_action,
@@ -72,6 +71,7 @@ from offloading.governance.facts import (
 )
 from offloading.governance.holds import request_approval, schedule_change, schedule_spread, window_gate
 from offloading.models import Approval, ApprovalDecision, BulkRequest, ChangeRequest, Namespace, Schedule
+from offloading.models.fleet import policy_cluster_name
 from offloading.queue import enqueue_apply, enqueue_bulk
 from offloading.whatif.destructive import is_destructive
 
@@ -137,7 +137,7 @@ def rights_reason(user: Any, changes: list[ChangeRequest]) -> str:
     if user is None or not getattr(user, "is_authenticated", False):
         return "you are not logged in"
     labels = dict(namespaces_of(changes).values_list("name", "labels"))
-    cluster = cluster_name_of(changes[0].managed_id) if changes else None  # one request's: one cluster
+    cluster = policy_cluster_name(changes[0].managed_id) if changes else None  # one request's: one cluster
     for change in changes:
         decision = access_policy.can_change(
             user, change.namespace, labels.get(change.namespace), policy_action(change), cluster=cluster

@@ -16,8 +16,7 @@ from django.utils import timezone
 from liqo_rules.spec import normalize_spec
 from offloading.choices import ChangeAction, ChangeState, Source
 from offloading.context import Actor, new_request_id
-from offloading.models import BulkRequest, ChangeRequest, ManagedCluster, Namespace
-from offloading.models.fleet import is_default
+from offloading.models import BulkRequest, ChangeRequest, Namespace
 
 log = logging.getLogger(__name__)
 
@@ -79,14 +78,6 @@ def namespaces_of(changes: list[ChangeRequest]) -> Any:
     """The snapshot's namespaces of ``changes`` (of one request or bulk: one managed cluster, the first's)."""
     managed = changes[0].managed_id if changes else None
     return Namespace.objects.of(managed).filter(name__in=[c.namespace for c in changes])
-
-
-def cluster_name_of(managed: int | None) -> str | None:
-    """The managed cluster's name the policy is asked with (``can_change(cluster=...)``): None for the
-    default cluster (one query for another)."""
-    if managed is None or is_default(managed):
-        return None
-    return ManagedCluster.objects.filter(pk=managed).values_list("name", flat=True).first()
 
 
 def policy_action(change: ChangeRequest) -> str:

@@ -130,6 +130,16 @@ def managed_pk(managed: ManagedRef) -> int:
     return int(managed)
 
 
+def policy_cluster_name(managed: ManagedRef) -> str | None:
+    """The managed cluster's name as ``access.policy.can_change(cluster=...)`` takes it: None for the
+    default cluster (no query), its name for another (one query for a primary key)."""
+    if managed is None or is_default(managed):
+        return None
+    if isinstance(managed, ManagedCluster):
+        return managed.name
+    return ManagedCluster.objects.filter(pk=managed).values_list("name", flat=True).first()
+
+
 def is_default(managed: ManagedRef) -> bool:
     """Whether ``managed`` names the default cluster: None does; a ManagedCluster row says so itself (no
     query: what runs per cluster in the watcher's lease loop asks it); a primary key is compared with the
