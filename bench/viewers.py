@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import harness
-from bench.viewers_pod import BULK_SIZE, BulkRun, Deployment, WebPod, candidates, get, regions, sessions
+from bench.viewers_pod import BULK_SIZE, BulkRun, Deployment, KeptConnection, WebPod, candidates, get, regions, sessions
 
 GOAL_P95_MS = 200.0
 GOAL_VIEWERS = 500
@@ -111,58 +111,6 @@ class ProcfileWebPod(WebPod):
 
     def __init__(self, var_dir: Path, **extra_env: str) -> None:
         super().__init__(var_dir, procfile_web, **extra_env)
-
-
-# --------------------------------------------------------------------------------------------------
-# The viewers' connections: kept alive, as a browser keeps them
-
-
-class KeptConnection:
-    """One HTTP/1.1 connection reused for a poller's requests (opened again when the server closed it)."""
-
-    def __init__(self, port: int) -> None:
-        self.port = port
-        self.streams: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
-        self.opened = 0  # how many times it was (re)opened
-
-    def close(self) -> None:
-        if self.streams is not None:
-            self.streams[1].close()
-            self.streams = None
-
-    async def get(self, path: str, headers: dict[str, str]) -> tuple[int, dict[str, str], float]:
-        """(status, headers, seconds until the whole answer was read), as viewers_pod.get."""
-        started = time.perf_counter()
-        for attempt in range(2):
-            reused = self.streams is not None
-            if self.streams is None:
-                self.streams = await asyncio.open_connection("127.0.0.1", self.port)
-                self.opened += 1
-            reader, writer = self.streams
-            try:
-                lines = [f"GET {path} HTTP/1.1", "Host: 127.0.0.1", *(f"{k}: {v}" for k, v in headers.items())]
-                writer.write(("\r\n".join(lines) + "\r\n\r\n").encode())
-                await writer.drain()
-                head = await reader.readuntil(b"\r\n\r\n")
-                status_line, *rest = head.decode("latin-1").split("\r\n")
-                answer = {k.lower(): v.strip() for k, _, v in (line.partition(":") for line in rest if line)}
-                status = int(status_line.split()[1])
-                if "chunked" in answer.get("transfer-encoding", ""):
-                    while size := int((await reader.readuntil(b"\r\n")).split(b";")[0], 16):
-                        await reader.readexactly(size + 2)
-                    while await reader.readuntil(b"\r\n") != b"\r\n":
-                        pass  # trailers
-                elif status not in (204, 304):
-                    await reader.readexactly(int(answer.get("content-length") or 0))
-                if answer.get("connection", "").lower() == "close":
-                    self.close()
-                return status, answer, time.perf_counter() - started
-            except (OSError, asyncio.IncompleteReadError):
-                self.close()
-                if not reused or attempt:
-                    raise
-                started = time.perf_counter()  # the server had closed it while idle: once more, anew
-        raise AssertionError("unreachable")
 
 
 # --------------------------------------------------------------------------------------------------
