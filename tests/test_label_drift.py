@@ -113,3 +113,45 @@ def test_the_watchers_namespace_events_record_label_drift_too(sandbox: Any) -> N
     informer.SYNCED["namespaces"].apply([("MODIFIED", obj)], timezone.now())
     drift = AuditEvent.objects.get(action=AuditAction.DRIFT_UPDATED, namespace="watched")
     assert drift.user_name == "kubectl-label"
+
+
+def test_the_watchers_removal_seen_before_the_offloadings_own_event_is_read_again(sandbox: Any) -> None:
+    """The watcher's namespace and offloading streams are two: Liqo removes the label after the
+    offloading turned Local, and the namespace's event can come while the snapshot still holds the
+    offloading as Remote. Read again from the API server, the removal is Liqo's; with the offloading
+    still Remote there, it is drift."""
+    from django.utils import timezone
+
+    from offloading.models import Namespace
+    from offloading.snapshot import informer
+
+    _kubectl(sandbox, "apply", "-f", "-", stdin="apiVersion: v1\nkind: Namespace\nmetadata: {name: raced}\n")
+    offloading = (
+        "apiVersion: offloading.liqo.io/v1beta1\nkind: NamespaceOffloading\n"
+        "metadata: {name: offloading, namespace: raced}\nspec: {podOffloadingStrategy: %s}\n"
+    )
+    _kubectl(sandbox, "apply", "-f", "-", stdin=offloading % "Local")
+    refresh()  # the baseline: learned
+    obj = next(n for n in kube.list_namespaces().items if n["metadata"]["name"] == "raced")
+    assert SCHEDULING_LABEL not in (obj["metadata"].get("labels") or {})
+
+    def as_before_the_offloadings_event() -> None:  # the snapshot as the watcher held it: Remote, labelled
+        Namespace.objects.filter(name="raced").update(
+            labels={SCHEDULING_LABEL: "true"}, offloaded=True, offloading_spec={"podOffloadingStrategy": "Remote"}
+        )
+
+    as_before_the_offloadings_event()
+    informer.SYNCED["namespaces"].apply([("MODIFIED", obj)], timezone.now())
+    assert not AuditEvent.objects.filter(namespace="raced", action=AuditAction.DRIFT_UPDATED).exists()
+    assert SCHEDULING_LABEL not in Namespace.objects.get(name="raced").labels  # the row is written all the same
+
+    _kubectl(sandbox, "apply", "-f", "-", stdin=offloading % "Remote")
+    as_before_the_offloadings_event()
+    obj = next(n for n in kube.list_namespaces().items if n["metadata"]["name"] == "raced")
+    labels = obj["metadata"].get("labels") or {}
+    if SCHEDULING_LABEL in labels:  # the sandbox's Liqo labelled it again: someone takes it off with kubectl
+        _kubectl(sandbox, "label", "namespace", "raced", f"{SCHEDULING_LABEL}-")
+        obj = next(n for n in kube.list_namespaces().items if n["metadata"]["name"] == "raced")
+    informer.SYNCED["namespaces"].apply([("MODIFIED", obj)], timezone.now())
+    drift = AuditEvent.objects.get(namespace="raced", action=AuditAction.DRIFT_UPDATED)
+    assert "removed outside liqo-dash" in drift.message

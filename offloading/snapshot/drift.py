@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -124,12 +125,18 @@ def _change_in_motion(namespace: str, managed_id: int) -> bool:
 
 
 def record_label_drift(
-    old: Namespace | None, namespace_obj: dict[str, Any], offloading: dict[str, Any] | None = None
+    old: Namespace | None,
+    namespace_obj: dict[str, Any],
+    offloading: dict[str, Any] | None = None,
+    reread: Callable[[], dict[str, Any] | None] | None = None,
 ) -> bool:
     """Record drift when the namespace's scheduling label (``liqo.io/scheduling-enabled``) was set or
     removed in the cluster by someone else than the dashboard or Liqo (kubectl label, for example): Liqo
     then starts or stops scheduling the namespace's pods on virtual nodes. ``offloading``: the
-    namespace's NamespaceOffloading as seen now (None: there is none)."""
+    namespace's NamespaceOffloading as seen now (None: there is none). ``reread``: reads it again from the
+    API server, asked before a removal is called drift when ``offloading`` may lag the namespace (the
+    watcher's two streams: Liqo removes the label after the offloading turned Local or went away, and the
+    namespace's event can come first)."""
     if old is None:
         return False
     managed = managed_pk(old.managed_id)
@@ -139,6 +146,8 @@ def record_label_drift(
         return False
     if after is None and not _liqo_wants_the_label(offloading):
         return False  # Liqo removes it itself when the offloading goes away or turns Local
+    if after is None and reread is not None and not _liqo_wants_the_label(reread()):
+        return False  # the same, seen on the API server: the offloading's own event is on its way
     if after is None and _change_in_motion(old.name, managed):
         # A removal says nothing of who removed it; while a change of ours to this namespace is in
         # flight or just finished, Liqo's controller is following it (a strategy that went Local and

@@ -20,6 +20,8 @@ selector on ``involvedObject.kind`` keeps the stream small, and rows can be capp
 
 from __future__ import annotations
 
+import functools
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -27,7 +29,9 @@ from django.db.models import Q
 
 from liqo_rules import constants as liqo
 from offloading.cluster import kube
-from offloading.models import Cluster, Namespace, SnapshotState, VirtualNode
+from offloading.cluster.errors import KubeError
+from offloading.cluster.managed import talking_to
+from offloading.models import Cluster, ManagedCluster, Namespace, SnapshotState, VirtualNode
 from offloading.models.fleet import ManagedRef, managed_pk
 from offloading.snapshot.drift import record_drift, record_label_drift
 from offloading.snapshot.offloadings import offloading_page_size
@@ -42,6 +46,9 @@ from offloading.snapshot.store import parse_time, replace_offloading_rows
 
 Event = tuple[str, dict[str, Any]]
 _CHUNK = 500
+READ_AGAIN_TIMEOUT = 2.0  # seconds for the one read that tells Liqo's removal of the scheduling label from drift
+
+log = logging.getLogger(__name__)
 
 
 def _meta(obj: dict[str, Any]) -> dict[str, Any]:
@@ -144,7 +151,7 @@ class NamespaceSync(KindSync):
             )
             old = existing.get(name)
             if learned and old is not None and old.labels != row.labels:
-                record_label_drift(old, obj, _offloading_of(old))
+                record_label_drift(old, obj, _offloading_of(old), reread=functools.partial(self._offloading_now, old))
             if old is None or (old.labels, old.status_phase, old.created_at) != (
                 row.labels,
                 row.status_phase,
@@ -169,6 +176,16 @@ class NamespaceSync(KindSync):
         gone = [name for name in mine.values_list("name", flat=True) if name not in seen]
         for chunk in _chunks(gone):
             mine.filter(name__in=chunk).delete()
+
+    def _offloading_now(self, namespace: Namespace) -> dict[str, Any] | None:
+        """The namespace's offloading as this set's API server holds it now; when it cannot be read, as the
+        snapshot holds it (the label is then judged as before)."""
+        try:
+            with talking_to(ManagedCluster.objects.filter(pk=self.managed_id).first()):
+                return kube.get_offloading(namespace.name, timeout=READ_AGAIN_TIMEOUT)
+        except KubeError as exc:
+            log.warning("scheduling label of %s: its offloading could not be read again (%s)", namespace.name, exc)
+            return _offloading_of(namespace)
 
 
 def _offloading_of(namespace: Namespace) -> dict[str, Any] | None:
