@@ -12,6 +12,7 @@ from typing import Any
 from celery import Celery, signals
 
 from liqo_dash import logs
+from liqo_dash.warmup import freeze_heap
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "liqo_dash.settings")
 
@@ -50,6 +51,12 @@ def _use_django_logging(**_: Any) -> None:
     from django.conf import settings
 
     logging.config.dictConfig(settings.LOGGING)
+
+
+@signals.worker_process_init.connect
+def _freeze_startup_heap(**_: Any) -> None:
+    """Each pool process, once forked: what it inherited lives as long as it does (liqo_dash.warmup)."""
+    freeze_heap()
 
 
 @signals.task_prerun.connect

@@ -8,6 +8,7 @@ process takes requests."""
 
 from __future__ import annotations
 
+import gc
 import logging
 import time
 from pathlib import Path
@@ -57,6 +58,22 @@ def warm() -> float:
     except Exception:  # noqa: BLE001 - warming is an optimisation; never stop the process for it
         log.exception("warm-up failed; the first requests will load lazily")
     return time.perf_counter() - started
+
+
+def freeze_heap() -> int:
+    """Move everything the process holds now (its modules, URL patterns, compiled templates: ~185,000
+    objects at start) out of the collector's sight; returns how many. Called once a long-lived process is
+    set up (the web workers, their renderers, the worker's pool processes, the watcher).
+
+    Why: CPython's full collection walks every tracked object, and it holds the GIL while it does: a web
+    worker's full collection took 300-450 ms (on a busy machine), stopping every thread's poll in that
+    worker meanwhile, and a render of the 10,000-namespace overview allocates enough to start one. What a
+    process loads at start lives as long as the process, so the collector has nothing to gain there; after
+    the freeze a full collection walks only what was made since (0.1 ms just after it). A collection runs
+    first, so no garbage is frozen."""
+    gc.collect()
+    gc.freeze()
+    return gc.get_freeze_count()
 
 
 def _compile_url_patterns(patterns: list[Any]) -> None:

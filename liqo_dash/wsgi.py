@@ -12,3 +12,8 @@ if os.environ.get("LIQO_DASH_WARMUP", "true").lower() not in ("0", "false", "no"
     from liqo_dash.warmup import warm
 
     warm()
+
+if os.environ.get("LIQO_DASH_FREEZE_HEAP", "true").lower() not in ("0", "false", "no"):
+    from liqo_dash.warmup import freeze_heap
+
+    freeze_heap()

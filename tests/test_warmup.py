@@ -79,3 +79,33 @@ def _env() -> dict[str, str]:
     import os
 
     return {**os.environ, "DJANGO_SETTINGS_MODULE": "liqo_dash.settings_test", "LOG_LEVEL": "WARNING"}
+
+
+def test_the_wsgi_entry_point_freezes_its_startup_heap_unless_told_not_to() -> None:
+    """What a web worker loads at start is kept out of the collector's walks (liqo_dash.warmup.freeze_heap):
+    a full collection then walks only what was made since. gc.get_objects() lists what the collector walks."""
+    script = "import gc\nimport liqo_dash.wsgi\nprint(gc.get_freeze_count(), len(gc.get_objects()))\n"
+    found = {}
+    for flag in ("true", "false"):
+        done = subprocess.run(
+            [sys.executable, "-c", script],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**_env(), "LIQO_DASH_FREEZE_HEAP": flag},
+        )
+        found[flag] = [int(n) for n in done.stdout.strip().splitlines()[-1].split()]
+    (frozen, walked), (unfrozen, walked_without) = found["true"], found["false"]
+    assert unfrozen == 0 and walked_without > 50_000  # without: the collector walks the whole startup heap
+    assert frozen > 50_000 and walked < frozen / 20  # with: next to nothing is left to walk
+
+
+def test_the_renderer_and_the_workers_pool_processes_freeze_theirs_too() -> None:
+    from celery import signals
+
+    from liqo_dash import celery
+    from offloading.management.commands import live_renderer
+
+    assert celery._freeze_startup_heap in [ref() for _, ref in signals.worker_process_init.receivers]
+    assert "freeze_heap" in live_renderer._settle.__code__.co_names

@@ -11,7 +11,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from liqo_dash.warmup import warm
+from liqo_dash.warmup import freeze_heap, warm
 from offloading.views import liveaside
 
 
@@ -26,4 +26,10 @@ class Command(BaseCommand):
         sys.stdout.flush()
         answers = os.fdopen(os.dup(1), "wb")
         os.dup2(2, 1)
-        liveaside.serve(sys.stdin.buffer, answers, warm=warm)
+        liveaside.serve(sys.stdin.buffer, answers, warm=_settle)
+
+
+def _settle() -> None:
+    """Load what a render needs, then keep it out of the collector's walks (as the web worker does)."""
+    warm()
+    freeze_heap()
