@@ -10,6 +10,10 @@ repository unreachable (503 ``ServiceUnavailable``), not found, credentials refu
 missing, push refused or nothing to commit (409 ``Conflict``), the branch already there (409
 ``AlreadyExists``: the same changes were handed off already). ``details.causes[0].reason`` is the
 failure's own name (``Unreachable``, ``AuthRefused`` ...).
+
+Per managed cluster (issue 28): under ``/api/v1/m/<name>/`` the change or bulk is looked up in that cluster
+(the default's on the plain paths; another cluster's is a 404, as ``changes/{id}/`` is), judged with its
+cluster's scopes, and committed under that cluster's directory of the repository.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from offloading.gitops import handoff, repo
 from offloading.gitops.files import FilesError
 from offloading.governance.approvals import handoff_approvals
 from offloading.models import BulkRequest, ChangeRequest
+from offloading.models.fleet import current_managed
 
 # HTTP status and Kubernetes reason of each failure of the hand-off (the others: 409 Conflict).
 FAILURE_STATUS: dict[type[repo.GitOpsError], tuple[int, str]] = {
@@ -138,14 +143,15 @@ HANDOFF_HELP = (
 class _HandOffView(SnapshotHeadersMixin, APIView):
     kind = ""
 
-    def prepare(self, pk: int) -> handoff.HandOff:
-        """The hand-off of object ``pk``; raises ObjectNotFound, or ChangeRejected when it has no files."""
+    def prepare(self, pk: int, managed: int) -> handoff.HandOff:
+        """The hand-off of object ``pk`` of managed cluster ``managed``; raises ObjectNotFound, or
+        ChangeRejected when it has no files."""
         raise NotImplementedError
 
-    def hand_off(self, pk: int) -> Response:
+    def hand_off(self, request: Request, pk: int) -> Response:
         actor = current_actor()
         try:
-            prepared = self.prepare(pk)
+            prepared = self.prepare(pk, current_managed(request))
             permit(actor, prepared)
             commit = handoff.hand_off(prepared, actor, approvals=handoff_approvals(prepared.changes))
         except ChangeRejected as exc:
@@ -160,8 +166,8 @@ class ChangeHandOffView(_HandOffView):
     kind = "changerequests"
     queryset = ChangeRequest.objects.all()
 
-    def prepare(self, pk: int) -> handoff.HandOff:
-        change = ChangeRequest.objects.filter(pk=pk).first()
+    def prepare(self, pk: int, managed: int) -> handoff.HandOff:
+        change = ChangeRequest.objects.of(managed).filter(pk=pk).first()
         if change is None:
             raise ObjectNotFound(self.kind, pk)
         try:
@@ -172,15 +178,15 @@ class ChangeHandOffView(_HandOffView):
     @extend_schema(description=HANDOFF_HELP.format(what="change"))
     @HANDOFF_SCHEMA
     def post(self, request: Request, pk: int) -> Response:
-        return self.hand_off(pk)
+        return self.hand_off(request, pk)
 
 
 class BulkHandOffView(_HandOffView):
     kind = "bulkrequests"
     queryset = BulkRequest.objects.all()
 
-    def prepare(self, pk: int) -> handoff.HandOff:
-        bulk = BulkRequest.objects.filter(pk=pk).first()
+    def prepare(self, pk: int, managed: int) -> handoff.HandOff:
+        bulk = BulkRequest.objects.of(managed).filter(pk=pk).first()
         if bulk is None:
             raise ObjectNotFound(self.kind, pk)
         try:
@@ -193,4 +199,4 @@ class BulkHandOffView(_HandOffView):
     )
     @HANDOFF_SCHEMA
     def post(self, request: Request, pk: int) -> Response:
-        return self.hand_off(pk)
+        return self.hand_off(request, pk)
