@@ -146,7 +146,7 @@ def test_a_clusters_scope_approves_that_clusters_namespaces_only(
     turin: ManagedCluster, sent: Any, settings: Any, django_user_model: Any, django_capture_on_commit_callbacks: Any
 ) -> None:
     govern(settings, APPROVAL_POLICY="team-a-* => all", CLUSTER_QUEUE_PREFIX="liqo-dash-cluster-")
-    for managed in (None, turin):
+    for managed in (ManagedCluster.objects.get(is_default=True), turin):
         Namespace.objects.create(managed=managed, name="team-a-web")
     ada = person(django_user_model, "ada", roles.ADMIN)
     tina = person(django_user_model, "tina", roles.OPERATOR, "turin/team-a-*")  # turin's team A only
