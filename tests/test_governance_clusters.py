@@ -25,7 +25,16 @@ from offloading.changes.requests import request_offload, request_unoffload
 from offloading.choices import AlertKind, AuditAction, ChangeAction, ChangeState, Source
 from offloading.context import Actor
 from offloading.governance import approvals, beat, clock, policy
-from offloading.models import Alert, Approval, ApprovalDecision, AuditEvent, ChangeRequest, ManagedCluster, Namespace
+from offloading.models import (
+    Alert,
+    Approval,
+    ApprovalDecision,
+    AuditEvent,
+    ChangeRequest,
+    ManagedCluster,
+    Namespace,
+    Schedule,
+)
 from tests.conftest import READY_SPEC
 from tests.fleet_snapshot import write_turin
 
@@ -108,6 +117,7 @@ def test_a_freeze_window_on_one_cluster_holds_only_its_changes(
     theirs.refresh_from_db()
     assert theirs.schedule.not_before == datetime(2026, 11, 28, 0, 0, tzinfo=UTC)
     assert theirs.schedule.window == "Sat-Sun 00:00-24:00 UTC"
+    assert Schedule.objects.of(turin).get().change_id == theirs.pk and not Schedule.objects.of(None).exists()
     scheduled = AuditEvent.objects.get(action=AuditAction.SCHEDULED)
     assert scheduled.change_id == theirs.pk and scheduled.managed_id == turin.pk
     # The beat releases it in its window, to its cluster's queue when per-cluster queues are configured.

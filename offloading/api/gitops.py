@@ -33,7 +33,7 @@ from offloading.changes.errors import ChangeRejected, Refusal
 from offloading.context import Actor, current_actor
 from offloading.gitops import handoff, repo
 from offloading.gitops.files import FilesError
-from offloading.governance.approvals import handoff_approvals
+from offloading.governance.decisions import handoff_approvals
 from offloading.models import BulkRequest, ChangeRequest
 from offloading.models.fleet import current_managed
 

@@ -182,7 +182,7 @@ def of_bulk(bulk: BulkRequest) -> HandOff:
 
 def approvals_for(changes: Sequence[ChangeRequest]) -> tuple[repo.Approval, ...]:
     """The approvals the commit message names when the caller gives none: none. The pages and the API
-    give the governance flow's decisions (``offloading.governance.approvals.handoff_approvals``; that
+    give the governance flow's decisions (``offloading.governance.decisions.handoff_approvals``; that
     flow sits above this package, which cannot read it)."""
     return ()
 

@@ -45,7 +45,7 @@ from functools import partial
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.db import models, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from access import policy as access_policy
@@ -53,7 +53,6 @@ from access import roles
 from offloading.audit.events import record, record_refused, requester_of
 from offloading.choices import AuditAction, ChangeAction, ChangeState
 from offloading.context import Actor
-from offloading.gitops import repo
 from offloading.governance import clock, notify, policy, windows
 from offloading.governance.facts import (
     WAITING,
@@ -65,13 +64,14 @@ from offloading.governance.facts import (
     namespaces_of,
     page_path,
     policy_action,
+    queue_of,
     same_version,
     system_actor,
     version_of,
 )
 from offloading.governance.holds import request_approval, schedule_change, schedule_spread, window_gate
 from offloading.models import Approval, ApprovalDecision, BulkRequest, ChangeRequest, Namespace, Schedule
-from offloading.models.fleet import is_default, policy_cluster_name
+from offloading.models.fleet import policy_cluster_name
 from offloading.queue import enqueue_apply, enqueue_bulk
 from offloading.whatif.destructive import is_destructive
 
@@ -337,12 +337,6 @@ def _release(changes: list[ChangeRequest], actor: Actor, bulk_id: int | None) ->
     _enqueue([c.pk for c in queued if c.state == ChangeState.QUEUED], bulk_id, managed)
 
 
-def queue_of(managed: int | None) -> int | None:
-    """What ``offloading.queue`` is told of a change's cluster (its queue, ``queue.cluster_queue``): None
-    for the default cluster, as the write path says it."""
-    return None if managed is None or is_default(managed) else int(managed)
-
-
 def _enqueue(ids: list[int], bulk_id: int | None, managed: int | None) -> None:
     """Send the released changes, once the transaction commits, to their cluster's queue: one bulk task
     for several children of a bulk, else one apply each."""
@@ -597,37 +591,3 @@ def awaiting(user: Any, managed: int | None = None) -> list[Approval]:
         if children and not may_decide(user, approval, children):
             found.append(approval)
     return found
-
-
-def current_approval(change: ChangeRequest) -> Approval | None:
-    """The approval that counts for ``change`` (its own newest, else its bulk's), or None."""
-    own = Approval.objects.filter(change=change).order_by("-id").first()
-    if own is None and change.bulk_id is not None:
-        return Approval.objects.filter(bulk_id=change.bulk_id).order_by("-id").first()
-    return own
-
-
-def decisions_for(changes: Iterable[ChangeRequest]) -> list[Approval]:
-    """The approvals that let ``changes`` through (approved, or break glass), oldest first: what a GitOps
-    hand-off's commit message names (``offloading.gitops.handoff.hand_off(approvals=...)``)."""
-    changes = list(changes)
-    ids = [c.pk for c in changes]
-    bulks = {c.bulk_id for c in changes if c.bulk_id is not None}
-    decided = (ApprovalDecision.APPROVED, ApprovalDecision.BROKE_GLASS)
-    found = Approval.objects.filter(decision__in=decided).filter(
-        models.Q(change_id__in=ids) | models.Q(bulk_id__in=bulks)
-    )
-    return list(found.order_by("decided_at", "id"))
-
-
-def handoff_approvals(changes: Iterable[ChangeRequest]) -> tuple[repo.Approval, ...]:
-    """:func:`decisions_for` as the GitOps hand-off's commit message names them: who, when, and what they
-    said (a break glass says so, with its reason)."""
-    named = []
-    for decision in decisions_for(changes):
-        comment = decision.comment
-        if decision.decision == ApprovalDecision.BROKE_GLASS:
-            comment = f"break glass: {comment}" if comment else "break glass"
-        at = decision.decided_at.isoformat() if decision.decided_at else ""
-        named.append(repo.Approval(decision.decided_by_name or "(unknown)", at, comment))
-    return tuple(named)

@@ -13,10 +13,11 @@ from django.utils import timezone
 from offloading.audit.events import record
 from offloading.choices import AuditAction, ChangeState
 from offloading.governance import clock, policy, windows
-from offloading.governance.approvals import expire, finish, queue_of, rebase
+from offloading.governance.approvals import expire, finish, rebase
 from offloading.governance.facts import (
     change_hash,
     labels_of,
+    queue_of,
     same_version,
     system_actor,
     version_of,

@@ -17,7 +17,7 @@ from liqo_rules.spec import normalize_spec
 from offloading.choices import ChangeAction, ChangeState, Source
 from offloading.context import Actor, new_request_id
 from offloading.models import BulkRequest, ChangeRequest, Namespace
-from offloading.models.fleet import policy_cluster_name
+from offloading.models.fleet import is_default, policy_cluster_name
 
 log = logging.getLogger(__name__)
 
@@ -105,6 +105,12 @@ def change_path(change: ChangeRequest) -> str:
 
 def bulk_path(bulk: BulkRequest) -> str:
     return page_path("bulk_detail", bulk.managed_id, bulk.pk)
+
+
+def queue_of(managed: int | None) -> int | None:
+    """What ``offloading.queue`` is told of a change's cluster (its queue, ``queue.cluster_queue``): None
+    for the default cluster, as the write path says it."""
+    return None if managed is None or is_default(managed) else int(managed)
 
 
 def system_actor() -> Actor:

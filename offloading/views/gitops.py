@@ -26,7 +26,7 @@ from offloading.changes.errors import ChangeRejected
 from offloading.context import Actor, current_actor
 from offloading.gitops import handoff, repo
 from offloading.gitops.files import FilesError, clean_path
-from offloading.governance.approvals import handoff_approvals
+from offloading.governance.decisions import handoff_approvals
 from offloading.models import BulkRequest, ChangeRequest
 from offloading.switcher import cluster_reverse, elsewhere
 from offloading.views.common import forbidden
