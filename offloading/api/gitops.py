@@ -98,7 +98,10 @@ class CommitSerializer(serializers.Serializer):
     sha = serializers.CharField(help_text="The commit's sha.")
     baseBranch = serializers.CharField(help_text="The branch it starts from (LIQO_DASH_GITOPS_BRANCH).")  # noqa: N815
     baseSha = serializers.CharField(help_text="The base branch's head, the commit's parent.")  # noqa: N815
-    path = serializers.CharField(help_text="The overlay's directory in the repository.")
+    path = serializers.CharField(
+        help_text="The overlay's directory in the repository: `<path>/<overlay>`, or `<path>/<cluster>/<overlay>` for "
+        "another managed cluster than the default."
+    )
     files = serializers.ListField(child=serializers.CharField(), help_text="The files committed (repository paths).")
     changeIds = serializers.ListField(child=serializers.IntegerField())  # noqa: N815
     bulk = serializers.IntegerField(required=False, help_text="The bulk request handed off, if it was one.")
@@ -134,7 +137,8 @@ HANDOFF_SCHEMA = extend_schema(
 )
 HANDOFF_HELP = (
     "Commit the {what} as files (the NamespaceOffloading manifests and a kustomize overlay, as `files/` "
-    "gives them) on a new branch `liqo-dash/<overlay>` of the configured Git repository, authored by the "
+    "gives them; another managed cluster's under its own directory, `<path>/<cluster>/`) on a new branch "
+    "`liqo-dash/<overlay>` of the configured Git repository, authored by the "
     "requester, with a message naming the requester, the change ids and the approvals; the commit is "
     "written to the audit trail (`handed_off`). Needs the right to change every namespace it holds."
 )
