@@ -19,7 +19,7 @@ from offloading.changes.bulk import request_bulk
 from offloading.changes.requests import request_offload, request_unoffload
 from offloading.choices import AlertKind, AuditAction, ChangeAction, ChangeState, Source
 from offloading.context import Actor
-from offloading.governance import approvals, beat, clock, facts, policy, windows
+from offloading.governance import approvals, beat, clock, decisions, facts, policy, windows
 from offloading.models import Alert, Approval, ApprovalDecision, AuditEvent, ChangeRequest, Namespace, Schedule
 from offloading.models.managed import ensure_configured
 from tests.conftest import READY_SPEC
@@ -504,7 +504,7 @@ def test_a_bulk_waits_for_one_approval_with_its_impact(fleet: Any, people: Any, 
     assert set(bulk.changes.values_list("state", flat=True)) == {ChangeState.QUEUED}
     assert sent["bulk"] == [bulk.pk]
     assert AuditEvent.objects.filter(action=AuditAction.APPROVED, change__bulk=bulk).count() == 2
-    assert [a.decided_by_name for a in approvals.decisions_for(children)] == ["oscar"]  # for a GitOps hand-off
+    assert [a.decided_by_name for a in decisions.decisions_for(children)] == ["oscar"]  # for a GitOps hand-off
     assert verify().ok
 
 

@@ -10,6 +10,10 @@ repository unreachable (503 ``ServiceUnavailable``), not found, credentials refu
 missing, push refused or nothing to commit (409 ``Conflict``), the branch already there (409
 ``AlreadyExists``: the same changes were handed off already). ``details.causes[0].reason`` is the
 failure's own name (``Unreachable``, ``AuthRefused`` ...).
+
+Per managed cluster (issue 28): under ``/api/v1/m/<name>/`` the change or bulk is looked up in that cluster
+(the default's on the plain paths; another cluster's is a 404, as ``changes/{id}/`` is), judged with its
+cluster's scopes, and committed under that cluster's directory of the repository.
 """
 
 from __future__ import annotations
@@ -29,8 +33,9 @@ from offloading.changes.errors import ChangeRejected, Refusal
 from offloading.context import Actor, current_actor
 from offloading.gitops import handoff, repo
 from offloading.gitops.files import FilesError
-from offloading.governance.approvals import handoff_approvals
+from offloading.governance.decisions import handoff_approvals
 from offloading.models import BulkRequest, ChangeRequest
+from offloading.models.fleet import current_managed
 
 # HTTP status and Kubernetes reason of each failure of the hand-off (the others: 409 Conflict).
 FAILURE_STATUS: dict[type[repo.GitOpsError], tuple[int, str]] = {
@@ -93,7 +98,10 @@ class CommitSerializer(serializers.Serializer):
     sha = serializers.CharField(help_text="The commit's sha.")
     baseBranch = serializers.CharField(help_text="The branch it starts from (LIQO_DASH_GITOPS_BRANCH).")  # noqa: N815
     baseSha = serializers.CharField(help_text="The base branch's head, the commit's parent.")  # noqa: N815
-    path = serializers.CharField(help_text="The overlay's directory in the repository.")
+    path = serializers.CharField(
+        help_text="The overlay's directory in the repository: `<path>/<overlay>`, or `<path>/<cluster>/<overlay>` for "
+        "another managed cluster than the default."
+    )
     files = serializers.ListField(child=serializers.CharField(), help_text="The files committed (repository paths).")
     changeIds = serializers.ListField(child=serializers.IntegerField())  # noqa: N815
     bulk = serializers.IntegerField(required=False, help_text="The bulk request handed off, if it was one.")
@@ -129,7 +137,8 @@ HANDOFF_SCHEMA = extend_schema(
 )
 HANDOFF_HELP = (
     "Commit the {what} as files (the NamespaceOffloading manifests and a kustomize overlay, as `files/` "
-    "gives them) on a new branch `liqo-dash/<overlay>` of the configured Git repository, authored by the "
+    "gives them; another managed cluster's under its own directory, `<path>/<cluster>/`) on a new branch "
+    "`liqo-dash/<overlay>` of the configured Git repository, authored by the "
     "requester, with a message naming the requester, the change ids and the approvals; the commit is "
     "written to the audit trail (`handed_off`). Needs the right to change every namespace it holds."
 )
@@ -138,14 +147,15 @@ HANDOFF_HELP = (
 class _HandOffView(SnapshotHeadersMixin, APIView):
     kind = ""
 
-    def prepare(self, pk: int) -> handoff.HandOff:
-        """The hand-off of object ``pk``; raises ObjectNotFound, or ChangeRejected when it has no files."""
+    def prepare(self, pk: int, managed: int) -> handoff.HandOff:
+        """The hand-off of object ``pk`` of managed cluster ``managed``; raises ObjectNotFound, or
+        ChangeRejected when it has no files."""
         raise NotImplementedError
 
-    def hand_off(self, pk: int) -> Response:
+    def hand_off(self, request: Request, pk: int) -> Response:
         actor = current_actor()
         try:
-            prepared = self.prepare(pk)
+            prepared = self.prepare(pk, current_managed(request))
             permit(actor, prepared)
             commit = handoff.hand_off(prepared, actor, approvals=handoff_approvals(prepared.changes))
         except ChangeRejected as exc:
@@ -160,8 +170,8 @@ class ChangeHandOffView(_HandOffView):
     kind = "changerequests"
     queryset = ChangeRequest.objects.all()
 
-    def prepare(self, pk: int) -> handoff.HandOff:
-        change = ChangeRequest.objects.filter(pk=pk).first()
+    def prepare(self, pk: int, managed: int) -> handoff.HandOff:
+        change = ChangeRequest.objects.of(managed).filter(pk=pk).first()
         if change is None:
             raise ObjectNotFound(self.kind, pk)
         try:
@@ -172,15 +182,15 @@ class ChangeHandOffView(_HandOffView):
     @extend_schema(description=HANDOFF_HELP.format(what="change"))
     @HANDOFF_SCHEMA
     def post(self, request: Request, pk: int) -> Response:
-        return self.hand_off(pk)
+        return self.hand_off(request, pk)
 
 
 class BulkHandOffView(_HandOffView):
     kind = "bulkrequests"
     queryset = BulkRequest.objects.all()
 
-    def prepare(self, pk: int) -> handoff.HandOff:
-        bulk = BulkRequest.objects.filter(pk=pk).first()
+    def prepare(self, pk: int, managed: int) -> handoff.HandOff:
+        bulk = BulkRequest.objects.of(managed).filter(pk=pk).first()
         if bulk is None:
             raise ObjectNotFound(self.kind, pk)
         try:
@@ -193,4 +203,4 @@ class BulkHandOffView(_HandOffView):
     )
     @HANDOFF_SCHEMA
     def post(self, request: Request, pk: int) -> Response:
-        return self.hand_off(pk)
+        return self.hand_off(request, pk)

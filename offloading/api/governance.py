@@ -2,7 +2,11 @@
 whole bulk, and the approval requests that await the caller. The rules are ``offloading.governance``'s;
 a refusal is a Kubernetes-style ``Status`` (403: the requester, a viewer or someone out of scope; 409: a
 request already decided, expired or cancelled, or one whose namespace changed meanwhile and now awaits
-a new decision; 400: a rejection without comment, a break glass without reason)."""
+a new decision; 400: a rejection without comment, a break glass without reason).
+
+Per managed cluster (issue 28): under ``/api/v1/m/<name>/`` a step and the list are that cluster's (the
+default's on the plain paths), as ``changes/`` and ``bulk/`` are: a change or bulk of another cluster is
+a 404 there; the decider's scopes are judged in the change's cluster."""
 
 from __future__ import annotations
 
@@ -15,11 +19,12 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from liqo_dash.statusbody import status_data
-from offloading.api.governance_serializers import ApprovalSerializer
+from offloading.api.governance_serializers import AwaitingApprovalSerializer
 from offloading.api.serializers import BulkRequestSerializer, ChangeRequestSerializer
 from offloading.context import current_actor
 from offloading.governance import approvals
 from offloading.models import BulkRequest, ChangeRequest
+from offloading.models.fleet import current_managed
 
 COMMENT_MAX = 2000
 
@@ -98,8 +103,10 @@ class _Step(APIView):
     def answer(self, pk: int) -> Response:
         return _bulk(pk) if self.bulk else _change(pk)
 
-    def ids(self, pk: int) -> dict[str, Any]:
-        return {"bulk_id": pk} if self.bulk else {"change_id": pk}
+    def ids(self, request: Request, pk: int) -> dict[str, Any]:
+        """The step's subject, in the request's managed cluster."""
+        subject = {"bulk_id": pk} if self.bulk else {"change_id": pk}
+        return {**subject, "managed": current_managed(request)}
 
 
 class ApproveChange(_Step):
@@ -107,7 +114,7 @@ class ApproveChange(_Step):
     def post(self, request: Request, pk: int) -> Response:
         """Approve a change that awaits approval: it is queued, or scheduled when outside its window."""
         try:
-            approvals.approve(current_actor(), comment=_comment(request), **self.ids(pk))
+            approvals.approve(current_actor(), comment=_comment(request), **self.ids(request, pk))
         except approvals.Refused as exc:
             return refused(exc, pk, self.kind)
         return self.answer(pk)
@@ -118,7 +125,7 @@ class RejectChange(_Step):
     def post(self, request: Request, pk: int) -> Response:
         """Reject a change that awaits approval, with a comment (required): it ends rejected."""
         try:
-            approvals.reject(current_actor(), comment=_comment(request), **self.ids(pk))
+            approvals.reject(current_actor(), comment=_comment(request), **self.ids(request, pk))
         except approvals.Refused as exc:
             return refused(exc, pk, self.kind)
         return self.answer(pk)
@@ -130,7 +137,7 @@ class CancelChange(_Step):
         """Cancel a change that awaits approval or is scheduled (the requester, or anyone who may change the
         namespace)."""
         try:
-            approvals.cancel(current_actor(), comment=_comment(request), **self.ids(pk))
+            approvals.cancel(current_actor(), comment=_comment(request), **self.ids(request, pk))
         except approvals.Refused as exc:
             return refused(exc, pk, self.kind)
         return self.answer(pk)
@@ -142,7 +149,7 @@ class BreakGlassChange(_Step):
         """Admins only: apply a waiting change now, without approval and outside its window, with a reason
         (audited ``broke_glass`` and alerted)."""
         try:
-            approvals.break_glass(current_actor(), reason=_reason(request), **self.ids(pk))
+            approvals.break_glass(current_actor(), reason=_reason(request), **self.ids(request, pk))
         except approvals.Refused as exc:
             return refused(exc, pk, self.kind)
         return self.answer(pk)
@@ -182,8 +189,9 @@ class BreakGlassBulk(_BulkStep, BreakGlassChange):
 
 
 class AwaitingMe(APIView):
-    @extend_schema(responses=ApprovalSerializer(many=True))
+    @extend_schema(responses=AwaitingApprovalSerializer(many=True))
     def get(self, request: Request) -> Response:
-        """The approval requests the caller may decide on now (not their own; within their rights), oldest
-        first."""
-        return Response(ApprovalSerializer(approvals.awaiting(request.user), many=True).data)
+        """The approval requests of the request's managed cluster the caller may decide on now (not their
+        own; within their rights there), oldest first."""
+        found = approvals.awaiting(request.user, current_managed(request))
+        return Response(AwaitingApprovalSerializer(found, many=True).data)

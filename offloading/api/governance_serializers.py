@@ -42,6 +42,22 @@ class ApprovalSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
+class AwaitingApprovalSerializer(ApprovalSerializer):
+    """An approval of the list of what awaits the caller, with the managed cluster of its change or bulk."""
+
+    managedCluster = serializers.SerializerMethodField(  # noqa: N815
+        help_text="The managed cluster of its change or bulk (its name)."
+    )
+
+    class Meta(ApprovalSerializer.Meta):
+        fields = [*ApprovalSerializer.Meta.fields, "managedCluster"]
+        read_only_fields = fields
+
+    def get_managedCluster(self, approval: Approval) -> str:  # noqa: N802 - DRF names it after the field
+        subject = approval.change if approval.change_id is not None else approval.bulk
+        return subject.managed.name if subject is not None else ""
+
+
 class ScheduleSerializer(serializers.ModelSerializer):
     notBefore = serializers.DateTimeField(source="not_before", read_only=True)  # noqa: N815
     releasedAt = serializers.DateTimeField(source="released_at", read_only=True, allow_null=True)  # noqa: N815

@@ -20,6 +20,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from offloading.gitops.files import ChangeFiles, FileChange, FilesError, change_files
+from offloading.gitops.handoff import cluster_directory
 from offloading.models import BulkRequest, ChangeRequest
 
 FORMATS = {
@@ -81,14 +82,17 @@ def _latest_per_namespace(changes: Iterable[ChangeRequest]) -> list[ChangeReques
 
 
 def files_of_change(change: ChangeRequest) -> ChangeFiles:
-    return change_files([FileChange.of(change)], requester=change.requester_name)
+    """The change's overlay, as a hand-off commits it (its cluster named when it is not the default)."""
+    cluster = cluster_directory(change.managed_id)
+    return change_files([FileChange.of(change)], requester=change.requester_name, cluster=cluster)
 
 
 def files_of_bulk(bulk: BulkRequest) -> ChangeFiles:
     changes = _latest_per_namespace(bulk.changes.all())
     if not changes:
         raise FilesError(f"bulk request {bulk.pk} has no change to write")
-    return change_files([FileChange.of(ch) for ch in changes], requester=bulk.requester_name)
+    cluster = cluster_directory(bulk.managed_id)
+    return change_files([FileChange.of(ch) for ch in changes], requester=bulk.requester_name, cluster=cluster)
 
 
 def files_response(request: Request, files: ChangeFiles) -> HttpResponse | Response:

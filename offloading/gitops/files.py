@@ -11,6 +11,11 @@ One directory (an overlay) per hand-off, named after the change ids, holds per n
   requested) and ``<ns>/patch.yaml`` deleting it (``$patch: delete``): the overlay builds without it, and
   in the repository the offloading's file is to be removed.
 
+Managed clusters (issue 28): the overlay of another cluster than the default sits in that cluster's own
+directory, ``<cluster>/<overlay>`` under the configured path (``ChangeFiles.cluster``), so that two
+clusters' namespaces of the same name never share a file; its ``kustomization.yaml`` names the cluster.
+The default cluster's overlays keep their place and their bytes.
+
 ``kustomization.yaml`` lists every one of them, so ``kubectl kustomize <dir>`` prints the offloadings as
 the changes leave them. The archive (zip or tar.gz) is deterministic: sorted names, fixed times and modes,
 so the same changes always download as the same bytes.
@@ -42,6 +47,8 @@ PATCH = "patch.yaml"
 # Names listed one by one up to this many ids; past it, the first id and how many more.
 MAX_NAMED_IDS = 5
 _NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,99}")
+# A managed cluster's name (a slug, ManagedCluster.name): one directory of the repository.
+_CLUSTER = re.compile(r"[A-Za-z0-9_-]{1,63}")
 _ZIP_TIME = (1980, 1, 1, 0, 0, 0)  # the earliest time a zip entry can carry
 
 
@@ -89,10 +96,16 @@ class ChangeFiles:
     notes: tuple[str, ...] = field(default=())
     # One line per change, by id: "#12 offload web".
     described: tuple[str, ...] = field(default=())
+    # The managed cluster's directory: its name for another cluster than the default, "" for the default.
+    cluster: str = ""
+
+    def directory(self, path: str) -> str:
+        """The overlay's directory in a repository: ``<path>/<name>``, or ``<path>/<cluster>/<name>``."""
+        return "/".join(p for p in (clean_path(path), self.cluster, self.name) if p)
 
     def under(self, path: str) -> dict[str, bytes]:
-        """The files at their place in a repository: ``<path>/<name>/<file>``."""
-        base = "/".join(p for p in (clean_path(path), self.name) if p)
+        """The files at their place in a repository: ``<path>[/<cluster>]/<name>/<file>``."""
+        base = self.directory(path)
         return {f"{base}/{rel}": data for rel, data in self.files.items()}
 
     def zip_bytes(self) -> bytes:
@@ -202,12 +215,14 @@ def _check(changes: list[FileChange]) -> None:
         seen[change.namespace] = change
 
 
-def _header(changes: list[FileChange], requester: str) -> str:
+def _header(changes: list[FileChange], requester: str, cluster: str = "") -> str:
     one_line = " ".join(str(requester).split())
     by = f", requested by {one_line}" if one_line else ""
     listed = ", ".join(ch.describe() for ch in sorted(changes, key=lambda ch: ch.change_id))
+    where = f"# Managed cluster {cluster}: these are its namespaces' offloadings.\n" if cluster else ""
     return (
         f"# liqo-dash hand-off: {listed}{by}.\n"
+        f"{where}"
         "# `kubectl kustomize .` prints the NamespaceOffloadings as these changes leave them.\n"
         f"# <ns>/{MANIFEST}: the offloading after the change, as liqoctl prints it. <ns>/{PATCH}: an edit, for\n"
         "# a base that already holds the offloading (here it changes nothing), or the deletion of an unoffload\n"
@@ -215,10 +230,15 @@ def _header(changes: list[FileChange], requester: str) -> str:
     )
 
 
-def change_files(changes: Iterable[FileChange], requester: str = "", name: str | None = None) -> ChangeFiles:
-    """The overlay of ``changes`` (at most one per namespace), named ``name`` or after the change ids."""
+def change_files(
+    changes: Iterable[FileChange], requester: str = "", name: str | None = None, cluster: str = ""
+) -> ChangeFiles:
+    """The overlay of ``changes`` (at most one per namespace), named ``name`` or after the change ids;
+    ``cluster``: the managed cluster they are of, when it is not the default ("": the default)."""
     ordered = sorted(changes, key=lambda ch: (ch.namespace, ch.change_id))
     _check(ordered)
+    if cluster and not _CLUSTER.fullmatch(cluster):
+        raise FilesError(f"managed cluster {cluster!r}: letters, digits, '_' and '-' only")
     overlay = name if name is not None else overlay_name(ch.change_id for ch in ordered)
     if not _NAME.fullmatch(overlay) or ".." in overlay:
         raise FilesError(f"overlay name {overlay!r}: lowercase letters, digits, '.', '_' and '-' only")
@@ -255,7 +275,8 @@ def change_files(changes: Iterable[FileChange], requester: str = "", name: str |
     }
     if patches:
         kustomization["patches"] = patches
-    files[KUSTOMIZATION] = _header(ordered, requester).encode() + _yaml(kustomization)
+    files[KUSTOMIZATION] = _header(ordered, requester, cluster).encode() + _yaml(kustomization)
     by_id = sorted(ordered, key=lambda ch: ch.change_id)
     ids = tuple(ch.change_id for ch in by_id)
-    return ChangeFiles(overlay, ids, dict(sorted(files.items())), tuple(notes), tuple(ch.describe() for ch in by_id))
+    described = tuple(ch.describe() for ch in by_id)
+    return ChangeFiles(overlay, ids, dict(sorted(files.items())), tuple(notes), described, cluster)

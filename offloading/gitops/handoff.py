@@ -19,6 +19,9 @@ settings, :data:`DEFAULT_TIMEOUT` seconds by default) and a hand-off makes three
 at once; the repository refuses a second push of the same branch, so two hand-offs of the same changes
 at the same time cannot both land. No database transaction is held while git runs.
 
+Managed clusters (issue 28): a change of another cluster than the default is written under that cluster's
+directory (:func:`cluster_directory`, ``files.ChangeFiles.cluster``) and audited under it, a bulk's too.
+
 Approvals: ``approvals`` of :func:`hand_off` (None: ask :func:`approvals_for`, which knows none today).
 The governance flow (issue 29) fills that hook in; a hand-off without approvals says "Approvals: none".
 """
@@ -41,6 +44,7 @@ from offloading.gitops import repo
 from offloading.gitops.files import ChangeFiles, FileChange, FilesError, change_files
 from offloading.gitops.managed import claim_headline, detection_of
 from offloading.models import AuditEvent, BulkRequest, ChangeRequest, Namespace
+from offloading.models.fleet import policy_cluster_name
 
 logger = logging.getLogger(__name__)
 
@@ -153,9 +157,16 @@ def latest_per_namespace(changes: Iterable[ChangeRequest]) -> list[ChangeRequest
     return sorted(latest.values(), key=lambda ch: ch.pk)
 
 
+def cluster_directory(managed: int | None) -> str:
+    """The directory of managed cluster ``managed``'s overlays (under the configured path): its name, ""
+    for the default cluster (whose overlays keep the place they had before there were several)."""
+    return policy_cluster_name(managed) or ""
+
+
 def of_change(change: ChangeRequest) -> HandOff:
     """The hand-off of one change (raises ``FilesError`` when it cannot be written as files)."""
-    files = change_files([FileChange.of(change)], requester=change.requester_name)
+    cluster = cluster_directory(change.managed_id)
+    files = change_files([FileChange.of(change)], requester=change.requester_name, cluster=cluster)
     return HandOff((change,), files, change.requester_name, change.requester_id)
 
 
@@ -164,13 +175,14 @@ def of_bulk(bulk: BulkRequest) -> HandOff:
     changes = latest_per_namespace(bulk.changes.all())
     if not changes:
         raise FilesError(f"bulk request {bulk.pk} has no change to write")
-    files = change_files([FileChange.of(ch) for ch in changes], requester=bulk.requester_name)
+    cluster = cluster_directory(bulk.managed_id)
+    files = change_files([FileChange.of(ch) for ch in changes], requester=bulk.requester_name, cluster=cluster)
     return HandOff(tuple(changes), files, bulk.requester_name, bulk.requester_id, bulk)
 
 
 def approvals_for(changes: Sequence[ChangeRequest]) -> tuple[repo.Approval, ...]:
     """The approvals the commit message names when the caller gives none: none. The pages and the API
-    give the governance flow's decisions (``offloading.governance.approvals.handoff_approvals``; that
+    give the governance flow's decisions (``offloading.governance.decisions.handoff_approvals``; that
     flow sits above this package, which cannot read it)."""
     return ()
 
@@ -239,6 +251,7 @@ def hand_off(
         single.namespace if single is not None else "",
         outcome=OUTCOME,
         change=single,
+        managed=handoff.bulk.managed_id if handoff.bulk is not None else None,  # a single change's: its own
         after=commit.details(),
         message=f"Handed off {handoff.what} to Git: commit {result.sha[:12]} on branch {result.branch} "
         f"of {result.url} ({result.directory}/)",

@@ -218,6 +218,7 @@ def commit_message(files: ChangeFiles, requester: str, approvals: Sequence[Appro
     body += ["", f"Requested-by: {who}"]
     body += [f"Approved-by: {_line(a.approver)}" for a in approvals]
     body += [f"Liqo-Dash-Change: {i}" for i in files.change_ids]
+    body += [f"Liqo-Dash-Cluster: {files.cluster}"] if files.cluster else []
     return "\n".join(body) + "\n"
 
 
@@ -361,13 +362,14 @@ def commit(
     approvals: Sequence[Approval] = (),
     author_email: str = "",
 ) -> CommitResult:
-    """Commit ``files`` under ``<path>/<overlay>`` on a new branch from the base branch's head, push it,
+    """Commit ``files`` under ``<path>/<overlay>`` (``<path>/<cluster>/<overlay>`` for another managed
+    cluster than the default) on a new branch from the base branch's head, push it,
     and return where it landed. The author is the requester, the committer liqo-dash."""
     settings.check()
     branch = branch_for(files)
     if not valid_branch(branch):
         raise ConfigInvalid(f"{branch!r} is not a valid branch name")
-    directory = "/".join(p for p in (clean_path(settings.path), files.name) if p)
+    directory = files.directory(settings.path)
     with tempfile.TemporaryDirectory(prefix="liqo-dash-gitops-") as tmp:
         workdir = Path(tmp) / "repo"
         workdir.mkdir()

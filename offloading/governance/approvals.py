@@ -45,7 +45,7 @@ from functools import partial
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.db import models, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from access import policy as access_policy
@@ -53,18 +53,18 @@ from access import roles
 from offloading.audit.events import record, record_refused, requester_of
 from offloading.choices import AuditAction, ChangeAction, ChangeState
 from offloading.context import Actor
-from offloading.gitops import repo
 from offloading.governance import clock, notify, policy, windows
 from offloading.governance.facts import (
     WAITING,
     Refused,
     at_text,
-    bulk_path,
     change_hash,
     change_path,
     labels_of,
     namespaces_of,
+    page_path,
     policy_action,
+    queue_of,
     same_version,
     system_actor,
     version_of,
@@ -115,18 +115,21 @@ def _pending(change_id: int | None = None, bulk_id: int | None = None) -> tuple[
     return approval, children
 
 
-def _subject(change_id: int | None, bulk_id: int | None) -> list[ChangeRequest]:
+def _subject(change_id: int | None, bulk_id: int | None, managed: int | None = None) -> list[ChangeRequest]:
     """Every change of the change or bulk a step is about (404 when there is none, or for an id no row
-    can have)."""
+    can have). ``managed``: the managed cluster (pk) the step is asked in (a page's or an API path's,
+    ``/m/<name>/``): a change or bulk of another cluster is not found there, as on its own pages; None
+    (a caller that names no cluster): any."""
     for given, what, field in ((change_id, "change", "change"), (bulk_id, "bulk request", "bulk")):
         if given is not None and not 0 < given < 2**63:
             raise Refused(404, f"{what} {given} does not exist", field)
     if bulk_id is not None:
-        if not BulkRequest.objects.filter(pk=bulk_id).exists():
+        bulks = BulkRequest.objects.filter(pk=bulk_id)
+        if not (bulks if managed is None else bulks.filter(managed_id=managed)).exists():
             raise Refused(404, f"bulk request {bulk_id} does not exist", "bulk")
         return list(ChangeRequest.objects.filter(bulk_id=bulk_id).order_by("id"))
     change = ChangeRequest.objects.filter(pk=change_id or 0).first()
-    if change is None:
+    if change is None or (managed is not None and change.managed_id != managed):
         raise Refused(404, f"change {change_id} does not exist")
     return [change]
 
@@ -165,7 +168,9 @@ def may_decide(user: Any, approval: Approval, children: list[ChangeRequest]) -> 
 
 
 def _refuse(actor: Actor, changes: list[ChangeRequest], verb: str, reason: str) -> Refused:
-    record_refused(actor, changes[0].namespace if len(changes) == 1 else "", verb, reason)
+    """The 403 to raise, audited ``refused`` under the changes' managed cluster (one request's: one cluster)."""
+    managed = changes[0].managed_id if changes else None
+    record_refused(actor, changes[0].namespace if len(changes) == 1 else "", verb, reason, managed=managed)
     return Refused(403, reason[:1].upper() + reason[1:])
 
 
@@ -307,8 +312,10 @@ def _release(changes: list[ChangeRequest], actor: Actor, bulk_id: int | None) ->
     now = clock.now()
     queued: list[ChangeRequest] = []
     later: list[ChangeRequest] = []
+    managed = changes[0].managed_id if changes else None  # one change's or bulk's: one cluster
+    cluster = policy_cluster_name(managed)  # its windows only
     for change in changes:
-        found = policy.windows_of(change.namespace, labels_of(change.namespace, change.managed_id))
+        found = policy.windows_of(change.namespace, labels_of(change.namespace, change.managed_id), cluster)
         (queued if windows.is_open(found, now) else later).append(change)
     for change in queued:
         if ChangeRequest.objects.filter(pk=change.pk, state__in=WAITING).update(
@@ -325,25 +332,34 @@ def _release(changes: list[ChangeRequest], actor: Actor, bulk_id: int | None) ->
         schedule_spread(later, actor)
     else:
         for change in later:
-            decided = window_gate(change.namespace, labels_of(change.namespace, change.managed_id), now)
+            decided = window_gate(change.namespace, labels_of(change.namespace, change.managed_id), now, cluster)
             schedule_change(change, actor, decided.not_before, decided.window)
-    ids = [c.pk for c in queued if c.state == ChangeState.QUEUED]
+    _enqueue([c.pk for c in queued if c.state == ChangeState.QUEUED], bulk_id, managed)
+
+
+def _enqueue(ids: list[int], bulk_id: int | None, managed: int | None) -> None:
+    """Send the released changes, once the transaction commits, to their cluster's queue: one bulk task
+    for several children of a bulk, else one apply each."""
     if not ids:
         return
+    route = queue_of(managed)  # the default cluster's: sent as before (no queue named)
     if bulk_id is not None and len(ids) > 1:
-        transaction.on_commit(lambda: enqueue_bulk(bulk_id), robust=True)
+        bulk = partial(enqueue_bulk, bulk_id) if route is None else partial(enqueue_bulk, bulk_id, managed=route)
+        transaction.on_commit(bulk, robust=True)
     else:
         for pk in ids:
-            transaction.on_commit(partial(enqueue_apply, pk), robust=True)
+            one = partial(enqueue_apply, pk) if route is None else partial(enqueue_apply, pk, managed=route)
+            transaction.on_commit(one, robust=True)
 
 
 def _decide(
-    actor: Actor, verb: str, change_id: int | None, bulk_id: int | None, comment: str
+    actor: Actor, verb: str, change_id: int | None, bulk_id: int | None, managed: int | None
 ) -> tuple[Approval, list[ChangeRequest]]:
-    """The common checks of approve and reject, in order: the subject exists (404), the decider has the
-    rights on its namespaces (403), it awaits a decision (409), the decider is not the requester (403),
-    it has not expired (then it is expired now, and 409)."""
-    user = _check_rights(actor, _subject(change_id, bulk_id), verb)
+    """The common checks of approve and reject, in order: the subject exists (in cluster ``managed``
+    when given; 404), the decider has the rights on its namespaces in its cluster (403), it awaits a
+    decision (409), the decider is not the requester (403), it has not expired (then it is expired now,
+    and 409)."""
+    user = _check_rights(actor, _subject(change_id, bulk_id, managed), verb)
     approval, children = _pending(change_id, bulk_id)
     own = _own(approval, user)
     if own:
@@ -357,9 +373,17 @@ def _decide(
     return approval, children
 
 
-def approve(actor: Actor, *, change_id: int | None = None, bulk_id: int | None = None, comment: str = "") -> Approval:
-    """Approve a change (or a whole bulk): it is queued, or scheduled for its window. Raises Refused."""
-    approval, children = _decide(actor, "approve", change_id, bulk_id, comment)
+def approve(
+    actor: Actor,
+    *,
+    change_id: int | None = None,
+    bulk_id: int | None = None,
+    comment: str = "",
+    managed: int | None = None,
+) -> Approval:
+    """Approve a change (or a whole bulk): it is queued, or scheduled for its window. Raises Refused.
+    ``managed``: the cluster the step is asked in (see :func:`_subject`)."""
+    approval, children = _decide(actor, "approve", change_id, bulk_id, managed)
     moved = _changed(approval, children)
     if moved:
         with transaction.atomic():
@@ -388,11 +412,18 @@ def approve(actor: Actor, *, change_id: int | None = None, bulk_id: int | None =
     return approval
 
 
-def reject(actor: Actor, *, change_id: int | None = None, bulk_id: int | None = None, comment: str = "") -> Approval:
+def reject(
+    actor: Actor,
+    *,
+    change_id: int | None = None,
+    bulk_id: int | None = None,
+    comment: str = "",
+    managed: int | None = None,
+) -> Approval:
     """Reject a change (or a whole bulk) with a comment (mandatory): it ends ``rejected``."""
     if not comment.strip():
         raise Refused(400, "say why the change is rejected (a comment is required)", "comment")
-    approval, children = _decide(actor, "reject", change_id, bulk_id, comment)
+    approval, children = _decide(actor, "reject", change_id, bulk_id, managed)
     with transaction.atomic():
         if not _settle_decision(approval, ApprovalDecision.REJECTED, actor, comment):
             raise Refused(409, "this approval request was decided by someone else meanwhile")
@@ -444,10 +475,17 @@ def _waiting(change_id: int | None, bulk_id: int | None) -> tuple[list[ChangeReq
     return changes, approval, what
 
 
-def cancel(actor: Actor, *, change_id: int | None = None, bulk_id: int | None = None, comment: str = "") -> int:
+def cancel(
+    actor: Actor,
+    *,
+    change_id: int | None = None,
+    bulk_id: int | None = None,
+    comment: str = "",
+    managed: int | None = None,
+) -> int:
     """Cancel waiting changes (awaiting approval or scheduled): the requester, or anyone who may change
     the namespaces. Returns how many were cancelled."""
-    subject = _subject(change_id, bulk_id)
+    subject = _subject(change_id, bulk_id, managed)
     user = _person(actor)
     if any(c.requester_id != user.pk for c in subject):
         _check_rights(actor, [c for c in subject if c.requester_id != user.pk], "cancel")
@@ -473,10 +511,17 @@ def cancel(actor: Actor, *, change_id: int | None = None, bulk_id: int | None = 
     return len(moved)
 
 
-def break_glass(actor: Actor, *, change_id: int | None = None, bulk_id: int | None = None, reason: str = "") -> int:
+def break_glass(
+    actor: Actor,
+    *,
+    change_id: int | None = None,
+    bulk_id: int | None = None,
+    reason: str = "",
+    managed: int | None = None,
+) -> int:
     """An admin applies waiting changes now, without approval and outside their windows; ``reason`` is
     mandatory. Audited ``broke_glass`` and alerted. Returns how many were queued."""
-    subject = _subject(change_id, bulk_id)
+    subject = _subject(change_id, bulk_id, managed)
     user = _check_rights(actor, subject, "break glass")
     if roles.role_of(user) != roles.ADMIN:
         raise _refuse(actor, subject, "break glass", f"only admins may break glass (your role: {roles.role_of(user)})")
@@ -508,20 +553,18 @@ def break_glass(actor: Actor, *, change_id: int | None = None, bulk_id: int | No
         if not queued:
             raise Refused(409, f"{what} was decided meanwhile: nothing to break glass on")
         names = sorted({c.namespace for c in changes if c.pk in queued})
+        cluster = changes[0].managed_id  # one change's or bulk's: one cluster
         notify.open_alert(
             f"broke-glass:{'bulk-' + str(bulk_id) if bulk_id else 'change-' + str(change_id)}",
             notify.KIND_BROKE_GLASS,
             "critical",
             f"{actor.user_name} broke glass on {what} ({', '.join(names[:5])})",
             f"Applied without approval or outside its change window. Reason: {reason}",
-            bulk_path(BulkRequest(pk=bulk_id)) if bulk_id else change_path(changes[0]),
+            page_path("bulk_detail", cluster, bulk_id) if bulk_id else change_path(changes[0]),
             names[0] if len(names) == 1 else "",
+            cluster,
         )
-        if bulk_id is not None and len(queued) > 1:
-            transaction.on_commit(lambda: enqueue_bulk(bulk_id), robust=True)
-        else:
-            for pk in queued:
-                transaction.on_commit(partial(enqueue_apply, pk), robust=True)
+        _enqueue(queued, bulk_id, cluster)
     return len(queued)
 
 
@@ -529,10 +572,15 @@ def break_glass(actor: Actor, *, change_id: int | None = None, bulk_id: int | No
 # Reads for the pages and the API
 
 
-def awaiting(user: Any) -> list[Approval]:
-    """The approval requests ``user`` may decide on now (not their own, in their rights), oldest first."""
+def awaiting(user: Any, managed: int | None = None) -> list[Approval]:
+    """The approval requests ``user`` may decide on now (not their own, in their rights in the change's
+    cluster), oldest first; of managed cluster ``managed`` (pk) when given (a page's or an API path's),
+    else of every cluster."""
     found = []
-    pending = Approval.objects.filter(decision=ApprovalDecision.PENDING).select_related("change", "bulk").order_by("id")
+    pending = Approval.objects.filter(decision=ApprovalDecision.PENDING)
+    if managed is not None:
+        pending = pending.of(managed)
+    pending = pending.select_related("change__managed", "bulk__managed").order_by("id")
     for approval in pending:
         if approval.bulk_id is not None:
             children = list(ChangeRequest.objects.filter(bulk_id=approval.bulk_id, state=ChangeState.AWAITING_APPROVAL))
@@ -543,37 +591,3 @@ def awaiting(user: Any) -> list[Approval]:
         if children and not may_decide(user, approval, children):
             found.append(approval)
     return found
-
-
-def current_approval(change: ChangeRequest) -> Approval | None:
-    """The approval that counts for ``change`` (its own newest, else its bulk's), or None."""
-    own = Approval.objects.filter(change=change).order_by("-id").first()
-    if own is None and change.bulk_id is not None:
-        return Approval.objects.filter(bulk_id=change.bulk_id).order_by("-id").first()
-    return own
-
-
-def decisions_for(changes: Iterable[ChangeRequest]) -> list[Approval]:
-    """The approvals that let ``changes`` through (approved, or break glass), oldest first: what a GitOps
-    hand-off's commit message names (``offloading.gitops.handoff.hand_off(approvals=...)``)."""
-    changes = list(changes)
-    ids = [c.pk for c in changes]
-    bulks = {c.bulk_id for c in changes if c.bulk_id is not None}
-    decided = (ApprovalDecision.APPROVED, ApprovalDecision.BROKE_GLASS)
-    found = Approval.objects.filter(decision__in=decided).filter(
-        models.Q(change_id__in=ids) | models.Q(bulk_id__in=bulks)
-    )
-    return list(found.order_by("decided_at", "id"))
-
-
-def handoff_approvals(changes: Iterable[ChangeRequest]) -> tuple[repo.Approval, ...]:
-    """:func:`decisions_for` as the GitOps hand-off's commit message names them: who, when, and what they
-    said (a break glass says so, with its reason)."""
-    named = []
-    for decision in decisions_for(changes):
-        comment = decision.comment
-        if decision.decision == ApprovalDecision.BROKE_GLASS:
-            comment = f"break glass: {comment}" if comment else "break glass"
-        at = decision.decided_at.isoformat() if decision.decided_at else ""
-        named.append(repo.Approval(decision.decided_by_name or "(unknown)", at, comment))
-    return tuple(named)

@@ -17,12 +17,14 @@ from offloading.governance.approvals import expire, finish, rebase
 from offloading.governance.facts import (
     change_hash,
     labels_of,
+    queue_of,
     same_version,
     system_actor,
     version_of,
 )
 from offloading.governance.holds import request_approval
 from offloading.models import Approval, ApprovalDecision, ChangeRequest, Namespace, Schedule
+from offloading.models.fleet import policy_cluster_name
 from offloading.queue import enqueue_apply
 
 log = logging.getLogger(__name__)
@@ -71,7 +73,8 @@ def release_due() -> int:
                 Schedule.objects.filter(pk=schedule.pk).update(released_at=now)
                 _ask_again_one(approval.reason, change)
                 continue
-            found = policy.windows_of(change.namespace, labels_of(change.namespace, change.managed_id))
+            cluster = policy_cluster_name(change.managed_id)  # its cluster's windows only
+            found = policy.windows_of(change.namespace, labels_of(change.namespace, change.managed_id), cluster)
             if not windows.is_open(found, now):
                 later = windows.next_opening(found, now) or now
                 Schedule.objects.filter(pk=schedule.pk).update(not_before=later)
@@ -80,7 +83,13 @@ def release_due() -> int:
                 state=ChangeState.QUEUED, updated_at=timezone.now(), message=""
             ):
                 Schedule.objects.filter(pk=schedule.pk).update(released_at=now)
-                transaction.on_commit(partial(enqueue_apply, change.pk), robust=True)
+                route = queue_of(change.managed_id)  # its cluster's queue (the default's: as before)
+                send = (
+                    partial(enqueue_apply, change.pk)
+                    if route is None
+                    else partial(enqueue_apply, change.pk, managed=route)
+                )
+                transaction.on_commit(send, robust=True)
                 released += 1
     return released
 

@@ -17,6 +17,7 @@ from liqo_rules.spec import normalize_spec
 from offloading.choices import ChangeAction, ChangeState, Source
 from offloading.context import Actor, new_request_id
 from offloading.models import BulkRequest, ChangeRequest, Namespace
+from offloading.models.fleet import is_default, policy_cluster_name
 
 log = logging.getLogger(__name__)
 
@@ -86,12 +87,30 @@ def policy_action(change: ChangeRequest) -> str:
     )
 
 
+def page_path(name: str, managed: int | None, pk: int | None = None) -> str:
+    """The page ``name`` (an ``offloading:`` URL name; ``pk``: its change or bulk) of managed cluster
+    ``managed`` (its pk; None: the default): the default's plain path, another cluster's copy under
+    ``/m/<name>/`` (the URL conf's ``cluster:`` names, ``liqo_dash/urls.py``), so that an alert leads to
+    the cluster the change is in."""
+    ids = {"pk": pk} if pk is not None else {}
+    cluster = policy_cluster_name(managed)
+    if cluster is None:
+        return reverse(f"offloading:{name}", kwargs=ids or None)
+    return reverse(f"cluster:{name}", kwargs={"cluster": cluster, **ids})
+
+
 def change_path(change: ChangeRequest) -> str:
-    return reverse("offloading:change_detail", args=[change.pk])
+    return page_path("change_detail", change.managed_id, change.pk)
 
 
 def bulk_path(bulk: BulkRequest) -> str:
-    return reverse("offloading:bulk_detail", args=[bulk.pk])
+    return page_path("bulk_detail", bulk.managed_id, bulk.pk)
+
+
+def queue_of(managed: int | None) -> int | None:
+    """What ``offloading.queue`` is told of a change's cluster (its queue, ``queue.cluster_queue``): None
+    for the default cluster, as the write path says it."""
+    return None if managed is None or is_default(managed) else int(managed)
 
 
 def system_actor() -> Actor:

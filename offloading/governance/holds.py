@@ -12,8 +12,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from django.urls import reverse
-
 from offloading.audit.events import record
 from offloading.choices import AuditAction, ChangeState
 from offloading.context import Actor
@@ -23,9 +21,11 @@ from offloading.governance.facts import (
     change_hash,
     labels_of,
     namespaces_of,
+    page_path,
     version_of,
 )
 from offloading.models import Approval, BulkRequest, ChangeRequest, Namespace, Schedule
+from offloading.models.fleet import policy_cluster_name
 from offloading.whatif.destructive import destructive_changes, is_destructive
 
 log = logging.getLogger(__name__)
@@ -48,8 +48,10 @@ class Gate:
         return self.state == ChangeState.QUEUED
 
 
-def window_gate(name: str, labels: dict[str, str] | None, at: datetime) -> Gate:
-    found = policy.windows_of(name, labels)
+def window_gate(name: str, labels: dict[str, str] | None, at: datetime, cluster: str | None = None) -> Gate:
+    """Whether a change of namespace ``name`` of managed cluster ``cluster`` (by name; None: the default)
+    asked at ``at`` waits for its window."""
+    found = policy.windows_of(name, labels, cluster)
     if windows.is_open(found, at):
         return Gate()
     return Gate(
@@ -62,13 +64,14 @@ def window_gate(name: str, labels: dict[str, str] | None, at: datetime) -> Gate:
 def gate(namespace: Namespace, change: ChangeRequest) -> Gate:
     """Whether ``change`` (unsaved, of ``namespace``) waits for approval or for its window; sets its state."""
     result = Gate()
-    if policy.approval_mode(namespace.name, namespace.labels) != policy.NONE:
+    cluster = policy_cluster_name(namespace.managed_id)  # the rules of the namespace's cluster only
+    if policy.approval_mode(namespace.name, namespace.labels, cluster) != policy.NONE:
         destructive = is_destructive(namespace, change.action, change.desired_spec)
-        reason = policy.approval_reason(namespace.name, namespace.labels, destructive)
+        reason = policy.approval_reason(namespace.name, namespace.labels, destructive, cluster)
         if reason:
             result = Gate(ChangeState.AWAITING_APPROVAL, reason)
     if result.enqueue:
-        result = window_gate(namespace.name, namespace.labels, clock.now())
+        result = window_gate(namespace.name, namespace.labels, clock.now(), cluster)
     change.state = result.state
     return result
 
@@ -88,15 +91,18 @@ def gate_bulk(changes: list[ChangeRequest]) -> BulkGate:
     """One decision for the children of a bulk (unsaved): all of them await one approval when one of
     them needs it; else each waits for its own window or is queued. Sets their states."""
     labels = dict(namespaces_of(changes).values_list("name", "labels"))
+    cluster = policy_cluster_name(changes[0].managed_id) if changes else None  # a bulk is of one cluster
     destructive: dict[str, str] | None = None
     needing: dict[str, str] = {}
     for change in changes:
-        mode = policy.approval_mode(change.namespace, labels.get(change.namespace))
+        mode = policy.approval_mode(change.namespace, labels.get(change.namespace), cluster)
         if mode == policy.NONE:
             continue
         if destructive is None:
             destructive = destructive_changes(changes)
-        why = policy.approval_reason(change.namespace, labels.get(change.namespace), destructive.get(change.namespace))
+        why = policy.approval_reason(
+            change.namespace, labels.get(change.namespace), destructive.get(change.namespace), cluster
+        )
         if why:
             needing[change.namespace] = why
     if needing:
@@ -114,7 +120,7 @@ def gate_bulk(changes: list[ChangeRequest]) -> BulkGate:
     result = BulkGate()
     now = clock.now()
     for change in changes:
-        result.children[change.namespace] = window_gate(change.namespace, labels.get(change.namespace), now)
+        result.children[change.namespace] = window_gate(change.namespace, labels.get(change.namespace), now, cluster)
         change.state = result.children[change.namespace].state
     return result
 
@@ -150,12 +156,14 @@ def request_approval(
     )
     what = f"change #{change.pk}" if change is not None else f"bulk #{bulk.pk if bulk else ''}"
     text = message or f"{what} awaits a second person's approval until {at_text(approval.expires_at)}: {reason}"
+    managed = subject.managed_id  # a change's or a bulk's cluster: its trail, its alert, its Approvals page
     record(
         actor,
         AuditAction.APPROVAL_REQUESTED,
         change.namespace if change is not None else "",
         outcome=ChangeState.AWAITING_APPROVAL,
         change=change,
+        managed=managed,
         after={"approval": approval.pk, "expiresAt": approval.expires_at.isoformat(), "specHash": approval.spec_hash}
         | ({"bulk": bulk.pk, "impact": approval.impact} if bulk is not None else {}),
         message=text,
@@ -173,8 +181,9 @@ def request_approval(
         "warning",
         title,
         f"{reason}. Approve or reject it before {at_text(approval.expires_at)}.",
-        reverse("offloading:governance_approvals"),
+        page_path("governance_approvals", managed),
         change.namespace if change is not None else "",
+        managed,
     )
     return approval
 
@@ -220,11 +229,13 @@ def hold_bulk(bulk: BulkRequest, changes: list[ChangeRequest], decided: BulkGate
 def schedule_spread(changes: list[ChangeRequest], actor: Actor) -> None:
     """Schedule changes of a bulk, each group of namespaces sharing windows spread within them."""
     groups: dict[str, list[ChangeRequest]] = {}
+    cluster = policy_cluster_name(changes[0].managed_id) if changes else None  # a bulk is of one cluster
     for change in changes:
-        found = policy.windows_of(change.namespace, labels_of(change.namespace, change.managed_id))
+        found = policy.windows_of(change.namespace, labels_of(change.namespace, change.managed_id), cluster)
         groups.setdefault(" | ".join(str(w) for w in found), []).append(change)
     now = clock.now()
     for text, members in groups.items():
-        found = policy.windows_of(members[0].namespace, labels_of(members[0].namespace, members[0].managed_id))
+        first = members[0]
+        found = policy.windows_of(first.namespace, labels_of(first.namespace, first.managed_id), cluster)
         for change, when in zip(members, windows.spread(found, now, len(members)), strict=True):
             schedule_change(change, actor, when, text)

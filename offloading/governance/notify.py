@@ -13,14 +13,25 @@ from offloading.alerts import delivery as alertsend
 from offloading.alerts import rules as alerts
 from offloading.choices import AlertKind, AlertState
 from offloading.models import Alert
+from offloading.models.fleet import managed_pk
 
 
 def _send_after_commit(alert_id: int) -> None:
     transaction.on_commit(lambda: alertsend.reserve_and_send(alert_id), robust=True)
 
 
-def open_alert(key: str, kind: str, severity: str, title: str, detail: str, path: str, namespace: str = "") -> None:
-    """Open (or open again) the alert ``key`` and send it once the caller's transaction commits."""
+def open_alert(
+    key: str,
+    kind: str,
+    severity: str,
+    title: str,
+    detail: str,
+    path: str,
+    namespace: str = "",
+    managed: int | None = None,
+) -> None:
+    """Open (or open again) the alert ``key`` about managed cluster ``managed`` (its pk; None: the default)
+    and send it once the caller's transaction commits."""
     if not alerts.enabled():
         return
     now = timezone.now()
@@ -31,6 +42,7 @@ def open_alert(key: str, kind: str, severity: str, title: str, detail: str, path
         "detail": detail,
         "path": path,
         "namespace": namespace[:63],
+        "managed_id": managed_pk(managed),
     }
     alert, created = Alert.objects.get_or_create(
         key=key,

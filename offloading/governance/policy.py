@@ -6,6 +6,13 @@ each ``SCOPE => VALUE``; the first rule whose scope covers the namespace decides
 ``SCOPE =>`` covers every namespace. A scope is written as an operator's scope is (``access.scopes``): a
 namespace name glob (``prod-*``) or ``label`` and a label selector (``label tier=critical``).
 
+Managed clusters (issue 28): a scope may name the clusters it covers, as an operator's scope does, with a
+glob on the cluster's name in front: ``prod-eu/prod-*``, ``prod-*/web-*``, ``prod-eu: label tier=critical``
+(``prod-eu/*`` is every namespace of prod-eu: a freeze window on one cluster). A scope without a cluster
+part covers its namespaces in **every** managed cluster: a rule restricts, so the safe reading of an
+existing rule is the one that keeps holding when a cluster is added (an operator's scope grants, and reads
+the other way: the default cluster only). A change of cluster B is held only by the rules that cover B.
+
 - Approval policy values: ``none`` (no approval), ``destructive`` (the changes
   ``offloading.whatif.destructive`` calls destructive: an unoffload, an edit that loses a cluster or makes
   the pod strategy stricter) or ``all`` (every change). A namespace no rule covers needs none.
@@ -20,6 +27,7 @@ A setting that cannot be read raises ``ImproperlyConfigured`` naming the rule, o
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -44,11 +52,14 @@ class Rule:
     scope: scopes.Scope
     value: str
 
-    def covers(self, name: str, labels: Mapping[str, str]) -> bool:
-        # A rule naming a cluster (``rome/prod-*``) is matched against the default managed cluster's
-        # name: every namespace the dashboard changes today is in it (issue 28).
-        named = self.scope.cluster not in (None, "*")
-        return scopes.matches(self.scope, name, labels, default_cluster=_default_cluster() if named else None)
+    def covers(self, name: str, labels: Mapping[str, str], cluster: str | None = None) -> bool:
+        """Whether the rule covers namespace ``name`` of managed cluster ``cluster`` (its name; None: the
+        default cluster, whose name is looked up only when the rule names clusters)."""
+        glob = self.scope.cluster
+        if glob is None:  # every managed cluster's namespaces (the module's docstring)
+            return scopes.matches(self.scope, name, labels)
+        target = cluster if cluster is not None else (None if glob == "*" else _default_cluster())
+        return scopes.matches(self.scope, name, labels, target or "", default_cluster=target)
 
 
 _DEFAULT_CLUSTER: list[tuple[float, str]] = []  # (read at, name): a bulk asks once, not per namespace
@@ -62,8 +73,18 @@ def _default_cluster() -> str:
     return _DEFAULT_CLUSTER[0][1]
 
 
+_CLUSTER_LABEL = re.compile(r"^([^\s:/]+)\s*:\s*label\s+(.+)$")
+
+
 def _scope(text: str, setting: str) -> scopes.Scope:
-    kind, value = (scopes.SELECTOR, text[len("label ") :].strip()) if text.startswith("label ") else (scopes.GLOB, text)
+    """A rule's scope: ``GLOB``, ``CLUSTER/GLOB``, ``label SELECTOR`` or ``CLUSTER: label SELECTOR``."""
+    named = _CLUSTER_LABEL.match(text)
+    if named:
+        kind, value = scopes.SELECTOR, f"{named.group(1)}{scopes.SELECTOR_CLUSTER_SEP} {named.group(2).strip()}"
+    elif text.startswith("label "):
+        kind, value = scopes.SELECTOR, text[len("label ") :].strip()
+    else:
+        kind, value = scopes.GLOB, text
     try:
         scopes.validate(kind, value)
     except scopes.ScopeError as exc:
@@ -110,18 +131,22 @@ def window_rules(text: str) -> tuple[tuple[Rule, tuple[Window, ...]], ...]:
     return tuple(parsed)
 
 
-def approval_mode(name: str, labels: Mapping[str, str] | None) -> str:
-    """none, destructive or all: what the first rule covering the namespace says (none without one)."""
+def approval_mode(name: str, labels: Mapping[str, str] | None, cluster: str | None = None) -> str:
+    """none, destructive or all: what the first rule covering the namespace (of managed cluster
+    ``cluster``, by name; None: the default) says (none without one)."""
     for rule in approval_rules(str(settings.LIQO_DASH.get("APPROVAL_POLICY") or "")):
-        if rule.covers(name, labels or {}):
+        if rule.covers(name, labels or {}, cluster):
             return rule.value
     return NONE
 
 
-def approval_reason(name: str, labels: Mapping[str, str] | None, destructive: str | None) -> str:
-    """Why a change of namespace ``name`` needs a second person ("" when it does not): ``destructive``
-    is why the change is destructive (``offloading.whatif.destructive``), None when it is not."""
-    mode = approval_mode(name, labels)
+def approval_reason(
+    name: str, labels: Mapping[str, str] | None, destructive: str | None, cluster: str | None = None
+) -> str:
+    """Why a change of namespace ``name`` (of managed cluster ``cluster``) needs a second person ("" when
+    it does not): ``destructive`` is why the change is destructive (``offloading.whatif.destructive``),
+    None when it is not."""
+    mode = approval_mode(name, labels, cluster)
     if mode == ALL:
         return f"every change of namespace {name} needs a second person's approval"
     if mode == DESTRUCTIVE and destructive:
@@ -129,10 +154,11 @@ def approval_reason(name: str, labels: Mapping[str, str] | None, destructive: st
     return ""
 
 
-def windows_of(name: str, labels: Mapping[str, str] | None) -> tuple[Window, ...]:
-    """The change windows of a namespace (empty: it may be changed at any time)."""
+def windows_of(name: str, labels: Mapping[str, str] | None, cluster: str | None = None) -> tuple[Window, ...]:
+    """The change windows of a namespace of managed cluster ``cluster`` (by name; None: the default)
+    (empty: it may be changed at any time)."""
     for rule, windows in window_rules(str(settings.LIQO_DASH.get("CHANGE_WINDOWS") or "")):
-        if rule.covers(name, labels or {}):
+        if rule.covers(name, labels or {}, cluster):
             return windows
     return ()
 

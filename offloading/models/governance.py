@@ -1,5 +1,10 @@
 """Change governance rows (issue 29): the approval a change or a bulk waits for, and when a scheduled
-change is released into the queue (``offloading.governance``)."""
+change is released into the queue (``offloading.governance``).
+
+Managed clusters (issue 28): neither row carries a cluster of its own. An approval is of exactly one change
+or one bulk, a schedule of one change, and those carry theirs (``managed``, migration 0027), which nothing
+edits after they are recorded; so the cluster is resolved through them (``Approval.objects.of(managed)``,
+``Schedule.objects.of(managed)``) and can never disagree with the change's."""
 
 from __future__ import annotations
 
@@ -8,6 +13,20 @@ from django.db import models
 from django.utils import timezone
 
 from offloading.models.changes import BulkRequest, ChangeRequest
+from offloading.models.fleet import ManagedRef, managed_pk
+
+
+class ApprovalQuerySet(models.QuerySet["Approval"]):
+    def of(self, managed: ManagedRef = None) -> ApprovalQuerySet:
+        """The approvals of managed cluster ``managed`` (None: the default): their change's or bulk's."""
+        pk = managed_pk(managed)
+        return self.filter(models.Q(change__managed_id=pk) | models.Q(bulk__managed_id=pk))
+
+
+class ScheduleQuerySet(models.QuerySet["Schedule"]):
+    def of(self, managed: ManagedRef = None) -> ScheduleQuerySet:
+        """The schedules of managed cluster ``managed`` (None: the default): their change's."""
+        return self.filter(change__managed_id=managed_pk(managed))
 
 
 class ApprovalDecision(models.TextChoices):
@@ -49,6 +68,8 @@ class Approval(models.Model):
     decided_at = models.DateTimeField(null=True, blank=True)
     comment = models.TextField(blank=True)
 
+    objects = ApprovalQuerySet.as_manager()
+
     class Meta:
         ordering = ("-requested_at", "-id")
         constraints = [
@@ -73,6 +94,8 @@ class Schedule(models.Model):
     window = models.CharField(max_length=500, blank=True)
     scheduled_at = models.DateTimeField(default=timezone.now)
     released_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ScheduleQuerySet.as_manager()
 
     class Meta:
         ordering = ("not_before", "id")

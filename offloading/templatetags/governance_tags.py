@@ -7,7 +7,7 @@ from typing import Any
 from django import template
 from django.core.exceptions import ObjectDoesNotExist
 
-from offloading.governance import approvals
+from offloading.governance import approvals, decisions
 from offloading.models import ChangeRequest
 
 register = template.Library()
@@ -21,7 +21,7 @@ def governance_panel(context: Any, change: ChangeRequest) -> dict[str, Any]:
         schedule = None
     return {
         "change": change,
-        "approval": approvals.current_approval(change),
+        "approval": decisions.current_approval(change),
         "schedule": schedule,
         "waiting": change.state in approvals.WAITING,
         "request": context.get("request"),

@@ -6,6 +6,10 @@ same rules as the API (``offloading.api.gitops``): who may change every namespac
 page otherwise, audited), and Git's failures as a banner on this page with the API's status code
 (409, or 503 when the Git server cannot be reached or git fails otherwise), never a 500. A hand-off that lands redirects to the
 GET page (Post/Redirect/Get), which shows it first.
+
+Per managed cluster (issue 28): the page of a change or bulk is its cluster's (``/m/<name>/...``; the plain
+path redirects there, as the change's own page does), and it names the directory of that cluster's
+overlays in the repository.
 """
 
 from __future__ import annotations
@@ -21,10 +25,10 @@ from offloading.changes import authorize
 from offloading.changes.errors import ChangeRejected
 from offloading.context import Actor, current_actor
 from offloading.gitops import handoff, repo
-from offloading.gitops.files import FilesError
-from offloading.governance.approvals import handoff_approvals
+from offloading.gitops.files import FilesError, clean_path
+from offloading.governance.decisions import handoff_approvals
 from offloading.models import BulkRequest, ChangeRequest
-from offloading.switcher import cluster_reverse
+from offloading.switcher import cluster_reverse, elsewhere
 from offloading.views.common import forbidden
 
 # The HTTP status of a page whose hand-off failed (the API's, offloading.api.gitops).
@@ -43,7 +47,12 @@ def _permit(actor: Actor, prepared: handoff.HandOff) -> None:
 
 def _page(request: HttpRequest, context: dict[str, Any], status: int = 200) -> HttpResponse:
     repository = handoff.configured()
-    context = {"repository": repository, **context}
+    directory = ""
+    if repository is not None:
+        subject = context.get("change") or context.get("bulk")
+        cluster = handoff.cluster_directory(subject.managed_id if subject is not None else None)
+        directory = "/".join(p for p in (clean_path(repository.path), cluster) if p)
+    context = {"repository": repository, "directory": directory, **context}
     if repository is None and "error" not in context:
         try:
             handoff.repo_settings()
@@ -83,6 +92,9 @@ def _post(request: HttpRequest, prepare: Any, back: str, pk: int, context: dict[
 @require_http_methods(["GET", "POST"])
 def change_handoff(request: HttpRequest, pk: int) -> HttpResponse:
     change = get_object_or_404(ChangeRequest, pk=pk)
+    moved = elsewhere(request, change.managed_id)
+    if moved is not None:
+        return moved  # its cluster's page (a POST lands there as a GET: nothing is handed off)
     context = {"change": change, "what": f"change #{change.pk}", "commits": handoff.commits_of_change(change)}
     context["managed"] = _managed(lambda: handoff.of_change(change))
     if request.method == "POST":
@@ -94,6 +106,9 @@ def change_handoff(request: HttpRequest, pk: int) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def bulk_handoff(request: HttpRequest, pk: int) -> HttpResponse:
     bulk = get_object_or_404(BulkRequest, pk=pk)
+    moved = elsewhere(request, bulk.managed_id)
+    if moved is not None:
+        return moved
     context = {"bulk": bulk, "what": f"bulk #{bulk.pk}", "commits": handoff.commits_of_bulk(bulk)}
     context["managed"] = _managed(lambda: handoff.of_bulk(bulk))
     if request.method == "POST":

@@ -157,6 +157,13 @@ MUTATING.update(
             ("cluster", "offloading:bulk"),
             ("api-cluster", "api:namespace-offload"),
             ("api-cluster", "api:bulkrequest-list"),
+            # Governance and the hand-off in a cluster's path: judged with that cluster's scopes there too.
+            ("cluster", "offloading:governance_change_approve"),
+            ("cluster", "offloading:governance_bulk_break-glass"),
+            ("cluster", "offloading:change_handoff"),
+            ("api-cluster", "api:change-approve"),
+            ("api-cluster", "api:bulk-reject"),
+            ("api-cluster", "api:changerequest-handoff"),
         )
     }
 )
