@@ -90,3 +90,109 @@ def test_a_change_in_the_browser_in_each_cluster_is_written_to_that_clusters_api
             30,
             f"{cluster}'s row to show the offloading Ready",
         )
+
+
+def test_a_killed_watcher_replicas_clusters_are_taken_over_within_the_lease_and_their_rows_keep_updating(
+    start_fleet: Any,
+) -> None:
+    fleet = start_fleet(["rome", "milan", "naples"], watchers=2)
+
+    def split() -> bool:
+        held = [fleet.held_by(name) for name in fleet.watchers]
+        return sorted(map(len, held)) == [1, 2] and set().union(*held) == set(fleet.clusters)
+
+    fleet.until(split, 30, "the two replicas to split the three clusters 2/1")
+    victim = max(fleet.watchers, key=lambda name: len(fleet.held_by(name)))
+    survivor = next(name for name in fleet.watchers if name != victim)
+    lost = fleet.held_by(victim)
+    for cluster in lost:  # the victim writes its clusters' rows while it lives
+        fleet.create_namespace(cluster, "before-kill")
+    fleet.until(lambda: all(_has_row(fleet, c, "before-kill") for c in lost), 30, "the victim's rows")
+
+    fleet.kill_watcher(victim, signal.SIGKILL)
+    killed = time.monotonic()
+    for cluster in lost:  # made while nobody watches them
+        fleet.create_namespace(cluster, "after-kill", {"made": "while-unwatched"})
+        fleet.label_namespace(cluster, "before-kill", {"relabelled": "after-kill"})
+    fleet.until(lambda: fleet.held_by(survivor) == set(fleet.clusters), 20, "the survivor to hold every cluster")
+    took = time.monotonic() - killed
+    assert took <= LEASE_SECONDS + 3, f"takeover after {took:.1f} s (lease {LEASE_SECONDS} s)"
+
+    def caught_up() -> bool:
+        return all(
+            _has_row(fleet, cluster, "after-kill")
+            and Namespace.objects.get(managed=fleet.managed[cluster], name="before-kill").labels.get("relabelled")
+            == "after-kill"
+            for cluster in lost
+        )
+
+    fleet.until(caught_up, 20, "the survivor to write what changed in the victim's clusters")
+    # And it keeps following them: a change made now shows up too, in every cluster.
+    for cluster in fleet.clusters:
+        fleet.create_namespace(cluster, "later")
+    fleet.until(lambda: all(_has_row(fleet, c, "later") for c in fleet.clusters), 20, "rows made after the takeover")
+    assert fleet.watchers[survivor].poll() is None
+
+
+def _api(user: Any) -> APIClient:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    return client
+
+
+def _offload(api: APIClient, prefix: str, namespace: str) -> int:
+    response = api.put(
+        f"/api/v1{prefix}/namespaces/{namespace}/offloading/", {"podOffloadingStrategy": "Remote"}, format="json"
+    )
+    assert response.status_code == 202, response.json()
+    return int(response.json()["id"])
+
+
+def test_one_clusters_api_out_the_other_keeps_working_and_the_waiting_changes_apply_when_it_returns(
+    start_fleet: Any, admin_user: Any
+) -> None:
+    fleet = start_fleet(["rome", "milan"])
+    names = ("orders", "billing")
+    for cluster in fleet.clusters:
+        for name in names:
+            fleet.create_namespace(cluster, name)
+    fleet.until(lambda: all(_has_row(fleet, c, n) for c in fleet.clusters for n in names), 30, "the rows")
+    api = _api(admin_user)
+    rome, milan = _prefix(fleet, "rome"), _prefix(fleet, "milan")
+
+    fleet.faults("milan", outage=True)  # every connection to milan's API server dropped without an answer
+    waiting = [_offload(api, milan, name) for name in names]
+    applied = _offload(api, rome, "orders")
+    fleet.until(
+        lambda: ChangeRequest.objects.get(pk=applied).state == ChangeState.APPLIED, 30, "rome's change, milan out"
+    )
+    assert _change_id(fleet, "rome", "orders") == str(applied)
+    fleet.until(
+        lambda: all(
+            ChangeRequest.objects.get(pk=pk).waiting_reason == apihealth.WAITING_FOR_API for pk in waiting
+        ),
+        30,
+        "milan's changes to wait for its API server",
+    )
+    time.sleep(2)  # a few probes later: still waiting, none given up
+    for change in ChangeRequest.objects.filter(pk__in=waiting):
+        assert change.state == ChangeState.QUEUED and not change.is_terminal, (change.state, change.message)
+    # rome keeps working meanwhile: another change applies, its rows keep following its API server.
+    again = _offload(api, rome, "billing")
+    fleet.create_namespace("rome", "while-milan-is-out")
+    fleet.until(
+        lambda: ChangeRequest.objects.get(pk=again).state == ChangeState.APPLIED and _has_row(fleet, "rome", "while-milan-is-out"),
+        30,
+        "rome's second change and its new row",
+    )
+
+    fleet.faults("milan")  # milan answers again: its probe sends what waited, nothing lost
+    fleet.until(
+        lambda: all(ChangeRequest.objects.get(pk=pk).state == ChangeState.APPLIED for pk in waiting),
+        30,
+        "milan's waiting changes to apply once it is back",
+    )
+    for name, pk in zip(names, waiting, strict=True):
+        assert _change_id(fleet, "milan", name) == str(pk)
+        assert AuditEvent.objects.filter(change_id=pk, managed=fleet.managed["milan"], action=AuditAction.APPLIED).count() == 1
+    assert _change_id(fleet, "rome", "billing") == str(again)
