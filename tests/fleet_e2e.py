@@ -147,20 +147,24 @@ class Fleet:
             if value:
                 return value
             if time.monotonic() > deadline:
-                pytest.fail(f"timed out after {timeout}s waiting for {what}; leases {self.lease_holders()}\n{self.logs()}")
+                pytest.fail(
+                    f"timed out after {timeout}s waiting for {what}; leases {self.lease_holders()}\n{self.logs()}"
+                )
             time.sleep(interval)
 
     def close(self) -> None:
-        for proc in self.watchers.values():
+        """Stop every process at once (a clean stop: the watchers release their leases), then wait."""
+        procs = [*self.watchers.values(), *self.procs.procs.values()]
+        for proc in procs:
             if proc.poll() is None:
                 proc.terminate()
-        for proc in self.watchers.values():
+        for proc in procs:
             try:
                 proc.wait(15)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(10)
-        self.procs.stop_all()
+        self.procs.procs.clear()
         for api in self._clients.values():
             api.close()
 
@@ -211,8 +215,7 @@ def start_fleet(
         kube.reset_client()
         managedclient.forget_clients()
         ensure_configured()
-        celery_app.conf.task_always_eager = False
-        celery_app.conf.broker_url = redis_url
+        celery_app.conf.update(task_always_eager=False, broker_url=redis_url)
         _reset_producers(celery_app)
         env = {
             **os.environ,
@@ -242,9 +245,11 @@ def start_fleet(
         fleet.procs.start_beat()
         fleet.procs.start_worker()
         fleet.until(
-            lambda: all(fleet.held_by(name) for name in fleet.watchers)
-            and set(fleet.lease_holders().values()) != {""}
-            and all(fleet.lease_holders().values()),
+            lambda: (
+                all(fleet.held_by(name) for name in fleet.watchers)
+                and set(fleet.lease_holders().values()) != {""}
+                and all(fleet.lease_holders().values())
+            ),
             40,
             "every watcher to hold a lease and every cluster to be held",
         )

@@ -62,8 +62,7 @@ def test_the_domain_map_of_three_clusters_draws_each_peering_both_ways_with_the_
     expected = truth()
     assert all(expected.values()), f"the demo domain offloads along every edge of rome: {expected}"
     fleet.until(
-        lambda: Cluster.objects.of(rome).count() == 2
-        and Namespace.objects.of(rome).filter(offloaded=True).exists(),
+        lambda: Cluster.objects.of(rome).count() == 2 and Namespace.objects.of(rome).filter(offloaded=True).exists(),
         30,
         "rome's peers and offloadings in the snapshot",
     )
@@ -115,7 +114,8 @@ def test_the_domain_map_of_three_clusters_draws_each_peering_both_ways_with_the_
     pk = response.json()["id"]
     fleet.until(lambda: ChangeRequest.objects.get(pk=pk).state == ChangeState.APPLIED, 30, "the offload of reports")
     grown = truth()
-    assert grown == {
-        edge: count + (1 if edge[0] == "rome" else 0) for edge, count in expected.items()
-    }, (expected, grown)
+    assert grown == {edge: count + (1 if edge[0] == "rome" else 0) for edge, count in expected.items()}, (
+        expected,
+        grown,
+    )
     fleet.until(lambda: drawn_now() == grown, 30, f"the map to draw {grown}", interval=1)

@@ -18,7 +18,6 @@ import signal
 import time
 from typing import Any
 
-import pytest
 from playwright.sync_api import expect
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
@@ -84,8 +83,8 @@ def test_a_change_in_the_browser_in_each_cluster_is_written_to_that_clusters_api
         expect(table.get_by_role("link", name=f"change #{other}", exact=True)).to_have_count(0)
         # And the snapshot follows: the namespace's row in that cluster is offloaded, Ready.
         fleet.until(
-            lambda: Namespace.objects.filter(
-                managed=fleet.managed[cluster], name=NAMESPACE, offloaded=True, offloading_phase="Ready"
+            lambda managed=managed: Namespace.objects.filter(
+                managed=managed, name=NAMESPACE, offloaded=True, offloading_phase="Ready"
             ).exists(),
             30,
             f"{cluster}'s row to show the offloading Ready",
@@ -168,9 +167,7 @@ def test_one_clusters_api_out_the_other_keeps_working_and_the_waiting_changes_ap
     )
     assert _change_id(fleet, "rome", "orders") == str(applied)
     fleet.until(
-        lambda: all(
-            ChangeRequest.objects.get(pk=pk).waiting_reason == apihealth.WAITING_FOR_API for pk in waiting
-        ),
+        lambda: all(ChangeRequest.objects.get(pk=pk).waiting_reason == apihealth.WAITING_FOR_API for pk in waiting),
         30,
         "milan's changes to wait for its API server",
     )
@@ -181,7 +178,10 @@ def test_one_clusters_api_out_the_other_keeps_working_and_the_waiting_changes_ap
     again = _offload(api, rome, "billing")
     fleet.create_namespace("rome", "while-milan-is-out")
     fleet.until(
-        lambda: ChangeRequest.objects.get(pk=again).state == ChangeState.APPLIED and _has_row(fleet, "rome", "while-milan-is-out"),
+        lambda: (
+            ChangeRequest.objects.get(pk=again).state == ChangeState.APPLIED
+            and _has_row(fleet, "rome", "while-milan-is-out")
+        ),
         30,
         "rome's second change and its new row",
     )
@@ -194,5 +194,8 @@ def test_one_clusters_api_out_the_other_keeps_working_and_the_waiting_changes_ap
     )
     for name, pk in zip(names, waiting, strict=True):
         assert _change_id(fleet, "milan", name) == str(pk)
-        assert AuditEvent.objects.filter(change_id=pk, managed=fleet.managed["milan"], action=AuditAction.APPLIED).count() == 1
+        assert (
+            AuditEvent.objects.filter(change_id=pk, managed=fleet.managed["milan"], action=AuditAction.APPLIED).count()
+            == 1
+        )
     assert _change_id(fleet, "rome", "billing") == str(again)

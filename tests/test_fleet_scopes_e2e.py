@@ -93,7 +93,9 @@ def test_an_operator_scoped_to_milans_team_namespaces_changes_those_and_nothing_
         refused = api.put(f"/api/v1{prefix}/namespaces/{name}/offloading/", body, format="json")
         assert refused.status_code == 403, (prefix, name, refused.content)
         status = refused.json()
-        assert status["kind"] == "Status" and "out of scope" in status["message"] and "milan/team-*" in status["message"]
+        assert (
+            status["kind"] == "Status" and "out of scope" in status["message"] and "milan/team-*" in status["message"]
+        )
     unknown = api.get("/api/v1/m/nowhere/namespaces/team-a/")
     assert unknown.status_code == 404 and unknown.json()["kind"] == "Status"
     accepted = api.put(f"/api/v1{milan}/namespaces/team-b/offloading/", body, format="json")
