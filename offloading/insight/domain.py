@@ -103,8 +103,8 @@ class Layout:
     peer_r: float  # a peer's circle
     # The band of the square that holds something (what the page shows): with a few peers the ring
     # is mostly empty above and below (two peers sit left and right of the managed cluster).
-    top: int = 0
-    height: int = 0  # 0: the whole square
+    top: int
+    height: int
 
 
 def edge_health(namespaces: int, not_ready: int, reachable: bool) -> str:
