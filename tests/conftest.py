@@ -32,7 +32,7 @@ from offloading.views import live
 from sandbox import Sandbox
 
 # Which tests are slow (sandbox, e2e, browser, slow), marked from the fixtures they use: tests/lanes.py.
-pytest_plugins = ("tests.lanes", "tests.managed_fixtures")
+pytest_plugins = ("tests.lanes", "tests.managed_fixtures", "tests.fleet_e2e")
 
 ROOT = Path(__file__).resolve().parent.parent
 ADMIN_PASSWORD = "admin-pass-for-tests"

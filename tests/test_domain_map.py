@@ -117,6 +117,20 @@ def test_several_managed_clusters_sit_on_an_inner_ring_and_peers_face_theirs() -
     assert len({(p.x, p.y) for p in picture.nodes}) == len(nodes)
 
 
+def test_the_picture_keeps_only_the_band_that_holds_something() -> None:
+    """Two peers sit left and right of the managed cluster: the square's empty top and bottom are cut
+    (the page draws ``top``..``top + height``); a full ring keeps the whole square."""
+    few = layout(*star(2, consumers=2))
+    assert 0 < few.height < few.size / 2
+    for p in few.nodes:
+        assert few.top + domain.MARGIN <= p.y - (domain.BOX_H / 2 if p.node.managed else few.peer_r)
+        assert p.y + (domain.BOX_H / 2 if p.node.managed else few.peer_r) <= few.top + few.height - domain.MARGIN
+    for e in few.edges:
+        assert few.top < e.label_y < few.top + few.height
+    full = layout(*star(20))
+    assert full.height >= full.size - 2 * domain.MARGIN - 1
+
+
 def test_edges_to_unknown_clusters_or_loops_are_left_out() -> None:
     edges = [DomainEdge("rome", "nowhere", 3, 0, domain.READY), DomainEdge("rome", "rome", 1, 0, domain.READY)]
     assert layout([LOCAL], edges).edges == []

@@ -95,12 +95,16 @@ class PlacedEdge:
 
 @dataclass(frozen=True)
 class Layout:
-    size: int  # the picture is a square of this side (user units: CSS pixels)
+    size: int  # the picture is drawn in a square of this side (user units: CSS pixels)
     nodes: list[PlacedNode]
     edges: list[PlacedEdge]
     hidden: int  # peers folded into the "and N more" node (0: none)
     label_room: float  # how far the longest peer label runs outwards from its node
     peer_r: float  # a peer's circle
+    # The band of the square that holds something (what the page shows): with a few peers the ring
+    # is mostly empty above and below (two peers sit left and right of the managed cluster).
+    top: int
+    height: int
 
 
 def edge_health(namespaces: int, not_ready: int, reachable: bool) -> str:
@@ -254,6 +258,8 @@ def layout(nodes: list[DomainNode], edges: list[DomainEdge], limit: int = MAX_PE
         x, y = centre + inner * math.cos(angle), centre + inner * math.sin(angle)
         placed[node.id] = PlacedNode(node, round(x, 1), round(y, 1), round(x, 1), round(y, 1), "middle", 0.0)
     alternate: dict[str, bool] = {}
+    # What is drawn, vertically: the managed boxes, then every peer, its label and the edges' counts.
+    ys = [y for p in placed.values() for y in (p.y - BOX_H / 2, p.y + BOX_H / 2)]
     along = 0.0  # the arc length before this peer's slot
     for i, node in enumerate(peers):
         slot = slots[i] * stretch
@@ -273,6 +279,9 @@ def layout(nodes: list[DomainNode], edges: list[DomainEdge], limit: int = MAX_PE
             round(rotate, 1),
         )
         alternate[node.id] = spacing < DENSE_SPACING and i % 2 == 1
+        r = MORE_R if node.more else peer_r
+        label_end = centre + (out + label_room) * sin  # a label runs outwards along the radius
+        ys += [centre + ring * sin - r, centre + ring * sin + r, label_end - LABEL_SIZE, label_end + LABEL_SIZE]
 
     pairs = {(e.source, e.target) for e in edges}
     most = max((e.namespaces for e in edges), default=0) or 1
@@ -306,7 +315,11 @@ def layout(nodes: list[DomainNode], edges: list[DomainEdge], limit: int = MAX_PE
             )
         )
     ordered = [placed[n.id] for n in managed] + [placed[n.id] for n in peers]
-    return Layout(int(2 * half), ordered, drawn, hidden, round(label_room, 1), peer_r)
+    ys += [y for e in drawn for y in (e.label_y - LABEL_SIZE, e.label_y + LABEL_SIZE)]
+    size = int(2 * half)
+    top = max(0, math.floor(min(ys) - MARGIN)) if ys else 0
+    bottom = min(size, math.ceil(max(ys) + MARGIN)) if ys else size
+    return Layout(size, ordered, drawn, hidden, round(label_room, 1), peer_r, top, bottom - top)
 
 
 # --------------------------------------------------------------------------------------------------
