@@ -74,10 +74,13 @@ def _watch(kubeconfig: Path, names: list[str], var_dir: Path, label: str, log: A
 
 
 def _process_figures(watcher: FleetWatcher, prefix: str) -> dict[str, Any]:
+    from django.db import connection
+
     return {
         f"{prefix}_rss_mb": round(watcher.rss_mb(), 1),
         f"{prefix}_threads": watcher.threads(),
         f"{prefix}_sockets": watcher.sockets(),
+        f"{prefix}_db_connections": watcher.database_connections(str(connection.settings_dict["NAME"])),
     }
 
 
@@ -234,7 +237,7 @@ def measure(
         finally:
             watcher.stop()
         figures["watcher_n_peak_rss_mb"] = round(watcher.peak_mb, 1)
-    for key in ("rss_mb", "peak_rss_mb", "threads", "sockets"):
+    for key in ("rss_mb", "peak_rss_mb", "threads", "sockets", "db_connections"):
         more = (figures[f"watcher_n_{key}"] - figures[f"watcher_1_{key}"]) / (clusters - 1)
         figures[f"watcher_{key}_per_cluster"] = round(more, 1)
     figures["snapshot_rows_per_cluster"] = weight["rows_per_cluster"]
@@ -301,6 +304,9 @@ def lines(figures: dict[str, Any]) -> list[str]:
             "single_watcher_peak_rss_mb",
             "watcher_threads_per_cluster",
             "watcher_sockets_per_cluster",
+            "watcher_1_db_connections",
+            "watcher_n_db_connections",
+            "watcher_db_connections_per_cluster",
             "steady_bytes_per_min_per_cluster",
             "steady_bytes_per_min_home",
             "steady_home_requests_per_min",

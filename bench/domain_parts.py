@@ -142,16 +142,25 @@ class FleetWatcher:
             return 0
         return int(found.group(1)) if found else 0
 
-    def sockets(self) -> int:
-        """Open sockets: its connections to the API servers (the database is a file, the cache in-process)."""
-        count = 0
+    def _open(self) -> list[str]:
         fds = Path(f"/proc/{self.proc.pid}/fd")
+        found = []
         for fd in fds.iterdir() if fds.is_dir() else []:
             try:
-                count += os.readlink(fd).startswith("socket:")
+                found.append(os.readlink(fd))
             except OSError:
                 continue
-        return count
+        return found
+
+    def sockets(self) -> int:
+        """Open sockets: its connections to the API servers (the database is a file, the cache in-process)."""
+        return sum(1 for target in self._open() if target.startswith("socket:"))
+
+    def database_connections(self, database: str) -> int:
+        """Its connections to the SQLite database: each holds the file open once (its WAL and shared
+        memory files apart), so they count what it would hold on PostgreSQL."""
+        real = os.path.realpath(database)
+        return sum(1 for target in self._open() if target == real)
 
     def alive(self) -> bool:
         return self.proc.poll() is None
