@@ -198,6 +198,8 @@ def measure(
     repeat: int = 11,
 ) -> dict[str, Any]:
     """Every figure of the run (module docstring), as one flat mapping plus ``pages`` and ``tables``."""
+    from offloading.models import Namespace  # Django is set up by now (harness.setup_django)
+
     if clusters < 2:
         raise ValueError("a fleet run needs at least two managed clusters (one more than the first)")
     figures: dict[str, Any] = {
@@ -211,8 +213,10 @@ def measure(
         log(f"sandbox domain {figures['domain']} ({', '.join(names)}) started in {dom.start_s:.1f}s")
         _settings_clusters(names[:1])
         watcher, figures["cold_sync_1_s"] = _watch(dom.service_kubeconfig, names[:1], var_dir, "1 cluster", log)
-        figures.update(_process_figures(watcher, "watcher_1"))
-        watcher.stop()
+        try:
+            figures.update(_process_figures(watcher, "watcher_1"))
+        finally:
+            watcher.stop()
         figures["watcher_1_peak_rss_mb"] = round(watcher.peak_mb, 1)
 
         harness.reset_database()
@@ -260,16 +264,16 @@ def measure(
     with harness.Fleet(clusters * namespaces, peers, var_dir) as fleet:
         log(f"single cluster {figures['single']} started in {fleet.startup_s:.1f}s")
         watcher, figures["single_cold_sync_s"] = _watch(fleet.service_kubeconfig, [], var_dir, "single", log)
-        figures.update(_process_figures(watcher, "single_watcher"))
-        watcher.stop()
+        try:
+            figures.update(_process_figures(watcher, "single_watcher"))
+        finally:
+            watcher.stop()
         figures["single_watcher_peak_rss_mb"] = round(watcher.peak_mb, 1)
     single = footprint(1)
     figures["single_snapshot_rows"], figures["single_snapshot_bytes"] = (
         single["rows_per_cluster"],
         single["bytes_per_cluster"],
     )
-    from offloading.models import Namespace
-
     figures["single_namespaces"] = Namespace.objects.count()
     single_db = harness.keep_database(var_dir / "single.sqlite3")
     harness.use_database(domain_db)
