@@ -63,7 +63,7 @@ mutation: $(VENV)/.installed
 bench: $(VENV)/.installed
 	$(PY) -m bench
 
-# The reduced benchmark CI runs (about 3 minutes): fails only when a figure could not be measured.
+# The reduced benchmark CI runs (about 5 minutes): fails only when a figure could not be measured.
 bench-quick: $(VENV)/.installed
 	mkdir -p var
 	$(PY) -m bench --quick --no-recovery --json var/bench-quick.json

@@ -27,7 +27,7 @@ def _fleet(text: str) -> tuple[int, int]:
 
 
 # The parts of a run --only can select ("pages": the fleets' refresh and pages, and the cold renders).
-RUNS = ("pages", "sync", "pods", "recovery", "throughput", "viewers")
+RUNS = ("pages", "sync", "pods", "domain", "recovery", "throughput", "viewers")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -82,6 +82,13 @@ def main(argv: list[str] | None = None) -> int:
         dest="pods",
         action="store_false",
         help="skip the pods run (2 pods in every namespace of the biggest fleet, followed by the watcher)",
+    )
+    parser.add_argument(
+        "--no-domain",
+        dest="domain",
+        action="store_false",
+        help="skip the managed-cluster fleet run (a sandbox domain of 10 clusters of 1,000/20, the watcher "
+        "managing all, against one cluster of 10,000/20; bench/domain.py)",
     )
     parser.add_argument(
         "--no-throughput",
@@ -161,6 +168,20 @@ def main(argv: list[str] | None = None) -> int:
             followed = pods.measure(
                 namespaces, clusters, 2, 20 if args.quick else 100, var_dir, log, steady_s=20.0 if args.quick else 60.0
             )
+        fleetwide: dict[str, object] = {}
+        if args.domain:
+            from bench import domain
+
+            clusters, namespaces, peers = domain.QUICK if args.quick else domain.FULL
+            fleetwide = domain.measure(
+                clusters,
+                namespaces,
+                peers,
+                var_dir,
+                log,
+                samples=12 if args.quick else 40,
+                steady_s=10.0 if args.quick else 30.0,
+            )
         recovered = []
         if args.recovery:
             from bench import recovery
@@ -218,6 +239,9 @@ def main(argv: list[str] | None = None) -> int:
         if followed:
             print()
             print("\n".join(pods.lines(followed)))
+        if fleetwide:
+            print()
+            print("\n".join(domain.lines(fleetwide)))
         if moved is not None:
             print()
             print("\n".join(moved.lines()))
@@ -234,6 +258,7 @@ def main(argv: list[str] | None = None) -> int:
             summary["runs"] = [run for run in RUNS if getattr(args, run, True)]
             summary["pods"] = followed
             summary["viewers"] = watched
+            summary["domain"] = fleetwide
             summary["recovery"] = (
                 [{**item.__dict__, "meets_goal": item.meets, "goal_s": recovery.GOAL_S} for item in recovered]
                 if recovered

@@ -20,6 +20,14 @@ SCALARS = (
 PER_PAGE = ("page_p50_ratio", "cold_page_ms")
 PODS = ("pods_steady_bytes_per_min", "pod_visible_p95_s", "foreign_pod_event_bytes", "pods_followed")
 VIEWERS = ("viewers_p95_ms", "idle_viewer_cpu_us_per_s")  # per viewer count
+# The managed-cluster fleet run's (bench/domain.py): what one more managed cluster costs, and its pages.
+DOMAIN = (
+    "watcher_rss_mb_per_cluster",
+    "snapshot_rows_per_cluster",
+    "snapshot_bytes_per_cluster",
+    "steady_bytes_per_min_per_cluster",
+    "status_latency_p95_s",
+)
 # The throughput run's own figures: the honest reference and the bulk's calls, in flight and limit.
 THROUGHPUT = (
     "kubectl_apply_s",
@@ -67,6 +75,20 @@ def missing(figures: dict[str, object]) -> list[str]:
         found += [f"throughput[{key}]" for key in THROUGHPUT if not isinstance(moved.get(key), int | float)]
     elif ran is not None and "throughput" in ran:
         found.append("throughput")
+    fleetwide = figures.get("domain")
+    if isinstance(fleetwide, dict) and fleetwide:
+        found += [f"domain[{key}]" for key in DOMAIN if not isinstance(fleetwide.get(key), int | float)]
+        ratios = fleetwide.get("page_p50_ratio")
+        if not isinstance(ratios, dict) or not ratios:
+            found.append("domain[page_p50_ratio]")
+        else:
+            found += [
+                f"domain[page_p50_ratio][{name}]"
+                for name, value in ratios.items()
+                if not isinstance(value, int | float)
+            ]
+    elif ran is not None and "domain" in ran:
+        found.append("domain")
     watched = figures.get("viewers")
     if isinstance(watched, dict) and watched:  # the viewers run is on unless --no-viewers
         for key in VIEWERS:

@@ -55,3 +55,16 @@ def test_a_run_of_some_parts_needs_only_their_figures() -> None:
         "watcher_peak_rss_mb",
         "sandbox_start_s",
     ]
+
+
+def test_a_domain_run_needs_its_per_cluster_figures_and_page_ratios() -> None:
+    fleetwide = {**dict.fromkeys(check.DOMAIN, 2.0), "page_p50_ratio": {"overview of each cluster": 1.1}}
+    only_domain = {"runs": ["domain"], "domain": fleetwide}
+    assert check.missing(only_domain) == []
+    assert check.missing({**only_domain, "domain": {**fleetwide, "snapshot_bytes_per_cluster": None}}) == [
+        "domain[snapshot_bytes_per_cluster]"
+    ]
+    assert check.missing(
+        {**only_domain, "domain": {**fleetwide, "page_p50_ratio": {"overview of each cluster": None}}}
+    ) == ["domain[page_p50_ratio][overview of each cluster]"]
+    assert check.missing({**only_domain, "domain": {}}) == ["domain"]
