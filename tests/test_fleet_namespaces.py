@@ -83,3 +83,26 @@ def test_each_clusters_snapshot_state_shows_with_its_error(fleet: Any, viewer: C
 def test_it_needs_a_signed_in_user(fleet: Any) -> None:
     response = Client().get(URL)
     assert response.status_code == 302 and "/accounts/login/" in response["Location"]
+
+
+def test_the_page_asks_as_many_queries_with_ten_clusters_as_with_one(
+    fleet: Any, viewer: Client, settings: Any
+) -> None:
+    """The configured clusters' rows are made once (models.managed.configured), not locked and read again
+    per cluster at every request: the fleet-wide page costs no query more per managed cluster."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def queries() -> int:
+        viewer.get(URL)  # the session and the rows made, then counted
+        with CaptureQueriesContext(connection) as captured:
+            assert viewer.get(URL).status_code == 200
+        return len(captured)
+
+    default = ManagedCluster.objects.get(is_default=True)
+    settings.LIQO_DASH_CLUSTERS = [default.context or "rome"]
+    one = queries()
+    settings.LIQO_DASH_CLUSTERS = [default.context or "rome", *[f"ctx-{i}" for i in range(9)]]
+    ten = queries()
+    assert set(ManagedCluster.objects.values_list("context", flat=True)) >= {f"ctx-{i}" for i in range(9)}
+    assert ten == one, (one, ten)

@@ -22,6 +22,7 @@ from typing import Any
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from django.conf import settings
 from django.db import IntegrityError, models, transaction
+from django.db.models import QuerySet
 from django.utils.text import slugify
 
 log = logging.getLogger(__name__)
@@ -251,6 +252,25 @@ def ensure_configured(contexts: list[str] | None = None) -> list[ManagedCluster]
             first.is_default = True
             first.save(update_fields=["is_default", "updated_at"])
         return rows
+
+
+def configured(clusters: QuerySet[ManagedCluster]) -> list[ManagedCluster]:
+    """The rows of ``clusters``, after :func:`ensure_configured` when they lack what it would make: the
+    default and a row per configured context, the first being the default. A page that lists the clusters
+    pays no query more once they are there (ensure_configured takes the rows' lock and reads each
+    context's row: ~1.4 ms per managed cluster at every request, bench/README "Fleet")."""
+    rows = list(clusters)
+    wanted = list(dict.fromkeys(settings.LIQO_DASH_CLUSTERS))
+    default = next((row for row in rows if row.is_default), None)
+    contexts = {row.context for row in rows if row.source == ManagedClusterSource.CONTEXT}
+    done = default is not None and (
+        not wanted
+        or (default.source == ManagedClusterSource.CONTEXT and default.context == wanted[0] and set(wanted) <= contexts)
+    )
+    if done:
+        return rows
+    ensure_configured()
+    return list(clusters.all())
 
 
 def _free_name(context: str) -> str:

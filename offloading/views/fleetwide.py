@@ -19,7 +19,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from offloading.models import ClusterOffloading, ManagedCluster, Namespace, SnapshotState
-from offloading.models.managed import ensure_configured
+from offloading.models.managed import configured
 from offloading.switcher import cluster_base
 
 PER_PAGE = 50
@@ -103,8 +103,7 @@ def _summaries(clusters: list[ManagedCluster]) -> list[ClusterSummary]:
 @require_GET
 def fleet_namespaces(request: HttpRequest) -> HttpResponse:
     """Every managed cluster's namespaces, filtered by cluster, name and whether they are offloaded."""
-    ensure_configured()
-    clusters = list(ManagedCluster.objects.order_by("-is_default", "name"))
+    clusters = configured(ManagedCluster.objects.order_by("-is_default", "name"))
     form = FleetFilter(request.GET, [cluster.name for cluster in clusters])
     queryset = Namespace.objects.none()
     if form.is_valid():

@@ -42,7 +42,7 @@ from offloading.models.managed import (
     ManagedClusterHealth,
     ManagedClusterSource,
     can_store_credentials,
-    ensure_configured,
+    configured,
 )
 from offloading.views.managed_forms import EditForm, RegisterForm, RemoveForm, ca_fingerprints
 
@@ -150,8 +150,7 @@ def _first_look(request: HttpRequest, cluster: ManagedCluster, done: str) -> Non
 @login_required
 @require_GET
 def managed_list(request: HttpRequest) -> HttpResponse:
-    ensure_configured()  # the rows of LIQO_DASH_CLUSTERS, before the first refresh has run
-    clusters = list(ManagedCluster.objects.all())
+    clusters = configured(ManagedCluster.objects.all())  # LIQO_DASH_CLUSTERS' rows, before the first refresh has run
     return render(
         request,
         "offloading/managed/list.html",
