@@ -41,7 +41,7 @@ class OutageBanner:
 
     On a cluster's page (the default's plain paths, or ``/m/<name>/``) the banner speaks of that cluster
     (``snapshot_stale`` and ``api_outage`` are its own), naming it when several are managed; on a page
-    across the fleet (the managed clusters, the fleet-wide list, the domain map, a user's own pages) with
+    across the fleet (the managed clusters, the fleet-wide list, a user's own pages) with
     several managed clusters it names the clusters that are out and says the others are fine."""
 
     def __init__(self, request: HttpRequest) -> None:

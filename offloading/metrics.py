@@ -138,11 +138,11 @@ def _snapshot(found: list[condition.ClusterCondition]) -> Iterator[Metric]:
 
 
 def _queue_depth() -> Metric:
-    """The Celery queues' lengths: the default queue, and each cluster's own when
-    LIQO_DASH_CLUSTER_QUEUE_PREFIX routes them (``queue`` names it; one queue may serve several clusters,
-    so it carries no cluster label)."""
+    """The Celery queues' lengths: the default queue, and each non-default cluster's own
+    (``<prefix><pk>``) when LIQO_DASH_CLUSTER_QUEUE_PREFIX routes them. No cluster label: the default
+    queue serves every cluster that is not routed (each cluster's changes are ``liqo_dash_changes``)."""
     queues = [settings.CELERY_TASK_DEFAULT_QUEUE]
-    if cluster_queue(0) is not None:
+    if settings.LIQO_DASH.get("CLUSTER_QUEUE_PREFIX"):
         others = ManagedCluster.objects.filter(is_default=False).order_by("pk").values_list("pk", flat=True)
         queues += [str(cluster_queue(pk)) for pk in others]
     depth = GaugeMetricFamily(

@@ -14,6 +14,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+import redis
 from django.core.cache import cache
 from django.test import Client
 from django.urls import reverse
@@ -301,3 +302,32 @@ def test_milans_api_server_down_in_a_real_domain(two: Two, admin_client: Client,
     assert _value(text, "liqo_dash_snapshot_stale", cluster=MILAN) == 0
     assert _value(text, "liqo_dash_changes_waiting_for_api", cluster=MILAN) == 0
     assert "fleet-outage" not in admin_client.get(reverse("offloading:managed_cluster_list")).content.decode()
+
+
+def test_the_freshness_badge_a_clusters_pages_poll_is_that_clusters(admin_client: Client, milan_down: Milan) -> None:
+    badge = reverse("offloading:freshness")
+    milan = admin_client.get(f"/m/{MILAN}/namespaces/").content.decode()
+    assert f'hx-get="/m/{MILAN}{badge}"' in milan  # the badge polls its page's cluster's
+    poll = {"HX-Request": "true", "X-Live-Poll": "1"}  # answered by the live-poll middleware, before any view
+    for headers in ({}, poll):
+        answer = admin_client.get(f"/m/{MILAN}{badge}", headers=headers)
+        assert answer.status_code == 200, headers
+        assert f"API server unreachable since {milan_down.since}" in answer.content.decode(), headers
+        rome = admin_client.get(badge, headers=headers)
+        assert rome.status_code == 200 and "unreachable" not in rome.content.decode(), headers
+        assert rome["ETag"] != answer["ETag"]
+    assert admin_client.get(f"/m/nowhere{badge}", headers=poll).status_code == 404
+
+
+def test_a_routed_clusters_celery_queue_has_its_depth(
+    client: Client, milan_down: Milan, settings: Any, redis_url: str
+) -> None:
+    settings.LIQO_DASH = {**settings.LIQO_DASH, "CLUSTER_QUEUE_PREFIX": "cluster-"}
+    queue = f"cluster-{milan_down.milan.pk}"
+    broker = redis.Redis.from_url(redis_url)
+    broker.rpush(queue, "a", "b")
+    broker.rpush(f"{queue}\x06\x169", "c")  # a priority step's list
+    text = client.get("/metrics").content.decode()
+    check_metrics(text)
+    assert _value(text, "liqo_dash_queue_depth", queue=queue) == 3
+    assert _value(text, "liqo_dash_queue_depth", queue=settings.CELERY_TASK_DEFAULT_QUEUE) == 0
