@@ -10,6 +10,8 @@ against a sandbox domain of two API servers, with milan's dropping every connect
 
 from __future__ import annotations
 
+import json
+import subprocess
 from datetime import timedelta
 from typing import Any
 
@@ -31,7 +33,7 @@ from offloading.snapshot import refresh as snapshot
 from offloading.snapshot.engine import _count_restart
 from tests.test_fleet_changes_sandbox import SPEC, Two
 from tests.test_fleet_changes_sandbox import two as two  # noqa: F401 - the fixture, reused
-from tests.test_metrics_promtool import check_metrics
+from tests.test_metrics_promtool import check_metrics, promtool
 
 MILAN = "milan-eu"
 UNREACHABLE = kube.KubeError("transient", "connection refused", unreachable=True)
@@ -331,3 +333,70 @@ def test_a_routed_clusters_celery_queue_has_its_depth(
     check_metrics(text)
     assert _value(text, "liqo_dash_queue_depth", queue=queue) == 3
     assert _value(text, "liqo_dash_queue_depth", queue=settings.CELERY_TASK_DEFAULT_QUEUE) == 0
+
+
+# Rules as a single-cluster install wrote them, before the cluster label: the repository ships none, so
+# these stand for an operator's own.
+SINGLE_CLUSTER_RULES = """groups:
+  - name: liqo-dash
+    rules:
+      - alert: LiqoDashApiServerUnreachable
+        expr: liqo_dash_api_server_reachable == 0
+        for: 2m
+        labels: {severity: critical}
+      - alert: LiqoDashSnapshotStale
+        expr: liqo_dash_snapshot_age_seconds > 300
+        for: 2m
+        labels: {severity: warning}
+      - alert: LiqoDashChangesFailing
+        expr: liqo_dash_changes{state="failed"} > 0
+        labels: {severity: warning}
+"""
+
+
+def _input_series(text: str) -> list[dict[str, str]]:
+    """The exposition as promtool's input series: each sample, its value held for ten minutes."""
+    series = []
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            labels = ",".join(f'{k}="{v}"' for k, v in sorted(sample.labels.items()))
+            series.append({"series": f"{sample.name}{{{labels}}}", "values": f"{sample.value:g}x10"})
+    return series
+
+
+def test_single_cluster_alert_rules_fire_for_milan_alone_on_the_real_exposition(
+    client: Client, milan_down: Milan, tmp_path: Any
+) -> None:
+    """``promtool check rules`` and ``promtool test rules`` on this very scrape: each rule fires once, for
+    milan, with its cluster label, and never for rome."""
+    ChangeRequest.objects.create(
+        managed=milan_down.milan, namespace="shop", action=ChangeAction.UPDATE, state=ChangeState.FAILED
+    )
+    text = client.get("/metrics").content.decode()
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(SINGLE_CLUSTER_RULES)
+    checked = subprocess.run([promtool(), "check", "rules", str(rules)], capture_output=True, timeout=60, check=False)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+    def fires(name: str, **labels: str) -> dict[str, Any]:
+        return {"eval_time": "5m", "alertname": name, "exp_alerts": [{"exp_labels": {**labels, "cluster": MILAN}}]}
+
+    plan = {
+        "rule_files": [str(rules)],
+        "evaluation_interval": "1m",
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": _input_series(text),
+                "alert_rule_test": [
+                    fires("LiqoDashApiServerUnreachable", severity="critical"),
+                    fires("LiqoDashSnapshotStale", severity="warning"),
+                    fires("LiqoDashChangesFailing", severity="warning", state="failed"),
+                ],
+            }
+        ],
+    }
+    tests = tmp_path / "tests.yaml"
+    tests.write_text(json.dumps(plan))  # YAML is a superset of JSON
+    result = subprocess.run([promtool(), "test", "rules", str(tests)], capture_output=True, timeout=120, check=False)
+    assert result.returncode == 0, (result.stdout + result.stderr).decode(errors="replace")
