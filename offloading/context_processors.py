@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Any
 
 from django.conf import settings
@@ -11,8 +12,9 @@ from access import roles
 from offloading import switcher
 from offloading.audit.events import last_verification
 from offloading.cluster import breaker as apihealth
-from offloading.models import SnapshotState
+from offloading.models import ManagedCluster, SnapshotState
 from offloading.models.fleet import ManagedRef, current_managed
+from offloading.snapshot import condition
 
 
 def snapshot_state(request: HttpRequest) -> dict[str, Any]:
@@ -27,8 +29,48 @@ def snapshot_state(request: HttpRequest) -> dict[str, Any]:
         "cluster_base": switcher.base_of(request),
         "cluster_name": switcher.cluster_name(request),
         "cluster_switcher": SimpleLazyObject(lambda: switcher.switcher_of(request)),
+        "outage_banner": OutageBanner(request),
         **freshness_context(current_managed(request)),
     }
+
+
+class OutageBanner:
+    """What the banner under the header says of the managed clusters that are out (their API server
+    unreachable, their snapshot stale). Read lazily: a page whose clusters are fine asks only
+    ``fleet_page`` (no query on a cluster's page), and a live region's render nothing.
+
+    On a cluster's page (the default's plain paths, or ``/m/<name>/``) the banner speaks of that cluster
+    (``snapshot_stale`` and ``api_outage`` are its own), naming it when several are managed; on a page
+    across the fleet (the managed clusters, the fleet-wide list, a user's own pages) with
+    several managed clusters it names the clusters that are out and says the others are fine."""
+
+    def __init__(self, request: HttpRequest) -> None:
+        self.request = request
+
+    @cached_property
+    def several(self) -> bool:
+        return ManagedCluster.objects.count() > 1
+
+    @cached_property
+    def fleet_page(self) -> bool:
+        """A page of no single cluster, with more than one managed cluster."""
+        return not switcher.on_cluster_page(self.request) and self.several
+
+    @cached_property
+    def fleet_line(self) -> str:
+        """On a page across the fleet: "milan unreachable since 10:02; rome fine" ("" when none is out)."""
+        return condition.summary(condition.conditions()) if self.fleet_page else ""
+
+    @cached_property
+    def cluster(self) -> str:
+        """The name of the page's cluster when several are managed ("" with one: the banner names none)."""
+        if not self.several:
+            return ""
+        name = switcher.cluster_name(self.request)
+        if name:
+            return name
+        found = ManagedCluster.objects.filter(pk=current_managed(self.request)).values_list("name", flat=True)
+        return str(found.first() or "")
 
 
 def _audit_alert(user: Any) -> str:
@@ -46,7 +88,7 @@ def freshness_context(managed: ManagedRef = None) -> dict[str, Any]:
     (the badge keeps ticking in the browser, static/js/liqo-dash.js), and why, when it is known; of the
     managed cluster ``managed`` (None: the default one)."""
     state = SnapshotState.get(managed)
-    outage = apihealth.outage()
+    outage = apihealth.outage(managed)
     now = timezone.now()
     # How often the snapshot is marked fresh: beat's refresh interval when it refreshes, otherwise the
     # watcher's heartbeat (every 5 s while every watch is synced).

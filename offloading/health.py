@@ -1,9 +1,14 @@
 """Liveness and readiness endpoints for probes: no login, JSON, no secrets in the body.
 
 ``/healthz`` says the process answers (no database, no broker). ``/readyz`` checks the database, the
-Redis broker, whether the API server answered the last refresh and the age of the snapshot; it answers
-503 when one of the checks that gate readiness fails. Bodies name only check results and exception
-classes, never URLs or error messages (they can carry hosts or credentials).
+Redis broker, whether the default cluster's API server answered the last refresh and the age of its
+snapshot; it answers 503 when one of the checks that gate readiness fails. Bodies name only check
+results and exception classes, never URLs or error messages (they can carry hosts or credentials).
+
+Every managed cluster (issue 28) is told in the body's ``clusters`` (reachable, unreachable since when,
+its snapshot's age and staleness, whether a watcher keeps it), with the names of those unreachable and
+stale beside it; that detail never gates readiness: a web pod taken out of service because one
+consumer cluster is down would hide the dashboard of every other one, and the pod itself is fine.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
 from offloading.models import SnapshotState
+from offloading.snapshot.condition import ClusterCondition, conditions
 
 BROKER_TIMEOUT = 2.0
 
@@ -73,16 +79,45 @@ def snapshot_checks(state: SnapshotState | None, now: Any = None) -> dict[str, d
     }
 
 
+def cluster_detail(found: list[ClusterCondition]) -> dict[str, Any]:
+    """Each managed cluster as the body tells it (by name), and the names of those out."""
+    each = {
+        c.name: {
+            "default": c.is_default,
+            "reachable": c.reachable,
+            "unreachable_since": c.outage.since.isoformat() if c.outage is not None else None,
+            "snapshot": {
+                "age_seconds": None if c.age_seconds is None else round(c.age_seconds, 1),
+                "stale": c.stale,
+                "last_refresh_failed": c.refresh_failed,
+            },
+            "watcher_alive": c.watcher_alive,
+        }
+        for c in found
+    }
+    return {
+        "clusters": each,
+        "clusters_unreachable": [c.name for c in found if not c.reachable],
+        "clusters_stale": [c.name for c in found if c.stale],
+    }
+
+
 @never_cache
 @require_GET
 def readyz(request: HttpRequest) -> JsonResponse:
     checks: dict[str, dict[str, Any]] = {"database": check_database(), "broker": check_broker()}
     state = None
+    detail: dict[str, Any] = {"clusters": {}, "clusters_unreachable": [], "clusters_stale": []}
     if checks["database"]["ok"]:
         try:
             state = SnapshotState.find()  # the default cluster's
         except Exception as exc:  # noqa: BLE001 - e.g. not migrated yet
             checks["database"] = {"ok": False, "error": type(exc).__name__}
+    if checks["database"]["ok"]:
+        try:
+            detail = cluster_detail(conditions())
+        except Exception as exc:  # noqa: BLE001 - the shared cache (the breakers) unreachable: told, not gating
+            detail["clusters_error"] = type(exc).__name__
     checks.update(snapshot_checks(state))
     gating = ["database", "broker"]
     if settings.READY_CLUSTER_CHECKS:
@@ -90,4 +125,5 @@ def readyz(request: HttpRequest) -> JsonResponse:
     for name, check in checks.items():
         check["required"] = name in gating
     ready = all(checks[name]["ok"] for name in gating)
-    return JsonResponse({"status": "ready" if ready else "not ready", "checks": checks}, status=200 if ready else 503)
+    body = {"status": "ready" if ready else "not ready", "checks": checks, **detail}
+    return JsonResponse(body, status=200 if ready else 503)

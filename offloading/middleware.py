@@ -31,7 +31,7 @@ from access import roles
 from access.models import Scope
 from liqo_dash.statusbody import status_data
 from offloading import context
-from offloading.models import livetriggers
+from offloading.models import ManagedCluster, livetriggers
 from offloading.views import freshness, live, liveaside
 from offloading.views.livememory import ViewerMemory
 
@@ -120,6 +120,16 @@ def _resolve(path: str, urlconf: str) -> ResolverMatch:
 @receiver(setting_changed)
 def _forget_resolved(**kwargs: Any) -> None:
     _resolve.cache_clear()
+
+
+def _badge(request: HttpRequest, who: str, cluster: str | None) -> HttpResponse | None:
+    """The freshness badge's answer for a poll of the default cluster's path, or of ``cluster``'s (the
+    name its ``/m/<name>/`` path carries: one indexed read). None for an unknown name: the view's chain
+    answers it (the sign-in page or the 404, as ``switcher.in_cluster`` decides)."""
+    if cluster is None:
+        return freshness.badge(request, who)
+    found = ManagedCluster.objects.filter(name=cluster).values_list("pk", flat=True).first()
+    return None if found is None else freshness.badge(request, who, found)
 
 
 @functools.cache
@@ -316,7 +326,7 @@ class LivePollMiddleware:
             return None
         viewer, access = found
         if badge:
-            answer: HttpResponse | None = freshness.badge(request, viewer.who)
+            answer: HttpResponse | None = _badge(request, viewer.who, match.kwargs.get("cluster"))
         else:
             answer = live.early(request, match.url_name, viewer.who, lambda: access, (counters, read_ms))
         if answer is not None:

@@ -179,6 +179,16 @@ def switcher_of(request: Any) -> Switcher | None:
     return Switcher(next((c.name for c in found if c.current), ""), found)
 
 
+def on_cluster_page(request: Any) -> bool:
+    """Whether the request's page is one cluster's: a plain path of the default's, or a prefixed one whose
+    cluster was found (a page across the fleet, a user's own page or an unknown name's 404 is not)."""
+    match = getattr(request, "resolver_match", None)
+    if match is None or not match.url_name:
+        return False
+    name = f"offloading:{match.url_name}"
+    return is_per_cluster(name) and match.app_name == ("cluster" if base_of(request) else "offloading")
+
+
 def choices(request: Any) -> list[Choice]:
     """Every managed cluster and where its link goes: the same page there (the path under its prefix,
     the query kept but its page number) or its overview when the page has no copy there (another
@@ -189,10 +199,8 @@ def choices(request: Any) -> list[Choice]:
         return []
     match = getattr(request, "resolver_match", None)
     base = base_of(request)
-    name = f"offloading:{match.url_name}" if match is not None and match.url_name else ""
-    # A page of one cluster: a plain path of the default's, or a prefixed one whose cluster was found (an
-    # unknown name's 404 page has none: its links go to each cluster's overview).
-    per_cluster = is_per_cluster(name) and match is not None and match.app_name == ("cluster" if base else "offloading")
+    # An unknown name's 404 page is no cluster's: its links go to each cluster's overview.
+    per_cluster = on_cluster_page(request)
     # On a page across the fleet no cluster is the current one.
     current = (getattr(request, "managed_pk", None) or clusters[0][0]) if per_cluster else None
     rest = request.path[len(base) :] if per_cluster else ""

@@ -23,7 +23,7 @@ from django.utils import timezone
 from offloading.cluster import breaker as apihealth
 from offloading.cluster import kube
 from offloading.models import SnapshotState
-from offloading.models.fleet import ManagedRef
+from offloading.models.fleet import ManagedRef, is_default, managed_pk
 from offloading.snapshot import informer
 from offloading.snapshot import inventory as _inventory  # noqa: F401 - registers pods and events
 from offloading.snapshot import liqo_resources as _liqoresources  # noqa: F401 - slices, tenants, quotas, version
@@ -38,9 +38,15 @@ _RESTARTS = "liqo-dash:watch-restarts:"
 # grow, about 3 MB a page); with the writer's bounded queue, memory stays flat whatever the fleet.
 
 
-def _count_restart(kind: str) -> None:
-    """Count a failed or relisted watch in the shared cache, for /metrics (the watcher has no HTTP port)."""
-    key = _RESTARTS + kind
+def _restart_key(kind: str, managed: ManagedRef) -> str:
+    """The counter of ``kind``'s restarts in ``managed``: the default cluster keeps the single-cluster key."""
+    return _RESTARTS + kind if is_default(managed) else f"{_RESTARTS}{kind}:{managed_pk(managed)}"
+
+
+def _count_restart(kind: str, managed: ManagedRef = None) -> None:
+    """Count a failed or relisted watch of ``managed`` (None: the default cluster) in the shared cache, for
+    /metrics (the watcher has no HTTP port)."""
+    key = _restart_key(kind, managed)
     cache.add(key, 0, timeout=None)
     try:
         cache.incr(key)
@@ -48,10 +54,10 @@ def _count_restart(kind: str) -> None:
         cache.set(key, 1, timeout=None)
 
 
-def watch_restarts() -> dict[str, int]:
-    """How often each kind's watch failed or had to list again, across watcher processes."""
-    found = cache.get_many([_RESTARTS + kind for kind in kube.WATCHED_KINDS])
-    return {key.removeprefix(_RESTARTS): int(value) for key, value in found.items()}
+def watch_restarts(managed: ManagedRef = None) -> dict[str, int]:
+    """How often each kind's watch of ``managed`` failed or had to list again, across watcher processes."""
+    keys = {_restart_key(kind, managed): kind for kind in kube.WATCHED_KINDS}
+    return {keys[key]: int(value) for key, value in cache.get_many(list(keys)).items()}
 
 
 class SnapshotWriter(threading.Thread):
@@ -256,8 +262,8 @@ class KindWatcher(threading.Thread):
                 if not self.resource_version or time.monotonic() - self.listed_at > self.resync_seconds:
                     self.resource_version = ""
                     self.lists += 1
-                    if self.lists > 1 and self.api is None:
-                        _count_restart(self.kind)
+                    if self.lists > 1:
+                        _count_restart(self.kind, self.writer.managed)
                     self.resource_version = self.relist()
                     self.listed_at = time.monotonic()
                     self.healthy = True
@@ -287,8 +293,7 @@ class KindWatcher(threading.Thread):
                     continue
                 failures += 1
                 self.healthy = False
-                if self.api is None:
-                    _count_restart(self.kind)
+                _count_restart(self.kind, self.writer.managed)
                 if exc.unreachable and self.api is None:
                     apihealth.report_failure(exc)
                 self.writer.failed(exc.message)
