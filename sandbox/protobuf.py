@@ -126,7 +126,10 @@ def _scalar(value: int | bytes, kind: str, where: str) -> Any:
         seconds = _int(parts.get(1, 0), where)
         if not seconds and not parts.get(2):
             return None
-        return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        try:
+            return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        except (OverflowError, OSError, ValueError):
+            raise bad_request(f"protobuf {where}: a time out of range ({seconds} s)") from None
     if kind == "fieldsV1":  # meta/v1 FieldsV1: {1: the JSON of the field set}
         try:
             return json.loads(_bytes(parts.get(1, b"{}"), where) or b"{}")

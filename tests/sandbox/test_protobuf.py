@@ -278,6 +278,10 @@ def test_a_field_the_schema_lacks_is_refused_when_it_holds_a_value_and_ignored_w
         (body("v1", "Namespace", [(1, [(1, b"\xff\xfe")])]), "Namespace.metadata.name: not valid UTF-8"),
         (body("v1", "Namespace", [(1, [(1, 7)])]), "Namespace.metadata.name: expected a string"),
         (body("v1", "Namespace", [(1, [(11, [(1, 5)])])]), "Namespace.metadata.labels key: expected a string"),
+        (
+            body("v1", "Namespace", [(1, [(8, [(1, 1 << 62)])])]),
+            "Namespace.metadata.creationTimestamp: a time out of range",
+        ),
         (MAGIC + b"\x0b", "unsupported protobuf wire type 3"),
         (MAGIC + b"\x08" + b"\xff" * 11, "truncated protobuf body"),
         (MAGIC + message([(1, [(1, "v1"), (2, "Namespace")]), (3, "gzip")]), "content encoding"),
@@ -358,3 +362,17 @@ def test_a_client_asking_for_protobuf_is_answered_in_json(kube: Clients) -> None
         with urllib.request.urlopen(request, timeout=10) as response:
             assert response.headers["Content-Type"] == "application/json"
             assert json.loads(response.read())["metadata"]["name"] == "alpha"
+
+
+@pytest.mark.parametrize("name", sorted(KUBECTL_BODIES))
+def test_a_corrupted_or_cut_kubectl_body_is_an_object_or_a_client_error_never_a_crash(name: str) -> None:
+    raw = (BODIES / f"{name}.bin").read_bytes()
+    outcomes = set()
+    for at in range(len(MAGIC), len(raw)):
+        for broken in (raw[:at], raw[:at] + b"\xff" + raw[at + 1 :], raw[:at] + b"\x00" + raw[at + 1 :]):
+            try:
+                outcomes.add(type(decode_object(broken)).__name__)
+            except ApiError as err:
+                assert err.code in (400, 415), err.message
+                outcomes.add(str(err.code))
+    assert "400" in outcomes  # the cut bodies at least
