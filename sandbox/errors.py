@@ -116,6 +116,16 @@ def unsupported_media_type(content_type: str) -> ApiError:
     )
 
 
+def unsupported_protobuf(what: str) -> ApiError:
+    """A protobuf body the sandbox cannot read (`sandbox.protobuf`): it names what, and the way around."""
+    return ApiError(
+        415,
+        "UnsupportedMediaType",
+        f"the sandbox does not decode {what}: send the body as application/json (with kubectl: "
+        "`kubectl create ... --dry-run=client -o yaml | kubectl create -f -`)",
+    )
+
+
 def internal(message: str) -> ApiError:
     return ApiError(500, "InternalError", f"Internal error occurred: {message}", {"causes": [{"message": message}]})
 

@@ -77,7 +77,7 @@ class Fleet:
         return k8s_client.CoreV1Api(self._clients[cluster])
 
     def create_namespace(self, cluster: str, name: str, labels: dict[str, str] | None = None) -> None:
-        """A namespace made in ``cluster``'s API (kubectl create sends protobuf, which the sandbox refuses)."""
+        """A namespace made in ``cluster``'s API, with the official client."""
         self.core(cluster).create_namespace({"metadata": {"name": name, "labels": labels or {}}})
 
     def label_namespace(self, cluster: str, name: str, labels: dict[str, str]) -> None:

@@ -19,6 +19,7 @@ from sandbox.errors import ApiError
 from sandbox.kinds import Kind
 from sandbox.objects import Obj
 from sandbox.protobuf import CONTENT_TYPE as PROTOBUF
+from sandbox.protobuf import decode_object
 from sandbox.strict import loads_tracking_duplicates
 
 
@@ -68,9 +69,9 @@ class Exchange:
         if not raw:
             raise errors.bad_request("the body of the request is empty")
         content_type = self.content_type("application/json")
-        if content_type == PROTOBUF:
-            raise errors.unsupported_media_type(content_type)
         self.duplicates = []
+        if content_type == PROTOBUF:  # kubectl's typed clients (`kubectl create namespace ...`)
+            return decode_object(raw)
         try:
             if content_type in ("application/yaml", "application/apply-patch+yaml"):
                 return yaml.safe_load(raw)

@@ -8,15 +8,12 @@ from sandbox import errors
 from sandbox.api.context import Api
 from sandbox.api.request import Exchange
 from sandbox.kinds import SUBJECT_ACCESS_REVIEWS, Kind
-from sandbox.protobuf import CONTENT_TYPE as PROTOBUF
-from sandbox.protobuf import decode_access_review
 from sandbox.rbac import Attributes, User
 
 
 def access_review(api: Api, exchange: Exchange, kind: Kind, user: User) -> None:
     """SubjectAccessReview (about the subject in the spec) or SelfSubjectAccessReview (about `user`)."""
-    raw = exchange.body()
-    body = decode_access_review(raw) if exchange.content_type() == PROTOBUF else exchange.json_body(raw)
+    body = exchange.json_body(exchange.body())  # JSON, or the protobuf `kubectl auth can-i` sends
     spec = body.get("spec") or {}
     if kind is SUBJECT_ACCESS_REVIEWS:
         if not spec.get("user") and not spec.get("groups"):

@@ -17,6 +17,7 @@ from sandbox.apicommon import PATCH_APPLY, PATCH_APPLY_CBOR
 from sandbox.errors import ApiError
 from sandbox.kinds import Kind
 from sandbox.objects import obj_key
+from sandbox.protobuf import CONTENT_TYPE as PROTOBUF
 from sandbox.rbac import Attributes, Policy, User
 
 
@@ -118,9 +119,9 @@ class ResourceRequest:
         content_type = exchange.content_type()
         raw = exchange.body()
         exchange.duplicates = []
-        if content_type in (PATCH_APPLY, PATCH_APPLY_CBOR):
+        if content_type in (PATCH_APPLY, PATCH_APPLY_CBOR, PROTOBUF):
             patch_body: Any = raw
-            if content_type == PATCH_APPLY_CBOR:
+            if content_type != PATCH_APPLY:  # a protobuf body is an object, never a patch
                 raise errors.unsupported_media_type(content_type)
         else:
             patch_body = exchange.json_body(raw)
