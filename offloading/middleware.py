@@ -307,18 +307,21 @@ class LivePollMiddleware:
         badge = getattr(match.func, "live_badge", False)
         if not (badge or getattr(match.func, "live_page", False)) or not match.url_name:
             return None
-        # One read: the region's counters (none for the badge) and those under which a viewer is remembered.
+        # One read: the region's counters (none for the badge) in the cluster of the path (under /m/<name>/,
+        # that cluster's primary key with them) and those under which a viewer is remembered.
         read_ms = live.now_ms()
-        kinds = () if badge else live.region_kinds(match.url_name)
-        counters = live.versions(tuple(sorted({*kinds, *live.IDENTITY})))
+        read = live.early_counters(None if badge else match.url_name, match.kwargs.get("cluster"), live.IDENTITY)
+        if read is None:
+            return None  # no managed cluster of that name: the view answers its 404
+        counters, managed = read
         found = _viewer(request, tuple(counters[kind] for kind in live.IDENTITY))
         if found is None:
             return None
         viewer, access = found
         if badge:
-            answer: HttpResponse | None = freshness.badge(request, viewer.who)
+            answer: HttpResponse | None = freshness.badge(request, viewer.who, managed)
         else:
-            answer = live.early(request, match.url_name, viewer.who, lambda: access, (counters, read_ms))
+            answer = live.early(request, match.url_name, viewer.who, lambda: access, (counters, read_ms), managed)
         if answer is not None:
             request.resolver_match = match  # the request metrics count it by its view
             # What the chain behind would have added: the request id, Vary: Cookie (the session

@@ -5,15 +5,14 @@ from offloading.views import audit, bulk, changes, drift, fleet, freshness, insi
 app_name = "offloading"
 
 # Pages across the managed clusters, or of none: they have no copy under a cluster's m/<name>/ prefix
-# (liqo_dash/urls.py, offloading/switcher.py). The freshness badge stays the default cluster's: the live-poll
-# middleware answers its polls before any view could set the cluster.
+# (liqo_dash/urls.py, offloading/switcher.py). The freshness badge has one: each cluster's page polls its
+# cluster's snapshot state (the live-poll middleware reads the cluster's name from the path).
 FLEET_WIDE = (
     "managed_cluster_list",
     "managed_cluster_register",
     "managed_cluster_edit",
     "managed_cluster_remove",
     "fleet_namespaces",
-    "freshness",
 )
 
 urlpatterns: list[URLPattern | URLResolver] = [
