@@ -31,7 +31,7 @@ from access import roles
 from access.models import Scope
 from liqo_dash.statusbody import status_data
 from offloading import context
-from offloading.models import ManagedCluster, livetriggers
+from offloading.models import livetriggers
 from offloading.views import freshness, live, liveaside
 from offloading.views.livememory import ViewerMemory
 
@@ -120,16 +120,6 @@ def _resolve(path: str, urlconf: str) -> ResolverMatch:
 @receiver(setting_changed)
 def _forget_resolved(**kwargs: Any) -> None:
     _resolve.cache_clear()
-
-
-def _badge(request: HttpRequest, who: str, cluster: str | None) -> HttpResponse | None:
-    """The freshness badge's answer for a poll of the default cluster's path, or of ``cluster``'s (the
-    name its ``/m/<name>/`` path carries: one indexed read). None for an unknown name: the view's chain
-    answers it (the sign-in page or the 404, as ``switcher.in_cluster`` decides)."""
-    if cluster is None:
-        return freshness.badge(request, who)
-    found = ManagedCluster.objects.filter(name=cluster).values_list("pk", flat=True).first()
-    return None if found is None else freshness.badge(request, who, found)
 
 
 @functools.cache
@@ -317,18 +307,21 @@ class LivePollMiddleware:
         badge = getattr(match.func, "live_badge", False)
         if not (badge or getattr(match.func, "live_page", False)) or not match.url_name:
             return None
-        # One read: the region's counters (none for the badge) and those under which a viewer is remembered.
+        # One read: the region's counters (none for the badge) in the cluster of the path (under /m/<name>/,
+        # that cluster's primary key with them) and those under which a viewer is remembered.
         read_ms = live.now_ms()
-        kinds = () if badge else live.region_kinds(match.url_name)
-        counters = live.versions(tuple(sorted({*kinds, *live.IDENTITY})))
+        read = live.early_counters(None if badge else match.url_name, match.kwargs.get("cluster"), live.IDENTITY)
+        if read is None:
+            return None  # no managed cluster of that name: the view answers its 404
+        counters, managed = read
         found = _viewer(request, tuple(counters[kind] for kind in live.IDENTITY))
         if found is None:
             return None
         viewer, access = found
         if badge:
-            answer: HttpResponse | None = _badge(request, viewer.who, match.kwargs.get("cluster"))
+            answer: HttpResponse | None = freshness.badge(request, viewer.who, managed)
         else:
-            answer = live.early(request, match.url_name, viewer.who, lambda: access, (counters, read_ms))
+            answer = live.early(request, match.url_name, viewer.who, lambda: access, (counters, read_ms), managed)
         if answer is not None:
             request.resolver_match = match  # the request metrics count it by its view
             # What the chain behind would have added: the request id, Vary: Cookie (the session

@@ -5,9 +5,8 @@ from offloading.views import audit, bulk, changes, drift, fleet, freshness, insi
 app_name = "offloading"
 
 # Pages across the managed clusters, or of none: they have no copy under a cluster's m/<name>/ prefix
-# (liqo_dash/urls.py, offloading/switcher.py). The freshness badge has one: a cluster's pages poll their
-# cluster's (the live-poll middleware, which answers its polls before any view, reads the cluster from
-# the path); the pages across the fleet poll the default cluster's.
+# (liqo_dash/urls.py, offloading/switcher.py). The freshness badge has one: each cluster's page polls its
+# cluster's snapshot state (the live-poll middleware reads the cluster's name from the path).
 FLEET_WIDE = (
     "managed_cluster_list",
     "managed_cluster_register",

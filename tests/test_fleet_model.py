@@ -312,6 +312,9 @@ def before_the_fleet_model(transactional_db: Any) -> Iterator[Any]:
     executor = MigrationExecutor(connection)
     leaves = executor.loader.graph.leaf_nodes("offloading")
     executor.migrate([BEFORE])
+    # What `migrate` does after it (post_migrate): the live triggers for the tables as they are now (on
+    # PostgreSQL the per-cluster ones would still name the managed column the migrations just dropped).
+    livetriggers.install(connection)
     yield executor.loader.project_state([BEFORE]).apps
     MigrationExecutor(connection).migrate(leaves)
     emit_post_migrate_signal(0, False, connection.alias)  # what `migrate` does: triggers, the memo

@@ -7,7 +7,9 @@ the table's triggers; a table added later needs its triggers too. Installing is 
 exists, create) and covers every table of ``TABLES`` that exists.
 
 - SQLite: a row trigger per table and event upserts the kind's counter (writers are serialised by
-  SQLite itself).
+  SQLite itself), and, on a table of one managed cluster's rows (``PER_CLUSTER``), that cluster's
+  counter ``kind@<managed pk>`` beside it (issue 28: a page of one cluster polls its cluster's counter,
+  a page across the fleet the kind's).
 - PostgreSQL: a row trigger per table and event only notes the kind in a transaction-local setting
   (no lock, no write; the first note of a transaction inserts a row in ``liqo_live_pending``); that
   row's deferred constraint trigger bumps every noted kind once, at commit, in the kinds' order: the
@@ -27,9 +29,11 @@ TABLES = {
     "offloading_statustransition": "transitions",
     "offloading_changerequest": "changes",
     "offloading_bulkrequest": "bulk",
-    # a change's approval and schedule are part of what its pages show (its state, when it applies)
-    "offloading_approval": "changes",
-    "offloading_schedule": "changes",
+    # a change's approval and schedule (governance) are part of what its pages show (its state, when it
+    # applies); they name no managed cluster (only their change does), so their kind has no per-cluster
+    # counter
+    "offloading_approval": "governance",
+    "offloading_schedule": "governance",
     "offloading_auditevent": "audit",
     "offloading_pod": "pods",
     "offloading_kubeevent": "events",
@@ -51,6 +55,11 @@ IDENTITY_TABLES = {
     "auth_group": "sessions",
 }
 COUNTED = {**TABLES, **IDENTITY_TABLES}
+# The tables of one managed cluster's rows (their ``managed_id`` column, never null): a write also bumps
+# ``kind@<managed pk>`` of the cluster the row belongs to (both clusters' when an update moves a row).
+# The kinds of the others (access, governance, sessions) have only their global counter.
+PER_CLUSTER = frozenset(table for table, kind in TABLES.items() if kind not in ("access", "governance"))
+MANAGED_COLUMN = "managed_id"
 # Tables that are not page content: the counters themselves, the audit chain's head and checkpoints.
 # The managed clusters' list does not poll (issue 28: a beat task refreshes it every 60 s).
 NOT_SHOWN = (
@@ -76,15 +85,34 @@ def _when(table: str, event: str, vendor: str) -> str:
     return " WHEN (" + " OR ".join(f"OLD.{c} IS DISTINCT FROM NEW.{c}" for c in SNAPSHOT_COLUMNS) + ")"
 
 
-def sqlite_statements(tables: list[str]) -> list[str]:
+def cluster_kind(kind: str, managed: int) -> str:
+    """The counter of ``kind`` in the managed cluster ``managed`` (its primary key)."""
+    return f"{kind}@{managed}"
+
+
+def _sqlite_kinds(table: str, event: str, managed: frozenset[str]) -> str:
+    """The kinds a row trigger of ``table`` bumps, as a SELECT of one column: the kind, and on a table of
+    ``managed`` (those of ``PER_CLUSTER`` that have their managed column) the row's cluster's (the old row's and the new row's for an update: UNION keeps one
+    when they are the same)."""
+    kind = COUNTED[table]
+    selects = [f"SELECT '{kind}' AS kind"]
+    if table in managed:
+        rows = {"INSERT": ("NEW",), "UPDATE": ("NEW", "OLD"), "DELETE": ("OLD",)}[event]
+        selects += [f"SELECT '{kind}@' || {row}.{MANAGED_COLUMN}" for row in rows]
+    return " UNION ".join(selects)
+
+
+def sqlite_statements(tables: list[str], managed: frozenset[str] = PER_CLUSTER) -> list[str]:
     statements = []
     for table in tables:
         for event in EVENTS:
             name = trigger_name(table, event)
             statements.append(f"DROP TRIGGER IF EXISTS {name}")
+            # (WHERE true: SQLite's upsert after a SELECT needs it to parse ON CONFLICT as the upsert's)
             statements.append(
                 f"CREATE TRIGGER {name} AFTER {event} ON {table} FOR EACH ROW{_when(table, event, 'sqlite')} "
-                f"BEGIN INSERT INTO offloading_liveversion (kind, version) VALUES ('{COUNTED[table]}', 1) "
+                f"BEGIN INSERT INTO offloading_liveversion (kind, version) "
+                f"SELECT kind, 1 FROM ({_sqlite_kinds(table, event, managed)}) WHERE true "
                 "ON CONFLICT (kind) DO UPDATE SET version = version + 1; END"
             )
     return statements
@@ -92,15 +120,36 @@ def sqlite_statements(tables: list[str]) -> list[str]:
 
 POSTGRES_SETUP = [
     """
-    CREATE OR REPLACE FUNCTION liqo_live_note() RETURNS trigger LANGUAGE plpgsql AS $$
+    CREATE OR REPLACE FUNCTION liqo_live_noted(kind text) RETURNS void LANGUAGE plpgsql AS $$
     DECLARE
         noted text := coalesce(current_setting('liqo_live.kinds', true), '');
     BEGIN
         IF noted = '' THEN
-            PERFORM set_config('liqo_live.kinds', ',' || TG_ARGV[0] || ',', true);
+            PERFORM set_config('liqo_live.kinds', ',' || kind || ',', true);
             INSERT INTO liqo_live_pending DEFAULT VALUES;
-        ELSIF position(',' || TG_ARGV[0] || ',' IN noted) = 0 THEN
-            PERFORM set_config('liqo_live.kinds', noted || TG_ARGV[0] || ',', true);
+        ELSIF position(',' || kind || ',' IN noted) = 0 THEN
+            PERFORM set_config('liqo_live.kinds', noted || kind || ',', true);
+        END IF;
+    END $$
+    """,
+    """
+    CREATE OR REPLACE FUNCTION liqo_live_note() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        PERFORM liqo_live_noted(TG_ARGV[0]);
+        RETURN NULL;
+    END $$
+    """,
+    # On a table of PER_CLUSTER: the kind and the row's cluster's counter (the old row's and the new row's
+    # for an update). PL/pgSQL compiles a trigger function per table, so NEW.managed_id is each table's.
+    """
+    CREATE OR REPLACE FUNCTION liqo_live_note_managed() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        PERFORM liqo_live_noted(TG_ARGV[0]);
+        IF TG_OP <> 'DELETE' THEN
+            PERFORM liqo_live_noted(TG_ARGV[0] || '@' || NEW.managed_id);
+        END IF;
+        IF TG_OP <> 'INSERT' THEN
+            PERFORM liqo_live_noted(TG_ARGV[0] || '@' || OLD.managed_id);
         END IF;
         RETURN NULL;
     END $$
@@ -126,15 +175,16 @@ POSTGRES_SETUP = [
 ]
 
 
-def postgres_statements(tables: list[str]) -> list[str]:
+def postgres_statements(tables: list[str], managed: frozenset[str] = PER_CLUSTER) -> list[str]:
     statements = list(POSTGRES_SETUP)
     for table in tables:
         for event in EVENTS:
             name = trigger_name(table, event)
             statements.append(f"DROP TRIGGER IF EXISTS {name} ON {table}")
+            note = "liqo_live_note_managed" if table in managed else "liqo_live_note"
             statements.append(
                 f"CREATE TRIGGER {name} AFTER {event} ON {table} FOR EACH ROW{_when(table, event, 'postgresql')} "
-                f"EXECUTE FUNCTION liqo_live_note('{COUNTED[table]}')"
+                f"EXECUTE FUNCTION {note}('{COUNTED[table]}')"
             )
     return statements
 
@@ -147,11 +197,19 @@ def install(connection: Any) -> list[str]:
     if "offloading_liveversion" not in existing:  # migrated back before 0013
         return []
     tables = [table for table in COUNTED if table in existing]
+    # A table of PER_CLUSTER counts per cluster once it has its managed column (not when migrated back).
+    with connection.cursor() as cursor:
+        managed = frozenset(
+            table
+            for table in tables
+            if table in PER_CLUSTER
+            and MANAGED_COLUMN in {c.name for c in connection.introspection.get_table_description(cursor, table)}
+        )
     build = {"sqlite": sqlite_statements, "postgresql": postgres_statements}.get(connection.vendor)
     if build is None:
         raise RuntimeError(f"live versions: no triggers for the {connection.vendor} database")
     with transaction.atomic(using=connection.alias), connection.cursor() as cursor:
-        for sql in build(tables):
+        for sql in build(tables, managed):
             cursor.execute(sql)
     return tables
 

@@ -16,7 +16,7 @@ from django.utils.http import parse_etags
 from django.views.decorators.http import require_GET
 
 from offloading.context_processors import freshness_context
-from offloading.models.fleet import current_managed
+from offloading.models.fleet import ManagedRef, current_managed
 from offloading.views import live
 
 
@@ -24,14 +24,14 @@ from offloading.views import live
 @require_GET
 def freshness(request: HttpRequest) -> HttpResponse:
     """The freshness badge alone (every page polls it; the browser ticks its age in between), of the
-    request's managed cluster."""
+    page's managed cluster (its copy under /m/<name>/ is that cluster's)."""
     return badge(request, live.who_of(request), current_managed(request))
 
 
-def badge(request: HttpRequest, who: str, managed: int | None = None) -> HttpResponse:
+def badge(request: HttpRequest, who: str, managed: ManagedRef = None) -> HttpResponse:
     """The badge's answer for the user ``who`` ("pk:role", as ``live.who_of``) of the managed cluster
-    ``managed`` (its pk; None: the default one); LivePollMiddleware asks it directly for a poll whose
-    session and role it checked.
+    ``managed`` (None: the default one); LivePollMiddleware asks it directly for a poll whose session
+    and role it checked.
 
     The watcher marks the snapshot fresh every few seconds, and the badge is polled every 10 s: if its
     ETag followed the refresh time, nearly every poll would render it again. The browser works out
@@ -51,6 +51,7 @@ def badge(request: HttpRequest, who: str, managed: int | None = None) -> HttpRes
         context["freshness_reason"],
         context["freshness_interval"],
         who,
+        state.managed_id,  # one cluster's badge is never a 304 of another's
     )
     etag = '"' + hashlib.sha256(json.dumps(shown, default=str).encode()).hexdigest()[:32] + '"'
     if request.headers.get("X-Live-Poll") == "1" and etag in parse_etags(request.headers.get("If-None-Match", "")):

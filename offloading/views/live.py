@@ -16,14 +16,30 @@ from typing import Any
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db import connection
 from django.http import HttpRequest, HttpResponse
 from django.utils.cache import patch_vary_headers
 from django.utils.http import parse_etags
 
 from access import roles
-from offloading.models import LiveVersion
 from offloading.views import liveaside
+
+# What each region depends on and the counters its poll reads: offloading/views/livekinds.py (named here
+# too: live.versions, live.KINDS ...).
+from offloading.views.livekinds import (  # noqa: F401 - re-exported
+    CLUSTER_KEY,
+    FLEET_REGIONS,
+    GLOBAL_KINDS,
+    IDENTITY,
+    KINDS,
+    REGIONS,
+    data_version,
+    early_counters,
+    managed_of,
+    poll_kinds,
+    region_kinds,
+    version_of,
+    versions,
+)
 from offloading.views.livememory import RenderMemory
 
 log = logging.getLogger(__name__)
@@ -36,80 +52,6 @@ log = logging.getLogger(__name__)
 # changed, the answer is an empty 304 decided from one indexed read of a few LiveVersion rows: counters
 # that database triggers bump in the same transaction as the rows they count (migration 0013,
 # docs/live-pages.md), so an idle open page costs the same at any fleet size.
-
-# Every kind of data a live region may show (offloading.models.livetriggers counts the writes to its tables).
-KINDS: tuple[str, ...] = (
-    "access",  # access.Scope, the users' groups: the controls a user may use
-    "alerts",  # Alert: the overview's notifications line
-    "audit",  # AuditEvent
-    "bulk",  # BulkRequest
-    "changes",  # ChangeRequest
-    "clusters",  # Cluster
-    "events",  # KubeEvent
-    "namespaces",  # Namespace
-    "nodes",  # VirtualNode
-    "mappings",  # PeerNamespaceMap, MappingEntry: Liqo's NamespaceMaps
-    "offloadings",  # ClusterOffloading
-    "pods",  # Pod
-    "resources",  # LiqoResource
-    "snapshot",  # SnapshotState: only its last_error and local_cluster_id (the refresh times tick)
-    "transitions",  # StatusTransition
-)
-_EVERY_PAGE = ("access", "snapshot")
-# The counters under which offloading.middleware remembers who sends a poll (livetriggers.IDENTITY_TABLES
-# and the "access" tables): never in an ETag.
-IDENTITY: tuple[str, ...] = ("access", "sessions")
-
-# What each live region (by URL name) shows; a region not listed depends on every kind.
-REGIONS: dict[str, tuple[str, ...]] = {
-    "home": ("alerts", "changes", "clusters", "events", "namespaces", "offloadings", "pods", "resources"),
-    "namespace_list": ("changes", "events", "namespaces", "offloadings", "pods"),
-    "fleet_matrix": ("clusters", "namespaces", "offloadings"),
-    "cluster_list": ("clusters", "nodes", "offloadings"),
-    "cluster_detail": ("clusters", "events", "namespaces", "nodes", "offloadings", "pods", "resources"),
-    "audit_list": ("audit", "bulk", "changes"),
-    "namespace_status": ("changes", "mappings", "namespaces", "offloadings"),
-    "change_status": ("changes", "events", "mappings", "namespaces", "offloadings"),
-    "bulk_progress": ("bulk", "changes"),
-    "domain_map": ("clusters", "namespaces", "nodes", "offloadings"),
-}
-
-
-def versions(kinds: tuple[str, ...] = KINDS) -> dict[str, int]:
-    """The counter of each kind: one indexed read, whatever the size of the fleet. A kind without a row
-    (a database emptied by ``flush``) counts 0."""
-    # A plain cursor: every poll reads it, and the queryset's own work cost several times the read.
-    table, kind_column, version_column = _live_columns()
-    marks = ", ".join(["%s"] * len(kinds))
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT {kind_column}, {version_column} FROM {table} WHERE {kind_column} IN ({marks})", kinds)
-        found = dict(cursor.fetchall())
-    return {kind: int(found.get(kind, 0)) for kind in kinds}
-
-
-@functools.cache
-def _live_columns() -> tuple[str, str, str]:
-    quote = connection.ops.quote_name
-    meta = LiveVersion._meta
-    return quote(meta.db_table), quote(str(meta.get_field("kind").column)), quote(str(meta.get_field("version").column))
-
-
-def region_kinds(url_name: str | None) -> tuple[str, ...]:
-    """The kinds a live region depends on: what it shows, plus what every page shows."""
-    shown = REGIONS.get(url_name or "")
-    return KINDS if shown is None else tuple(sorted({*shown, *_EVERY_PAGE}))
-
-
-def data_version(kinds: tuple[str, ...] = KINDS) -> str:
-    """Changes whenever anything of ``kinds`` may have changed (every kind by default): snapshot rows
-    written, status transitions, changes moving, audit events, the snapshot's error or cluster id.
-    It never repeats: each counter only grows."""
-    return version_of(versions(kinds), kinds)
-
-
-def version_of(counters: dict[str, int], kinds: tuple[str, ...]) -> str:
-    """``data_version(kinds)`` from counters already read (a superset of ``kinds``)."""
-    return ".".join(f"{kind}{counters[kind]}" for kind in kinds)
 
 
 def who_of(request: HttpRequest) -> str:
@@ -374,16 +316,18 @@ def early(
     who: str,
     access: Callable[[], str | None],
     read: tuple[dict[str, int], int],
+    managed: int | None = None,
 ) -> HttpResponse | None:
     """A poll's answer when it needs no view, for offloading.middleware.LivePollMiddleware, which asks
     before the session, user and page middleware run: a 304 while nothing the region shows moved, or
     another viewer's render of the same access that this poll may reuse (as ``_poll`` decides them).
     ``who`` is the user's "pk:role" (as ``who_of``); ``access`` gives the shared key's access (as
     ``_access_key``), asked only when a render is looked up; ``read``: the counters (of the region's
-    kinds at least, as ``versions``) and when they were read (``now_ms`` just before). None: the view
-    must run (the whole middleware chain, then ``_poll``)."""
+    kinds at least, as ``versions``) and when they were read (``now_ms`` just before); ``managed``: the
+    cluster whose counters the region polls (as ``managed_of``; ``early_counters`` gives it). None: the
+    view must run (the whole middleware chain, then ``_poll``)."""
     counters, read_ms = read
-    version = version_of(counters, region_kinds(url_name))
+    version = version_of(counters, poll_kinds(url_name, managed))
     tags, _newest, held_ms = _held(request)
     current = _hash(version, request, who)
     if current in tags:
@@ -413,7 +357,7 @@ def _poll(view: Callable[..., HttpResponse], request: HttpRequest, *args: Any, *
     match = request.resolver_match
     url_name = match.url_name if match else None
     read_ms = now_ms()
-    version = data_version(region_kinds(url_name))
+    version = data_version(poll_kinds(url_name, managed_of(request, url_name)))
     tags, newest, held_ms = _held(request)
     who = who_of(request)
     current = _hash(version, request, who)
