@@ -45,11 +45,13 @@ def parse_role_map(text: str, setting: str = "KUBE_IMPERSONATE_GROUPS") -> dict[
     return mapping
 
 
-def kubernetes_groups(role: str | None) -> tuple[str, ...]:
-    """The Kubernetes groups impersonated for a role (empty for no role or an unmapped one)."""
+def kubernetes_groups(role: str | None, role_map: str = "") -> tuple[str, ...]:
+    """The Kubernetes groups impersonated for a role (empty for no role or an unmapped one), by
+    ``role_map`` (a managed cluster's own, ``ROLE=GROUP,...``) or, when it is empty, by
+    KUBE_IMPERSONATE_GROUPS."""
     if role is None:
         return ()
-    group = parse_role_map(settings.KUBE_IMPERSONATE_GROUPS).get(role)
+    group = parse_role_map(role_map or settings.KUBE_IMPERSONATE_GROUPS).get(role)
     return (group,) if group else ()
 
 

@@ -100,7 +100,7 @@ def test_every_cluster_resource_refuses_an_unknown_name_as_a_known_one(role_less
     viewer = django_user_model.objects.create_user("vera", password="vera-pass")
     viewer.groups.add(Group.objects.get(name="viewer"))
     _, viewer_token = ApiToken.issue(viewer, "reads")
-    callers = {
+    callers: dict[str, dict[str, Any]] = {
         "no credentials": {},
         "a bad token": {"HTTP_AUTHORIZATION": "Bearer ldt_abcdefgh_notasecret"},
         "another scheme": {"HTTP_AUTHORIZATION": "Basic Zm9vOmJhcg=="},
@@ -114,7 +114,7 @@ def test_every_cluster_resource_refuses_an_unknown_name_as_a_known_one(role_less
                 assert known[5] == (), (path, caller)  # no snapshot time: it would tell turin's from the default's
                 assert _answer(Client(), method, path, UNKNOWN, **headers) == known, (path, method, caller)
         # A viewer's write is refused by the role before any cluster is read: the same 403 for both names.
-        bearer = {"HTTP_AUTHORIZATION": f"Bearer {viewer_token}"}
+        bearer: dict[str, Any] = {"HTTP_AUTHORIZATION": f"Bearer {viewer_token}"}
         known = _answer(Client(), "delete", path, KNOWN, **bearer)
         assert known[0] in (403, 405), (path, known)
         # (the viewer may read snapshots, so a known cluster's answer says its freshness)
@@ -124,7 +124,7 @@ def test_every_cluster_resource_refuses_an_unknown_name_as_a_known_one(role_less
 @pytest.mark.usefixtures("two_clusters")
 def test_only_a_caller_the_view_serves_learns_the_name_is_unknown(role_less: Any, admin_user: Any) -> None:
     _, token = ApiToken.issue(admin_user, "admin")
-    bearer = {"HTTP_AUTHORIZATION": f"Bearer {token}"}
+    bearer: dict[str, Any] = {"HTTP_AUTHORIZATION": f"Bearer {token}"}
     api = Client()
     known = api.get(f"/api/v1/m/{KNOWN}/namespaces/", **bearer)
     assert known.status_code == 200 and known.has_header("X-Snapshot-Refreshed-At")

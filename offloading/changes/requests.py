@@ -424,7 +424,7 @@ def submit(change: ChangeInput, actor: Actor, *, reapplying: bool = False) -> Ch
     require_confirmation(namespace, built, change.confirmed)
     if built.action != ChangeAction.UNOFFLOAD:
         denied = on_cluster_dry_run(
-            cluster, authorize.identity(actor), namespace.name, built.desired_spec or {}, namespace.managed_id
+            cluster, authorize.identity(actor, cluster), namespace.name, built.desired_spec or {}, namespace.managed_id
         )
         if denied is not None:
             raise denied

@@ -95,6 +95,14 @@ class ManagedClusterHealth(models.TextChoices):
     UNREACHABLE = "unreachable", "Unreachable"
 
 
+class Impersonation(models.TextChoices):
+    """Whether pushes to a managed cluster impersonate the user who asked ("" inherits KUBE_IMPERSONATE)."""
+
+    INHERIT = "", "as the installation (KUBE_IMPERSONATE)"
+    ON = "on", "on: as the user who asked"
+    OFF = "off", "off: as the dashboard itself"
+
+
 class ManagedCluster(models.Model):
     """One managed consumer cluster. ``source`` says how it is reached: a kubeconfig ``context`` (an
     empty one: the process's own configuration, as ``offloading.cluster.client`` loads it: in-cluster,
@@ -115,6 +123,12 @@ class ManagedCluster(models.Model):
     last_checked_at = models.DateTimeField(null=True, blank=True)
     last_error = models.TextField(blank=True)
     is_default = models.BooleanField(default=False)
+    # Access to this cluster where it differs from the installation's (access.impersonation reads them):
+    # impersonation on or off ("" inherits KUBE_IMPERSONATE) and the Kubernetes group of each dashboard
+    # role, "viewer=GROUP,operator=GROUP,admin=GROUP" ("" inherits KUBE_IMPERSONATE_GROUPS). The default
+    # cluster always follows the installation's settings: they are its settings.
+    impersonation = models.CharField(max_length=3, blank=True, choices=Impersonation.choices, default="")
+    impersonation_groups = models.CharField(max_length=1024, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
