@@ -13,6 +13,7 @@ own, so a single-cluster install reads nothing more than before.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -67,3 +68,20 @@ def identity_for(username: str | None, cluster: ManagedCluster | None = None) ->
     user = get_user_model().objects.filter(username=username).first()
     groups = roles.kubernetes_groups(roles.role_of(user), role_map(cluster)) if user is not None else ()
     return Identity(f"{settings.KUBE_IMPERSONATE_USER_PREFIX}{username}", groups)
+
+
+def identity_per_cluster(username: str) -> Callable[[ManagedCluster | None], Identity | None]:
+    """:func:`identity_for` ``username`` as a function of the cluster, the user and role read once (the
+    reads of a namespace's twins on several managed providers, each as that provider sees the user)."""
+    found: list[str | None] = []
+
+    def on(cluster: ManagedCluster | None) -> Identity | None:
+        if not enabled(cluster):
+            return None
+        if not found:
+            user = get_user_model().objects.filter(username=username).first()
+            found.append(roles.role_of(user) if user is not None else None)
+        groups = roles.kubernetes_groups(found[0], role_map(cluster))
+        return Identity(f"{settings.KUBE_IMPERSONATE_USER_PREFIX}{username}", groups)
+
+    return on

@@ -10,12 +10,15 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.core.cache import cache
 from kubernetes import client as k8s_client
 
+from access.impersonation import identity_per_cluster
 from offloading.changes.bulk import request_bulk
 from offloading.changes.errors import ChangeRejected, Refusal
 from offloading.changes.requests import request_offload
 from offloading.choices import ChangeAction, ChangeState
+from offloading.cluster import twins
 from offloading.models import ChangeRequest
 from offloading.snapshot import refresh as snapshot
 from sandbox.rbac import SERVICE_USER
@@ -154,3 +157,20 @@ def test_a_bulk_on_milan_pushes_with_milans_group(two: Two) -> None:
     assert children[0].state == ChangeState.APPLIED, children[0].message  # pushed by the bulk's own task
     assert set(_acting(two, "milan")) == {"liqo-dash:olga [milan:offloaders]"}
     assert _acting(two, "rome") == {}
+
+
+def test_a_managed_provider_is_read_as_it_sees_the_user(two: Two) -> None:
+    """The reads of a namespace's twins and of remote-name collisions on the managed providers."""
+    _milan_rbac(two, operators_write=False, offloaders_write=True)
+    two.milan.impersonation_groups = MILAN_GROUPS
+    two.milan.save()
+    _reset(two)
+    (reading,) = twins.read_many([(two.milan, "orders")], identity_per_cluster("olga"), full=False)
+    assert reading.exists, reading
+    assert _acting(two, "milan") == {"liqo-dash:olga [milan:offloaders]": {"get namespaces": 1}}
+    two.milan.impersonation = "off"
+    two.milan.save()
+    cache.clear()  # the readings are cached per reader: a new reader is asked again anyway
+    (reading,) = twins.read_many([(two.milan, "orders")], identity_per_cluster("olga"), full=False)
+    assert reading.exists and two.calls("milan").get("get namespaces") == 2
+    assert _acting(two, "milan") == {"liqo-dash:olga [milan:offloaders]": {"get namespaces": 1}}  # no new one

@@ -17,7 +17,7 @@ from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
 from access import roles
-from access.impersonation import identity_for
+from access.impersonation import identity_per_cluster
 from offloading.api.docs import BulkPlanSerializer
 from offloading.api.errors import check_query_parameters, if_match_generation
 from offloading.api.handoff import FILES_SCHEMA, FilesNegotiation, files_of_bulk, files_of_change, files_response
@@ -284,9 +284,11 @@ class NamespaceViewSet(NamedNotFoundMixin, SnapshotHeadersMixin, viewsets.ReadOn
             return Response({"valid": False, "errors": checked.errors, "warnings": checked.warnings})
         destructive = is_destructive(namespace, ChangeAction.UPDATE, checked.spec)
         # A new offloading's remote name is also checked on the selected managed providers, asked as the
-        # requesting user when impersonation is on.
+        # requesting user as each provider sees them (its impersonation and groups).
         asker = request.user
-        identity = identity_for(asker.get_username()) if asker.is_authenticated and not namespace.offloaded else None
+        identity = (
+            identity_per_cluster(asker.get_username()) if asker.is_authenticated and not namespace.offloaded else None
+        )
         try:
             result = preview(namespace, checked.spec, pod or None, providers=True, identity=identity)
         except (AttributeError, TypeError, KeyError, ValueError) as exc:

@@ -23,12 +23,13 @@ dashboard acting for itself: no policy, no impersonation.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from django.contrib.auth import get_user_model
 
 from access import policy, roles
-from access.impersonation import Identity, identity_for
+from access.impersonation import Identity, identity_for, identity_per_cluster
 from access.review import LOOK_UP, review_change
 from liqo_rules.constants import SELECTED_NAME
 from offloading.audit.events import record_refused
@@ -155,6 +156,12 @@ def identity(actor: Actor, cluster: ManagedCluster | None = None) -> Identity | 
     """Whom ``cluster`` (None: the default; :func:`cluster_of`) sees for ``actor``'s changes (None: the
     dashboard itself), by that cluster's impersonation and role-to-group map."""
     return None if actor.user_id is None else identity_for(actor.user_name, cluster)
+
+
+def readers(actor: Actor) -> Callable[[ManagedCluster | None], Identity | None] | None:
+    """Whom each managed provider sees for ``actor`` when it is read (None: the dashboard itself): its
+    own impersonation and groups (``access.impersonation.identity_per_cluster``)."""
+    return None if actor.user_id is None else identity_per_cluster(actor.user_name)
 
 
 def ask_cluster(

@@ -223,7 +223,7 @@ def refuse_remote_collisions(
     peers = selected_clusters(spec, namespace.managed_id) & providers.keys()
     if not peers:
         return
-    checks = remote_collisions(namespace.name, spec, peers, local_id=local_id, identity=authorize.identity(actor))
+    checks = remote_collisions(namespace.name, spec, peers, local_id=local_id, identity=authorize.readers(actor))
     taken = [check.message() for check in checks if check.fails]
     if taken:
         field = (

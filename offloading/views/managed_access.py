@@ -45,8 +45,8 @@ def in_force(cluster: ManagedCluster) -> dict[str, object]:
 @require_http_methods(["GET", "POST"])
 def managed_access(request: HttpRequest, name: str) -> HttpResponse:
     if roles.role_of(request.user) != roles.ADMIN:  # asked first: nobody else learns whether it exists
-        context = {"reason": ADMINS_ONLY_ACCESS, "action": "change the access of", "namespace": None}
-        return render(request, "offloading/forbidden.html", context, status=403)
+        refusal = {"reason": ADMINS_ONLY_ACCESS, "action": "change the access of", "namespace": None}
+        return render(request, "offloading/forbidden.html", refusal, status=403)
     cluster = get_object_or_404(ManagedCluster, name=name)
     form = AccessForm(request.POST if request.method == "POST" and not cluster.is_default else None, cluster=cluster)
     status = 409 if request.method == "POST" and cluster.is_default else 200
