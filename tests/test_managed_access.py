@@ -5,6 +5,10 @@ audited. Against real clusters: tests/test_fleet_access_sandbox.py."""
 
 from __future__ import annotations
 
+import os
+import re
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -13,6 +17,7 @@ from django.test import Client
 from django.urls import reverse
 
 from access import roles
+from access.conf import RoleConfigError, cluster_access
 from access.impersonation import Identity, identity_for
 from offloading.choices import AuditAction
 from offloading.models import AuditEvent, ManagedCluster
@@ -152,3 +157,67 @@ def test_only_admins_see_or_change_a_clusters_access(
             assert answer.status_code == 403 and "Admins only" in answer.content.decode()
     assert ManagedCluster.objects.get(name="milan").impersonation == ""
     assert admin_client.get(_access_url("nowhere")).status_code == 404
+
+
+def test_the_setting_reads_each_contexts_access_and_refuses_what_it_cannot() -> None:
+    text = "milan => impersonation=off; eks:arn:aws:x => groups=viewer=r , operator=o impersonation=on ;"
+    # (a group map has no spaces: "viewer=r , operator=o" is the map "viewer=r," then a word that is no setting)
+    with pytest.raises(RoleConfigError, match="neither impersonation"):
+        cluster_access(text)
+    assert cluster_access("milan => impersonation=off; eks:arn:aws:x => impersonation=on groups=viewer=r ;") == {
+        "milan": {"impersonation": "off"},
+        "eks:arn:aws:x": {"impersonation": "on", "impersonation_groups": "viewer=r"},
+    }
+    assert cluster_access("a => groups=viewer=r,operator=o") == {"a": {"impersonation_groups": "viewer=r,operator=o"}}
+    assert cluster_access("") == {}
+    for bad, message in (
+        ("milan", "is not CONTEXT => SETTINGS"),
+        ("milan => impersonation=maybe", "neither impersonation=on|off nor groups"),
+        ("milan => colour=blue", "neither impersonation=on|off nor groups"),
+        ("milan =>", "nothing set"),
+        ("milan => impersonation=on; milan => impersonation=off", "appears twice"),
+        ("milan => groups=admin=system:masters", "a system: group is never impersonated"),
+        ("milan => groups=auditor=x", "unknown role 'auditor'"),
+    ):
+        with pytest.raises(RoleConfigError, match=re.escape(message)):
+            cluster_access(bad)
+
+
+def test_the_setting_writes_a_contexts_access_and_its_page_is_read_only(
+    admin_client: Client, settings: Any, olga: Any
+) -> None:
+    settings.LIQO_DASH_CLUSTERS = ["rome", "milan"]
+    settings.LIQO_DASH_CLUSTER_ACCESS = cluster_access("milan => impersonation=off groups=operator=milan:ops")
+    rome, milan = ensure_configured()
+    assert rome.is_default and (milan.impersonation, milan.impersonation_groups) == ("off", "operator=milan:ops")
+    assert identity_for("olga", milan) is None and identity_for("olga", rome) is not None
+    page = admin_client.get(_access_url(milan.name))
+    assert 'id="from-setting"' in page.content.decode() and "(from LIQO_DASH_CLUSTER_ACCESS)" in page.content.decode()
+    assert admin_client.post(_access_url(milan.name), {"impersonation": "on"}).status_code == 409
+    settings.LIQO_DASH_CLUSTER_ACCESS = cluster_access("milan => groups=operator=milan:ops")  # on: inherited again
+    (_, milan) = ensure_configured()
+    assert (milan.impersonation, milan.impersonation_groups) == ("", "operator=milan:ops")
+    assert identity_for("olga", milan) == Identity("liqo-dash:olga", ("milan:ops",))
+    settings.LIQO_DASH_CLUSTER_ACCESS = {}  # left to the page: the row keeps its values, editable again
+    assert admin_client.post(_access_url(milan.name), {"impersonation": "off"}).status_code == 302
+    milan.refresh_from_db()
+    assert milan.impersonation == "off"
+
+
+def test_the_settings_refuse_an_access_for_the_default_or_an_unlisted_context() -> None:
+    for clusters, access in (
+        ("rome,milan", "rome => impersonation=off"),
+        ("rome,milan", "naples => impersonation=off"),
+    ):
+        env = {
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "liqo_dash.settings",
+            "LIQO_DASH_CLUSTERS": clusters,
+            "LIQO_DASH_CLUSTER_ACCESS": access,
+        }
+        done = subprocess.run(
+            [sys.executable, "-c", "import django; django.setup()"], env=env, capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode != 0 and "not a context of LIQO_DASH_CLUSTERS after the first" in done.stderr, (
+            done.stderr
+        )

@@ -264,7 +264,32 @@ def ensure_configured(contexts: list[str] | None = None) -> list[ManagedCluster]
             ManagedCluster.objects.filter(is_default=True).update(is_default=False)
             first.is_default = True
             first.save(update_fields=["is_default", "updated_at"])
+        for row in rows:
+            _apply_access(row)
         return rows
+
+
+def configured_access(cluster: ManagedCluster) -> dict[str, str] | None:
+    """What LIQO_DASH_CLUSTER_ACCESS says of ``cluster``'s access (None: the setting leaves it to its
+    Access page; the default cluster is never named there)."""
+    if cluster.source != ManagedClusterSource.CONTEXT or cluster.is_default:
+        return None
+    found: dict[str, str] | None = getattr(settings, "LIQO_DASH_CLUSTER_ACCESS", {}).get(cluster.context)
+    return found
+
+
+def _apply_access(row: ManagedCluster) -> None:
+    """Write what LIQO_DASH_CLUSTER_ACCESS says of the context's access into its row (what it leaves out:
+    inherited), when it differs."""
+    access = configured_access(row)
+    if access is None:
+        return
+    wanted = {name: access.get(name, "") for name in ("impersonation", "impersonation_groups")}
+    changed = [name for name, value in wanted.items() if getattr(row, name) != value]
+    if changed:
+        for name in changed:
+            setattr(row, name, wanted[name])
+        row.save(update_fields=[*changed, "updated_at"])
 
 
 def _free_name(context: str) -> str:

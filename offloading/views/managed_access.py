@@ -3,7 +3,8 @@
 KUBE_IMPERSONATE and KUBE_IMPERSONATE_GROUPS (``access.impersonation`` applies them to the access review,
 the dry-run and the push). Every cluster but the default has one, those of LIQO_DASH_CLUSTERS too: these
 are not connection settings, the setting does not make them again. The default cluster follows the
-installation's settings, which are its own: its page says so and changes nothing.
+installation's settings, which are its own: its page says so and changes nothing; so does the page of a
+context LIQO_DASH_CLUSTER_ACCESS names (the setting writes its row in every process).
 
 A change is one sealed audit event (``cluster_updated``) naming the settings and their values before and
 after, in the transaction that saves them."""
@@ -23,7 +24,7 @@ from access import impersonation, roles
 from offloading.audit import events
 from offloading.choices import AuditAction
 from offloading.context import current_actor
-from offloading.models.managed import Impersonation, ManagedCluster
+from offloading.models.managed import ManagedCluster, configured_access, ensure_configured
 from offloading.views.managed_forms import AccessForm
 
 ADMINS_ONLY_ACCESS = "Admins only: a managed cluster's access settings decide as whom changes reach it."
@@ -32,13 +33,19 @@ FIELDS = ("impersonation", "impersonation_groups")
 
 def in_force(cluster: ManagedCluster) -> dict[str, object]:
     """What applies on ``cluster`` now, and where it comes from, for the page and the list."""
-    own = not cluster.is_default
     return {
         "impersonates": impersonation.enabled(cluster),
-        "impersonation_from": "this cluster" if own and cluster.impersonation else "KUBE_IMPERSONATE",
+        "impersonation_from": _source(cluster, "impersonation", "KUBE_IMPERSONATE"),
         "groups": roles.parse_role_map(impersonation.role_map(cluster) or settings.KUBE_IMPERSONATE_GROUPS),
-        "groups_from": "this cluster" if own and cluster.impersonation_groups else "KUBE_IMPERSONATE_GROUPS",
+        "groups_from": _source(cluster, "impersonation_groups", "KUBE_IMPERSONATE_GROUPS"),
     }
+
+
+def _source(cluster: ManagedCluster, field: str, installation: str) -> str:
+    """Where the value of ``field`` in force on ``cluster`` comes from."""
+    if cluster.is_default or not getattr(cluster, field):
+        return installation
+    return "LIQO_DASH_CLUSTER_ACCESS" if configured_access(cluster) is not None else "this cluster"
 
 
 @login_required
@@ -47,9 +54,11 @@ def managed_access(request: HttpRequest, name: str) -> HttpResponse:
     if roles.role_of(request.user) != roles.ADMIN:  # asked first: nobody else learns whether it exists
         refusal = {"reason": ADMINS_ONLY_ACCESS, "action": "change the access of", "namespace": None}
         return render(request, "offloading/forbidden.html", refusal, status=403)
+    ensure_configured()  # LIQO_DASH_CLUSTERS' rows, with what LIQO_DASH_CLUSTER_ACCESS says of them
     cluster = get_object_or_404(ManagedCluster, name=name)
-    form = AccessForm(request.POST if request.method == "POST" and not cluster.is_default else None, cluster=cluster)
-    status = 409 if request.method == "POST" and cluster.is_default else 200
+    fixed = cluster.is_default or configured_access(cluster) is not None  # set elsewhere: read-only here
+    form = AccessForm(request.POST if request.method == "POST" and not fixed else None, cluster=cluster)
+    status = 409 if request.method == "POST" and fixed else 200
     if status == 200 and request.method == "POST":
         if not form.is_valid():
             status = 400
@@ -75,5 +84,10 @@ def managed_access(request: HttpRequest, name: str) -> HttpResponse:
                 )
             messages.success(request, f"Saved the access of {row.name} ({', '.join(changed)}).")
             return redirect(reverse("offloading:managed_cluster_access", args=[row.name]))
-    context = {"cluster": cluster, "form": form, "now": in_force(cluster), "modes": Impersonation}
+    context = {
+        "cluster": cluster,
+        "form": form,
+        "now": in_force(cluster),
+        "from_setting": configured_access(cluster) is not None,
+    }
     return render(request, "offloading/managed/access.html", context, status=status)

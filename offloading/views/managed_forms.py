@@ -16,7 +16,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from django import forms
 
-from access import roles
+from access.conf import RoleConfigError, impersonation_groups
 from offloading.models.managed import (
     NAME_LENGTH,
     Credentials,
@@ -268,19 +268,10 @@ class AccessForm(forms.Form):
         self.cluster = cluster
 
     def clean_impersonation_groups(self) -> str:
-        text = ",".join(part.strip() for part in str(self.cleaned_data.get("impersonation_groups") or "").split(","))
-        text = ",".join(part for part in text.split(",") if part)
         try:
-            mapping = roles.parse_role_map(text, setting="Groups of the roles")
-        except roles.RoleConfigError as exc:
+            return impersonation_groups(str(self.cleaned_data.get("impersonation_groups") or ""), "Groups of the roles")
+        except RoleConfigError as exc:
             raise forms.ValidationError(str(exc)) from None
-        for role, group in mapping.items():
-            # As the shipped RBAC forbids: a system: group (system:masters...) would give a role the cluster.
-            if group.startswith("system:"):
-                raise forms.ValidationError(f"{role}={group}: a system: group is never impersonated.")
-            if any(c.isspace() for c in group):
-                raise forms.ValidationError(f"{role}={group}: a group name has no spaces.")
-        return ",".join(f"{role}={group}" for role, group in mapping.items())
 
     def changed(self) -> list[str]:
         """The names of the settings whose value differs from the row's."""
