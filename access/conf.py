@@ -24,6 +24,86 @@ KUBE_IMPERSONATE_GROUPS = env.string(
     "KUBE_IMPERSONATE_GROUPS", "viewer=liqo-dash:viewers,operator=liqo-dash:operators,admin=liqo-dash:admins"
 )
 
+
+# --- Access per managed cluster (issue 28) ---------------------------------------------------------
+ROLE_NAMES = ("viewer", "operator", "admin")  # the dashboard's roles, lowest to highest (access.roles)
+
+
+class RoleConfigError(ValueError):
+    """KUBE_IMPERSONATE_GROUPS (or OIDC_ROLE_GROUPS, or a managed cluster's map) cannot be read."""
+
+
+def parse_role_map(text: str, setting: str = "KUBE_IMPERSONATE_GROUPS") -> dict[str, str]:
+    """``viewer=a,operator=b,admin=c`` -> {"viewer": "a", ...}; every role at most once, known roles
+    only. (One group per role: the Kubernetes client sends each header name once.)"""
+    mapping: dict[str, str] = {}
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        role, sep, group = (s.strip() for s in item.partition("="))
+        if not sep or not group:
+            raise RoleConfigError(f"{setting}: {item!r} is not ROLE=GROUP")
+        if role not in ROLE_NAMES:
+            raise RoleConfigError(f"{setting}: unknown role {role!r} (roles: {', '.join(ROLE_NAMES)})")
+        if role in mapping:
+            raise RoleConfigError(f"{setting}: role {role!r} appears twice")
+        mapping[role] = group
+    return mapping
+
+
+def impersonation_groups(text: str, setting: str) -> str:
+    """A managed cluster's map of roles to the groups impersonated there, checked and written canonically
+    (``role=group`` joined by commas): :func:`parse_role_map`, and no ``system:`` group (it would give a
+    role the cluster: ``system:masters``), no whitespace in a group."""
+    mapping = parse_role_map(text, setting)
+    for role, group in mapping.items():
+        if group.startswith("system:"):
+            raise RoleConfigError(f"{setting}: {role}={group}: a system: group is never impersonated")
+        if any(c.isspace() for c in group):
+            raise RoleConfigError(f"{setting}: {role}={group}: a group name has no spaces")
+    return ",".join(f"{role}={group}" for role, group in mapping.items())
+
+
+def cluster_access(text: str, setting: str = "LIQO_DASH_CLUSTER_ACCESS") -> dict[str, dict[str, str]]:
+    """``CONTEXT => impersonation=off groups=viewer=a,operator=b; CONTEXT => ...`` -> {context:
+    {"impersonation": "off", "impersonation_groups": "viewer=a,operator=b"}}: the access of the managed
+    clusters of LIQO_DASH_CLUSTERS where it differs from the installation's (``=>`` because a context's
+    name may hold ``:`` and ``=``, as an EKS ARN does). A setting left out inherits."""
+    found: dict[str, dict[str, str]] = {}
+    for entry in (part.strip() for part in text.split(";")):
+        if not entry:
+            continue
+        context, sep, rest = (s.strip() for s in entry.partition("=>"))
+        if not sep or not context:
+            raise RoleConfigError(f"{setting}: {entry!r} is not CONTEXT => SETTINGS")
+        if context in found:
+            raise RoleConfigError(f"{setting}: context {context!r} appears twice")
+        access: dict[str, str] = {}
+        for item in rest.split():
+            key, eq, value = item.partition("=")
+            if key == "impersonation" and eq and value in ("on", "off"):
+                access["impersonation"] = value
+            elif key == "groups" and eq:
+                access["impersonation_groups"] = impersonation_groups(value, f"{setting} ({context})")
+            else:
+                raise RoleConfigError(
+                    f"{setting} ({context}): {item!r} is neither impersonation=on|off nor groups=ROLE=GROUP,..."
+                )
+        if not access:
+            raise RoleConfigError(f"{setting} ({context}): nothing set (impersonation=on|off, groups=ROLE=GROUP,...)")
+        found[context] = access
+    return found
+
+
+# Per managed cluster of LIQO_DASH_CLUSTERS (not the first, the default: KUBE_IMPERSONATE* are its own):
+# impersonation on or off and the roles' groups there, e.g. "milan => impersonation=off; naples =>
+# groups=viewer=naples:readers,operator=naples:offloaders". Written into the clusters' rows by every
+# process (offloading.models.managed.ensure_configured); their Access pages are then read-only.
+try:
+    LIQO_DASH_CLUSTER_ACCESS = cluster_access(env.string("LIQO_DASH_CLUSTER_ACCESS", ""))
+except RoleConfigError as _exc:
+    raise env.ConfigError(str(_exc)) from None
+
 # --- API tokens -----------------------------------------------------------------------------------
 # Days a new token lives when its creator does not say (0: no expiry).
 API_TOKEN_DEFAULT_DAYS = env.integer("API_TOKEN_DEFAULT_DAYS", 90)
@@ -97,6 +177,7 @@ __all__ = [
     "KUBE_IMPERSONATE",
     "KUBE_IMPERSONATE_USER_PREFIX",
     "KUBE_IMPERSONATE_GROUPS",
+    "LIQO_DASH_CLUSTER_ACCESS",
     "API_TOKEN_DEFAULT_DAYS",
     "API_TOKEN_PEPPER",
     "API_THROTTLE_ANON",

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from access.impersonation import Identity, identity_for
 from access.policy import Decision
 from offloading.cluster import kube
+from offloading.models import ManagedCluster
 
 OFFLOADINGS = ("offloading.liqo.io", "namespaceoffloadings")
 NAMESPACES = ("", "namespaces")
@@ -63,12 +64,14 @@ def review_change(
     *,
     label: bool = True,
     identity: Identity | None | str = LOOK_UP,
+    cluster: ManagedCluster | None = None,
 ) -> Decision:
     """The cluster's answer for ``username`` doing ``action`` on ``namespace``; allowed without asking
     when impersonation is off (the dashboard then acts as itself). ``identity``: the user's, when the
-    caller already has it (a bulk asks for hundreds of namespaces as one user)."""
+    caller already has it (a bulk asks for hundreds of namespaces as one user), else looked up for
+    ``cluster`` (its impersonation and groups; None: the default cluster's)."""
     if isinstance(identity, str):
-        identity = identity_for(username)
+        identity = identity_for(username, cluster)
     if identity is None:
         return Decision(True, "impersonation is off: the dashboard acts as itself")
     if reviewer is None:

@@ -13,43 +13,27 @@ from django.conf import settings
 from django.db.models import Q
 
 from access import scopes as scope_rules
+from access.conf import ROLE_NAMES
+
+# The maps of roles to groups (KUBE_IMPERSONATE_GROUPS, OIDC_ROLE_GROUPS, a managed cluster's): the rule is
+# access.conf's, a leaf, so that the settings check LIQO_DASH_CLUSTER_ACCESS with it at start.
+from access.conf import RoleConfigError as RoleConfigError
+from access.conf import parse_role_map as parse_role_map
 from access.models import Scope
 
-VIEWER = "viewer"
-OPERATOR = "operator"
-ADMIN = "admin"
-ROLES = (VIEWER, OPERATOR, ADMIN)  # lowest to highest
+VIEWER, OPERATOR, ADMIN = ROLE_NAMES
+ROLES = ROLE_NAMES  # lowest to highest
 
 _CACHE_ATTR = "_access_role_cache"
 
 
-class RoleConfigError(ValueError):
-    """KUBE_IMPERSONATE_GROUPS (or OIDC_ROLE_GROUPS) cannot be read."""
-
-
-def parse_role_map(text: str, setting: str = "KUBE_IMPERSONATE_GROUPS") -> dict[str, str]:
-    """``viewer=a,operator=b,admin=c`` -> {"viewer": "a", ...}; every role at most once, known roles
-    only. (One group per role: the Kubernetes client sends each header name once.)"""
-    mapping: dict[str, str] = {}
-    for item in (part.strip() for part in text.split(",")):
-        if not item:
-            continue
-        role, sep, group = (s.strip() for s in item.partition("="))
-        if not sep or not group:
-            raise RoleConfigError(f"{setting}: {item!r} is not ROLE=GROUP")
-        if role not in ROLES:
-            raise RoleConfigError(f"{setting}: unknown role {role!r} (roles: {', '.join(ROLES)})")
-        if role in mapping:
-            raise RoleConfigError(f"{setting}: role {role!r} appears twice")
-        mapping[role] = group
-    return mapping
-
-
-def kubernetes_groups(role: str | None) -> tuple[str, ...]:
-    """The Kubernetes groups impersonated for a role (empty for no role or an unmapped one)."""
+def kubernetes_groups(role: str | None, role_map: str = "") -> tuple[str, ...]:
+    """The Kubernetes groups impersonated for a role (empty for no role or an unmapped one), by
+    ``role_map`` (a managed cluster's own, ``ROLE=GROUP,...``) or, when it is empty, by
+    KUBE_IMPERSONATE_GROUPS."""
     if role is None:
         return ()
-    group = parse_role_map(settings.KUBE_IMPERSONATE_GROUPS).get(role)
+    group = parse_role_map(role_map or settings.KUBE_IMPERSONATE_GROUPS).get(role)
     return (group,) if group else ()
 
 

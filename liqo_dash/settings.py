@@ -472,3 +472,9 @@ MIDDLEWARE = _access.middleware(MIDDLEWARE)
 AUTHENTICATION_BACKENDS = _access.authentication_backends()
 REST_FRAMEWORK = _access.rest_framework(REST_FRAMEWORK)
 _access.add_context_processor(TEMPLATES)
+for _context in LIQO_DASH_CLUSTER_ACCESS:  # noqa: F405 - from access.conf
+    if _context not in LIQO_DASH_CLUSTERS[1:]:
+        raise env.ConfigError(
+            f"LIQO_DASH_CLUSTER_ACCESS names {_context!r}, which is not a context of LIQO_DASH_CLUSTERS after the "
+            "first (the default cluster follows KUBE_IMPERSONATE and KUBE_IMPERSONATE_GROUPS)"
+        )

@@ -18,8 +18,10 @@ from offloading.snapshot import condition
 
 
 def snapshot_state(request: HttpRequest) -> dict[str, Any]:
-    """Every page shows how fresh the snapshot is (and says so loudly when it is stale)."""
-    if not getattr(request, "user", None) or not request.user.is_authenticated:
+    """Every page shows how fresh the snapshot is (and says so loudly when it is stale). Only to a user with
+    a role: the sign-in page and the "no role" page show neither the snapshot nor the cluster switcher,
+    whose list would tell the managed clusters' names to someone who may read nothing of them."""
+    if roles.role_of(getattr(request, "user", None)) is None:
         return {"liqo_dash_version": settings.LIQO_DASH_VERSION}
     return {
         "liqo_dash_version": settings.LIQO_DASH_VERSION,

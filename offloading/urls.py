@@ -12,6 +12,7 @@ FLEET_WIDE = (
     "managed_cluster_register",
     "managed_cluster_edit",
     "managed_cluster_remove",
+    "managed_cluster_access",
     "fleet_namespaces",
 )
 

@@ -49,6 +49,9 @@ SLOW_MODULES: dict[str, str] = {
     ),
     "test_heartbeat.py::test_the_module_entry_point_exits_non_zero_when_stale": "four fresh interpreters (5 s)",
     "test_health.py::test_pod_ip_from_the_environment_is_an_allowed_host": "a fresh interpreter with Django (5 s)",
+    "test_managed_access.py::test_the_settings_refuse_an_access_for_the_default_or_an_unlisted_context": (
+        "two fresh interpreters with Django (2 s)"
+    ),
     "test_lanes.py::test_the_lanes_split_as_documented": "collects tests in another pytest (10 s)",
 }
 

@@ -423,7 +423,7 @@ def test_without_the_key_the_pages_say_so_and_do_not_fail(admin_client: Any, set
     assert (row.api_server_url, row.credentials_encrypted) == (cluster.api_server_url, stored)
     assert admin_client.get(reverse(REMOVE, args=[cluster.name])).status_code == 200
     assert admin_client.post(reverse(REMOVE, args=[cluster.name]), {"confirm": cluster.name}).status_code == 302
-    assert [e.action for e in AuditEvent.objects.order_by("seq")] == ["cluster_removed"]
+    assert [e.action for e in AuditEvent.objects.order_by("seq")] == ["cluster_updated", "cluster_removed"]
     assert verify().ok
 
 
@@ -574,7 +574,7 @@ DOCS_SCREENSHOTS = ROOT / "docs" / "screenshots"
 @pytest.mark.django_db(transaction=True)
 def test_the_pages_in_the_browser(context: Any, live_server: Any, admin_user: Any, key: str) -> None:  # noqa: F811
     """The list, the edit page (a bad URL gets its error in place) and the removal (its button waits for
-    the typed name) in Chromium, with axe; screenshots in docs/screenshots/managed-*.png."""
+    the typed name, its access page) in Chromium, with axe; screenshots in docs/screenshots/managed-*.png."""
 
     now = timezone.now()  # the watcher's mark of a good sync: no stale banner over the pages
     SnapshotState.get()
@@ -628,6 +628,20 @@ def test_the_pages_in_the_browser(context: Any, live_server: Any, admin_user: An
     assert NEW_TOKEN not in page.content()
     page.screenshot(path=str(DOCS_SCREENSHOTS / "managed-edit-error.png"), full_page=True)
 
+    # Its access: impersonation off there, and its own group for operators.
+    page.goto(f"{live_server.url}{reverse(LIST)}")
+    page.locator("#cluster-prod-eu a", has_text="Access").click()
+    page.wait_for_url(f"{live_server.url}{reverse('offloading:managed_cluster_access', args=['prod-eu'])}")
+    expect(page.locator("#in-force-impersonation")).to_contain_text("on")
+    page.select_option("#id_impersonation", "off")
+    page.fill("#id_impersonation_groups", "operator=prod-eu:offloaders")
+    page.click("main form button[type=submit]")
+    expect(page.locator("main")).to_contain_text("Saved the access of prod-eu")
+    expect(page.locator("#in-force-impersonation")).to_contain_text("off")
+    expect(page.locator("#in-force-groups")).to_contain_text("prod-eu:offloaders")
+    assert _axe(page) == []
+    page.screenshot(path=str(DOCS_SCREENSHOTS / "managed-access.png"), full_page=True)
+
     page.goto(f"{live_server.url}{reverse(REMOVE, args=['prod-eu'])}")
     button = page.locator("#remove button[type=submit]")
     expect(button).to_be_disabled()
@@ -641,7 +655,7 @@ def test_the_pages_in_the_browser(context: Any, live_server: Any, admin_user: An
     page.wait_for_url(f"{live_server.url}{reverse(LIST)}")
     expect(page.locator("main")).to_contain_text("Removed prod-eu")
     expect(page.locator("#cluster-prod-eu")).to_have_count(0)
-    assert [e.action for e in AuditEvent.objects.order_by("seq")] == ["cluster_removed"]
+    assert [e.action for e in AuditEvent.objects.order_by("seq")] == ["cluster_updated", "cluster_removed"]
     assert verify().ok
 
 

@@ -16,7 +16,8 @@ from rest_framework.response import Response
 from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
-from access.impersonation import identity_for
+from access import roles
+from access.impersonation import identity_per_cluster
 from offloading.api.docs import BulkPlanSerializer
 from offloading.api.errors import check_query_parameters, if_match_generation
 from offloading.api.handoff import FILES_SCHEMA, FilesNegotiation, files_of_bulk, files_of_change, files_response
@@ -53,6 +54,7 @@ from offloading.models import (
     VirtualNode,
 )
 from offloading.models.fleet import ManagedRef, current_managed
+from offloading.switcher import unknown_cluster
 from offloading.whatif.capacity import rooms
 from offloading.whatif.destructive import is_destructive
 from offloading.whatif.impact import bulk_impact
@@ -63,7 +65,9 @@ PREVIEW_RENDERERS = [PreviewJSONRenderer if r is JSONRenderer else r for r in ap
 
 
 class SnapshotHeadersMixin:
-    """Every response says how fresh the snapshot it was read from is; unknown query parameters are a 400."""
+    """Every response to a caller who may read the snapshot says how fresh it is (a stranger's 401, a
+    role-less token's 403 and an unknown cluster's answer say nothing of it: a known cluster's refresh
+    time would tell the name is a managed cluster); unknown query parameters are a 400."""
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)  # type: ignore[misc]
@@ -90,6 +94,10 @@ class SnapshotHeadersMixin:
 
     def finalize_response(self, request: Request, response: Response, *args: Any, **kwargs: Any) -> Response:
         response = super().finalize_response(request, response, *args, **kwargs)  # type: ignore[misc]
+        # DRF's Request holds ``_user`` once authentication ran (reading ``user`` would run it again, and
+        # raise, in the answer to a request whose credentials it refused).
+        if unknown_cluster(request) or roles.role_of(getattr(request, "_user", None)) is None:
+            return response
         state = SnapshotState.get(current_managed(request))
         response["X-Snapshot-Stale"] = "true" if state.is_stale() else "false"
         if state.last_success_at:
@@ -276,9 +284,11 @@ class NamespaceViewSet(NamedNotFoundMixin, SnapshotHeadersMixin, viewsets.ReadOn
             return Response({"valid": False, "errors": checked.errors, "warnings": checked.warnings})
         destructive = is_destructive(namespace, ChangeAction.UPDATE, checked.spec)
         # A new offloading's remote name is also checked on the selected managed providers, asked as the
-        # requesting user when impersonation is on.
+        # requesting user as each provider sees them (its impersonation and groups).
         asker = request.user
-        identity = identity_for(asker.get_username()) if asker.is_authenticated and not namespace.offloaded else None
+        identity = (
+            identity_per_cluster(asker.get_username()) if asker.is_authenticated and not namespace.offloaded else None
+        )
         try:
             result = preview(namespace, checked.spec, pod or None, providers=True, identity=identity)
         except (AttributeError, TypeError, KeyError, ValueError) as exc:

@@ -23,12 +23,13 @@ dashboard acting for itself: no policy, no impersonation.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from django.contrib.auth import get_user_model
 
 from access import policy, roles
-from access.impersonation import Identity, identity_for
+from access.impersonation import Identity, identity_for, identity_per_cluster
 from access.review import LOOK_UP, review_change
 from liqo_rules.constants import SELECTED_NAME
 from offloading.audit.events import record_refused
@@ -151,9 +152,16 @@ def cluster_action(change: ChangeRequest) -> str:
     return "edit" if change.action == ChangeAction.UPDATE else "offload"
 
 
-def identity(actor: Actor) -> Identity | None:
-    """Whom the cluster sees for ``actor``'s changes (None: the dashboard itself)."""
-    return None if actor.user_id is None else identity_for(actor.user_name)
+def identity(actor: Actor, cluster: ManagedCluster | None = None) -> Identity | None:
+    """Whom ``cluster`` (None: the default; :func:`cluster_of`) sees for ``actor``'s changes (None: the
+    dashboard itself), by that cluster's impersonation and role-to-group map."""
+    return None if actor.user_id is None else identity_for(actor.user_name, cluster)
+
+
+def readers(actor: Actor) -> Callable[[ManagedCluster | None], Identity | None] | None:
+    """Whom each managed provider sees for ``actor`` when it is read (None: the dashboard itself): its
+    own impersonation and groups (``access.impersonation.identity_per_cluster``)."""
+    return None if actor.user_id is None else identity_per_cluster(actor.user_name)
 
 
 def ask_cluster(
@@ -166,12 +174,15 @@ def ask_cluster(
 ) -> None:
     """Gate 2: raise ``FORBIDDEN`` (audited when ``record``) unless the change's cluster lets the
     impersonated user make every request ``change`` will make (``who``: the actor's :func:`identity`,
-    when known; ``cluster``: the change's managed cluster, when the caller has it, :func:`cluster_of`):
-    the SubjectAccessReview is asked of that cluster's API server."""
+    when known, for that cluster; ``cluster``: the change's managed cluster, when the caller has it,
+    :func:`cluster_of`): the SubjectAccessReview is asked of that cluster's API server, for the identity
+    that cluster sees (not asked where impersonation is off: the dashboard then pushes as itself)."""
     if actor.user_id is None:
         return
     if isinstance(cluster, str):
         cluster = cluster_of(change.managed_id)
+    if isinstance(who, str):
+        who = identity(actor, cluster)
     try:
         with talking_to(cluster):
             decision = review_change(
@@ -193,8 +204,10 @@ def ask_cluster(
 
 
 def identity_of_change(change: ChangeRequest) -> Identity | None:
-    """Whom the worker pushes ``change`` as: the user who asked (also on retries, sweeps and bulk), or
-    the dashboard itself for a change asked for without a user."""
+    """Whom the worker pushes ``change`` as: the user who asked (also on retries, sweeps and bulk), as the
+    change's cluster maps them, or the dashboard itself for a change asked for without a user or to a
+    cluster where impersonation is off."""
     if change.requester_id is None:
         return None
-    return identity_for(change.requester_name)
+    # change.managed: the claim read the cluster's row with the change (no query here)
+    return identity_for(change.requester_name, change.managed)

@@ -190,13 +190,14 @@ def checks_at_request() -> bool:
 
 def _ask_cluster_all(changes: list[ChangeRequest], skipped: list[dict[str, str]], actor: Actor) -> list[ChangeRequest]:
     """The changes the cluster accepts (a few at a time); the refused ones go to ``skipped``. The user's
-    identity is looked up once, not by each thread for each namespace."""
+    identity is looked up once per cluster (its impersonation and groups), not by each thread for each
+    namespace."""
     limit = max(1, int(settings.LIQO_DASH["DRY_RUN_CONCURRENCY"]))
-    who = authorize.identity(actor)
     clusters = {c.managed_id: authorize.cluster_of(c.managed_id) for c in changes}  # read here, not in the threads
+    who = {managed: authorize.identity(actor, cluster) for managed, cluster in clusters.items()}
 
     with ThreadPoolExecutor(max_workers=limit) as pool:
-        verdicts = list(pool.map(lambda c: _ask_cluster(c, actor, who, clusters[c.managed_id]), changes))
+        verdicts = list(pool.map(lambda c: _ask_cluster(c, actor, who[c.managed_id], clusters[c.managed_id]), changes))
     accepted = []
     for change, refusal in zip(changes, verdicts, strict=True):
         if refusal is None:

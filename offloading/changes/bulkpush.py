@@ -100,7 +100,7 @@ def _push_all(bulk_id: int, ids: list[int], size: int, deadline: float) -> tuple
     claimed_q: queue.SimpleQueue[apply.Claimed | None] = queue.SimpleQueue()
     done_q: queue.SimpleQueue[tuple[apply.Claimed, apply.Pushed]] = queue.SimpleQueue()
     identities: dict[int, Any] = {}  # change id -> whom to push it as
-    known: dict[tuple[int | None, str], Any] = {}  # requester -> identity (a bulk has one)
+    known: dict[tuple[int | None, str, int], Any] = {}  # (requester, cluster) -> identity (a bulk has one)
 
     def pusher() -> None:
         try:
@@ -130,7 +130,7 @@ def _push_all(bulk_id: int, ids: list[int], size: int, deadline: float) -> tuple
     def send(claimed: list[apply.Claimed]) -> None:
         nonlocal in_flight
         for item in claimed:
-            who = (item.change.requester_id, item.change.requester_name)
+            who = (item.change.requester_id, item.change.requester_name, item.change.managed_id)  # per cluster
             if who not in known:
                 known[who] = identity_of_change(item.change)
             identities[item.change.pk] = known[who]

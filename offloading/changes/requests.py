@@ -223,7 +223,7 @@ def refuse_remote_collisions(
     peers = selected_clusters(spec, namespace.managed_id) & providers.keys()
     if not peers:
         return
-    checks = remote_collisions(namespace.name, spec, peers, local_id=local_id, identity=authorize.identity(actor))
+    checks = remote_collisions(namespace.name, spec, peers, local_id=local_id, identity=authorize.readers(actor))
     taken = [check.message() for check in checks if check.fails]
     if taken:
         field = (
@@ -424,7 +424,7 @@ def submit(change: ChangeInput, actor: Actor, *, reapplying: bool = False) -> Ch
     require_confirmation(namespace, built, change.confirmed)
     if built.action != ChangeAction.UNOFFLOAD:
         denied = on_cluster_dry_run(
-            cluster, authorize.identity(actor), namespace.name, built.desired_spec or {}, namespace.managed_id
+            cluster, authorize.identity(actor, cluster), namespace.name, built.desired_spec or {}, namespace.managed_id
         )
         if denied is not None:
             raise denied

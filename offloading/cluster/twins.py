@@ -27,10 +27,10 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ALL_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeAlias
 
 from django.conf import settings
 from django.core.cache import cache
@@ -295,23 +295,32 @@ def _cache_key(cluster: ManagedCluster, name: str, identity: Identity | None, fu
     return "liqo-dash:twin:" + hashlib.sha256(parts.encode()).hexdigest()
 
 
-def read_many(
-    asks: list[tuple[ManagedCluster, str]], identity: Identity | None = None, *, full: bool = True
-) -> list[Reading]:
-    """Each (cluster, namespace name) read at once, or taken from the cache; one that has not answered
-    within ``DEADLINE`` is UNREACHABLE. Every answer, a late one too, is cached ``CACHE_SECONDS``: a
-    reload within that time asks no cluster, not even one that hangs. The cache is used from the
-    calling thread only (the threads only talk to the API servers)."""
+# As whom each managed cluster is read: one identity for all (None: the dashboard), or a function of the
+# cluster (each its own impersonation and groups: access.impersonation.identity_per_cluster).
+Readers: TypeAlias = Identity | Callable[[ManagedCluster], Identity | None] | None
+
+
+def _reader(identity: Readers, cluster: ManagedCluster) -> Identity | None:
+    return identity(cluster) if callable(identity) else identity
+
+
+def read_many(asks: list[tuple[ManagedCluster, str]], identity: Readers = None, *, full: bool = True) -> list[Reading]:
+    """Each (cluster, namespace name) read at once, or taken from the cache, as ``identity`` (a function:
+    as it names each cluster's reader, asked here, not in the threads); one that has not answered within
+    ``DEADLINE`` is UNREACHABLE. Every answer, a late one too, is cached ``CACHE_SECONDS``: a reload
+    within that time asks no cluster, not even one that hangs. The cache is used from the calling thread
+    only (the threads only talk to the API servers)."""
     if not asks:
         return []
-    keys = [_cache_key(cluster, name, identity, full) for cluster, name in asks]
+    readers = [_reader(identity, cluster) for cluster, _ in asks]
+    keys = [_cache_key(cluster, name, readers[i], full) for i, (cluster, name) in enumerate(asks)]
     cached = cache.get_many(keys)
     results: dict[int, Reading] = {i: cached[key] for i, key in enumerate(keys) if isinstance(cached.get(key), Reading)}
     todo = [i for i in range(len(asks)) if i not in results]
     if todo:
         pool = ThreadPoolExecutor(max_workers=min(THREADS, len(todo)), thread_name_prefix="liqo-dash-twins")
         try:
-            futures = {i: pool.submit(read_remote, asks[i][0], asks[i][1], identity, full=full) for i in todo}
+            futures = {i: pool.submit(read_remote, asks[i][0], asks[i][1], readers[i], full=full) for i in todo}
             wait(futures.values(), timeout=DEADLINE, return_when=ALL_COMPLETED)
         finally:
             pool.shutdown(wait=False, cancel_futures=True)  # a read past the deadline ends on its own timeouts
@@ -371,7 +380,7 @@ def _note(namespace: str, reading: Reading, local_id: str) -> tuple[bool, str]:
     return True, ""
 
 
-def twins(namespace: Namespace, identity: Identity | None = None) -> Across:
+def twins(namespace: Namespace, identity: Readers = None) -> Across:
     """``namespace`` across the domain: the peers its offloading selects or still holds a twin on (this
     cluster's snapshot: the offloading's status and the NamespaceMaps), each managed one's twin read from
     its own API, the others listed."""
@@ -418,7 +427,7 @@ def remote_collisions(
     clusters: Iterable[str],
     *,
     local_id: str | None = None,
-    identity: Identity | None = None,
+    identity: Readers = None,
 ) -> list[RemoteCheck]:
     """The remote name ``spec`` gives ``namespace``, checked on each of ``clusters`` (the peers the offload
     would select) that is a managed cluster: whether a namespace of that name already exists there and

@@ -96,6 +96,14 @@ class ManagedClusterHealth(models.TextChoices):
     UNREACHABLE = "unreachable", "Unreachable"
 
 
+class Impersonation(models.TextChoices):
+    """Whether pushes to a managed cluster impersonate the user who asked ("" inherits KUBE_IMPERSONATE)."""
+
+    INHERIT = "", "as the installation (KUBE_IMPERSONATE)"
+    ON = "on", "on: as the user who asked"
+    OFF = "off", "off: as the dashboard itself"
+
+
 class ManagedCluster(models.Model):
     """One managed consumer cluster. ``source`` says how it is reached: a kubeconfig ``context`` (an
     empty one: the process's own configuration, as ``offloading.cluster.client`` loads it: in-cluster,
@@ -116,6 +124,12 @@ class ManagedCluster(models.Model):
     last_checked_at = models.DateTimeField(null=True, blank=True)
     last_error = models.TextField(blank=True)
     is_default = models.BooleanField(default=False)
+    # Access to this cluster where it differs from the installation's (access.impersonation reads them):
+    # impersonation on or off ("" inherits KUBE_IMPERSONATE) and the Kubernetes group of each dashboard
+    # role, "viewer=GROUP,operator=GROUP,admin=GROUP" ("" inherits KUBE_IMPERSONATE_GROUPS). The default
+    # cluster always follows the installation's settings: they are its settings.
+    impersonation = models.CharField(max_length=3, blank=True, choices=Impersonation.choices, default="")
+    impersonation_groups = models.CharField(max_length=1024, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -251,6 +265,8 @@ def ensure_configured(contexts: list[str] | None = None) -> list[ManagedCluster]
             ManagedCluster.objects.filter(is_default=True).update(is_default=False)
             first.is_default = True
             first.save(update_fields=["is_default", "updated_at"])
+        for row in rows:
+            _apply_access(row)
         return rows
 
 
@@ -271,6 +287,29 @@ def configured(clusters: QuerySet[ManagedCluster]) -> list[ManagedCluster]:
         return rows
     ensure_configured()
     return list(clusters.all())
+
+
+def configured_access(cluster: ManagedCluster) -> dict[str, str] | None:
+    """What LIQO_DASH_CLUSTER_ACCESS says of ``cluster``'s access (None: the setting leaves it to its
+    Access page; the default cluster is never named there)."""
+    if cluster.source != ManagedClusterSource.CONTEXT or cluster.is_default:
+        return None
+    found: dict[str, str] | None = getattr(settings, "LIQO_DASH_CLUSTER_ACCESS", {}).get(cluster.context)
+    return found
+
+
+def _apply_access(row: ManagedCluster) -> None:
+    """Write what LIQO_DASH_CLUSTER_ACCESS says of the context's access into its row (what it leaves out:
+    inherited), when it differs."""
+    access = configured_access(row)
+    if access is None:
+        return
+    wanted = {name: access.get(name, "") for name in ("impersonation", "impersonation_groups")}
+    changed = [name for name, value in wanted.items() if getattr(row, name) != value]
+    if changed:
+        for name in changed:
+            setattr(row, name, wanted[name])
+        row.save(update_fields=[*changed, "updated_at"])
 
 
 def _free_name(context: str) -> str:

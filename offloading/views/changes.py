@@ -13,7 +13,7 @@ from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect, HttpResponseStopPolling
 
-from access.impersonation import identity_for
+from access.impersonation import identity_per_cluster
 from liqo_rules.constants import REMOTE, SCHEDULING_LABEL
 from liqo_rules.spec import FIELD_POD, apply_defaults
 from offloading.changes.errors import ChangeRejected, Refusal
@@ -142,8 +142,8 @@ def preview_context(form: OffloadForm, request: HttpRequest) -> dict[str, Any]:
     if form.spec is None:
         return context
     # A new offloading's remote name is also checked on the selected peers that are managed clusters,
-    # asked as the signed-in user when impersonation is on (as the "Across the domain" section asks).
-    identity = None if form.namespace.offloaded else identity_for(request.user.get_username())
+    # asked as each sees the signed-in user (its impersonation and groups, as the "Across the domain" section asks).
+    identity = None if form.namespace.offloaded else identity_per_cluster(request.user.get_username())
     preview = compute_preview(form.namespace, form.spec, providers=True, identity=identity)
     namespace = form.namespace
     # Every field the edit changes, before -> after (the same words as the bulk preview).

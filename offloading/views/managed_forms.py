@@ -1,6 +1,6 @@
 """Forms of the managed clusters' pages (issue 28): registering a cluster, editing a registered one
-(its API server URL, its CA bundle, and new credentials that replace the stored ones: a rotation) and
-the typed confirmation of its removal.
+(its API server URL, its CA bundle, and new credentials that replace the stored ones: a rotation), the
+typed confirmation of its removal, and its access (impersonation and the roles' groups there).
 
 A secret is never sent back to the browser: the token field is a password input that does not render
 its value, the client certificate and key are textareas that do not either, and an edit form starts
@@ -16,10 +16,12 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from django import forms
 
+from access.conf import RoleConfigError, impersonation_groups
 from offloading.models.managed import (
     NAME_LENGTH,
     Credentials,
     CredentialsKeyMissing,
+    Impersonation,
     ManagedCluster,
     can_store_credentials,
 )
@@ -238,3 +240,43 @@ class RemoveForm(forms.Form):
         if typed != self.cluster.name:
             raise forms.ValidationError(f"Type {self.cluster.name} exactly to remove it.")
         return typed
+
+
+class AccessForm(forms.Form):
+    """How the dashboard's users reach one managed cluster: impersonation on or off, and the Kubernetes
+    group of each role there; empty inherits the installation's settings."""
+
+    impersonation = forms.ChoiceField(
+        choices=Impersonation.choices,
+        required=False,
+        help_text="Off: changes reach this cluster as the dashboard itself, so only the dashboard's roles and "
+        "scopes guard it.",
+    )
+    impersonation_groups = forms.CharField(
+        label="Groups of the roles",
+        required=False,
+        max_length=1024,
+        help_text="viewer=GROUP,operator=GROUP,admin=GROUP: the group each role is impersonated with here "
+        "(a role left out gets none). Empty: KUBE_IMPERSONATE_GROUPS.",
+    )
+
+    def __init__(self, *args: Any, cluster: ManagedCluster, **kwargs: Any) -> None:
+        kwargs.setdefault(
+            "initial", {"impersonation": cluster.impersonation, "impersonation_groups": cluster.impersonation_groups}
+        )
+        super().__init__(*args, **kwargs)
+        self.cluster = cluster
+
+    def clean_impersonation_groups(self) -> str:
+        try:
+            return impersonation_groups(str(self.cleaned_data.get("impersonation_groups") or ""), "Groups of the roles")
+        except RoleConfigError as exc:
+            raise forms.ValidationError(str(exc)) from None
+
+    def changed(self) -> list[str]:
+        """The names of the settings whose value differs from the row's."""
+        return [
+            name
+            for name in ("impersonation", "impersonation_groups")
+            if self.cleaned_data[name] != getattr(self.cluster, name)
+        ]

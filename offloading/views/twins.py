@@ -12,7 +12,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
-from access.impersonation import identity_for
+from access.impersonation import identity_per_cluster
 from offloading.cluster import twins
 from offloading.models import Namespace
 from offloading.models.fleet import current_managed
@@ -27,7 +27,7 @@ def namespace_twins(request: HttpRequest, name: str) -> HttpResponse:
         ),
         name=name,
     )
-    across = twins.twins(namespace, identity_for(request.user.get_username()))
+    across = twins.twins(namespace, identity_per_cluster(request.user.get_username()))
     response = render(
         request,
         "offloading/_twins.html",

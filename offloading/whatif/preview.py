@@ -20,8 +20,7 @@ from liqo_rules import webhook as liqo_webhook
 from liqo_rules.manifest import render_manifest
 from liqo_rules.spec import normalize_spec, remote_namespace_name
 from offloading.cluster import kube
-from offloading.cluster.identity import Identity
-from offloading.cluster.twins import RemoteCheck, remote_collisions
+from offloading.cluster.twins import Readers, RemoteCheck, remote_collisions
 from offloading.models import (
     Cluster,
     Namespace,
@@ -102,7 +101,7 @@ def preview(
     pod: dict[str, Any] | None = None,
     *,
     providers: bool = False,
-    identity: Identity | None = None,
+    identity: Readers = None,
 ) -> Preview:
     """Which clusters ``spec`` selects for ``namespace`` and why the others are excluded, what is gained
     and lost compared with now (with the running pods that hits), the room on the selected clusters,
@@ -113,7 +112,7 @@ def preview(
 
     ``providers``: for a new offloading, also ask each selected peer that is a managed cluster whether
     the remote name is free there (``offloading.cluster.twins.remote_collisions``, as ``identity``: the
-    requesting user when impersonation is on). The only part that leaves the snapshot: one query for
+    requesting user as each provider sees them: its impersonation and groups). The only part that leaves the snapshot: one query for
     the managed clusters, then their APIs at once, waited for at most ``twins.DEADLINE`` s (one that has
     not answered is UNCHECKED, a note); no API is asked when no managed cluster is selected. An
     offloaded namespace is not checked: Liqo's webhook locks its remote name."""

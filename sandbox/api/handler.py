@@ -129,6 +129,7 @@ class Handler(BaseHTTPRequestHandler):
             self.client_identity,
             _verb(self.command, name, query),
             kind.plural + (f"/{subresource}" if subresource else ""),
+            _acting(exchange, user),
         )
         ResourceRequest(self.api, exchange, kind, namespace, name, subresource, query, user).serve()
 
@@ -159,6 +160,14 @@ class Handler(BaseHTTPRequestHandler):
             exchange.send(400, {"error": str(exc)})
             return
         exchange.send(code, body)
+
+
+def _acting(exchange: Exchange, user: User) -> str:
+    """Whom a request impersonated, as the traffic statistics name it ("" when it acted as itself)."""
+    if not exchange.headers.get("Impersonate-User"):
+        return ""
+    groups = [g for g in user.groups if g != "system:authenticated"]
+    return f"{user.name} [{','.join(groups)}]"
 
 
 _VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}

@@ -1,7 +1,9 @@
 """Bytes the API server sent and requests it answered, per client (the authenticated user, before any
 impersonation): what a dashboard costs the API server, read at GET /sandbox/stats (DELETE resets).
 ``calls`` counts the requests of each client by verb and resource (``"create namespaceoffloadings"``,
-``"get namespaceoffloadings"``, ``"list namespaces"``...): the round trips a change costs."""
+``"get namespaceoffloadings"``, ``"list namespaces"``...): the round trips a change costs; ``acting`` the
+same requests by whom each client impersonated (``"liqo-dash:olga [liqo-dash:operators]"``, the user and
+the impersonated groups), so a test sees the headers a client sent, not only what RBAC made of them."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ class Traffic:
         self._lock = threading.Lock()
         self._clients: dict[str, dict[str, int]] = {}
         self._calls: dict[str, dict[str, int]] = {}
+        self._acting: dict[str, dict[str, dict[str, int]]] = {}
 
     def add(self, client: str, sent: int = 0, requests: int = 0) -> None:
         with self._lock:
@@ -21,24 +24,34 @@ class Traffic:
             entry["bytes"] += sent
             entry["requests"] += requests
 
-    def call(self, client: str, verb: str, resource: str) -> None:
+    def call(self, client: str, verb: str, resource: str, acting: str = "") -> None:
         """Count one request of ``client``: ``verb`` (Kubernetes' name: get, list, watch, create, update,
-        patch, delete) on ``resource`` (its plural, ``/status`` for the subresource)."""
+        patch, delete) on ``resource`` (its plural, ``/status`` for the subresource); ``acting``: whom it
+        impersonated ("" when it acted as itself)."""
         key = f"{verb} {resource}"
         with self._lock:
             per_client = self._calls.setdefault(client, {})
             per_client[key] = per_client.get(key, 0) + 1
+            if acting:
+                per_identity = self._acting.setdefault(client, {}).setdefault(acting, {})
+                per_identity[key] = per_identity.get(key, 0) + 1
 
     def as_dict(self) -> dict[str, Any]:
         with self._lock:
             clients = {name: dict(entry) for name, entry in sorted(self._clients.items())}
             calls = {name: dict(sorted(entry.items())) for name, entry in sorted(self._calls.items())}
-        return {"clients": clients, "total_bytes": sum(e["bytes"] for e in clients.values()), "calls": calls}
+            acting = {
+                name: {who: dict(sorted(keys.items())) for who, keys in sorted(entry.items())}
+                for name, entry in sorted(self._acting.items())
+            }
+        total = sum(e["bytes"] for e in clients.values())
+        return {"clients": clients, "total_bytes": total, "calls": calls, "acting": acting}
 
     def reset(self) -> None:
         with self._lock:
             self._clients.clear()
             self._calls.clear()
+            self._acting.clear()
 
 
 class CountingWriter:

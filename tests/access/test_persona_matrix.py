@@ -224,11 +224,13 @@ READ_ONLY = {
 
 # Not about one namespace: only an admin may do them, whatever the scopes (each tested where it lives:
 # registering a managed cluster in tests/test_managed_clusters.py::test_non_admins_are_refused, editing and
-# removing one in tests/test_managed_lifecycle.py::test_non_admins_can_neither_edit_nor_remove).
+# removing one in tests/test_managed_lifecycle.py::test_non_admins_can_neither_edit_nor_remove, its access in
+# tests/test_managed_access.py::test_only_admins_see_or_change_a_clusters_access).
 ADMIN_ONLY = {
     "offloading:managed_cluster_register",
     "offloading:managed_cluster_edit",
     "offloading:managed_cluster_remove",
+    "offloading:managed_cluster_access",
 }
 
 # Not about the cluster: signing in and out, one's own password and API tokens (tested in
