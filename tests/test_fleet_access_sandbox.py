@@ -174,3 +174,26 @@ def test_a_managed_provider_is_read_as_it_sees_the_user(two: Two) -> None:
     (reading,) = twins.read_many([(two.milan, "orders")], identity_per_cluster("olga"), full=False)
     assert reading.exists and two.calls("milan").get("get namespaces") == 2
     assert _acting(two, "milan") == {"liqo-dash:olga [milan:offloaders]": {"get namespaces": 1}}  # no new one
+
+
+def test_the_reflection_section_reads_the_pages_cluster(two: Two, django_user_model: Any) -> None:
+    """The namespace page's reflection section under /m/milan-eu/ reads milan's API server, and the default
+    cluster's page rome's (it read the default cluster's for every cluster's page)."""
+    from django.test import Client
+
+    browser = Client()
+    browser.force_login(django_user_model.objects.get(username="olga"))
+
+    def requests_by_cluster(prefix: str) -> dict[str, int]:
+        _reset(two)
+        response = browser.get(f"{prefix}/namespaces/orders/reflection/")
+        assert response.status_code == 200 and "could not read" not in response.content.decode()
+        return {
+            cluster: sum(c["requests"] for c in two.domain[cluster].api.traffic.as_dict()["clients"].values())
+            for cluster in ("rome", "milan")
+        }
+
+    milan = requests_by_cluster("/m/milan-eu")
+    assert milan["milan"] > 0 and milan["rome"] == 0, milan
+    rome = requests_by_cluster("")
+    assert rome["rome"] > 0 and rome["milan"] == 0, rome

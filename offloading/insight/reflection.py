@@ -111,14 +111,14 @@ def _slim(obj: dict[str, Any]) -> dict[str, Any]:
     return slim
 
 
-def report(namespace: str) -> ReflectionReport:
-    """Read the namespace's objects (bounded) and judge each with Liqo's rules."""
+def report(namespace: str, unreachable: str = "") -> ReflectionReport:
+    """Read the namespace's objects (bounded) and judge each with Liqo's rules; with ``unreachable`` (why
+    the cluster cannot be asked at all) nothing is read, every kind "could not read"."""
     config, config_error = configured()
     rows: list[KindRow] = []
     verdicts: dict[tuple[str, str], ObjectVerdict] = {}
     pods: list[dict[str, Any]] = []
     readable: set[str] = set()
-    unreachable = ""
     for resource, kind in READ_KINDS:
         row = KindRow(kind, config.policy(kind), KIND_NOTES[kind])
         rows.append(row)
