@@ -14,6 +14,7 @@ FLEET_WIDE = (
     "managed_cluster_remove",
     "managed_cluster_access",
     "fleet_namespaces",
+    "fleet_changes",
 )
 
 urlpatterns: list[URLPattern | URLResolver] = [

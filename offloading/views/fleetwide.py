@@ -1,6 +1,7 @@
 """Views across the managed clusters (issue 28): every cluster's namespaces in one list, with their
-cluster, and each cluster's snapshot state (how fresh, its last error) above it. Read only: each row
-links to its namespace's page in its own cluster (offloading/switcher.py), where it is changed. Readers here read every cluster
+cluster, and each cluster's snapshot state (how fresh, its last error) above it; every cluster's changes
+in one list. Read only: each row links to its namespace's (or change's) page in its own cluster
+(offloading/switcher.py), where it is changed. Readers here read every cluster
 on purpose (no ``objects.of``, offloading/models/fleet.py)."""
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
-from offloading.models import ClusterOffloading, ManagedCluster, Namespace, SnapshotState
+from offloading.choices import ChangeState
+from offloading.models import ChangeRequest, ClusterOffloading, ManagedCluster, Namespace, SnapshotState
 from offloading.models.managed import configured
 from offloading.switcher import cluster_base
 
@@ -31,6 +33,18 @@ class FleetFilter(forms.Form):
     offloaded = forms.ChoiceField(
         required=False, choices=(("", "Offloaded or not"), ("yes", "Offloaded"), ("no", "Not offloaded"))
     )
+
+    def __init__(self, data: object, clusters: list[str]) -> None:
+        super().__init__(data)  # type: ignore[arg-type]
+        field = self.fields["cluster"]
+        assert isinstance(field, forms.ChoiceField)
+        field.choices = [("", "Every managed cluster"), *((name, name) for name in clusters)]
+
+
+class FleetChangeFilter(forms.Form):
+    cluster = forms.ChoiceField(required=False, label="Managed cluster")
+    state = forms.ChoiceField(required=False, choices=(("", "Every state"), *ChangeState.choices), label="State")
+    q = forms.CharField(required=False, max_length=253, label="Namespace contains")
 
     def __init__(self, data: object, clusters: list[str]) -> None:
         super().__init__(data)  # type: ignore[arg-type]
@@ -137,3 +151,28 @@ def fleet_namespaces(request: HttpRequest) -> HttpResponse:
         "summaries": _summaries(clusters),
     }
     return render(request, "offloading/fleet_namespaces.html", context)
+
+
+@login_required
+@require_GET
+def fleet_changes(request: HttpRequest) -> HttpResponse:
+    """Every managed cluster's changes, newest first, filtered by cluster, state and namespace; each row
+    names its cluster and links to the change's page there."""
+    clusters = configured(ManagedCluster.objects.order_by("-is_default", "name"))
+    form = FleetChangeFilter(request.GET, [cluster.name for cluster in clusters])
+    queryset = ChangeRequest.objects.none()
+    if form.is_valid():
+        wanted = form.cleaned_data
+        queryset = ChangeRequest.objects.select_related("managed").order_by("-created_at", "-id")
+        if wanted["cluster"]:
+            queryset = queryset.filter(managed__name=wanted["cluster"])
+        if wanted["state"]:
+            queryset = queryset.filter(state=wanted["state"])
+        if wanted["q"]:
+            queryset = queryset.filter(namespace__icontains=wanted["q"])
+    page = Paginator(queryset, PER_PAGE).get_page(request.GET.get("page"))
+    query = request.GET.copy()
+    query.pop("page", None)
+    rows = [(change, cluster_base(change.managed.name, change.managed.is_default)) for change in page]
+    context = {"form": form, "page": page, "rows": rows, "query": query.urlencode()}
+    return render(request, "offloading/fleet_changes.html", context)

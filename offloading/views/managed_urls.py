@@ -1,6 +1,6 @@
 """Page routes of the managed clusters (issue 28: the list; registering, editing and removing one, its access; the
 namespace page's section that follows a namespace into its twins on the managed providers; every
-cluster's namespaces in one list),
+cluster's namespaces, and every cluster's changes, in one list),
 included by offloading/urls.py (same app namespace)."""
 
 from django.urls import URLPattern, URLResolver, path
@@ -15,4 +15,5 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("managed-clusters/<str:name>/access/", managed_access.managed_access, name="managed_cluster_access"),
     path("namespaces/<str:name>/twins/", twins.namespace_twins, name="namespace_twins"),
     path("fleet/namespaces/", fleetwide.fleet_namespaces, name="fleet_namespaces"),
+    path("fleet/changes/", fleetwide.fleet_changes, name="fleet_changes"),
 ]

@@ -197,6 +197,7 @@ READ_ONLY = {
     "offloading:governance_approvals",
     "offloading:managed_cluster_list",
     "offloading:fleet_namespaces",
+    "offloading:fleet_changes",
     "offloading:domain_map",
     "api:approvals",
     "offloading:freshness",
