@@ -303,4 +303,4 @@ def test_an_empty_snapshot_draws_the_managed_cluster_alone(admin_client: Any) ->
     page = admin_client.get(reverse("offloading:domain_map")).content.decode()
     svg = _svg(page)
     assert 'data-cluster="local" data-health="unknown"' in svg and 'class="domain-edge"' not in svg
-    assert "No edges: the snapshot has no peers" in page and "0 peers" in page
+    assert "No edges: the snapshots have no peers" in page and "0 peers" in page
