@@ -48,10 +48,13 @@ MORE_R = 16  # the "and N more" circle
 SPACING = 17  # between neighbouring peers along the ring: radial labels of LABEL_SIZE never touch
 RING_MIN = 190  # the peers' ring, at least
 BOX_W, BOX_H = 132, 46  # a managed cluster's box
-INNER_SPACING = 170  # between managed clusters on the inner ring (several of them)
+INNER_SPACING = (
+    230  # between managed clusters on the inner ring (several of them): room for two counts between neighbours
+)
 MARGIN = 14
 PAIR_SHIFT = 4  # two edges between the same clusters, one each way: each this far to its right
 DENSE_SPACING = 40  # below this gap along the ring, edge labels alternate between two distances
+LABEL_STEP = 40  # between the counts of a peer's arrows from (or to) different managed clusters
 
 
 @dataclass(frozen=True)
@@ -242,7 +245,7 @@ def layout(nodes: list[DomainNode], edges: list[DomainEdge], limit: int = MAX_PE
     managed = [n for n in nodes if n.managed]
     peers = _ring_order([n for n in nodes if not n.managed], managed, edges)
 
-    inner = 0.0 if len(managed) <= 1 else max(110.0, len(managed) * INNER_SPACING / (2 * math.pi))
+    inner = 0.0 if len(managed) <= 1 else max(150.0, len(managed) * INNER_SPACING / (2 * math.pi))
     # Each peer takes SPACING along the ring; the bigger "and N more" node takes its extra width too.
     more_slot = 2 * (MORE_R + PEER_R + 4) - SPACING  # its centre that far from its neighbours' (at 4 apart)
     slots = [more_slot if n.more else SPACING for n in peers]
@@ -290,6 +293,9 @@ def layout(nodes: list[DomainNode], edges: list[DomainEdge], limit: int = MAX_PE
     pairs = {(e.source, e.target) for e in edges}
     most = max((e.namespaces for e in edges), default=0) or 1
     drawn = []
+    # A peer that several managed clusters share has several arrows into it (or out of it): their
+    # counts step further from it, one LABEL_STEP each, so they do not sit on one another at its end.
+    nth: dict[tuple[str, bool], int] = defaultdict(int)
     for edge in edges:
         a, b = placed[edge.source], placed[edge.target]
         length = math.hypot(b.x - a.x, b.y - a.y) or 1.0
@@ -298,13 +304,18 @@ def layout(nodes: list[DomainNode], edges: list[DomainEdge], limit: int = MAX_PE
         x1, y1 = _outline_point(a.node, a.x, a.y, ux, uy, shift, peer_r)
         x2, y2 = _outline_point(b.node, b.x, b.y, -ux, -uy, -shift, peer_r)
         # The count sits near the peer end, away from the crowd in the middle: before the arrowhead on
-        # an edge to a peer, further in on an edge from one (so both directions of a pair can be read).
+        # an edge to a peer, further in on an edge from one (so both directions of a pair can be read);
+        # between two managed clusters, before the arrowhead (each way's count near its provider).
         if not b.node.managed:
-            lx, ly = _along(x1, y1, x2, y2, 28 + (20 if alternate.get(b.node.id) else 0))
+            step = nth[(b.node.id, True)] * LABEL_STEP
+            nth[(b.node.id, True)] += 1
+            lx, ly = _along(x1, y1, x2, y2, 28 + step + (20 if alternate.get(b.node.id) else 0))
         elif not a.node.managed:
-            lx, ly = _along(x2, y2, x1, y1, 70 + (20 if alternate.get(a.node.id) else 0))
-        else:
-            lx, ly = (x1 + x2) / 2, (y1 + y2) / 2
+            step = nth[(a.node.id, False)] * LABEL_STEP
+            nth[(a.node.id, False)] += 1
+            lx, ly = _along(x2, y2, x1, y1, 70 + step + (20 if alternate.get(a.node.id) else 0))
+        else:  # between two managed clusters: before the arrowhead too, so that the two ways' counts part
+            lx, ly = _along(x1, y1, x2, y2, 30)
         width = 1.5 + 4.5 * edge.namespaces / most if edge.namespaces else 1.2
         drawn.append(
             PlacedEdge(
