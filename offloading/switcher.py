@@ -14,7 +14,7 @@ place that reads the cluster from the path and sets ``request.managed_pk`` (read
 default's paths). An unknown name is a 404 page, or a ``Status`` 404 on the API. :func:`prefixed` and
 :func:`cluster_reverse` keep the links of a cluster's pages in that cluster (the ``{% cluster_url %}`` tag
 of ``offloading_extras`` in templates, ``cluster_reverse`` in views' redirects); a name of a page that has no
-per-cluster copy (the managed clusters, the fleet-wide list, the domain map) is never prefixed.
+per-cluster copy (the managed clusters, the fleet-wide list) is never prefixed.
 """
 
 from __future__ import annotations
