@@ -1,5 +1,6 @@
 """The Liqo domain map (issue 28): the pure layout of a domain's graph (positions, edges, folding past
-the limit), the graph built from the snapshot, and the page that draws it as SVG with a table."""
+the limit), the graph built from the snapshot, several managed clusters' views merged into one graph,
+and the page that draws it as SVG with a table (the whole domain, and one cluster's neighbourhood)."""
 
 from __future__ import annotations
 
@@ -447,6 +448,7 @@ def test_the_whole_domain_page_draws_every_managed_cluster_once_with_the_provide
         ("rome", "naples"): (0, "/namespaces/?cluster=naples"),
     }
     assert '<a href="/m/milan/" class="domain-node domain-managed" data-cluster="milan"' in svg
+    assert "(Liqo cluster id rome): managed cluster" in svg, "the default cluster's name is not its Liqo id here"
     assert '<a href="/clusters/naples/" class="domain-node domain-peer"' in svg
     table = page[page.index('id="domain-edges"') :]
     assert table.count("<tr data-source=") == 3

@@ -104,7 +104,8 @@ def _node_title(node: DomainNode) -> str:
     if node.more:
         return f"{node.more} more peers, listed in the table below (the worst of them: {NODE_WORDS[node.health]})"
     what = "managed cluster" if node.managed else f"peer ({node.role or 'role unknown'})"
-    return f"{node.name}: {what}, {NODE_WORDS[node.health]}"
+    known_as = f" (Liqo cluster id {node.id})" if node.name != node.id else ""
+    return f"{node.name}{known_as}: {what}, {NODE_WORDS[node.health]}"
 
 
 def _edge_title(edge: DomainEdge, names: dict[str, str]) -> str:
