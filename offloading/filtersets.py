@@ -16,7 +16,6 @@ from liqo_rules import constants as liqo
 from liqo_rules.limits import requirement_limit_problems
 from liqo_rules.selectors.parse import parse_requirements
 from liqo_rules.selectors.requirements import SelectorError
-from offloading.changes.bulk import namespace_ids_matching
 from offloading.choices import AuditAction, Source
 from offloading.models import AuditEvent, ChangeRequest, ClusterOffloading, ManagedCluster, Namespace
 
@@ -101,11 +100,18 @@ class NamespaceFilterSet(django_filters.FilterSet):
         fields = ["q", "phase", "cluster", "offloaded", "selector"]
 
     def filter_selector(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
-        """kubectl -l syntax over the namespaces' labels (matched here, as the API server would)."""
+        """kubectl -l syntax over the namespaces' labels (matched here, as the API server would), among
+        ``queryset``'s rows: those of the managed cluster the page or the API scoped it to (the default
+        cluster's rows alone would make ``/m/<name>/namespaces/?selector=`` match nothing)."""
         requirements = parse_requirements(value)
         if not requirements:
             return queryset
-        return queryset.filter(pk__in=namespace_ids_matching(requirements))
+        ids = [
+            pk
+            for pk, labels in queryset.order_by().values_list("pk", "labels")
+            if all(r.matches(labels or {}) for r in requirements)
+        ]
+        return queryset.filter(pk__in=ids)
 
     def filter_offloaded(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
         return queryset.filter(offloaded=value == "true")

@@ -16,7 +16,7 @@ name's page or resource would not refuse (:func:`_unknown`): nobody learns from 
 a managed cluster before the view's own gates let them in. :func:`prefixed` and
 :func:`cluster_reverse` keep the links of a cluster's pages in that cluster (the ``{% cluster_url %}`` tag
 of ``offloading_extras`` in templates, ``cluster_reverse`` in views' redirects); a name of a page that has no
-per-cluster copy (the managed clusters, the fleet-wide list, the domain map) is never prefixed.
+per-cluster copy (the managed clusters, the fleet-wide list) is never prefixed.
 """
 
 from __future__ import annotations

@@ -1,14 +1,17 @@
-"""The domain map of a real three-cluster domain in Chromium (issue 28): rome, milan and naples served
-by ``python -m sandbox serve --scenario domain:rome,milan,naples``, their rows written by a watcher
-process (tests/fleet_e2e.py). The map of the default cluster (rome) draws an arrow consumer -> provider
-for each direction of each peering, and each arrow's count is what the provider's own API server holds:
-the twin namespaces that the consumer's offloadings made there (``kubectl get namespaces -l
+"""The domain map of a real three-cluster domain in Chromium (issue 28): rome, milan and naples, all three
+managed, served by ``python -m sandbox serve --scenario domain:rome,milan,naples``, their rows written by
+a watcher process (tests/fleet_e2e.py). The whole domain's map (``/domain/``) draws the three as three
+managed nodes (none again as a peer), an arrow consumer -> provider for each direction of each peering
+of the mesh, once, and each arrow's count is what the provider's own API server holds: the twin
+namespaces that the consumer's offloadings made there (``kubectl get namespaces -l
 liqo.io/remote-cluster-id=<consumer>`` in the provider's context). An offload made meanwhile adds one
-to its arrow. The screenshot (1440 px) goes to docs/screenshots/domain-map-3-clusters.png."""
+to its arrows. A cluster's own path (``/m/milan/domain/``) draws the arrows that touch it, with the same
+counts. The screenshot (1440 px) goes to docs/screenshots/domain-map-3-clusters.png."""
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -48,38 +51,50 @@ def _drawn(page: Any) -> dict[tuple[str, str], int]:
     return edges
 
 
-def test_the_domain_map_of_three_clusters_draws_each_peering_both_ways_with_the_providers_counts(
+def test_the_domain_map_of_three_managed_clusters_draws_each_peering_once_each_way_with_the_providers_counts(
     start_fleet: Any, live_server: Any, admin_user: Any, browser_page: Any
 ) -> None:
     fleet = start_fleet(CLUSTERS)
     rome = fleet.managed["rome"]
 
     def truth() -> dict[tuple[str, str], int]:
-        return {(a, b): _twins(fleet, b, a) for a in CLUSTERS[:1] for b in CLUSTERS[1:]} | {
-            (b, a): _twins(fleet, a, b) for a in CLUSTERS[:1] for b in CLUSTERS[1:]
-        }
+        """Every direction of the mesh: consumer -> provider, counted in the provider's API server."""
+        return {(a, b): _twins(fleet, b, a) for a in CLUSTERS for b in CLUSTERS if a != b}
 
     expected = truth()
-    assert all(expected.values()), f"the demo domain offloads along every edge of rome: {expected}"
-    fleet.until(
-        lambda: Cluster.objects.of(rome).count() == 2 and Namespace.objects.of(rome).filter(offloaded=True).exists(),
-        30,
-        "rome's peers and offloadings in the snapshot",
+    assert all(expected[("rome", b)] and expected[(b, "rome")] for b in CLUSTERS[1:]), (
+        f"the demo domain offloads along every edge of rome: {expected}"
     )
+    for name in CLUSTERS:
+        managed = fleet.managed[name]
+        fleet.until(
+            lambda managed=managed: (
+                Cluster.objects.of(managed).count() == 2
+                and Namespace.objects.of(managed).filter(offloaded=True).exists()
+            ),
+            30,
+            f"{name}'s peers and offloadings in the snapshot",
+        )
     page = browser_page
     login(page, live_server)
 
-    def drawn_now() -> dict[tuple[str, str], int]:
-        page.goto(f"{live_server.url}/domain/")
+    def drawn_now(path: str = "/domain/") -> dict[tuple[str, str], int]:
+        page.goto(f"{live_server.url}{path}")
         htmx_idle(page)
         return _drawn(page)
 
     fleet.until(lambda: drawn_now() == expected, 30, f"the map to draw {expected}", interval=1)
+    expect(page.locator(".page-head p")).to_contain_text("3 managed clusters (")
+    expect(page.locator(".page-head p")).to_contain_text("· 0 peers ·")
     svg = page.locator("#domain-map")
-    expect(svg.locator("a.domain-node.domain-managed")).to_have_count(1)
-    expect(svg.locator("a.domain-node.domain-peer")).to_have_count(2)
+    expect(svg.locator("a.domain-node.domain-managed")).to_have_count(3)
+    expect(svg.locator("a.domain-node.domain-peer")).to_have_count(0)
+    for name in CLUSTERS:  # each cluster once, whoever else peers with it
+        expect(svg.locator(f'a.domain-node[data-cluster="{name}"]')).to_have_count(1)
     expect(svg.locator('a.domain-node[data-health="healthy"]')).to_have_count(3)
-    expect(page.locator("#domain-edges tbody tr")).to_have_count(4)
+    # Once per direction: six arrows, six rows, no pair twice.
+    expect(svg.locator("a.domain-edge")).to_have_count(6)
+    expect(page.locator("#domain-edges tbody tr")).to_have_count(6)
     for (source, target), count in expected.items():
         row = page.locator(f'#domain-edges tbody tr[data-source="{source}"][data-target="{target}"]')
         expect(row.locator("td").nth(2)).to_have_text(str(count))
@@ -100,6 +115,14 @@ def test_the_domain_map_of_three_clusters_draws_each_peering_both_ways_with_the_
     assert ends and all(ends), ends
     DOCS_SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(DOCS_SCREENSHOTS / "domain-map-3-clusters.png"), full_page=True)
+    # An arrow between two managed clusters opens the provider's twins of the consumer, in its pages.
+    svg.locator('a.domain-edge[data-source="rome"][data-target="milan"] text.edge-count').click()
+    page.wait_for_url(re.compile(rf"{re.escape(live_server.url)}/m/milan/namespaces/\?selector="))
+    expect(page.locator("#namespace-table tbody tr")).to_have_count(expected[("rome", "milan")])
+    # milan's own path: the four arrows that touch it, counted as on the whole domain's map.
+    around = {edge: count for edge, count in expected.items() if "milan" in edge}
+    assert drawn_now("/m/milan/domain/") == around
+    expect(page.locator("h2")).to_contain_text("around milan")
 
     # One more offload from rome, to its providers: each of rome's arrows to a provider counts one more,
     # as the providers' API servers do.

@@ -18,7 +18,8 @@ from playwright.sync_api import expect
 
 from offloading.cluster import kube
 from offloading.insight import domain
-from offloading.models import Cluster, ClusterOffloading, Namespace, SnapshotState
+from offloading.models import Cluster, ClusterOffloading, ManagedCluster, Namespace, SnapshotState
+from offloading.models.fleet import default_managed_pk
 from sandbox import Sandbox
 from tests.browser import login
 from tests.conftest import ADMIN_PASSWORD
@@ -146,3 +147,111 @@ def test_the_domain_map_does_not_scroll_sideways_and_axe_finds_nothing_serious(
     expect(page.locator("#domain-map a.domain-node.domain-peer")).to_have_count(2)
     assert page.evaluate("document.documentElement.scrollWidth - window.innerWidth") <= 0
     assert _axe(page) == []
+
+
+def several_managed(managed: int, peers_each: int) -> list[str]:
+    """A domain of ``managed`` managed clusters (``m00`` the default, then ``m01``...), their rows as
+    each one's watcher writes them: each peers with its two neighbours on a ring of the managed
+    clusters both ways, and with ``peers_each`` peers nobody here manages, half of them shared with
+    the next managed cluster (its second half). Along an edge to a managed provider, the consumer's
+    selected offloadings and the provider's twins; to an unmanaged one, the offloadings. A few
+    are troubled: a namespace not Ready, an unhealthy and an unreachable peer. Returns the managed
+    clusters' Liqo ids."""
+    default = ManagedCluster.objects.get(pk=default_managed_pk())
+    now = timezone.now()
+    rows = [default] + [ManagedCluster.objects.create(name=f"m{i:02d}", context=f"m{i:02d}") for i in range(1, managed)]
+    ids = [f"m{i:02d}" for i in range(managed)]
+    half = peers_each // 2
+    for i, row in enumerate(rows):
+        SnapshotState.touch(row, local_cluster_id=ids[i], last_success_at=now, last_attempt_at=now, last_error="")
+        neighbours = sorted({ids[(i + 1) % managed], ids[(i - 1) % managed]} - {ids[i]})
+        outside = [f"p{(i * half + k) % (managed * half):03d}" for k in range(peers_each)]
+        for peer in neighbours:
+            Cluster.objects.create(
+                managed=row,
+                cluster_id=peer,
+                name=peer,
+                role="ConsumerAndProvider",
+                networking_status="Healthy",
+                authentication_status="Healthy",
+                offloading_status="Healthy",
+            )
+        for k, peer in enumerate(outside):
+            Cluster.objects.create(
+                managed=row,
+                cluster_id=peer,
+                name=f"edge-site-{peer}",
+                role="Provider",
+                networking_status="Unhealthy" if (i, k) == (0, 3) else "Healthy",
+                authentication_status="Healthy",
+                offloading_status="Unhealthy" if (i, k) == (1 % managed, 5) else "Healthy",
+            )
+        for j, provider in enumerate(neighbours + outside):
+            for n in range(1 + (i + j) % 3):
+                name = f"app-{provider}-{n}"
+                namespace = Namespace.objects.create(managed=row, name=name, offloaded=True)
+                state = "CreationLoopBackOff" if (i, j, n) == (0, 2, 0) else "NamespaceCreated"
+                ClusterOffloading.objects.create(
+                    managed=row, namespace=namespace, cluster_id=provider, selected=True, state=state
+                )
+                if provider in ids:  # its twin, in the provider's own snapshot
+                    Namespace.objects.create(
+                        managed=rows[ids.index(provider)],
+                        name=f"{name}-of-{ids[i]}",
+                        labels={"liqo.io/remote-cluster-id": ids[i]},
+                        status_phase="Active",
+                    )
+    return ids
+
+
+@pytest.mark.parametrize(("managed", "peers_each"), [(3, 20), (10, 20)])
+def test_a_domain_of_several_managed_clusters_stays_readable(
+    browser_page: Any, live_server: Any, admin_user: Any, managed: int, peers_each: int
+) -> None:
+    ids = several_managed(managed, peers_each)
+    page = browser_page
+    login(page, live_server)
+    page.goto(f"{live_server.url}/domain/")
+    head = page.locator(".page-head p")
+    expect(head).to_contain_text(f"{managed} managed clusters (")
+    outside = managed * (peers_each // 2)  # each shared by two managed clusters
+    expect(head).to_contain_text(f"· {outside} peers ·")
+    svg = page.locator("#domain-map")
+    expect(svg.locator("a.domain-node.domain-managed")).to_have_count(managed)
+    expect(svg.locator("a.domain-node.domain-peer")).to_have_count(min(outside, domain.MAX_PEERS))
+    for cluster in ids:
+        expect(svg.locator(f'a.domain-node[data-cluster="{cluster}"]')).to_have_count(1)
+    # Between two managed clusters, one arrow each way; every peering in the table.
+    ring = 2 * managed  # each managed cluster consumes from both its neighbours
+    expect(page.locator("#domain-edges tbody tr")).to_have_count(ring + managed * peers_each)
+    expect(svg.locator(f'a.domain-edge[data-source="{ids[0]}"][data-target="{ids[1]}"]')).to_have_count(1)
+    expect(svg.locator(f'a.domain-edge[data-source="{ids[1]}"][data-target="{ids[0]}"]')).to_have_count(1)
+    expect(svg.locator('a.domain-node[data-health="unreachable"]')).to_have_count(1)
+    expect(svg.locator('a.domain-edge[data-health="degraded"]')).to_have_count(1)
+    # The picture, its legend and the first rows of the table, before the checks of the drawing.
+    table = page.locator("#domain-edges").bounding_box()
+    assert table
+    DOCS_SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    clip = {"x": 0, "y": 0, "width": 1440, "height": table["y"] + 330}
+    page.screenshot(path=str(DOCS_SCREENSHOTS / f"domain-map-{managed}x{peers_each}.png"), full_page=True, clip=clip)
+    scale = page.evaluate(
+        "() => { const s = document.getElementById('domain-map');"
+        " return s.getBoundingClientRect().width / s.viewBox.baseVal.width; }"
+    )
+    assert abs(scale - 1) < 0.01, scale
+    counts = page.evaluate(OVERLAPPING_COUNTS)
+    assert counts["count"] > 0 and counts["hits"] == 0, counts
+    # No managed cluster's box covers another's, nor a peer's circle.
+    covered = page.evaluate(
+        """() => {
+          const boxes = [...document.querySelectorAll('#domain-map a.domain-node rect, #domain-map a.domain-node circle')]
+            .map((e) => e.getBoundingClientRect());
+          let hits = 0;
+          for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) {
+            const a = boxes[i], b = boxes[j];
+            if (a.left < b.right - 1 && b.left < a.right - 1 && a.top < b.bottom - 1 && b.top < a.bottom - 1) hits++;
+          }
+          return hits;
+        }"""
+    )
+    assert covered == 0, covered

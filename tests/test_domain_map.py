@@ -1,5 +1,6 @@
 """The Liqo domain map (issue 28): the pure layout of a domain's graph (positions, edges, folding past
-the limit), the graph built from the snapshot, and the page that draws it as SVG with a table."""
+the limit), the graph built from the snapshot, several managed clusters' views merged into one graph,
+and the page that draws it as SVG with a table (the whole domain, and one cluster's neighbourhood)."""
 
 from __future__ import annotations
 
@@ -8,13 +9,15 @@ import re
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import Group
 from django.db import connection
 from django.urls import reverse
 from django.utils import timezone
 
+from access.models import Scope
 from offloading.insight import domain
 from offloading.insight.domain import DomainEdge, DomainNode, layout, local_domain
-from offloading.models import Cluster, ClusterOffloading, Namespace, SnapshotState
+from offloading.models import Cluster, ClusterOffloading, ManagedCluster, Namespace, SnapshotState
 from offloading.views import live
 
 LOCAL = DomainNode("rome", "rome", managed=True, health=domain.HEALTHY)
@@ -303,4 +306,184 @@ def test_an_empty_snapshot_draws_the_managed_cluster_alone(admin_client: Any) ->
     page = admin_client.get(reverse("offloading:domain_map")).content.decode()
     svg = _svg(page)
     assert 'data-cluster="local" data-health="unknown"' in svg and 'class="domain-edge"' not in svg
-    assert "No edges: the snapshot has no peers" in page and "0 peers" in page
+    assert "No edges: the snapshots have no peers" in page and "0 peers" in page
+
+
+# --------------------------------------------------------------------------------------------------
+# Several managed clusters: their views merged into one graph.
+
+
+def _view(
+    own: str, peers: dict[str, tuple[str, str]], edges: list[DomainEdge]
+) -> tuple[list[DomainNode], list[DomainEdge]]:
+    """One managed cluster's view as local_domain returns it: ``own`` first, then ``peers`` (id -> role, health)."""
+    nodes = [DomainNode(own, own, managed=True, health=domain.HEALTHY)]
+    nodes += [DomainNode(p, p, False, health, role) for p, (role, health) in peers.items()]
+    return nodes, edges
+
+
+def _edge(source: str, target: str, n: int, not_ready: int = 0) -> DomainEdge:
+    return DomainEdge(source, target, n, not_ready, domain.edge_health(n, not_ready, True))
+
+
+def test_a_peer_that_is_a_managed_cluster_is_one_node_and_a_shared_peer_is_one_node_with_its_worst_health() -> None:
+    rome = _view(
+        "rome",
+        {"milan": ("ConsumerAndProvider", domain.HEALTHY), "bari": ("Provider", domain.HEALTHY)},
+        [_edge("rome", "milan", 3), _edge("milan", "rome", 1), _edge("rome", "bari", 2)],
+    )
+    milan = _view(
+        "milan",
+        {"rome": ("ConsumerAndProvider", domain.UNREACHABLE), "bari": ("Consumer", domain.UNHEALTHY)},
+        [_edge("milan", "rome", 1), _edge("rome", "milan", 3), _edge("bari", "milan", 4)],
+    )
+    whole = domain.merge([rome, milan])
+    by_id = {n.id: n for n in whole.nodes}
+    assert sorted(by_id) == ["bari", "milan", "rome"], "milan and rome once each, not again as peers"
+    assert by_id["rome"].managed and by_id["milan"].managed and not by_id["bari"].managed
+    assert by_id["rome"].health == domain.HEALTHY, "a managed cluster's health is its own snapshot's"
+    assert by_id["bari"].health == domain.UNHEALTHY and by_id["bari"].role == "ConsumerAndProvider"
+    assert [n.id for n in whole.nodes[:2]] == ["rome", "milan"], "the managed clusters first, in the views' order"
+    assert whole.seen_by == {"rome": 0, "milan": 1, "bari": 0}
+
+
+def test_an_edge_between_two_managed_clusters_is_drawn_once_per_direction_with_the_providers_count() -> None:
+    # rome selected milan for 3 namespaces (1 not Ready yet); milan holds 2 twins of rome's so far.
+    # milan offloads 1 to rome, and rome has its twin. rome offloads 2 to bari, which nobody manages.
+    rome = _view(
+        "rome",
+        {"milan": ("ConsumerAndProvider", domain.HEALTHY), "bari": ("Provider", domain.HEALTHY)},
+        [_edge("rome", "milan", 3, 1), _edge("milan", "rome", 1), _edge("rome", "bari", 2)],
+    )
+    milan = _view(
+        "milan",
+        {"rome": ("ConsumerAndProvider", domain.HEALTHY)},
+        [_edge("milan", "rome", 1), _edge("rome", "milan", 2)],
+    )
+    whole = domain.merge([rome, milan])
+    found = {(e.source, e.target): (e.namespaces, e.not_ready, e.health) for e in whole.edges}
+    assert found == {
+        ("rome", "milan"): (2, 1, domain.DEGRADED),  # milan's twins counted; rome's not-Ready one shows
+        ("milan", "rome"): (1, 0, domain.READY),
+        ("rome", "bari"): (2, 0, domain.READY),  # the consumer's count: the provider is not managed
+    }
+    assert len(whole.edges) == 3
+    assert whole.counted_by == {("rome", "milan"): 1, ("milan", "rome"): 0, ("rome", "bari"): 0}
+    # The provider's reading wins whichever view comes first.
+    flipped = {(e.source, e.target): e.namespaces for e in domain.merge([milan, rome]).edges}
+    assert flipped == {("rome", "milan"): 2, ("milan", "rome"): 1, ("rome", "bari"): 2}
+
+
+def test_an_unreachable_reading_on_either_side_makes_the_merged_edge_unreachable() -> None:
+    rome = _view(
+        "rome", {"milan": ("Provider", domain.UNREACHABLE)}, [DomainEdge("rome", "milan", 2, 0, domain.UNREACHABLE)]
+    )
+    milan = _view("milan", {"rome": ("Consumer", domain.HEALTHY)}, [_edge("rome", "milan", 2)])
+    (edge,) = domain.merge([rome, milan]).edges
+    assert (edge.namespaces, edge.health) == (2, domain.UNREACHABLE)
+
+
+def test_a_neighbourhood_keeps_one_cluster_its_peers_and_its_edges_with_the_same_counts() -> None:
+    rome = _view(
+        "rome", {"milan": ("Provider", domain.HEALTHY), "idle": ("", domain.UNKNOWN)}, [_edge("rome", "milan", 3)]
+    )
+    milan = _view(
+        "milan",
+        {"rome": ("Consumer", domain.HEALTHY), "bari": ("Provider", domain.HEALTHY)},
+        [_edge("rome", "milan", 2), _edge("milan", "bari", 5)],
+    )
+    whole = domain.merge([rome, milan])
+    near = domain.neighbourhood(whole, "rome", frozenset({"milan", "idle"}))
+    assert sorted(n.id for n in near.nodes) == ["idle", "milan", "rome"], "bari is milan's, not rome's"
+    assert [(e.source, e.target, e.namespaces) for e in near.edges] == [("rome", "milan", 2)]
+    assert near.counted_by == {("rome", "milan"): 1}
+
+
+def _milan_managed() -> Any:
+    """milan managed too (the fleet fixture's rome offloads shop to it): its snapshot has rome as a
+    consumer peer and the twin of rome's shop, and offloads its own ``orders`` to rome, whose twin rome
+    holds (rome is not told of milan as a consumer: the edge comes from milan's rows alone)."""
+    milan = ManagedCluster.objects.create(name="milan", context="milan", liqo_cluster_id="milan")
+    SnapshotState.touch(milan, local_cluster_id="milan", last_success_at=timezone.now())
+    SnapshotState.touch(None, last_success_at=timezone.now())
+    Cluster.objects.create(
+        managed=milan,
+        cluster_id="rome",
+        name="rome",
+        role="ConsumerAndProvider",
+        networking_status="Healthy",
+        authentication_status="Healthy",
+        offloading_status="Healthy",
+    )
+    Namespace.objects.create(managed=milan, name="shop", labels={"liqo.io/remote-cluster-id": "rome"})
+    Namespace.objects.create(managed=milan, name="shop-extra", labels={"liqo.io/remote-cluster-id": "rome"})
+    orders = Namespace.objects.create(managed=milan, name="orders", offloaded=True)
+    ClusterOffloading.objects.create(
+        namespace=orders, managed=milan, cluster_id="rome", selected=True, state="NamespaceCreated"
+    )
+    return milan
+
+
+@pytest.mark.django_db
+def test_the_whole_domain_page_draws_every_managed_cluster_once_with_the_providers_counts(
+    admin_client: Any, fleet: Any
+) -> None:
+    _milan_managed()
+    page = admin_client.get(reverse("offloading:domain_map")).content.decode()
+    assert re.search(r"2 managed clusters \(<code>[^<]+</code>, <code>milan</code>\) · 1 peer ·", page), page[:3000]
+    svg = _svg(page)
+    assert svg.count('class="domain-node domain-managed"') == 2 and svg.count("<rect ") == 2
+    assert 'data-cluster="milan"' in svg and svg.count('data-cluster="milan"') == 1
+    assert svg.count('class="domain-node domain-peer"') == 1 and 'data-cluster="naples"' in svg
+    edges = re.findall(
+        r'<a href="([^"]*)" tabindex="-1" class="domain-edge" data-source="([^"]+)" data-target="([^"]+)" data-namespaces="(\d+)"',
+        svg,
+    )
+    found = {(s, t): (int(n), u) for u, s, t, n in edges}
+    assert len(edges) == len(found) == 3, "one arrow per direction"
+    selector = "liqo.io%2Fremote-cluster-id%3Drome%2C%21liqo.io%2Ftenant-namespace"
+    assert found == {
+        ("rome", "milan"): (2, f"/m/milan/namespaces/?selector={selector}"),  # milan's twins, not rome's 1 selected
+        ("milan", "rome"): (1, "/m/milan/namespaces/?cluster=rome"),  # rome's snapshot does not know it: milan's count
+        ("rome", "naples"): (0, "/namespaces/?cluster=naples"),
+    }
+    assert '<a href="/m/milan/" class="domain-node domain-managed" data-cluster="milan"' in svg
+    assert "(Liqo cluster id rome): managed cluster" in svg, "the default cluster's name is not its Liqo id here"
+    assert '<a href="/clusters/naples/" class="domain-node domain-peer"' in svg
+    table = page[page.index('id="domain-edges"') :]
+    assert table.count("<tr data-source=") == 3
+    # The twins the edge links to are the ones it counts.
+    listed = admin_client.get(found[("rome", "milan")][1]).content.decode()
+    assert "shop-extra" in listed and "orders" not in listed
+
+
+@pytest.mark.django_db
+def test_a_clusters_own_path_draws_its_neighbourhood_with_the_same_counts(admin_client: Any, fleet: Any) -> None:
+    _milan_managed()
+    response = admin_client.get("/m/milan/domain/")
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "Liqo domain around <code>milan</code>" in page and '<a href="/domain/">The whole domain</a>' in page
+    svg = _svg(page)
+    assert 'data-cluster="naples"' not in svg, "naples peers rome only"
+    drawn = sorted(re.findall(r'data-source="([^"]+)" data-target="([^"]+)" data-namespaces="(\d+)"', svg))
+    assert drawn == [("milan", "rome", "1"), ("rome", "milan", "2")]
+    assert admin_client.get("/m/nowhere/domain/").status_code == 404
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("group", ["viewer", "operator"])
+def test_a_viewer_and_an_operator_scoped_to_one_cluster_read_the_same_domain(
+    client: Any, fleet: Any, django_user_model: Any, group: str
+) -> None:
+    """Reads are not scoped (an operator's scopes say what they may change, as on the namespace lists):
+    a viewer, and an operator whose only scope is in milan, see the graph and counts an admin sees."""
+    _milan_managed()
+    user = django_user_model.objects.create_user("vera", password="vera-password-123")
+    user.groups.add(Group.objects.get(name=group))
+    if group == "operator":
+        Scope.objects.create(user=user, kind="glob", value="milan/team-a-*")
+    client.force_login(user)
+    page = client.get(reverse("offloading:domain_map")).content.decode()
+    drawn = sorted(re.findall(r'data-source="([^"]+)" data-target="([^"]+)" data-namespaces="(\d+)"', _svg(page)))
+    assert drawn == [("milan", "rome", "1"), ("rome", "milan", "2"), ("rome", "naples", "0")]

@@ -22,7 +22,7 @@ from rest_framework.test import APIClient
 
 from offloading import switcher
 from offloading.context_processors import OutageBanner
-from offloading.models import ChangeRequest, Namespace, SnapshotState
+from offloading.models import ChangeRequest, ManagedCluster, Namespace, SnapshotState
 from offloading.models.fleet import current_managed, default_managed_pk
 from offloading.views import live
 from tests.fleet_snapshot import REGION, write_default_inventory, write_turin
@@ -71,7 +71,7 @@ def _pages() -> dict[str, str]:
         "cluster list": reverse("offloading:cluster_list"),
         "milan": reverse("offloading:cluster_detail", args=["milan"]),
         "naples": reverse("offloading:cluster_detail", args=["naples"]),
-        "domain map": reverse("offloading:domain_map"),
+        # Not the domain map: it draws every managed cluster (tested below and in tests/test_domain_map.py).
         "offload form": reverse("offloading:namespace_offload", args=["payments"]),
         "edit form": reverse("offloading:namespace_offload", args=["shop"]),
         "unoffload form": reverse("offloading:namespace_unoffload", args=["shop"]),
@@ -252,7 +252,13 @@ def test_the_pages_show_the_default_clusters_counts_with_a_second_cluster(
     overview = admin_client.get(reverse("offloading:home")).content.decode()
     assert "genoa" not in overview and "TurinOnly" not in overview
     assert "genoa" not in admin_client.get(reverse("offloading:fleet_matrix")).content.decode()
-    assert "genoa" not in admin_client.get(reverse("offloading:domain_map")).content.decode()
+    # The domain map is the whole domain: turin is drawn, with its peer genoa; the default cluster's own
+    # path under its prefix draws its neighbourhood, where turin's peer has no place.
+    whole = admin_client.get(reverse("offloading:domain_map")).content.decode()
+    assert 'data-cluster="turin"' in whole and 'data-cluster="genoa"' in whole
+    default = ManagedCluster.objects.get(is_default=True).name
+    around = admin_client.get(f"/m/{default}{reverse('offloading:domain_map')}").content.decode()
+    assert 'data-cluster="genoa"' not in around and 'data-cluster="milan"' in around
 
 
 def test_a_bulk_request_matches_only_the_default_clusters_namespaces(api: APIClient, default_snapshot: Any) -> None:
@@ -288,7 +294,6 @@ def test_the_live_polls_answer_as_before_a_second_clusters_rows(
         reverse("offloading:cluster_list"),
         reverse("offloading:cluster_detail", args=["milan"]),
         reverse("offloading:namespace_status", args=["shop"]),
-        reverse("offloading:domain_map"),
     ]
     first = {url: admin_client.get(url, **POLL) for url in urls}
     for url, response in first.items():

@@ -6,9 +6,13 @@ Two parts:
 - ``layout`` is pure: it takes nodes (clusters) and edges and returns where to draw them (an SVG's
   coordinates). It knows nothing of the snapshot, so that several managed clusters slot in later: they
   go on an inner ring, the peers on the outer one, grouped by the managed cluster they share most with.
-- ``local_domain`` builds the nodes and edges from today's snapshot: one managed cluster (the local
-  one, the consumer), an edge to every provider peer with the namespaces it hosts, and an edge from
-  every peer that consumes the local cluster, with the twin namespaces it offloaded here.
+- ``local_domain`` builds the nodes and edges from one managed cluster's snapshot: that cluster, an
+  edge to every provider peer with the namespaces it hosts, and an edge from every peer that consumes
+  it, with the twin namespaces it offloaded there.
+- ``merge`` joins several managed clusters' views into one graph (the whole domain): a node per Liqo
+  cluster id, so a managed cluster that another one peers with is one node, marked managed; an edge
+  per direction, counted by the provider's own snapshot when the provider is managed (the twins it
+  holds), else by the consumer's (the namespaces it selected there).
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from django.db.models import Count, Q
 from django.db.models.fields.json import KeyTextTransform
 
 from liqo_rules import constants as liqo
-from liqo_rules.peers import CONSUMER_ROLES, MODULE_UNHEALTHY, PROVIDER_ROLES
+from liqo_rules.peers import CONSUMER_ROLES, MODULE_UNHEALTHY, PROVIDER_ROLES, ROLE_CONSUMER_AND_PROVIDER
 from offloading.models import Cluster, ClusterOffloading, Namespace, SnapshotState
 from offloading.models.fleet import ManagedRef
 
@@ -44,10 +48,13 @@ MORE_R = 16  # the "and N more" circle
 SPACING = 17  # between neighbouring peers along the ring: radial labels of LABEL_SIZE never touch
 RING_MIN = 190  # the peers' ring, at least
 BOX_W, BOX_H = 132, 46  # a managed cluster's box
-INNER_SPACING = 170  # between managed clusters on the inner ring (several of them)
+INNER_SPACING = (
+    230  # between managed clusters on the inner ring (several of them): room for two counts between neighbours
+)
 MARGIN = 14
 PAIR_SHIFT = 4  # two edges between the same clusters, one each way: each this far to its right
 DENSE_SPACING = 40  # below this gap along the ring, edge labels alternate between two distances
+LABEL_STEP = 40  # between the counts of a peer's arrows from (or to) different managed clusters
 
 
 @dataclass(frozen=True)
@@ -238,7 +245,7 @@ def layout(nodes: list[DomainNode], edges: list[DomainEdge], limit: int = MAX_PE
     managed = [n for n in nodes if n.managed]
     peers = _ring_order([n for n in nodes if not n.managed], managed, edges)
 
-    inner = 0.0 if len(managed) <= 1 else max(110.0, len(managed) * INNER_SPACING / (2 * math.pi))
+    inner = 0.0 if len(managed) <= 1 else max(150.0, len(managed) * INNER_SPACING / (2 * math.pi))
     # Each peer takes SPACING along the ring; the bigger "and N more" node takes its extra width too.
     more_slot = 2 * (MORE_R + PEER_R + 4) - SPACING  # its centre that far from its neighbours' (at 4 apart)
     slots = [more_slot if n.more else SPACING for n in peers]
@@ -286,6 +293,9 @@ def layout(nodes: list[DomainNode], edges: list[DomainEdge], limit: int = MAX_PE
     pairs = {(e.source, e.target) for e in edges}
     most = max((e.namespaces for e in edges), default=0) or 1
     drawn = []
+    # A peer that several managed clusters share has several arrows into it (or out of it): their
+    # counts step further from it, one LABEL_STEP each, so they do not sit on one another at its end.
+    nth: dict[tuple[str, bool], int] = defaultdict(int)
     for edge in edges:
         a, b = placed[edge.source], placed[edge.target]
         length = math.hypot(b.x - a.x, b.y - a.y) or 1.0
@@ -294,13 +304,18 @@ def layout(nodes: list[DomainNode], edges: list[DomainEdge], limit: int = MAX_PE
         x1, y1 = _outline_point(a.node, a.x, a.y, ux, uy, shift, peer_r)
         x2, y2 = _outline_point(b.node, b.x, b.y, -ux, -uy, -shift, peer_r)
         # The count sits near the peer end, away from the crowd in the middle: before the arrowhead on
-        # an edge to a peer, further in on an edge from one (so both directions of a pair can be read).
+        # an edge to a peer, further in on an edge from one (so both directions of a pair can be read);
+        # between two managed clusters, before the arrowhead (each way's count near its provider).
         if not b.node.managed:
-            lx, ly = _along(x1, y1, x2, y2, 28 + (20 if alternate.get(b.node.id) else 0))
+            step = nth[(b.node.id, True)] * LABEL_STEP
+            nth[(b.node.id, True)] += 1
+            lx, ly = _along(x1, y1, x2, y2, 28 + step + (20 if alternate.get(b.node.id) else 0))
         elif not a.node.managed:
-            lx, ly = _along(x2, y2, x1, y1, 70 + (20 if alternate.get(a.node.id) else 0))
-        else:
-            lx, ly = (x1 + x2) / 2, (y1 + y2) / 2
+            step = nth[(a.node.id, False)] * LABEL_STEP
+            nth[(a.node.id, False)] += 1
+            lx, ly = _along(x2, y2, x1, y1, 70 + step + (20 if alternate.get(a.node.id) else 0))
+        else:  # between two managed clusters: before the arrowhead too, so that the two ways' counts part
+            lx, ly = _along(x1, y1, x2, y2, 30)
         width = 1.5 + 4.5 * edge.namespaces / most if edge.namespaces else 1.2
         drawn.append(
             PlacedEdge(
@@ -350,14 +365,18 @@ def local_health(state: SnapshotState) -> str:
 LOCAL_FALLBACK_ID = "local"  # when the snapshot has not learned the local cluster's id yet
 
 
-def local_domain(managed: ManagedRef = None) -> tuple[list[DomainNode], list[DomainEdge]]:
+def local_domain(
+    managed: ManagedRef = None, *, name: str = "", fallback_id: str = LOCAL_FALLBACK_ID
+) -> tuple[list[DomainNode], list[DomainEdge]]:
     """The managed (local) cluster and its peers: an edge to each provider with the namespaces selected
     there (Ready: NamespaceCreated), an edge from each consumer with its twin namespaces here (not
     Ready: Terminating). Three grouped reads, whatever the number of peers. ``managed``: which managed
-    cluster is the local one (None: the default cluster)."""
+    cluster is the local one (None: the default cluster); ``name``: what to call it (its id when
+    empty); ``fallback_id``: its id until the snapshot learns its Liqo cluster id. The local cluster is
+    the first node."""
     state = SnapshotState.get(managed)
-    local_id = state.local_cluster_id or LOCAL_FALLBACK_ID
-    local = DomainNode(local_id, local_id, managed=True, health=local_health(state))
+    local_id = state.local_cluster_id or fallback_id
+    local = DomainNode(local_id, name or local_id, managed=True, health=local_health(state))
     nodes: dict[str, DomainNode] = {}
     roles: dict[str, str] = {}
     for cluster_id, name, role, networking, authentication, offloading in (
@@ -403,3 +422,103 @@ def local_domain(managed: ManagedRef = None) -> tuple[list[DomainNode], list[Dom
             n, not_ready = twins.get(cluster_id, (0, 0))
             edges.append(DomainEdge(cluster_id, local_id, n, not_ready, edge_health(n, not_ready, up)))
     return [local, *nodes.values()], edges
+
+
+# --------------------------------------------------------------------------------------------------
+# The whole domain: every managed cluster's view, merged.
+
+
+@dataclass(frozen=True)
+class Domain:
+    """The merged graph, and where each part was read (an index into the views given to ``merge``):
+    ``seen_by`` the view a node was first seen in (a peer's page is in that cluster's pages; a managed
+    cluster's is its own), ``counted_by`` the view whose rows an edge's count is (its namespaces are
+    listed in that cluster's pages)."""
+
+    nodes: list[DomainNode]
+    edges: list[DomainEdge]
+    seen_by: dict[str, int]
+    counted_by: dict[tuple[str, str], int]
+
+
+def _role(a: str, b: str) -> str:
+    """A peer's role seen by two managed clusters: provider to one and consumer of another is both."""
+    if not a or a == b:
+        return b
+    if not b:
+        return a
+    provides = a in PROVIDER_ROLES or b in PROVIDER_ROLES
+    consumes = a in CONSUMER_ROLES or b in CONSUMER_ROLES
+    return ROLE_CONSUMER_AND_PROVIDER if provides and consumes else a
+
+
+def merge(views: list[tuple[list[DomainNode], list[DomainEdge]]]) -> Domain:
+    """One graph of several managed clusters' views (each as ``local_domain`` returns it: its managed
+    cluster first). Pure.
+
+    - A node per cluster id: a peer whose id is a managed cluster's is that managed cluster's node; a
+      peer several clusters see is one node, with the worst health any of them sees, its first name
+      that is not its bare id, and its roles joined.
+    - An edge per (consumer, provider): between two managed clusters both snapshots have it, the
+      consumer's selected offloadings and the provider's twin namespaces; the count is the provider's
+      (what exists there), and its health the worse of both readings (a namespace the consumer still
+      waits for, or an end one of them cannot reach, shows), its not-Ready count the larger."""
+    managed_ids: dict[str, int] = {}
+    for index, (nodes, _edges) in enumerate(views):
+        if nodes:
+            managed_ids.setdefault(nodes[0].id, index)
+    found: dict[str, DomainNode] = {}
+    seen_by: dict[str, int] = {}
+    for index, (nodes, _edges) in enumerate(views):
+        for position, node in enumerate(nodes):
+            if position == 0 or node.id not in managed_ids:
+                kept = found.get(node.id)
+                if kept is None:
+                    found[node.id] = node
+                    seen_by[node.id] = index
+                elif not kept.managed:  # a peer seen again (a second managed view of one id is ignored)
+                    found[node.id] = DomainNode(
+                        node.id,
+                        kept.name if kept.name != kept.id else node.name,
+                        False,
+                        _worst([kept.health, node.health], NODE_HEALTHS),
+                        _role(kept.role, node.role),
+                    )
+    readings: dict[tuple[str, str], dict[str, tuple[int, DomainEdge]]] = defaultdict(dict)
+    for index, (nodes, edges) in enumerate(views):
+        own = nodes[0].id if nodes else ""
+        for edge in edges:
+            side = "provider" if edge.target == own else "consumer"
+            readings[(edge.source, edge.target)].setdefault(side, (index, edge))
+    merged: list[DomainEdge] = []
+    counted_by: dict[tuple[str, str], int] = {}
+    for key, sides in readings.items():
+        index, chosen = sides.get("provider") or sides["consumer"]
+        others = [edge for _i, edge in sides.values()]
+        merged.append(
+            DomainEdge(
+                chosen.source,
+                chosen.target,
+                chosen.namespaces,
+                max(e.not_ready for e in others),
+                _worst([e.health for e in others], EDGE_HEALTHS),
+            )
+        )
+        counted_by[key] = index
+    managed_nodes = [n for n in found.values() if n.managed]
+    peers = [n for n in found.values() if not n.managed]
+    return Domain([*managed_nodes, *peers], merged, seen_by, counted_by)
+
+
+def neighbourhood(whole: Domain, cluster_id: str, peers: set[str] | frozenset[str] = frozenset()) -> Domain:
+    """The part of the domain around one cluster: it, its ``peers`` (those its own snapshot lists, with
+    an edge or not), the clusters it shares an edge with, and those edges (counted as in the whole
+    domain, so both pictures agree)."""
+    edges = [e for e in whole.edges if cluster_id in (e.source, e.target)]
+    near = {cluster_id} | set(peers) | {e.source for e in edges} | {e.target for e in edges}
+    return Domain(
+        [n for n in whole.nodes if n.id in near],
+        edges,
+        {k: v for k, v in whole.seen_by.items() if k in near},
+        {k: v for k, v in whole.counted_by.items() if k[0] in near and k[1] in near and cluster_id in k},
+    )

@@ -1,9 +1,16 @@
-"""The Liqo domain map (issue 28): the managed cluster(s) and their peers as one server-drawn SVG graph,
-consumer -> provider arrows labelled with the namespaces offloaded along them, and the same edges as a
-table (for screen readers, and for reading a domain of hundreds of peers)."""
+"""The Liqo domain map (issue 28): every managed cluster and their peers as one server-drawn SVG graph
+(``domain.merge``: a managed cluster another one peers with is one node), consumer -> provider arrows
+labelled with the namespaces offloaded along them, and the same edges as a table (for screen readers,
+and for reading a domain of hundreds of peers).
+
+Reads are not scoped: as on the namespace lists, every signed-in user with a role sees every cluster's
+rows (an operator's scopes say what they may change, access/policy.py; the access middleware refuses a
+user without a role)."""
 
 from __future__ import annotations
 
+from collections import defaultdict
+from dataclasses import dataclass
 from html import escape
 from urllib.parse import urlencode
 
@@ -17,9 +24,10 @@ from django.views.decorators.http import require_GET
 from liqo_rules import constants as liqo
 from offloading.insight import domain
 from offloading.insight.domain import DomainEdge, DomainNode, PlacedEdge, PlacedNode
-from offloading.models import Cluster
+from offloading.models import Cluster, ManagedCluster
 from offloading.models.fleet import current_managed
-from offloading.switcher import base_of
+from offloading.models.managed import ensure_configured
+from offloading.switcher import cluster_base
 
 # How each health is drawn (SVG presentation attributes: the CSP forbids inline style). Colour is never
 # the only mark: an unreachable node or edge is also dotted, a degraded edge dashed, and the table says it.
@@ -54,34 +62,50 @@ def _cut(name: str, chars: int) -> str:
     return name if len(name) <= chars else name[: chars - 1] + "…"
 
 
-def node_url(node: DomainNode, peers: set[str], base: str = "") -> str:
-    """A peer's page; the local managed cluster's page is the overview; the folded peers are the table
-    (``base``: the page's cluster prefix, offloading/switcher.py)."""
+@dataclass(frozen=True)
+class View:
+    """One managed cluster's view of the domain, as the page links into it: its pages' prefix and the
+    peers its snapshot has rows of (those have a page there)."""
+
+    managed_id: str  # its Liqo cluster id (its node)
+    base: str  # offloading/switcher.py: "" for the default cluster, /m/<name> for another
+    peers: frozenset[str]
+
+
+def node_url(node: DomainNode, view: View | None) -> str:
+    """A managed cluster's overview; a peer's page in the cluster that sees it (``view``, None: no
+    managed cluster has a row of it, no page); the folded peers are the table."""
     if node.more:
         return f"#{TABLE_ID}"
+    if view is None:
+        return ""
     if node.managed:
-        return base + reverse("offloading:home")
-    return base + reverse("offloading:cluster_detail", args=[node.id]) if node.id in peers else ""
+        return view.base + reverse("offloading:home")
+    return view.base + reverse("offloading:cluster_detail", args=[node.id]) if node.id in view.peers else ""
 
 
-def edge_url(edge: DomainEdge, managed: set[str], base: str = "") -> str:
-    """The namespaces offloaded along the edge, as the namespace list filters them: those selecting the
-    provider (``?cluster=``) when the consumer is managed here; the twins a consumer peer made here
-    (by their label, without the peering's tenant namespace) when the provider is."""
+def edge_url(edge: DomainEdge, view: View | None) -> str:
+    """The namespaces offloaded along the edge, as the namespace list of the cluster that counted them
+    (``view``) filters them: the twins the consumer made there (by their label, without the peering's
+    tenant namespace) when it is the provider; those selecting the provider (``?cluster=``) when it is
+    the consumer."""
     if domain.MORE_ID in (edge.source, edge.target):
         return f"#{TABLE_ID}"
-    base += reverse("offloading:namespace_list")
-    if edge.source in managed:
-        return f"{base}?{urlencode({'cluster': edge.target})}"
-    selector = f"{liqo.REMOTE_CLUSTER_ID_LABEL}={edge.source},!{liqo.TENANT_NAMESPACE_LABEL}"
-    return f"{base}?{urlencode({'selector': selector})}"
+    if view is None:
+        return ""
+    base = view.base + reverse("offloading:namespace_list")
+    if edge.target == view.managed_id:
+        selector = f"{liqo.REMOTE_CLUSTER_ID_LABEL}={edge.source},!{liqo.TENANT_NAMESPACE_LABEL}"
+        return f"{base}?{urlencode({'selector': selector})}"
+    return f"{base}?{urlencode({'cluster': edge.target})}"
 
 
 def _node_title(node: DomainNode) -> str:
     if node.more:
         return f"{node.more} more peers, listed in the table below (the worst of them: {NODE_WORDS[node.health]})"
     what = "managed cluster" if node.managed else f"peer ({node.role or 'role unknown'})"
-    return f"{node.name}: {what}, {NODE_WORDS[node.health]}"
+    known_as = f" (Liqo cluster id {node.id})" if node.name != node.id else ""
+    return f"{node.name}{known_as}: {what}, {NODE_WORDS[node.health]}"
 
 
 def _edge_title(edge: DomainEdge, names: dict[str, str]) -> str:
@@ -190,24 +214,39 @@ def node_markup(placed: PlacedNode, url: str, peer_r: float) -> str:
     return f"<a{link}><title>{escape(_node_title(node))}</title>{shape}</a>"
 
 
-def domain_context(
-    nodes: list[DomainNode], edges: list[DomainEdge], peers: set[str], base: str = ""
-) -> dict[str, object]:
-    """What the page draws and lists for a domain's nodes and edges (``peers``: the clusters that have a
-    page, the snapshot's peers; ``base``: the page's cluster prefix, for its links).
+def domain_context(whole: domain.Domain, views: list[View]) -> dict[str, object]:
+    """What the page draws and lists for a domain (``views``: the managed clusters' views, in the order
+    given to ``domain.merge``, for its links).
 
     The picture's elements and the table's rows are built here rather than by the template engine
     (as views.fleet.matrix_cells): measured at 200 peers and 2,000 offloaded namespaces, the template
     took about 0.5 s of the page's 0.6 s (test client, SQLite); built here, the whole page takes 80 ms."""
+    nodes, edges = whole.nodes, whole.edges
     picture = domain.layout(nodes, edges)
-    managed = {n.id for n in nodes if n.managed}
-    urls = {n.id: node_url(n, peers, base) for n in nodes}
+    view_of = {v.managed_id: v for v in views}
+    urls = {}
+    for n in nodes:
+        if n.managed:
+            urls[n.id] = node_url(n, view_of.get(n.id))
+        else:  # the first cluster that has a row of the peer, if any
+            urls[n.id] = next((node_url(n, v) for v in views if n.id in v.peers), "")
     urls[domain.MORE_ID] = f"#{TABLE_ID}"
+    edge_urls = {
+        (e.source, e.target): edge_url(e, views[whole.counted_by[(e.source, e.target)]])
+        if (e.source, e.target) in whole.counted_by
+        else ""
+        for e in edges
+    }
     names = {n.node.id: n.node.name for n in picture.nodes}
     svg = "\n".join(
         [
             '<g class="domain-edges">',
-            *(edge_markup(e, edge_url(e.edge, managed, base), _edge_title(e.edge, names)) for e in picture.edges),
+            *(
+                edge_markup(
+                    e, edge_urls.get((e.edge.source, e.edge.target)) or f"#{TABLE_ID}", _edge_title(e.edge, names)
+                )
+                for e in picture.edges
+            ),
             '</g><g class="domain-nodes">',
             *(node_markup(p, urls[p.node.id], picture.peer_r) for p in picture.nodes),
             "</g>",
@@ -219,7 +258,7 @@ def domain_context(
         (e for e in edges if e.source in known and e.target in known),
         key=lambda e: (-domain.EDGE_HEALTHS.index(e.health), e.source, e.target),
     )
-    rows = "\n".join(_row(e, known, urls, managed, base) for e in ordered)
+    rows = "\n".join(_row(e, known, urls, edge_urls[(e.source, e.target)]) for e in ordered)
     linked = {e.source for e in edges} | {e.target for e in edges}
     return {
         "picture": picture,
@@ -253,24 +292,52 @@ def _cluster_cell(node: DomainNode, url: str) -> str:
     return cell + (' <span class="badge info">managed</span>' if node.managed else "")
 
 
-def _row(edge: DomainEdge, known: dict[str, DomainNode], urls: dict[str, str], managed: set[str], base: str) -> str:
+def _row(edge: DomainEdge, known: dict[str, DomainNode], urls: dict[str, str], url: str) -> str:
     """One edge of the table: consumer, provider, the namespaces (linked), its health, the provider's."""
     consumer, provider = known[edge.source], known[edge.target]
     words = EDGE_WORDS[edge.health] + (f" ({edge.not_ready} not Ready)" if edge.not_ready else "")
+    count = f'<a href="{escape(url)}">{edge.namespaces}</a>' if url else str(edge.namespaces)
     return (
         f'<tr data-source="{escape(edge.source)}" data-target="{escape(edge.target)}">'
         f"<td>{_cluster_cell(consumer, urls[consumer.id])}</td>"
         f"<td>{_cluster_cell(provider, urls[provider.id])}</td>"
-        f'<td><a href="{escape(edge_url(edge, managed, base))}">{edge.namespaces}</a></td>'
+        f"<td>{count}</td>"
         f'<td><span class="badge {BADGES[edge.health]}">{escape(words)}</span></td>'
         f'<td class="opt">{NODE_WORDS[provider.health]}</td></tr>'
     )
 
 
+def _views() -> tuple[list[ManagedCluster], list[tuple[list[DomainNode], list[DomainEdge]]], list[View]]:
+    """Every managed cluster's view of the domain (the default cluster first): its snapshot's graph
+    (``domain.local_domain``) and how the page links into it. Four reads per managed cluster, one more
+    for the peers every cluster has rows of."""
+    ensure_configured()  # the rows of LIQO_DASH_CLUSTERS, before their first refresh
+    clusters = list(ManagedCluster.objects.order_by("-is_default", "name"))
+    rows: dict[int, set[str]] = defaultdict(set)
+    for managed_id, cluster_id in Cluster.objects.order_by().values_list("managed_id", "cluster_id"):
+        rows[managed_id].add(cluster_id)
+    graphs, views = [], []
+    for cluster in clusters:
+        fallback = domain.LOCAL_FALLBACK_ID if cluster.is_default else f"{domain.LOCAL_FALLBACK_ID}-{cluster.name}"
+        nodes, edges = domain.local_domain(cluster, name=cluster.name, fallback_id=cluster.liqo_cluster_id or fallback)
+        graphs.append((nodes, edges))
+        views.append(View(nodes[0].id, cluster_base(cluster.name, cluster.is_default), frozenset(rows[cluster.pk])))
+    return clusters, graphs, views
+
+
 @login_required
 @require_GET
 def domain_map(request: HttpRequest) -> HttpResponse:
-    managed = current_managed(request)
-    nodes, edges = domain.local_domain(managed)
-    peers = set(Cluster.objects.of(managed).values_list("cluster_id", flat=True))
-    return render(request, "offloading/domain_map.html", domain_context(nodes, edges, peers, base_of(request)))
+    """The whole domain on the default cluster's path (``/domain/``); under a cluster's prefix
+    (``/m/<name>/domain/``), that cluster's neighbourhood in the same graph (the same counts), with a
+    link to the whole."""
+    clusters, graphs, views = _views()
+    whole = domain.merge(graphs)
+    context: dict[str, object] = {"whole_url": "", "around": None, "clusters": clusters}
+    if getattr(request, "cluster_name", None):
+        pk = current_managed(request)
+        index = next(i for i, c in enumerate(clusters) if c.pk == pk)
+        around = graphs[index][0][0]
+        whole = domain.neighbourhood(whole, around.id, views[index].peers)
+        context |= {"whole_url": reverse("offloading:domain_map"), "around": around}
+    return render(request, "offloading/domain_map.html", context | domain_context(whole, views))
