@@ -85,9 +85,7 @@ def test_it_needs_a_signed_in_user(fleet: Any) -> None:
     assert response.status_code == 302 and "/accounts/login/" in response["Location"]
 
 
-def test_the_page_asks_as_many_queries_with_ten_clusters_as_with_two(
-    fleet: Any, viewer: Client, settings: Any
-) -> None:
+def test_the_page_asks_as_many_queries_with_ten_clusters_as_with_two(fleet: Any, viewer: Client, settings: Any) -> None:
     """The configured clusters' rows are made once (models.managed.configured), not locked and read again
     per cluster at every request: the fleet-wide page costs no query more per managed cluster."""
     from django.db import connection

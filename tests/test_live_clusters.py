@@ -249,6 +249,20 @@ def test_the_default_clusters_page_does_not_re_render_on_milans_write(two: Any, 
     assert moved.status_code == 200 and "made-here" in moved.content.decode()
 
 
+@pytest.mark.parametrize("prefix", ["", "/m/rome"], ids=["the whole domain", "rome's neighbourhood"])
+def test_the_domain_map_polls_the_fleets_counters(two: Any, django_user_model: Any, prefix: str) -> None:
+    """The domain map draws every managed cluster (a cluster's own path its neighbourhood, with its providers'
+    counts): a write in milan moves it, wherever it is polled from."""
+    client = _viewer(django_user_model)
+    url = prefix + reverse("offloading:domain_map")
+    first = _poll(client, url)
+    assert first.status_code == 200
+    idle = _poll(client, url, first["ETag"])
+    assert idle.status_code == 304
+    _written(two["milan"], "made-in-milan")
+    assert _poll(client, url, first["ETag"]).status_code == 200
+
+
 def test_a_prefixed_idle_poll_costs_one_read_as_the_default_ones(two: Any, django_user_model: Any) -> None:
     client = _viewer(django_user_model)
     url = f"/m/rome{LIST}"

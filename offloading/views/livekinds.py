@@ -38,9 +38,10 @@ _EVERY_PAGE = ("access", "snapshot")
 # its cluster's counters, so that a write in one cluster does not re-render the pages of another; these
 # rows name no cluster, their kinds have only the global counter.
 GLOBAL_KINDS: tuple[str, ...] = ("access", "governance")
-# Regions across the managed clusters: they poll the kinds' global counters. None today (the domain map is
-# its cluster's; the fleet-wide namespace list and the managed clusters' list do not poll).
-FLEET_REGIONS: frozenset[str] = frozenset()
+# Regions across the managed clusters: they poll the kinds' global counters. The domain map draws every
+# managed cluster (a cluster's own path its neighbourhood, with its providers' counts); the fleet-wide
+# namespace and change lists and the managed clusters' list do not poll.
+FLEET_REGIONS: frozenset[str] = frozenset({"domain_map"})
 CLUSTER_KEY = "@"  # in ``versions``' answer: the primary key of the cluster it was asked by name
 # The counters under which offloading.middleware remembers who sends a poll (livetriggers.IDENTITY_TABLES
 # and the "access" tables): never in an ETag.
