@@ -348,3 +348,33 @@ def test_hung_providers_are_asked_at_once_and_given_up_at_the_deadline(
         assert "not known yet" in _row(page, "milan") and elapsed < 1
     finally:
         managedclient.forget_clients()
+
+
+@pytest.mark.sandbox
+def test_from_another_managed_clusters_namespace_the_default_cluster_is_its_managed_provider(
+    world: World, admin_client: Any
+) -> None:
+    """milan's namespace offloaded to rome: on milan's page (/m/milan-eu/) the twin is read from rome's own
+    API (rome is the default cluster, and a managed provider here), and judged milan's twin."""
+    custom = k8s_client.CustomObjectsApi(world.milan.api_client)
+    world.milan.create_namespace({"metadata": {"name": "ledger"}})
+    body = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "NamespaceOffloading", "metadata": {"name": "offloading"}}
+    spec = {
+        "podOffloadingStrategy": "Remote",
+        "clusterSelector": selector([expr(c.REMOTE_CLUSTER_ID_LABEL, "In", "rome")]),
+    }
+    custom.create_namespaced_custom_object(GROUP, VERSION, "ledger", NSOFF, {**body, "spec": spec})
+
+    def ready() -> bool:
+        found = custom.get_namespaced_custom_object(GROUP, VERSION, "ledger", NSOFF, "offloading")
+        return (found.get("status") or {}).get("offloadingPhase") == "Ready"
+
+    eventually(ready)
+    eventually(lambda: any(ns.metadata.name == "ledger-milan" for ns in world.rome.list_namespace().items))
+    assert refresh(world.managed_milan).ok and refresh().ok  # both snapshots, as the watcher keeps them
+    response = admin_client.get("/m/milan-eu" + reverse("offloading:namespace_twins", args=["ledger"]), **HTMX)
+    assert response.status_code == 200
+    page = response.content.decode()
+    row = _row(page, "rome")
+    assert "ledger-milan" in row and "not this cluster's twin" not in row, row
+    assert 'id="twin-milan"' not in page  # milan is the namespace's own cluster, never its provider

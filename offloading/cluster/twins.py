@@ -32,7 +32,6 @@ from concurrent.futures import ALL_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeAlias
 
-from django.conf import settings
 from django.core.cache import cache
 from django.db.models import Q
 from kubernetes import client
@@ -44,6 +43,7 @@ from offloading.cluster.errors import KubeError
 from offloading.cluster.identity import Identity, impersonation_headers
 from offloading.cluster.managed import api_client_for
 from offloading.models import ClusterOffloading, MappingEntry, Namespace, SnapshotState
+from offloading.models.fleet import ManagedRef
 from offloading.models.managed import ManagedCluster
 
 READ_TIMEOUT = 1.5  # seconds per call to a provider (a page's read, like the dry-run's timeout)
@@ -332,17 +332,20 @@ def read_many(asks: list[tuple[ManagedCluster, str]], identity: Readers = None, 
 
 
 # -- the database side ----------------------------------------------------------------------------------------
-def local_cluster_id() -> str:
-    """This (the default) cluster's Liqo id: configured, else the one the snapshot's refresh discovered."""
-    return str(settings.LIQO_DASH.get("LOCAL_CLUSTER_ID") or "") or SnapshotState.get().local_cluster_id
+def local_cluster_id(managed: ManagedRef = None) -> str:
+    """The Liqo id of ``managed`` (None: the default cluster): configured for the default, else the one
+    its snapshot's refresh discovered."""
+    return SnapshotState.local_id_of(managed)
 
 
 def managed_providers(local_id: str) -> dict[str, ManagedCluster]:
-    """The managed clusters by their Liqo cluster id (those discovery named), but this one."""
+    """The managed clusters by their Liqo cluster id, but the one of ``local_id`` (the namespace's own): the
+    default cluster by its own id (configured or discovered), the others by the id discovery named."""
     found: dict[str, ManagedCluster] = {}
-    for cluster in ManagedCluster.objects.exclude(liqo_cluster_id="").order_by("-is_default", "name"):
-        if cluster.liqo_cluster_id != local_id and not cluster.is_default:
-            found.setdefault(cluster.liqo_cluster_id, cluster)
+    for cluster in ManagedCluster.objects.order_by("-is_default", "name"):
+        cluster_id = cluster.liqo_cluster_id or (local_cluster_id(cluster) if cluster.is_default else "")
+        if cluster_id and cluster_id != local_id:
+            found.setdefault(cluster_id, cluster)
     return found
 
 
@@ -385,7 +388,7 @@ def twins(namespace: Namespace, identity: Readers = None) -> Across:
     cluster's snapshot: the offloading's status and the NamespaceMaps), each managed one's twin read from
     its own API, the others listed."""
     started = time.monotonic()
-    local_id = local_cluster_id()  # the default cluster's: the page shows the default cluster's namespaces
+    local_id = local_cluster_id(namespace.managed_id)  # the namespace's own cluster's
     found = Across(namespace.name, local_id, namespace.offloaded)
     states = {
         row.cluster_id: row

@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from liqo_rules.spec import is_system_namespace
 from liqo_rules.status import phase_is_settled
-from offloading.models.fleet import ManagedClusterKey, ManagedRef, ScopedQuerySet, managed_pk
+from offloading.models.fleet import ManagedClusterKey, ManagedRef, ScopedQuerySet, is_default, managed_pk
 
 
 class SnapshotState(models.Model):
@@ -32,6 +32,16 @@ class SnapshotState(models.Model):
 
     def __str__(self) -> str:
         return f"snapshot refreshed at {self.last_success_at}"
+
+    @classmethod
+    def local_id_of(cls, managed: ManagedRef = None) -> str:
+        """The Liqo cluster id of ``managed`` (None: the default cluster): for the default the configured one
+        (LIQO_LOCAL_CLUSTER_ID, which names the process's own cluster), else the one its refresh or watcher
+        discovered (may be empty)."""
+        configured = settings.LIQO_DASH["LOCAL_CLUSTER_ID"]
+        if configured and is_default(managed):
+            return str(configured)
+        return cls.get(managed).local_cluster_id
 
     @classmethod
     def get(cls, managed: ManagedRef = None) -> SnapshotState:

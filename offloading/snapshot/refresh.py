@@ -17,7 +17,6 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from django.conf import settings
 from django.core.cache import cache
 from django.db import transaction
 from django.utils import timezone
@@ -66,13 +65,9 @@ def _task_argument(managed: ManagedRef) -> int | None:
 
 
 def local_cluster_id(managed: ManagedRef = None) -> str:
-    """The local cluster id of ``managed``: for the default cluster the configured one
-    (LIQO_LOCAL_CLUSTER_ID, which names the process's own cluster), else the one the refresh or the
-    watcher discovered (may be empty)."""
-    configured = settings.LIQO_DASH["LOCAL_CLUSTER_ID"]
-    if configured and is_default(managed):
-        return str(configured)
-    return SnapshotState.get(managed).local_cluster_id
+    """The local cluster id of ``managed`` (SnapshotState.local_id_of: the configured one for the default
+    cluster, else the one the refresh or the watcher discovered; may be empty)."""
+    return SnapshotState.local_id_of(managed)
 
 
 def informer_alive(seconds: float | None, managed: ManagedRef = None) -> None:
