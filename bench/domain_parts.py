@@ -9,13 +9,12 @@ import re
 import sqlite3
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 from bench import harness, offloading_mix
-from bench.sync import _rss_mb
+from bench.sync import WatcherProcess, _rss_mb
 
 DOMAIN_START_TIMEOUT = 600
 
@@ -101,10 +100,12 @@ class DomainSandbox:
         return self._clients[cluster]
 
 
-class FleetWatcher:
+class FleetWatcher(WatcherProcess):
     """``manage.py watch_cluster`` as the Procfile runs it (leader election on: one Lease per managed
     cluster on the default cluster's API server), managing the kubeconfig contexts ``clusters`` (the
     first the default; none: the current context alone), as the dashboard's service account."""
+
+    stop_wait_s = 30.0  # it releases its leases on SIGTERM
 
     def __init__(self, kubeconfig: Path, clusters: list[str], log: Path) -> None:
         env = dict(
@@ -114,23 +115,7 @@ class FleetWatcher:
             LIQO_DASH_LEADER_ELECTION="true",
             LIQO_DASH_CLUSTERS=",".join(clusters),
         )
-        self.log = log
-        with open(log, "wb") as out:
-            self.proc = subprocess.Popen(
-                [sys.executable, "manage.py", "watch_cluster"],
-                cwd=harness.ROOT,
-                env=env,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-            )
-        self.peak_mb = 0.0
-        self._stop = threading.Event()
-        self._sampler = threading.Thread(target=self._sample, daemon=True)
-        self._sampler.start()
-
-    def _sample(self) -> None:
-        while not self._stop.wait(0.2):
-            self.peak_mb = max(self.peak_mb, _rss_mb(self.proc.pid))
+        super().__init__(env, log)
 
     def rss_mb(self) -> float:
         return _rss_mb(self.proc.pid, "VmRSS")
@@ -164,18 +149,6 @@ class FleetWatcher:
 
     def alive(self) -> bool:
         return self.proc.poll() is None
-
-    def stop(self) -> None:
-        self.peak_mb = max(self.peak_mb, _rss_mb(self.proc.pid))
-        self._stop.set()
-        if self.proc.poll() is None:
-            self.proc.terminate()  # releases its leases
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
-        self._sampler.join(5)
 
 
 def synced(names: list[str] | None) -> bool:
