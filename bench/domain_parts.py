@@ -8,7 +8,6 @@ import os
 import re
 import sqlite3
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -38,38 +37,20 @@ class DomainSandbox:
 
     def __enter__(self) -> DomainSandbox:
         started = time.perf_counter()
-        with open(self.log, "wb") as out:
-            self.proc = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "sandbox",
-                    "serve",
-                    "--port",
-                    "0",
-                    "--scenario",
-                    self.scenario,
-                    "--kubeconfig",
-                    str(self.kubeconfig),
-                    "--service-kubeconfig",
-                    str(self.service_kubeconfig),
-                    "--controller-delay",
-                    str(harness.FROZEN),
-                ],
-                cwd=harness.ROOT,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-            )
-        deadline = time.monotonic() + DOMAIN_START_TIMEOUT
-        while len(self.urls) < self.count:
-            text = self.log.read_text(errors="replace")
-            self.urls = dict(re.findall(r"sandbox (\S+) listening on (\S+)", text))
-            if len(self.urls) >= self.count:
-                break
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.__exit__()
-                raise RuntimeError(f"the sandbox domain did not start:\n{text[-2000:]}")
-            time.sleep(0.2)
+        self.proc = harness.serve_sandbox(
+            self.log,
+            "--scenario",
+            self.scenario,
+            "--kubeconfig",
+            str(self.kubeconfig),
+            "--service-kubeconfig",
+            str(self.service_kubeconfig),
+            "--controller-delay",
+            str(harness.FROZEN),
+        )
+        self.urls = harness.await_log(
+            self.proc, self.log, self._every_url, DOMAIN_START_TIMEOUT, "the sandbox domain", self.__exit__
+        )
         found = re.search(r"domain of \d+ clusters started in ([\d.]+)s", self.log.read_text(errors="replace"))
         self.start_s = float(found.group(1)) if found else time.perf_counter() - started
         return self
@@ -78,14 +59,13 @@ class DomainSandbox:
         for api in self._clients.values():
             api.close()
         self._clients.clear()
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()  # the sandbox stops cleanly on SIGTERM
-            try:
-                self.proc.wait(60)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
+        harness.stop_process(self.proc, 60)
         self.proc = None
+
+    def _every_url(self, text: str) -> dict[str, str] | None:
+        """Each cluster's API URL (cluster name -> URL) once the log names every cluster's, else None."""
+        urls = dict(re.findall(r"sandbox (\S+) listening on (\S+)", text))
+        return urls if len(urls) >= self.count else None
 
     @property
     def names(self) -> list[str]:
