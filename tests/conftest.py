@@ -196,6 +196,20 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+@pytest.fixture
+def immediate_bumps(request: Any) -> None:
+    """PostgreSQL bumps the live counters when the writer commits (deferred triggers); a test wrapped in
+    one transaction that never commits has them fire at the end of each statement instead. A
+    transactional test (``django_db(transaction=True)``) commits for real and is left as it is."""
+    marker = request.node.get_closest_marker("django_db")
+    if marker and marker.kwargs.get("transaction"):
+        return
+    request.getfixturevalue("db")
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+
+
 def wait_until(predicate: Any, timeout: float, interval: float = 0.2, message: str = "condition") -> Any:
     """Poll ``predicate`` until it returns something truthy; fail the test after ``timeout`` s."""
     deadline = time.monotonic() + timeout

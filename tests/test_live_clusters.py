@@ -33,23 +33,12 @@ from offloading.models.fleet import default_managed_pk
 from offloading.models.inventory import Pod
 from offloading.views import live
 
-pytestmark = pytest.mark.django_db
+# The live counters' bumps visible inside the test's transaction (tests/conftest.py).
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("immediate_bumps")]
 
 POLL: dict[str, Any] = {"HTTP_X_LIVE_POLL": "1", "HTTP_HX_REQUEST": "true"}
 LIST = reverse("offloading:namespace_list")
 BADGE = reverse("offloading:freshness")
-
-
-@pytest.fixture(autouse=True)
-def _immediate_bumps(request: Any) -> None:
-    """PostgreSQL bumps the counters at commit; these tests never commit (but the one that says so)."""
-    marker = request.node.get_closest_marker("django_db")
-    if marker and marker.kwargs.get("transaction"):
-        return
-    request.getfixturevalue("db")
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
 
 
 _LATER_MS = [0]  # how far the live checks' clock runs ahead of the real one
