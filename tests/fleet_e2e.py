@@ -34,6 +34,7 @@ from offloading.cluster import managed as managedclient
 from offloading.cluster.shares import cluster_lease_name
 from offloading.models import ManagedCluster
 from offloading.models.managed import ensure_configured
+from tests import webproc
 from tests.conftest import ROOT, Processes, _reset_producers, database_url
 
 LEASE_SECONDS = 4  # the watchers renew every second; a killed replica's clusters are free after this
@@ -261,12 +262,7 @@ def start_fleet(
         for fleet in started:
             fleet.close()
         for proc in domains:
-            proc.terminate()
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(10)
+            webproc.stop(proc)
         celery_app.conf.update(saved)
         _reset_producers(celery_app)
         kube.reset_client()
