@@ -8,7 +8,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -210,15 +210,18 @@ def immediate_bumps(request: Any) -> None:
             cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
 
 
-def wait_until(predicate: Any, timeout: float, interval: float = 0.2, message: str = "condition") -> Any:
-    """Poll ``predicate`` until it returns something truthy; fail the test after ``timeout`` s."""
+def wait_until(
+    predicate: Any, timeout: float, interval: float = 0.2, message: str | Callable[[], str] = "condition"
+) -> Any:
+    """Poll ``predicate`` until it returns something truthy; fail the test after ``timeout`` s, saying
+    what it waited for (``message``, or what a callable ``message`` says then: logs read at the failure)."""
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
         if value:
             return value
         if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout}s waiting for {message}")
+            pytest.fail(f"timed out after {timeout}s waiting for {message() if callable(message) else message}")
         time.sleep(interval)
 
 
