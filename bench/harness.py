@@ -7,9 +7,11 @@ import json
 import math
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -77,6 +79,28 @@ def reset_database() -> None:
     from django.core.management import call_command
 
     call_command("flush", interactive=False, verbosity=0)
+
+
+class Run:
+    """A benchmark run from the command line: its scratch directory (the database, kubeconfigs and
+    logs; removed at the end unless kept) and its progress log, lines on stderr stamped with the
+    seconds since the start."""
+
+    def __init__(self, prefix: str) -> None:
+        self.var_dir = Path(tempfile.mkdtemp(prefix=prefix))
+        self.started = time.perf_counter()
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.started
+
+    def log(self, message: str) -> None:
+        print(f"[{self.elapsed():6.1f}s] {message}", file=sys.stderr, flush=True)
+
+    def end(self, keep: bool) -> None:
+        if keep:
+            print(f"kept {self.var_dir}", file=sys.stderr)
+        else:
+            shutil.rmtree(self.var_dir, ignore_errors=True)
 
 
 # --------------------------------------------------------------------------------------------------
