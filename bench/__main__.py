@@ -7,10 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
-import tempfile
-import time
 from pathlib import Path
 
 from bench import FLEETS
@@ -119,15 +116,11 @@ def main(argv: list[str] | None = None) -> int:
             setattr(args, run, run in args.only)
     fleets = args.fleet or (list(FLEETS[:2]) if args.quick else list(FLEETS))
 
-    var_dir = Path(tempfile.mkdtemp(prefix="liqo-dash-bench-"))
-    started = time.perf_counter()
+    from bench import harness
 
-    def log(message: str) -> None:
-        print(f"[{time.perf_counter() - started:6.1f}s] {message}", file=sys.stderr, flush=True)
-
+    scratch = harness.Run("liqo-dash-bench-")
+    var_dir, log = scratch.var_dir, scratch.log
     try:
-        from bench import harness
-
         harness.setup_django(var_dir)
         from bench import measures, report
 
@@ -213,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
             repeats = 1 if args.quick else 3
             watched = viewers.measure(namespaces, clusters, var_dir, counts, window_s, log, repeats=repeats)
             harness.reset_database()
-        elapsed = time.perf_counter() - started
+        elapsed = scratch.elapsed()
         if args.json == "-":
             sys.stdout = sys.stderr  # the readable report goes to stderr, stdout holds only the JSON
         print()
@@ -270,10 +263,7 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 Path(args.json).write_text(json.dumps(summary, indent=2))
     finally:
-        if args.keep:
-            print(f"kept {var_dir}", file=sys.stderr)
-        else:
-            shutil.rmtree(var_dir, ignore_errors=True)
+        scratch.end(args.keep)
     return 0
 
 

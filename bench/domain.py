@@ -26,10 +26,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -368,12 +366,8 @@ def main(argv: list[str] | None = None) -> int:
         namespaces, peers = args.fleet
     if clusters < 2:
         parser.error("--clusters: at least 2")
-    var_dir = Path(tempfile.mkdtemp(prefix="liqo-dash-bench-domain-"))
-    started = time.perf_counter()
-
-    def log(message: str) -> None:
-        print(f"[{time.perf_counter() - started:6.1f}s] {message}", file=sys.stderr, flush=True)
-
+    scratch = harness.Run("liqo-dash-bench-domain-")
+    var_dir, log = scratch.var_dir, scratch.log
     try:
         harness.setup_django(var_dir)
         figures = measure(
@@ -387,14 +381,11 @@ def main(argv: list[str] | None = None) -> int:
             repeat=max(1, args.repeat),
         )
         print("\n".join(lines(figures)))
-        print(f"\n(total {time.perf_counter() - started:.0f} s)")
+        print(f"\n(total {scratch.elapsed():.0f} s)")
         if args.json:
             Path(args.json).write_text(json.dumps(figures, indent=2))
     finally:
-        if args.keep:
-            print(f"kept {var_dir}", file=sys.stderr)
-        else:
-            shutil.rmtree(var_dir, ignore_errors=True)
+        scratch.end(args.keep)
     return 0
 
 

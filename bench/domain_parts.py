@@ -8,14 +8,12 @@ import os
 import re
 import sqlite3
 import subprocess
-import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 from bench import harness, offloading_mix
-from bench.sync import _rss_mb
+from bench.sync import WatcherProcess, _rss_mb
 
 DOMAIN_START_TIMEOUT = 600
 
@@ -39,38 +37,20 @@ class DomainSandbox:
 
     def __enter__(self) -> DomainSandbox:
         started = time.perf_counter()
-        with open(self.log, "wb") as out:
-            self.proc = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "sandbox",
-                    "serve",
-                    "--port",
-                    "0",
-                    "--scenario",
-                    self.scenario,
-                    "--kubeconfig",
-                    str(self.kubeconfig),
-                    "--service-kubeconfig",
-                    str(self.service_kubeconfig),
-                    "--controller-delay",
-                    str(harness.FROZEN),
-                ],
-                cwd=harness.ROOT,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-            )
-        deadline = time.monotonic() + DOMAIN_START_TIMEOUT
-        while len(self.urls) < self.count:
-            text = self.log.read_text(errors="replace")
-            self.urls = dict(re.findall(r"sandbox (\S+) listening on (\S+)", text))
-            if len(self.urls) >= self.count:
-                break
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.__exit__()
-                raise RuntimeError(f"the sandbox domain did not start:\n{text[-2000:]}")
-            time.sleep(0.2)
+        self.proc = harness.serve_sandbox(
+            self.log,
+            "--scenario",
+            self.scenario,
+            "--kubeconfig",
+            str(self.kubeconfig),
+            "--service-kubeconfig",
+            str(self.service_kubeconfig),
+            "--controller-delay",
+            str(harness.FROZEN),
+        )
+        self.urls = harness.await_log(
+            self.proc, self.log, self._every_url, DOMAIN_START_TIMEOUT, "the sandbox domain", self.__exit__
+        )
         found = re.search(r"domain of \d+ clusters started in ([\d.]+)s", self.log.read_text(errors="replace"))
         self.start_s = float(found.group(1)) if found else time.perf_counter() - started
         return self
@@ -79,14 +59,13 @@ class DomainSandbox:
         for api in self._clients.values():
             api.close()
         self._clients.clear()
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()  # the sandbox stops cleanly on SIGTERM
-            try:
-                self.proc.wait(60)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
+        harness.stop_process(self.proc, 60)
         self.proc = None
+
+    def _every_url(self, text: str) -> dict[str, str] | None:
+        """Each cluster's API URL (cluster name -> URL) once the log names every cluster's, else None."""
+        urls = dict(re.findall(r"sandbox (\S+) listening on (\S+)", text))
+        return urls if len(urls) >= self.count else None
 
     @property
     def names(self) -> list[str]:
@@ -101,10 +80,12 @@ class DomainSandbox:
         return self._clients[cluster]
 
 
-class FleetWatcher:
+class FleetWatcher(WatcherProcess):
     """``manage.py watch_cluster`` as the Procfile runs it (leader election on: one Lease per managed
     cluster on the default cluster's API server), managing the kubeconfig contexts ``clusters`` (the
     first the default; none: the current context alone), as the dashboard's service account."""
+
+    stop_wait_s = 30.0  # it releases its leases on SIGTERM
 
     def __init__(self, kubeconfig: Path, clusters: list[str], log: Path) -> None:
         env = dict(
@@ -114,23 +95,7 @@ class FleetWatcher:
             LIQO_DASH_LEADER_ELECTION="true",
             LIQO_DASH_CLUSTERS=",".join(clusters),
         )
-        self.log = log
-        with open(log, "wb") as out:
-            self.proc = subprocess.Popen(
-                [sys.executable, "manage.py", "watch_cluster"],
-                cwd=harness.ROOT,
-                env=env,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-            )
-        self.peak_mb = 0.0
-        self._stop = threading.Event()
-        self._sampler = threading.Thread(target=self._sample, daemon=True)
-        self._sampler.start()
-
-    def _sample(self) -> None:
-        while not self._stop.wait(0.2):
-            self.peak_mb = max(self.peak_mb, _rss_mb(self.proc.pid))
+        super().__init__(env, log)
 
     def rss_mb(self) -> float:
         return _rss_mb(self.proc.pid, "VmRSS")
@@ -164,18 +129,6 @@ class FleetWatcher:
 
     def alive(self) -> bool:
         return self.proc.poll() is None
-
-    def stop(self) -> None:
-        self.peak_mb = max(self.peak_mb, _rss_mb(self.proc.pid))
-        self._stop.set()
-        if self.proc.poll() is None:
-            self.proc.terminate()  # releases its leases
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
-        self._sampler.join(5)
 
 
 def synced(names: list[str] | None) -> bool:

@@ -7,22 +7,26 @@ import json
 import math
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 
 # The resources the refresh lists, by the last segment of their collection URL.
 LISTED_KINDS = ("foreignclusters", "virtualnodes", "nodes", "namespaces", "namespaceoffloadings")
+
+T = TypeVar("T")
 
 
 def setup_django(var_dir: Path) -> None:
@@ -77,8 +81,85 @@ def reset_database() -> None:
     call_command("flush", interactive=False, verbosity=0)
 
 
+class Run:
+    """A benchmark run from the command line: its scratch directory (the database, kubeconfigs and
+    logs; removed at the end unless kept) and its progress log, lines on stderr stamped with the
+    seconds since the start."""
+
+    def __init__(self, prefix: str) -> None:
+        self.var_dir = Path(tempfile.mkdtemp(prefix=prefix))
+        self.started = time.perf_counter()
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.started
+
+    def log(self, message: str) -> None:
+        print(f"[{self.elapsed():6.1f}s] {message}", file=sys.stderr, flush=True)
+
+    def end(self, keep: bool) -> None:
+        if keep:
+            print(f"kept {self.var_dir}", file=sys.stderr)
+        else:
+            shutil.rmtree(self.var_dir, ignore_errors=True)
+
+
 # --------------------------------------------------------------------------------------------------
 # The sandbox fleet
+
+
+def serve_sandbox(log: Path, *args: str) -> subprocess.Popen[bytes]:
+    """``python -m sandbox serve --port 0 ARGS`` in its own process from the project root, its output in
+    ``log`` (where it says what it listens on): how every benchmark starts its sandbox."""
+    with open(log, "wb") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "sandbox", "serve", "--port", "0", *args],
+            cwd=ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+
+
+def await_log(
+    proc: subprocess.Popen[bytes],
+    log: Path,
+    found: Callable[[str], T | None],
+    timeout: float,
+    what: str,
+    stop: Callable[[], object],
+    interval: float = 0.2,
+) -> T:
+    """Poll ``log`` until ``found`` finds what it looks for in its text (say, the URL the sandbox
+    listens on) and return that; when the process exits or ``timeout`` passes first, ``stop`` it and
+    raise RuntimeError with the log's tail."""
+    deadline = time.monotonic() + timeout
+    while True:
+        text = log.read_text(errors="replace")
+        result = found(text)
+        if result is not None:
+            return result
+        if proc.poll() is not None or time.monotonic() > deadline:
+            stop()
+            raise RuntimeError(f"{what} did not start:\n{text[-2000:]}")
+        time.sleep(interval)  # polling the log, not synchronising: the deadline bounds it
+
+
+def listening_url(text: str) -> str | None:
+    """The URL a single sandbox says it listens on, or None before it does."""
+    match = re.search(r"sandbox listening on (\S+)", text)
+    return match.group(1) if match else None
+
+
+def stop_process(proc: subprocess.Popen[bytes] | None, wait_s: float) -> None:
+    """SIGTERM (the sandbox and the watcher stop cleanly on it, the watcher releasing its leases), then
+    SIGKILL when it has not exited after ``wait_s``."""
+    if proc is None or proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(wait_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(10)
 
 
 @dataclass
@@ -124,38 +205,18 @@ class Fleet:
             scenario += f"+{self.pods}"
         self.kubeconfig = self.var_dir / f"{name}.kubeconfig"
         out = self.var_dir / f"{name}.log"
-        with open(out, "wb") as log:
-            self.proc = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "sandbox",
-                    "serve",
-                    "--port",
-                    "0",
-                    "--scenario",
-                    str(scenario),
-                    "--kubeconfig",
-                    str(self.kubeconfig),
-                    "--service-kubeconfig",
-                    str(self.service_kubeconfig),
-                    "--controller-delay",
-                    str(FROZEN),
-                ],
-                cwd=ROOT,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
-        deadline = time.monotonic() + SANDBOX_START_TIMEOUT
-        while not self.url:
-            match = re.search(r"sandbox listening on (\S+)", out.read_text(errors="replace"))
-            if match:
-                self.url = match.group(1)
-            elif self.proc.poll() is not None or time.monotonic() > deadline:
-                self.__exit__()
-                raise RuntimeError(f"the sandbox did not start:\n{out.read_text(errors='replace')[-2000:]}")
-            else:
-                time.sleep(0.2)
+        self.proc = serve_sandbox(
+            out,
+            "--scenario",
+            str(scenario),
+            "--kubeconfig",
+            str(self.kubeconfig),
+            "--service-kubeconfig",
+            str(self.service_kubeconfig),
+            "--controller-delay",
+            str(FROZEN),
+        )
+        self.url = await_log(self.proc, out, listening_url, SANDBOX_START_TIMEOUT, "the sandbox", self.__exit__)
         self.startup_s = time.perf_counter() - started
         settings.LIQO_DASH = {
             **settings.LIQO_DASH,
@@ -172,13 +233,7 @@ class Fleet:
         if self._client is not None:
             self._client.close()
             self._client = None
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()  # the sandbox stops cleanly on SIGTERM
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
+        stop_process(self.proc, 30)
         self.proc = None
 
     # A second client of our own, so that the benchmark's own calls are never counted.

@@ -54,20 +54,17 @@ def _wait(predicate: Any, timeout: float, what: str, interval: float = 0.01) -> 
     return time.monotonic() - started
 
 
-class Watcher:
-    """``manage.py watch_cluster`` against the fleet, in its own process."""
+class WatcherProcess:
+    """``manage.py watch_cluster ARGS`` in its own process (as deployed), its environment ``env``, its
+    output in ``log``, its peak memory sampled while it runs (its VmHWM read again at the stop)."""
 
-    def __init__(self, fleet: harness.Fleet, var_dir: Path, kubeconfig: Path | None = None) -> None:
-        env = dict(
-            os.environ,
-            KUBECONFIG=str(kubeconfig or fleet.kubeconfig),
-            KUBE_CONFIG_MODE="kubeconfig",
-            LIQO_DASH_LEADER_ELECTION="false",
-        )
-        self.log = var_dir / "watcher.log"
-        with open(self.log, "wb") as out:
+    stop_wait_s = 20.0  # how long it may take to stop on SIGTERM before it is killed
+
+    def __init__(self, env: dict[str, str], log: Path, *args: str) -> None:
+        self.log = log
+        with open(log, "wb") as out:
             self.proc = subprocess.Popen(
-                [sys.executable, "manage.py", "watch_cluster", "--timeout-seconds", "300"],
+                [sys.executable, "manage.py", "watch_cluster", *args],
                 cwd=harness.ROOT,
                 env=env,
                 stdout=out,
@@ -85,14 +82,21 @@ class Watcher:
     def stop(self) -> None:
         self.peak_mb = max(self.peak_mb, _rss_mb(self.proc.pid))
         self._stop.set()
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
+        harness.stop_process(self.proc, self.stop_wait_s)
         self._sampler.join(5)
+
+
+class Watcher(WatcherProcess):
+    """``manage.py watch_cluster`` against the fleet, without leader election."""
+
+    def __init__(self, fleet: harness.Fleet, var_dir: Path, kubeconfig: Path | None = None) -> None:
+        env = dict(
+            os.environ,
+            KUBECONFIG=str(kubeconfig or fleet.kubeconfig),
+            KUBE_CONFIG_MODE="kubeconfig",
+            LIQO_DASH_LEADER_ELECTION="false",
+        )
+        super().__init__(env, var_dir / "watcher.log", "--timeout-seconds", "300")
 
 
 def _status_latency(fleet: harness.Fleet, samples: int, log: Any, flip: int = 0) -> list[float]:

@@ -34,8 +34,6 @@ import json
 import os
 import shutil
 import sys
-import tempfile
-import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -189,12 +187,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--size must be at least 2 (half of it goes to each kubectl run)")
     from bench import harness
 
-    var_dir = Path(tempfile.mkdtemp(prefix="liqo-dash-bench-throughput-"))
-    started = time.perf_counter()
-
-    def log(message: str) -> None:
-        print(f"[{time.perf_counter() - started:6.1f}s] {message}", file=sys.stderr, flush=True)
-
+    scratch = harness.Run("liqo-dash-bench-throughput-")
+    var_dir, log = scratch.var_dir, scratch.log
     try:
         harness.setup_django(var_dir)
         moved = measure(var_dir, args.size, log)
@@ -202,10 +196,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.json:
             Path(args.json).write_text(json.dumps(moved.as_dict(), indent=1, sort_keys=True) + "\n")
     finally:
-        if args.keep:
-            log(f"kept {var_dir}")
-        else:
-            shutil.rmtree(var_dir, ignore_errors=True)
+        scratch.end(args.keep)
     return 0
 
 

@@ -4,16 +4,14 @@ each in its own process, the worker's memory sampled while it pushes, and the CP
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
 import threading
-import time
 import urllib.request
 from pathlib import Path
 from typing import Any
 
-from bench.harness import ROOT
+from bench.harness import ROOT, await_log, listening_url, serve_sandbox, stop_process
 
 
 class SandboxProcess:
@@ -22,35 +20,8 @@ class SandboxProcess:
     def __init__(self, var_dir: Path) -> None:
         self.kubeconfig = var_dir / "throughput.kubeconfig"
         self.log = var_dir / "throughput-sandbox.log"
-        with open(self.log, "wb") as out:
-            self.proc = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "sandbox",
-                    "serve",
-                    "--port",
-                    "0",
-                    "--scenario",
-                    "minimal",
-                    "--kubeconfig",
-                    str(self.kubeconfig),
-                ],
-                cwd=ROOT,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-            )
-        self.url = ""
-        deadline = time.monotonic() + 60
-        while not self.url:
-            found = re.search(r"sandbox listening on (\S+)", self.log.read_text(errors="replace"))
-            if found:
-                self.url = found.group(1)
-            elif self.proc.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(f"the sandbox did not start:\n{self.log.read_text(errors='replace')[-2000:]}")
-            else:
-                time.sleep(0.1)
+        self.proc = serve_sandbox(self.log, "--scenario", "minimal", "--kubeconfig", str(self.kubeconfig))
+        self.url = await_log(self.proc, self.log, listening_url, 60, "the sandbox", self.stop, interval=0.1)
 
     def admin(self, path: str, method: str = "GET", body: Any = None) -> Any:
         data = None if body is None else json.dumps(body).encode()
@@ -61,13 +32,7 @@ class SandboxProcess:
             return json.loads(response.read())
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
+        stop_process(self.proc, 30)
 
 
 class RssSampler:
@@ -133,10 +98,4 @@ class WatcherProcess:
             )
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
+        stop_process(self.proc, 20)

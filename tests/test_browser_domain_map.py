@@ -21,8 +21,7 @@ from offloading.insight import domain
 from offloading.models import Cluster, ClusterOffloading, ManagedCluster, Namespace, SnapshotState
 from offloading.models.fleet import default_managed_pk
 from sandbox import Sandbox
-from tests.browser import login
-from tests.conftest import ADMIN_PASSWORD
+from tests.browser import login, sign_in
 from tests.test_diagnosis_scenarios import sync_snapshot
 from tests.test_layout import _axe, context  # noqa: F401 - the axe helper, and the fixture of a CSP-free context
 
@@ -138,11 +137,7 @@ def test_the_domain_map_does_not_scroll_sideways_and_axe_finds_nothing_serious(
     (its names stay 12 px), not the page."""
     page = context.new_page()
     page.set_viewport_size({"width": width, "height": 900})
-    page.goto(f"{live_server.url}/accounts/login/")
-    page.fill("input[name=username]", "admin")
-    page.fill("input[name=password]", ADMIN_PASSWORD)
-    page.click("main button[type=submit]")
-    page.wait_for_url(f"{live_server.url}/")
+    sign_in(page, live_server)
     page.goto(f"{live_server.url}/domain/")
     expect(page.locator("#domain-map a.domain-node.domain-peer")).to_have_count(2)
     assert page.evaluate("document.documentElement.scrollWidth - window.innerWidth") <= 0

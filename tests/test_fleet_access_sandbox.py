@@ -73,16 +73,21 @@ def _reset(two: Two) -> None:
         two.domain[cluster].api.traffic.reset()
 
 
-def test_milan_maps_the_role_to_its_own_group_and_rome_keeps_the_installations(two: Two) -> None:
-    _milan_rbac(two, operators_write=False, offloaders_write=True)
-    two.milan.impersonation_groups = MILAN_GROUPS
-    two.milan.save()
+def _offload_orders_in_both(two: Two) -> None:
+    """olga offloads orders in milan, then in rome (each API server's traffic counted afresh): both apply."""
     _reset(two)
     milans = request_offload("orders", SPEC, two.olga, managed=two.milan.pk)
     romes = request_offload("orders", SPEC, two.olga)
     for change in (milans, romes):
         change.refresh_from_db()
         assert change.state == ChangeState.APPLIED, change.message
+
+
+def test_milan_maps_the_role_to_its_own_group_and_rome_keeps_the_installations(two: Two) -> None:
+    _milan_rbac(two, operators_write=False, offloaders_write=True)
+    two.milan.impersonation_groups = MILAN_GROUPS
+    two.milan.save()
+    _offload_orders_in_both(two)
     assert two.offloading("milan") is not None and two.offloading("rome") is not None
     # The headers each API server received: olga as milan maps operators there, as the installation at rome.
     milan, rome = _acting(two, "milan"), _acting(two, "rome")
@@ -116,12 +121,7 @@ def test_impersonation_off_on_milan_pushes_as_the_dashboard_there_only(two: Two)
     _milan_rbac(two, operators_write=False, offloaders_write=False)
     two.milan.impersonation = "off"
     two.milan.save()
-    _reset(two)
-    milans = request_offload("orders", SPEC, two.olga, managed=two.milan.pk)
-    romes = request_offload("orders", SPEC, two.olga)
-    for change in (milans, romes):
-        change.refresh_from_db()
-        assert change.state == ChangeState.APPLIED, change.message
+    _offload_orders_in_both(two)
     assert _acting(two, "milan") == {}  # no Impersonate-* header reached milan
     assert two.calls("milan").get(WRITE, 0) >= 1 and SAR not in two.calls("milan")  # nothing to review there
     assert set(_acting(two, "rome")) == {"liqo-dash:olga [liqo-dash:operators]"}

@@ -10,12 +10,12 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import Group
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
 from offloading.models import ManagedCluster, SnapshotState
+from tests.conftest import viewer_client
 from tests.fleet_snapshot import write_turin
 
 URL = reverse("offloading:fleet_namespaces")
@@ -23,11 +23,7 @@ URL = reverse("offloading:fleet_namespaces")
 
 @pytest.fixture
 def viewer(django_user_model: Any) -> Client:
-    user = django_user_model.objects.create_user("vera", password="vera-password-123")
-    user.groups.add(Group.objects.get(name="viewer"))
-    client = Client()
-    client.force_login(user)
-    return client
+    return viewer_client(django_user_model)
 
 
 def _rows(html: str) -> list[tuple[str, str]]:

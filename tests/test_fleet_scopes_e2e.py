@@ -18,6 +18,7 @@ from access import roles
 from access.models import Scope
 from offloading.choices import ChangeState
 from offloading.models import ChangeRequest, Namespace
+from tests.browser import sign_in
 
 PASSWORD = "olga-password-123"
 NAMESPACES = {"rome": ("team-a", "other"), "milan": ("team-a", "team-b", "other")}
@@ -56,11 +57,7 @@ def test_an_operator_scoped_to_milans_team_namespaces_changes_those_and_nothing_
     olga = _olga(django_user_model)
     rome, milan = (f"/m/{fleet.managed[c].name}" for c in ("rome", "milan"))
     page = browser_page
-    page.goto(f"{live_server.url}/accounts/login/")
-    page.fill("input[name=username]", "olga")
-    page.fill("input[name=password]", PASSWORD)
-    page.click("main button[type=submit]")
-    page.wait_for_url(f"{live_server.url}/")
+    sign_in(page, live_server, "olga", PASSWORD)
 
     # What she sees: milan's team namespaces hers to offload, the rest read only, rome's team-a too.
     page.goto(f"{live_server.url}{milan}/namespaces/")

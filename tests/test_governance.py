@@ -49,23 +49,24 @@ def sent(monkeypatch: Any) -> dict[str, list[int]]:
 @pytest.fixture
 def people(django_user_model: Any, admin_user: Any) -> dict[str, Any]:
     """olga and oscar: operators of shop; otto: an operator of other namespaces; vera: a viewer; ada: an admin."""
-
-    def make(name: str, role: str, globs: tuple[str, ...] = ()) -> Any:
-        user = django_user_model.objects.create_user(name, password=f"{name}-password-123")
-        user.groups.add(Group.objects.get_or_create(name=role)[0])
-        for glob in globs:
-            Scope.objects.create(user=user, kind="glob", value=glob)
-        roles.forget(user)
-        return user
-
     return {
-        "olga": make("olga", roles.OPERATOR, ("shop", "team-*")),
-        "oscar": make("oscar", roles.OPERATOR, ("shop", "team-*")),
-        "otto": make("otto", roles.OPERATOR, ("payments",)),
-        "vera": make("vera", roles.VIEWER),
-        "ada": make("ada", roles.ADMIN),
+        "olga": person(django_user_model, "olga", roles.OPERATOR, "shop", "team-*"),
+        "oscar": person(django_user_model, "oscar", roles.OPERATOR, "shop", "team-*"),
+        "otto": person(django_user_model, "otto", roles.OPERATOR, "payments"),
+        "vera": person(django_user_model, "vera", roles.VIEWER),
+        "ada": person(django_user_model, "ada", roles.ADMIN),
         "admin": admin_user,
     }
+
+
+def person(django_user_model: Any, name: str, role: str, *globs: str) -> Any:
+    """A user of ``role`` whose scopes are the namespace globs ``globs`` (its role cache forgotten)."""
+    user = django_user_model.objects.create_user(name, password=f"{name}-password-123")
+    user.groups.add(Group.objects.get_or_create(name=role)[0])
+    for glob in globs:
+        Scope.objects.create(user=user, kind="glob", value=glob)
+    roles.forget(user)
+    return user
 
 
 def actor(user: Any, source: str = Source.WEB) -> Actor:

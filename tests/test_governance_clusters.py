@@ -14,16 +14,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import Group
 from django.test import Client
 from rest_framework.test import APIClient
 
 from access import roles
-from access.models import ApiToken, Scope
+from access.models import ApiToken
 from offloading.changes.bulk import request_bulk
 from offloading.changes.requests import request_offload, request_unoffload
-from offloading.choices import AlertKind, AuditAction, ChangeAction, ChangeState, Source
-from offloading.context import Actor
+from offloading.choices import AlertKind, AuditAction, ChangeAction, ChangeState
 from offloading.governance import approvals, beat, clock, policy
 from offloading.models import (
     Alert,
@@ -37,6 +35,7 @@ from offloading.models import (
 )
 from tests.conftest import READY_SPEC
 from tests.fleet_snapshot import write_turin
+from tests.test_governance import actor, govern, person
 
 pytestmark = pytest.mark.django_db
 
@@ -67,23 +66,6 @@ def sent(monkeypatch: Any) -> list[tuple[str, int, int | None]]:
     for module in ("offloading.changes.bulk", "offloading.governance.approvals"):
         monkeypatch.setattr(f"{module}.enqueue_bulk", bulk)
     return found
-
-
-def govern(settings: Any, **values: Any) -> None:
-    settings.LIQO_DASH = {**settings.LIQO_DASH, **values}
-
-
-def person(django_user_model: Any, name: str, role: str, *globs: str) -> Any:
-    user = django_user_model.objects.create_user(name, password=f"{name}-password-123")
-    user.groups.add(Group.objects.get_or_create(name=role)[0])
-    for glob in globs:
-        Scope.objects.create(user=user, kind="glob", value=glob)
-    roles.forget(user)
-    return user
-
-
-def actor(user: Any) -> Actor:
-    return Actor(user.pk, user.get_username(), Source.WEB, f"req-{user.get_username()}")
 
 
 def api_as(user: Any) -> APIClient:

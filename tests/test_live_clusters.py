@@ -11,7 +11,6 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import Group
 from django.db import connection, transaction
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
@@ -32,24 +31,14 @@ from offloading.models import (
 from offloading.models.fleet import default_managed_pk
 from offloading.models.inventory import Pod
 from offloading.views import live
+from tests.conftest import viewer_client
 
-pytestmark = pytest.mark.django_db
+# The live counters' bumps visible inside the test's transaction (tests/conftest.py).
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("immediate_bumps")]
 
 POLL: dict[str, Any] = {"HTTP_X_LIVE_POLL": "1", "HTTP_HX_REQUEST": "true"}
 LIST = reverse("offloading:namespace_list")
 BADGE = reverse("offloading:freshness")
-
-
-@pytest.fixture(autouse=True)
-def _immediate_bumps(request: Any) -> None:
-    """PostgreSQL bumps the counters at commit; these tests never commit (but the one that says so)."""
-    marker = request.node.get_closest_marker("django_db")
-    if marker and marker.kwargs.get("transaction"):
-        return
-    request.getfixturevalue("db")
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
 
 
 _LATER_MS = [0]  # how far the live checks' clock runs ahead of the real one
@@ -80,14 +69,6 @@ def _counters(kind: str, *clusters: ManagedCluster) -> list[int]:
     keys = (kind, *(livetriggers.cluster_kind(kind, cluster.pk) for cluster in clusters))
     found = live.versions(keys)
     return [found[key] for key in keys]
-
-
-def _viewer(django_user_model: Any) -> Client:
-    user = django_user_model.objects.create_user("vera", password="vera-password-123")
-    user.groups.add(Group.objects.get(name="viewer"))
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def _poll(client: Client, url: str, etag: str = "") -> Any:
@@ -223,7 +204,7 @@ def _written(cluster: ManagedCluster | None, name: str) -> None:
 def test_a_rome_page_does_not_re_render_on_milans_write_and_does_on_romes(
     two: Any, django_user_model: Any, monkeypatch: Any, early: bool
 ) -> None:
-    client = _viewer(django_user_model)
+    client = viewer_client(django_user_model)
     if not early:  # LivePollMiddleware recognises no one: the view's live.page decides
         monkeypatch.setattr(middleware, "_viewer", lambda request, marks: None)
     url = f"/m/rome{LIST}"
@@ -239,7 +220,7 @@ def test_a_rome_page_does_not_re_render_on_milans_write_and_does_on_romes(
 
 
 def test_the_default_clusters_page_does_not_re_render_on_milans_write(two: Any, django_user_model: Any) -> None:
-    client = _viewer(django_user_model)
+    client = viewer_client(django_user_model)
     first = _poll(client, LIST)
     assert first.status_code == 200 and "rome-shop" not in first.content.decode()
     _written(two["milan"], "made-in-milan")
@@ -264,7 +245,7 @@ def test_the_domain_map_polls_the_fleets_counters(two: Any, django_user_model: A
 
 
 def test_a_prefixed_idle_poll_costs_one_read_as_the_default_ones(two: Any, django_user_model: Any) -> None:
-    client = _viewer(django_user_model)
+    client = viewer_client(django_user_model)
     url = f"/m/rome{LIST}"
     first = _poll(client, url)
     with CaptureQueriesContext(connection) as queries:
@@ -276,7 +257,7 @@ def test_a_prefixed_idle_poll_costs_one_read_as_the_default_ones(two: Any, djang
 
 
 def test_an_unknown_clusters_poll_is_left_to_the_view(two: Any, django_user_model: Any) -> None:
-    client = _viewer(django_user_model)
+    client = viewer_client(django_user_model)
     first = _poll(client, f"/m/rome{LIST}")
     ManagedCluster.objects.filter(name="rome").delete()
     gone = _poll(client, f"/m/rome{LIST}", first["ETag"])
@@ -289,14 +270,14 @@ def test_an_unknown_clusters_poll_is_left_to_the_view(two: Any, django_user_mode
 
 
 def test_each_clusters_page_polls_its_own_badge(two: Any, django_user_model: Any) -> None:
-    client = _viewer(django_user_model)
+    client = viewer_client(django_user_model)
     page = client.get(f"/m/milan{LIST}").content.decode()
     assert f'hx-get="/m/milan{BADGE}"' in page
     assert f'hx-get="{BADGE}"' in client.get(LIST).content.decode()
 
 
 def test_the_badge_under_milan_shows_milans_staleness_while_rome_is_fresh(two: Any, django_user_model: Any) -> None:
-    client = _viewer(django_user_model)
+    client = viewer_client(django_user_model)
     rome_first = _poll(client, f"/m/rome{BADGE}")
     milan_first = _poll(client, f"/m/milan{BADGE}")
     assert 'data-level="fresh"' in rome_first.content.decode()
@@ -319,7 +300,7 @@ def test_the_badge_under_milan_shows_milans_staleness_while_rome_is_fresh(two: A
 
 
 def test_an_error_in_milan_leaves_the_default_badge_fresh(two: Any, django_user_model: Any) -> None:
-    client = _viewer(django_user_model)
+    client = viewer_client(django_user_model)
     SnapshotState.touch(None, last_success_at=timezone.now(), last_attempt_at=timezone.now())
     first = _poll(client, BADGE)
     SnapshotState.touch(two["milan"], last_attempt_at=timezone.now() + timedelta(seconds=1), last_error="boom")

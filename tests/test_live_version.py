@@ -32,23 +32,10 @@ from offloading.models.inventory import KubeEvent, Pod
 from offloading.snapshot import informer
 from offloading.views import live
 
-pytestmark = pytest.mark.django_db
+# The live counters' bumps visible inside the test's transaction (tests/conftest.py).
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("immediate_bumps")]
 
 POLL = {"HTTP_X_LIVE_POLL": "1", "HTTP_HX_REQUEST": "true"}
-
-
-@pytest.fixture(autouse=True)
-def _bumps_visible_in_the_test_transaction(request: Any) -> None:
-    """PostgreSQL bumps the counters when the writer commits (deferred triggers); a test wrapped in one
-    transaction that never commits has them fire at the end of each statement instead. The
-    transactional test at the end commits for real."""
-    marker = request.node.get_closest_marker("django_db")
-    if marker and marker.kwargs.get("transaction"):
-        return
-    request.getfixturevalue("db")
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
 
 
 def _poll(client: Any, url: str, etag: str | None = None) -> Any:

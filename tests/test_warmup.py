@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -33,15 +34,7 @@ def test_the_wsgi_entry_point_warms_up_unless_told_not_to() -> None:
     )
     counts = []
     for flag in ("true", "false"):
-        done = subprocess.run(
-            [sys.executable, "-c", script],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            check=True,
-            env={**_env(), "LIQO_DASH_WARMUP": flag},
-        )
-        counts.append(int(done.stdout.strip().splitlines()[-1]))
+        counts.append(int(_run(script, LIQO_DASH_WARMUP=flag)[-1]))
     assert counts[0] >= 20 and counts[1] == 0
 
 
@@ -66,19 +59,24 @@ def test_warm_loads_what_a_first_request_would_load_lazily() -> None:
         "warm()\n"
         "print(sorted(n for n in names if n not in sys.modules), sum(lazy(get_resolver().url_patterns)))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, check=True, env=_env()
-    )
-    before, after = done.stdout.strip().splitlines()[-2:]
+    before, after = _run(script)[-2:]
     not_loaded, lazy_patterns = (int(n) for n in before.split())
     assert not_loaded >= 5 and lazy_patterns >= 10  # what the first request would have paid for
     assert after == "[] 0"
 
 
-def _env() -> dict[str, str]:
-    import os
-
-    return {**os.environ, "DJANGO_SETTINGS_MODULE": "liqo_dash.settings_test", "LOG_LEVEL": "WARNING"}
+def _run(script: str, **env: str) -> list[str]:
+    """The lines ``python -c script`` prints in a new process (the test settings, plus ``env``): a
+    process that has loaded nothing yet, as a new web worker."""
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": "liqo_dash.settings_test", "LOG_LEVEL": "WARNING", **env},
+    )
+    return done.stdout.strip().splitlines()
 
 
 def test_the_wsgi_entry_point_freezes_its_startup_heap_unless_told_not_to() -> None:
@@ -87,15 +85,7 @@ def test_the_wsgi_entry_point_freezes_its_startup_heap_unless_told_not_to() -> N
     script = "import gc\nimport liqo_dash.wsgi\nprint(gc.get_freeze_count(), len(gc.get_objects()))\n"
     found = {}
     for flag in ("true", "false"):
-        done = subprocess.run(
-            [sys.executable, "-c", script],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            check=True,
-            env={**_env(), "LIQO_DASH_FREEZE_HEAP": flag},
-        )
-        found[flag] = [int(n) for n in done.stdout.strip().splitlines()[-1].split()]
+        found[flag] = [int(n) for n in _run(script, LIQO_DASH_FREEZE_HEAP=flag)[-1].split()]
     (frozen, walked), (unfrozen, walked_without) = found["true"], found["false"]
     assert unfrozen == 0 and walked_without > 50_000  # without: the collector walks the whole startup heap
     assert frozen > 50_000 and walked < frozen / 20  # with: next to nothing is left to walk
