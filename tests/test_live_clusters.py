@@ -234,7 +234,7 @@ def test_the_default_clusters_page_does_not_re_render_on_milans_write(two: Any, 
 def test_the_domain_map_polls_the_fleets_counters(two: Any, django_user_model: Any, prefix: str) -> None:
     """The domain map draws every managed cluster (a cluster's own path its neighbourhood, with its providers'
     counts): a write in milan moves it, wherever it is polled from."""
-    client = _viewer(django_user_model)
+    client = viewer_client(django_user_model)
     url = prefix + reverse("offloading:domain_map")
     first = _poll(client, url)
     assert first.status_code == 200
