@@ -96,6 +96,7 @@ PAGES = [
     ("audit-cluster", "/audit/?cluster={milan}"),
     ("managed-clusters", "/managed-clusters/"),
     ("fleet-namespaces", "/fleet/namespaces/"),
+    ("fleet-changes", "/fleet/changes/"),
     # Another managed cluster's page (offloading/switcher.py), its cluster switcher open.
     ("cluster-namespaces", "/m/{milan}/namespaces/"),
     ("tokens", "/tokens/"),
