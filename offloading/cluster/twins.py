@@ -43,7 +43,7 @@ from offloading.cluster.errors import KubeError
 from offloading.cluster.identity import Identity, impersonation_headers
 from offloading.cluster.managed import api_client_for
 from offloading.models import ClusterOffloading, MappingEntry, Namespace, SnapshotState
-from offloading.models.fleet import ManagedRef
+from offloading.models.fleet import ManagedRef, is_default
 from offloading.models.managed import ManagedCluster
 
 READ_TIMEOUT = 1.5  # seconds per call to a provider (a page's read, like the dry-run's timeout)
@@ -338,11 +338,15 @@ def local_cluster_id(managed: ManagedRef = None) -> str:
     return SnapshotState.local_id_of(managed)
 
 
-def managed_providers(local_id: str) -> dict[str, ManagedCluster]:
-    """The managed clusters by their Liqo cluster id, but the one of ``local_id`` (the namespace's own): the
-    default cluster by its own id (configured or discovered), the others by the id discovery named."""
+def managed_providers(local_id: str, own: ManagedRef = None) -> dict[str, ManagedCluster]:
+    """The managed clusters by their Liqo cluster id, but the one of ``local_id``: the others by the id
+    discovery named; the default cluster too (by its own id, configured or discovered) when ``own``, the
+    namespace's cluster, is another one (None: the default's, asked of no other)."""
     found: dict[str, ManagedCluster] = {}
+    from_default = own is not None and not is_default(own)
     for cluster in ManagedCluster.objects.order_by("-is_default", "name"):
+        if cluster.is_default and not from_default:
+            continue
         cluster_id = cluster.liqo_cluster_id or (local_cluster_id(cluster) if cluster.is_default else "")
         if cluster_id and cluster_id != local_id:
             found.setdefault(cluster_id, cluster)
@@ -399,7 +403,7 @@ def twins(namespace: Namespace, identity: Readers = None) -> Across:
         for entry in MappingEntry.objects.of(namespace.managed_id).filter(namespace=namespace.name)
     }
     peers = sorted(set(states) | {cid for cid, e in entries.items() if e.desired or e.current_remote})
-    providers = managed_providers(local_id)
+    providers = managed_providers(local_id, namespace.managed_id)
     asks: list[tuple[ManagedCluster, str]] = []
     pending: list[tuple[str, str, str, bool]] = []
     for cluster_id in peers:
