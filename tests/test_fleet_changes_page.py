@@ -8,12 +8,12 @@ import re
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import Group
 from django.test import Client
 from django.urls import reverse
 
 from offloading.choices import ChangeAction, ChangeState
 from offloading.models import ChangeRequest, ManagedCluster
+from tests.conftest import viewer_client
 from tests.fleet_snapshot import write_turin
 
 URL = reverse("offloading:fleet_changes")
@@ -21,11 +21,7 @@ URL = reverse("offloading:fleet_changes")
 
 @pytest.fixture
 def viewer(django_user_model: Any) -> Client:
-    user = django_user_model.objects.create_user("vera", password="vera-password-123")
-    user.groups.add(Group.objects.get(name="viewer"))
-    client = Client()
-    client.force_login(user)
-    return client
+    return viewer_client(django_user_model)
 
 
 def _change(managed: ManagedCluster, namespace: str, state: str = ChangeState.APPLIED) -> ChangeRequest:

@@ -27,30 +27,28 @@ from offloading.switcher import cluster_base
 PER_PAGE = 50
 
 
-class FleetFilter(forms.Form):
+class _ByCluster(forms.Form):
+    """A filter of a page across the fleet: its ``cluster`` choices are the managed clusters' names."""
+
     cluster = forms.ChoiceField(required=False, label="Managed cluster")
+
+    def __init__(self, data: object, clusters: list[str]) -> None:
+        super().__init__(data)  # type: ignore[arg-type]
+        field = self.fields["cluster"]
+        assert isinstance(field, forms.ChoiceField)
+        field.choices = [("", "Every managed cluster"), *((name, name) for name in clusters)]
+
+
+class FleetFilter(_ByCluster):
     q = forms.CharField(required=False, max_length=253, label="Name contains")
     offloaded = forms.ChoiceField(
         required=False, choices=(("", "Offloaded or not"), ("yes", "Offloaded"), ("no", "Not offloaded"))
     )
 
-    def __init__(self, data: object, clusters: list[str]) -> None:
-        super().__init__(data)  # type: ignore[arg-type]
-        field = self.fields["cluster"]
-        assert isinstance(field, forms.ChoiceField)
-        field.choices = [("", "Every managed cluster"), *((name, name) for name in clusters)]
 
-
-class FleetChangeFilter(forms.Form):
-    cluster = forms.ChoiceField(required=False, label="Managed cluster")
+class FleetChangeFilter(_ByCluster):
     state = forms.ChoiceField(required=False, choices=(("", "Every state"), *ChangeState.choices), label="State")
     q = forms.CharField(required=False, max_length=253, label="Namespace contains")
-
-    def __init__(self, data: object, clusters: list[str]) -> None:
-        super().__init__(data)  # type: ignore[arg-type]
-        field = self.fields["cluster"]
-        assert isinstance(field, forms.ChoiceField)
-        field.choices = [("", "Every managed cluster"), *((name, name) for name in clusters)]
 
 
 @dataclass(frozen=True)
