@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from django.core.cache import cache
+from django.test import Client
 from kubernetes import client as k8s_client
 
 from access.impersonation import identity_per_cluster
@@ -179,8 +180,6 @@ def test_a_managed_provider_is_read_as_it_sees_the_user(two: Two) -> None:
 def test_the_reflection_section_reads_the_pages_cluster(two: Two, django_user_model: Any) -> None:
     """The namespace page's reflection section under /m/milan-eu/ reads milan's API server, and the default
     cluster's page rome's (it read the default cluster's for every cluster's page)."""
-    from django.test import Client
-
     browser = Client()
     browser.force_login(django_user_model.objects.get(username="olga"))
 

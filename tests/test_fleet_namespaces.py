@@ -10,7 +10,9 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
@@ -84,8 +86,6 @@ def test_it_needs_a_signed_in_user(fleet: Any) -> None:
 def test_the_page_asks_as_many_queries_with_ten_clusters_as_with_two(fleet: Any, viewer: Client, settings: Any) -> None:
     """The configured clusters' rows are made once (models.managed.configured), not locked and read again
     per cluster at every request: the fleet-wide page costs no query more per managed cluster."""
-    from django.db import connection
-    from django.test.utils import CaptureQueriesContext
 
     def queries() -> int:
         viewer.get(URL)  # the session and the rows made, then counted

@@ -8,7 +8,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from celery import signals
 from django.template import engines
+
+from liqo_dash import celery
+from offloading.management.commands import live_renderer
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -92,10 +96,5 @@ def test_the_wsgi_entry_point_freezes_its_startup_heap_unless_told_not_to() -> N
 
 
 def test_the_renderer_and_the_workers_pool_processes_freeze_theirs_too() -> None:
-    from celery import signals
-
-    from liqo_dash import celery
-    from offloading.management.commands import live_renderer
-
     assert celery._freeze_startup_heap in [ref() for _, ref in signals.worker_process_init.receivers]
     assert "freeze_heap" in live_renderer._settle.__code__.co_names
