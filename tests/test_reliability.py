@@ -249,6 +249,14 @@ def _worker_pids(proc: subprocess.Popen[bytes]) -> set[int]:
     return pids
 
 
+def _signal_all(pids: set[int], sig: int) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
+
+
 def _alive(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
@@ -320,13 +328,27 @@ def test_a_worker_killed_mid_run_loses_no_change_and_applies_none_twice(reliable
     reliable.start_beat()
     started = time.monotonic()
 
-    def mid_run() -> bool:
-        states = _states(ids)
-        return states[ChangeState.APPLIED] >= 30 and states[ChangeState.APPLYING] >= 1
+    frozen: dict[str, Counter[str]] = {}
 
-    wait_until(mid_run, 90, interval=0.02, message="30 changes applied and one being applied")
+    def frozen_mid_run() -> bool:
+        """Freeze the worker and its children (SIGSTOP), then look: if a change is being applied, leave
+        them frozen for the kill; otherwise let them run on. Looking at a running worker and killing it
+        after is a race: the apply seen in flight can finish in between."""
+        if _states(ids)[ChangeState.APPLIED] < 30:
+            return False
+        group = _worker_pids(worker)
+        _signal_all(group, signal.SIGSTOP)
+        states = _states(ids)
+        if states[ChangeState.APPLYING] >= 1:
+            frozen["states"] = states
+            return True
+        _signal_all(group, signal.SIGCONT)
+        return False
+
+    wait_until(frozen_mid_run, 90, interval=0.02, message="30 changes applied and one being applied")
+    pids |= _worker_pids(worker)
     reliable.kill("worker", signal.SIGKILL)
-    at_kill = _states(ids)
+    at_kill = frozen["states"]
     # Celery's prefork children die with their parent (PR_SET_PDEATHSIG); none may keep writing.
     wait_until(lambda: not any(_alive(pid) for pid in pids), 60, message="the killed worker's children to die")
     assert at_kill[ChangeState.APPLIED] < len(ids), "the kill came too late: nothing was in flight"
