@@ -14,6 +14,7 @@ Each test prints one ``reliability:`` line with its figures (run with ``-s`` to 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import shutil
@@ -251,10 +252,8 @@ def _worker_pids(proc: subprocess.Popen[bytes]) -> set[int]:
 
 def _signal_all(pids: set[int], sig: int) -> None:
     for pid in pids:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(pid, sig)
-        except ProcessLookupError:
-            pass
 
 
 def _alive(pid: int) -> bool:

@@ -11,7 +11,7 @@ from typing import Any
 import yaml
 from django import template
 from django.template import defaulttags
-from django.utils.html import format_html
+from django.utils.html import conditional_escape, format_html
 from django.utils.safestring import SafeString
 
 from access import policy
@@ -34,7 +34,7 @@ class ClusterURLNode(template.Node):
         self.node = node
 
     def render(self, context: Any) -> str:
-        url = self.node.render(context)
+        url = self._url(context)
         base = context.get("cluster_base")
         if base is None:
             base = switcher.base_of(context.get("request"))
@@ -43,6 +43,18 @@ class ClusterURLNode(template.Node):
             context[self.asvar] = found
             return ""
         return found
+
+    def _url(self, context: Any) -> str:
+        """What ``{% url %}`` renders (escaped), from switcher.quick_reverse: as URLNode.render, remembered."""
+        node = self.node
+        args = [arg.resolve(context) for arg in node.args]
+        kwargs = {k: v.resolve(context) for k, v in node.kwargs.items()}
+        request = getattr(context, "request", None)
+        current_app = getattr(request, "current_app", None)
+        if current_app is None:
+            current_app = getattr(getattr(request, "resolver_match", None), "namespace", None)
+        url = switcher.quick_reverse(str(node.view_name.resolve(context)), args, kwargs, current_app)
+        return conditional_escape(url) if context.autoescape else url
 
 
 @register.tag

@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 import math
-from html import escape
 from dataclasses import dataclass
+from html import escape
 
 from django.contrib.auth.decorators import login_required
 from django.db.models import Case, Count, IntegerField, Q, When
@@ -135,7 +135,9 @@ def draw_peers(
     for p in peers:
         name, bad = escape(p.cluster.cluster_id), "" if p.healthy else " bad"
         idle = "" if p.namespaces else " idle"
-        edges.append(f'<line x1="{CENTER}" y1="{CENTER}" x2="{p.x}" y2="{p.y}" stroke-width="{p.width}" class="edge{bad}{idle}"/>')
+        edges.append(
+            f'<line x1="{CENTER}" y1="{CENTER}" x2="{p.x}" y2="{p.y}" stroke-width="{p.width}" class="edge{bad}{idle}"/>'
+        )
         count = (
             f'<text x="{p.x}" y="{p.y}" text-anchor="middle" dominant-baseline="middle" class="peer-count">{p.pods}</text>'
             if p.pods
