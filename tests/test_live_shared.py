@@ -207,6 +207,37 @@ def test_while_another_viewer_renders_it_a_holder_keeps_what_it_has(
     assert "SomeFailed" in _poll(ann, OVERVIEW, first["ETag"]).content.decode()
 
 
+def test_while_another_viewer_renders_it_the_answer_comes_before_the_session_middleware(
+    fleet: Any, django_user_model: Any, monkeypatch: Any
+) -> None:
+    """During a bulk most polls of a moved region find its render in flight: answered by
+    LivePollMiddleware (no request.user set), as the view's own poll handling would answer them."""
+    ann = _person(django_user_model, "ann", "viewer")
+    bob = _person(django_user_model, "bob", "viewer")
+    key = live.shared_key("home", OVERVIEW, "true", "viewer")
+    first = _poll(ann, OVERVIEW)
+    held_by_bob = _poll(bob, OVERVIEW)
+    _phase("SomeFailed")
+    _later(monkeypatch, 2.0)
+    newer = _poll(ann, OVERVIEW, first["ETag"])  # ann renders the moved region: kept for bob
+    assert newer.status_code == 200 and "SomeFailed" in newer.content.decode()
+    _phase("Ready")
+    _later(monkeypatch, 14.0)  # past every reuse window: without a render in flight, a poll would render
+    cache.add(key + ":lease", 1)
+    try:
+        kept = _poll(ann, OVERVIEW, newer["ETag"])
+        assert kept.status_code == 304 and kept["ETag"] == newer["ETag"]
+        assert not hasattr(kept.wsgi_request, "user"), "answered before the authentication middleware"
+        # bob holds an older render than the kept one: he gets it, early too, rather than a 304.
+        caught_up = _poll(bob, OVERVIEW, held_by_bob["ETag"])
+        assert caught_up.status_code == 200 and caught_up["X-Live"] == "shared"
+        assert "SomeFailed" in caught_up.content.decode() and not hasattr(caught_up.wsgi_request, "user")
+    finally:
+        cache.delete(key + ":lease")
+    rendered = _poll(ann, OVERVIEW, newer["ETag"])
+    assert rendered.status_code == 200 and "SomeFailed" not in rendered.content.decode()
+
+
 def test_without_the_cache_every_poll_renders_for_itself(fleet: Any, django_user_model: Any, monkeypatch: Any) -> None:
     class Away:
         def __getattr__(self, name: str) -> Any:

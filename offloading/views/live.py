@@ -142,6 +142,7 @@ HOLD_S = 1.0  # a holder of the newest render is not rendered again before it is
 _KEPT_S = 30  # how long the cache keeps a render (it is reused for REUSE_MAX_S at most)
 _LEASE_S = 15  # a render that crashed without releasing its lease holds it this long at most
 _STAMP = ":at"  # beside a kept render, the shared cache keeps when its counters were read (ms)
+_LEASE = ":lease"  # beside it too, while one poll renders it: the lease of that render
 
 
 @dataclass(frozen=True)
@@ -328,7 +329,7 @@ def early(
     view must run (the whole middleware chain, then ``_poll``)."""
     counters, read_ms = read
     version = version_of(counters, poll_kinds(url_name, managed))
-    tags, _newest, held_ms = _held(request)
+    tags, newest, held_ms = _held(request)
     current = _hash(version, request, who)
     if current in tags:
         return _not_modified(tags[current])
@@ -337,11 +338,26 @@ def early(
     shared_access = access()
     if shared_access is None:
         return None
-    kept = _kept_render(request, url_name, shared_access, (version, read_ms, held_ms), tags, who)[1]
+    key, kept = _kept_render(request, url_name, shared_access, (version, read_ms, held_ms), tags, who)
     if kept is not None and _reusable(kept, version, read_ms, held_ms):
         return _answer(kept, request, who)
     keep = _too_soon(kept, read_ms, _held_tag(tags, kept, request, who))
-    return _not_modified(keep) if keep else None
+    if keep:
+        return _not_modified(keep)
+    # Another viewer's poll is rendering it (it holds the lease): what _poll answers then, without the
+    # whole middleware chain first. While a bulk applies, that is most polls of a region whose counters
+    # moved: each went through the session, the user and the page's middleware only to learn it.
+    if newest and _cached(cache.get, key + _LEASE):
+        return _in_flight(kept, held_ms, newest, request, who)
+    return None
+
+
+def _in_flight(kept: Shared | None, held_ms: int, newest: str, request: HttpRequest, who: str) -> HttpResponse:
+    """The answer to a poll holding ``newest`` while another poll renders the region: the kept render when
+    it is newer than what the poll holds, else a 304 (the next poll gets the render being made)."""
+    if kept is not None and kept.read_ms > held_ms:
+        return _answer(kept, request, who)
+    return _not_modified(newest)
 
 
 def _signed_in_with_role(request: HttpRequest) -> bool:
@@ -367,18 +383,15 @@ def _poll(view: Callable[..., HttpResponse], request: HttpRequest, *args: Any, *
     if access is None:
         return _render(view, request, args, kwargs, version, read_ms)[0]
     key, kept = _kept_render(request, url_name or "", access, (version, read_ms, held_ms), tags, who)
-    newer = kept is not None and kept.read_ms > held_ms
     if kept is not None and _reusable(kept, version, read_ms, held_ms):
         return _answer(kept, request, who)
     keep = _too_soon(kept, read_ms, _held_tag(tags, kept, request, who))
     if keep:
         return _not_modified(keep)
-    leased = _cached(cache.add, key + ":lease", 1, timeout=_LEASE_S)
+    leased = _cached(cache.add, key + _LEASE, 1, timeout=_LEASE_S)
     if leased is False:  # another viewer is rendering it now
-        if kept is not None and newer:
-            return _answer(kept, request, who)
         if newest:
-            return _not_modified(newest)  # keep what you have: the next poll gets that render
+            return _in_flight(kept, held_ms, newest, request, who)  # the next poll gets that render
         return _render(view, request, args, kwargs, version, read_ms)[0]
     if leased and newest:
         answer = _aside(request, key, (version, read_ms), newest)
@@ -411,7 +424,7 @@ def _render_and_keep(
         return response, shared
     finally:
         if leased and release:
-            _cached(cache.delete, key + ":lease")
+            _cached(cache.delete, key + _LEASE)
 
 
 # The render process beside this web process (offloading/views/liveaside.py).
@@ -445,7 +458,7 @@ def _kept_aside(key: str, when: tuple[str, int], future: Any) -> None:
     """When the renderer answered (or died): this process's copy of its render (the renderer kept it in
     the shared cache), and the lease this process took released."""
     answer = future.result()
-    _cached(cache.delete, key + ":lease")
+    _cached(cache.delete, key + _LEASE)
     if answer is None or answer.get("reuse_ms") is None:
         return
     response = liveaside.response_of(answer)
