@@ -24,11 +24,15 @@ from kubernetes import config as k8s_config
 from kubernetes.client.rest import ApiException
 
 from liqo_rules import constants as c
+from offloading.changes.requests import ChangeRejected, refuse_remote_collisions
+from offloading.choices import Source
 from offloading.cluster import kube, twins
 from offloading.cluster import managed as managedclient
+from offloading.context import Actor
 from offloading.models import ClusterOffloading, ManagedCluster, MappingEntry, Namespace, PeerNamespaceMap
 from offloading.models.managed import Credentials, ensure_configured
 from offloading.snapshot.refresh import refresh
+from offloading.whatif.preview import preview
 from sandbox.domain import Domain
 from tests.sandbox.conftest import GROUP, NSOFF, VERSION, expr, selector
 
@@ -292,7 +296,7 @@ def test_whose_namespace_it_is_decides_the_verdict() -> None:
     naples = twins.Reading("Active", owner="naples", managed_by="liqo-tenant-naples/milan", original_name="shop")
     unmarked = twins.Reading("Active", owner="rome")  # labelled, but no NamespaceMap manages it
     verdicts = {
-        name: twins._verdict("shop", milan, "shop", reading, "rome")
+        name: twins._verdict("shop", "milan", milan, "shop", reading, "rome")
         for name, reading in {
             "mine": mine,
             "naples": naples,
@@ -313,7 +317,7 @@ def test_whose_namespace_it_is_decides_the_verdict() -> None:
     assert "the twin of a namespace of cluster naples" in verdicts["naples"].message()
     assert "not managed by its NamespaceMap" in verdicts["unmarked"].message()
     assert "could not be checked: unreachable: no answer within 3 s" in verdicts["down"].message()
-    assert twins._verdict("cart", milan, "shop", mine, "rome").verdict == "shared"
+    assert twins._verdict("cart", "milan", milan, "shop", mine, "rome").verdict == "shared"
 
 
 @pytest.fixture
@@ -378,3 +382,34 @@ def test_from_another_managed_clusters_namespace_the_default_cluster_is_its_mana
     row = _row(page, "rome")
     assert "ledger-milan" in row and "not this cluster's twin" not in row, row
     assert 'id="twin-milan"' not in page  # milan is the namespace's own cluster, never its provider
+
+
+@pytest.mark.sandbox
+def test_from_another_managed_clusters_namespace_the_collision_check_asks_the_default_cluster(
+    world: World, admin_client: Any
+) -> None:
+    """milan's namespace proposed for rome under its own name, which rome already has (not a twin): the
+    check asks rome (the default cluster, a managed provider of milan's namespaces), in the preview and in
+    the request, which refuses it; a name rome does not have is free there."""
+    world.rome.create_namespace({"metadata": {"name": "books", "labels": {"owner": "rome"}}})
+    world.milan.create_namespace({"metadata": {"name": "books"}})
+    world.milan.create_namespace({"metadata": {"name": "novel"}})
+    assert refresh(world.managed_milan).ok and refresh().ok
+    to_rome = selector([expr(c.REMOTE_CLUSTER_ID_LABEL, "In", "rome")])
+    same_name = {"namespaceMappingStrategy": "EnforceSameName", "clusterSelector": to_rome}
+    milan = world.managed_milan
+
+    (taken,) = twins.remote_collisions("books", same_name, ["rome"], own=milan.pk)
+    assert (taken.cluster_id, taken.remote_name, taken.verdict, taken.fails) == ("rome", "books", "taken", True)
+    (free,) = twins.remote_collisions("novel", same_name, ["rome"], own=milan.pk)
+    assert (free.cluster_id, free.verdict) == ("rome", "free")
+
+    books = Namespace.objects.get(managed=milan, name="books")
+    checks = preview(books, same_name, providers=True).remote_checks
+    assert [(check.cluster_id, check.verdict) for check in checks] == [("rome", "taken")]
+    with pytest.raises(ChangeRejected) as refused:
+        refuse_remote_collisions(books, same_name, Actor(None, "test", Source.API, "r1"))
+    assert "CreationLoopBackOff" in str(refused.value.errors["namespaceMappingStrategy"])
+    refuse_remote_collisions(
+        Namespace.objects.get(managed=milan, name="novel"), same_name, Actor(None, "t", Source.API, "")
+    )

@@ -217,13 +217,15 @@ def refuse_remote_collisions(
     if namespace.offloaded:
         return  # Liqo's webhook keeps an existing offloading's remote name
     local_id = local_id if local_id is not None else local_cluster_id(namespace.managed_id)
-    providers = managed_providers(local_id)
+    providers = managed_providers(local_id, namespace.managed_id)
     if not providers:
         return
     peers = selected_clusters(spec, namespace.managed_id) & providers.keys()
     if not peers:
         return
-    checks = remote_collisions(namespace.name, spec, peers, local_id=local_id, identity=authorize.readers(actor))
+    checks = remote_collisions(
+        namespace.name, spec, peers, local_id=local_id, identity=authorize.readers(actor), own=namespace.managed_id
+    )
     taken = [check.message() for check in checks if check.fails]
     if taken:
         field = (

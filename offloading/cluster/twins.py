@@ -435,29 +435,35 @@ def remote_collisions(
     *,
     local_id: str | None = None,
     identity: Readers = None,
+    own: ManagedRef = None,
 ) -> list[RemoteCheck]:
     """The remote name ``spec`` gives ``namespace``, checked on each of ``clusters`` (the peers the offload
     would select) that is a managed cluster: whether a namespace of that name already exists there and
     is not this namespace's twin (TAKEN: Liqo would fail with CreationLoopBackOff). Peers that are not
     managed are not checked (their side is not visible); none when the remote name is not known yet
-    (DefaultName before this cluster's Liqo id is known)."""
-    local_id = local_cluster_id() if local_id is None else local_id
+    (DefaultName before this cluster's Liqo id is known). ``own``: the namespace's managed cluster (None:
+    the default one); from another one, the default cluster is a managed provider too."""
+    local_id = local_cluster_id(own) if local_id is None else local_id
     if mapping_strategy(spec) == c.DEFAULT_NAME and not local_id:
         return []
     remote = remote_namespace_name(namespace, local_id, spec)
     if not remote:
         return []
-    providers = managed_providers(local_id)
-    targets = [providers[cid] for cid in sorted(set(clusters)) if cid in providers]
-    checks = []
-    for cluster, reading in zip(targets, read_many([(t, remote) for t in targets], identity, full=False), strict=True):
-        checks.append(_verdict(namespace, cluster, remote, reading, local_id))
-    return checks
+    providers = managed_providers(local_id, own)
+    # By the Liqo id they were found under: the default cluster's is discovered, not stored on its row.
+    targets = [(cid, providers[cid]) for cid in sorted(set(clusters)) if cid in providers]
+    readings = read_many([(cluster, remote) for _cid, cluster in targets], identity, full=False)
+    return [
+        _verdict(namespace, cid, cluster, remote, reading, local_id)
+        for (cid, cluster), reading in zip(targets, readings, strict=True)
+    ]
 
 
-def _verdict(namespace: str, cluster: ManagedCluster, remote: str, reading: Reading, local_id: str) -> RemoteCheck:
+def _verdict(
+    namespace: str, cluster_id: str, cluster: ManagedCluster, remote: str, reading: Reading, local_id: str
+) -> RemoteCheck:
     def check(verdict: str, detail: str = "") -> RemoteCheck:
-        return RemoteCheck(cluster.liqo_cluster_id, cluster.name, remote, verdict, detail)
+        return RemoteCheck(cluster_id, cluster.name, remote, verdict, detail)
 
     if not reading.answered:
         return check(UNCHECKED, f"{reading.state}: {reading.error}" if reading.error else reading.state)

@@ -180,7 +180,9 @@ def preview(
         collisions=[]
         if namespace.offloaded or not selected
         else collisions(namespace.name, spec, local_id, selected, managed),
-        remote_checks=remote_collisions(namespace.name, spec, selected, local_id=local_id, identity=identity)
+        remote_checks=remote_collisions(
+            namespace.name, spec, selected, local_id=local_id, identity=identity, own=managed
+        )
         if providers and selected and not namespace.offloaded
         else [],
     )
