@@ -33,6 +33,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import URLPattern, URLResolver, get_script_prefix, get_urlconf, path, re_path, reverse
 from django.urls.resolvers import RegexPattern
+from django.utils.safestring import SafeString
 from rest_framework.exceptions import NotFound
 
 from liqo_dash.statusbody import status_data
@@ -192,35 +193,23 @@ def cluster_reverse(request: Any, viewname: str, *args: Any, **kwargs: Any) -> s
 
 def quick_reverse(viewname: str, args: Iterable[Any], kwargs: dict[str, Any], current_app: str | None = None) -> str:
     """``reverse()``, remembered: a page of 200 peers or a bulk of 100 namespaces links each of them, and
-    Django's ``reverse`` costs ~50 µs a link (a tenth of the audit trail's render, issue 30). Keyed by
-    everything the answer depends on (the URL conf in use, the script prefix, the current app, each
-    argument with its type); an argument that cannot be a key goes to ``reverse`` itself, and so does a
-    name that does not reverse (its ``NoReverseMatch`` is never remembered)."""
+    Django's ``reverse`` costs ~50 µs a link (a tenth of the audit trail's render, issue 30). Only links
+    whose arguments are names and numbers are remembered (an object's text can change under the same
+    hash), keyed by everything else the answer depends on: the URL conf in use, the script prefix and the
+    current app. A name that does not reverse raises every time (its ``NoReverseMatch`` is not kept)."""
     args = tuple(args)
-    try:
-        key = (
-            viewname,
-            tuple((type(a), a) for a in args),
-            tuple(sorted((k, type(v), v) for k, v in kwargs.items())),
-            current_app,
-            get_script_prefix(),
-            get_urlconf() or settings.ROOT_URLCONF,
-        )
-        hash(key)
-    except TypeError:
+    values = (*args, *kwargs.values())
+    if not all(type(value) in (str, int) or isinstance(value, SafeString) for value in values):
         return reverse(viewname, args=args or None, kwargs=kwargs or None, current_app=current_app)
-    return _reversed(key)
+    urlconf = get_urlconf() or settings.ROOT_URLCONF
+    return _reversed(viewname, args, tuple(sorted(kwargs.items())), current_app, get_script_prefix(), urlconf)
 
 
 @functools.lru_cache(maxsize=8192)
-def _reversed(key: tuple[Any, ...]) -> str:
-    viewname, args, kwargs, current_app, _prefix, _urlconf = key
-    return reverse(
-        viewname,
-        args=[a for _t, a in args] or None,
-        kwargs={k: v for k, _t, v in kwargs} or None,
-        current_app=current_app,
-    )
+def _reversed(
+    viewname: str, args: tuple[Any, ...], kwargs: tuple[tuple[str, Any], ...], current_app: str | None, *_key: str
+) -> str:
+    return reverse(viewname, args=args or None, kwargs=dict(kwargs) or None, current_app=current_app)
 
 
 def elsewhere(request: Any, managed_id: int) -> HttpResponseRedirect | None:
