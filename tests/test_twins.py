@@ -125,7 +125,8 @@ def _offload_shop_with_pods(world: World) -> None:
         world.rome.create_namespaced_pod("shop", body)
     eventually(
         lambda: (
-            {pod.status.phase for pod in world.milan_pods("shop-rome").values()} == {"Running"}
+            # a reflected pod is created without a status; milan's scheduler and kubelet write it after
+            {pod.status and pod.status.phase for pod in world.milan_pods("shop-rome").values()} == {"Running"}
             and len(world.milan_pods("shop-rome")) == 2
         )
     )

@@ -218,6 +218,18 @@ def _pods(cluster: Cluster, namespace: str) -> dict[str, Any]:
     return {pod.metadata.name: pod for pod in cluster.core.list_namespaced_pod(namespace).items}
 
 
+def _bound(pods: dict[str, Any], count: int) -> dict[str, Any]:
+    """``pods`` once there are ``count`` of them, each bound to a node (the scheduler binds after the
+    create); empty before."""
+    return pods if len(pods) == count == sum(1 for pod in pods.values() if pod.spec.node_name) else {}
+
+
+def _started(pods: dict[str, Any], count: int) -> dict[str, Any]:
+    """``pods`` once there are ``count`` of them, each bound to a node and Running; empty before."""
+    running = {name: pod for name, pod in pods.items() if pod.status and pod.status.phase == "Running"}
+    return pods if _bound(running, count) and len(pods) == count else {}
+
+
 @pytest.mark.sandbox
 def test_a_pod_on_the_virtual_node_runs_in_the_twin_and_leaves_with_it(clusters: dict[str, Cluster]) -> None:
     rome, naples = clusters["rome"], clusters["naples"]
@@ -231,9 +243,10 @@ def test_a_pod_on_the_virtual_node_runs_in_the_twin_and_leaves_with_it(clusters:
     for name in ("job-1", "job-2"):
         body = {"metadata": {"name": name, "labels": {"app": "jobs"}}, "spec": {"containers": [container]}}
         rome.core.create_namespaced_pod("jobs", body)
-    local = eventually(lambda: len(_pods(rome, "jobs")) == 2 and _pods(rome, "jobs"))
+    local = eventually(lambda: _bound(_pods(rome, "jobs"), 2))
     assert {pod.spec.node_name for pod in local.values()} == {"naples"}  # the virtual node
-    remote = eventually(lambda: len(_pods(naples, "jobs-rome")) == 2 and _pods(naples, "jobs-rome"))
+    # a reflected pod is created unscheduled and without a status; naples' scheduler and kubelet write them
+    remote = eventually(lambda: _started(_pods(naples, "jobs-rome"), 2))
     job = remote["job-1"]
     assert job.metadata.labels == {
         "app": "jobs",
@@ -241,7 +254,7 @@ def test_a_pod_on_the_virtual_node_runs_in_the_twin_and_leaves_with_it(clusters:
         "offloading.liqo.io/nodename": "naples",
     }
     assert job.spec.node_name.startswith("naples-worker-")
-    assert eventually(lambda: _pods(naples, "jobs-rome")["job-1"].status.phase == "Running")
+    assert remote["job-1"].status.phase == "Running"
 
     rome.core.delete_namespaced_pod("job-1", "jobs")
     eventually(lambda: set(_pods(naples, "jobs-rome")) == {"job-2"})
