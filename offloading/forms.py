@@ -14,6 +14,7 @@ from liqo_rules.selectors.format import format_term
 from liqo_rules.selectors.liqoctl import cluster_selector_with_notes
 from liqo_rules.selectors.requirements import SelectorError, UnformattableTermError
 from liqo_rules.spec import normalize_spec
+from offloading.changes.checks import GITOPS_FIELD, gitops_refusal
 from offloading.changes.errors import ChangeRejected, Refusal
 from offloading.changes.merge import (
     FieldMerge,
@@ -25,7 +26,6 @@ from offloading.changes.merge import (
     rebase,
     resolve_choices,
 )
-from offloading.changes.requests import GITOPS_FIELD, gitops_refusal
 from offloading.choices import ChangeAction
 from offloading.filtersets import validate_label_selector
 from offloading.models import Namespace

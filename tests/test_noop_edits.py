@@ -14,8 +14,9 @@ from rest_framework.test import APIClient
 
 from liqo_rules import constants as liqo
 from offloading.changes.bulk import plan_bulk, request_bulk
+from offloading.changes.checks import NothingToChange
 from offloading.changes.errors import ChangeRejected, Refusal
-from offloading.changes.requests import ChangeInput, NothingToChange, build_change
+from offloading.changes.requests import ChangeInput, build_change
 from offloading.choices import ChangeAction, Source
 from offloading.context import Actor
 from offloading.models import AuditEvent, ChangeRequest, Namespace

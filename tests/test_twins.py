@@ -24,7 +24,8 @@ from kubernetes import config as k8s_config
 from kubernetes.client.rest import ApiException
 
 from liqo_rules import constants as c
-from offloading.changes.requests import ChangeRejected, refuse_remote_collisions
+from offloading.changes.checks import refuse_remote_collisions
+from offloading.changes.errors import ChangeRejected
 from offloading.choices import Source
 from offloading.cluster import kube, twins
 from offloading.cluster import managed as managedclient

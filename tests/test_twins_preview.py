@@ -20,7 +20,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from offloading.changes.bulk import plan_bulk
-from offloading.changes.requests import refuse_remote_collisions
+from offloading.changes.checks import refuse_remote_collisions
 from offloading.choices import Source
 from offloading.cluster import twins
 from offloading.context import Actor

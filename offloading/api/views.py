@@ -38,8 +38,9 @@ from offloading.api.serializers import (
 )
 from offloading.api.status import refusal_response
 from offloading.changes.bulk import bulk_destructive_reason, plan_bulk, request_bulk
+from offloading.changes.checks import validate
 from offloading.changes.errors import ChangeRejected, Refusal
-from offloading.changes.requests import reapply, request_offload, request_unoffload, validate
+from offloading.changes.requests import reapply, request_offload, request_unoffload
 from offloading.choices import ChangeAction
 from offloading.context import current_actor
 from offloading.filtersets import ChangeRequestFilterSet, NamespaceFilterSet

@@ -18,16 +18,9 @@ from liqo_rules.selectors.requirements import SelectorError
 from liqo_rules.spec import apply_defaults
 from offloading.audit.events import record_bulk_requested, sealed_together
 from offloading.changes import authorize
+from offloading.changes.checks import NOTHING_TO_CHANGE, NothingToChange, on_cluster_dry_run, unconfirmed
 from offloading.changes.errors import ChangeRejected, Refusal
-from offloading.changes.requests import (
-    NOTHING_TO_CHANGE,
-    ChangeInput,
-    NothingToChange,
-    build_change,
-    on_cluster_dry_run,
-    save_all,
-    unconfirmed,
-)
+from offloading.changes.requests import ChangeInput, build_change, save_all
 from offloading.choices import ChangeAction, ChangeState, Source
 from offloading.context import Actor
 from offloading.governance import holds

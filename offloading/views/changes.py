@@ -16,9 +16,10 @@ from django_htmx.http import HttpResponseClientRedirect, HttpResponseStopPolling
 from access.impersonation import identity_per_cluster
 from liqo_rules.constants import REMOTE, SCHEDULING_LABEL
 from liqo_rules.spec import FIELD_POD, apply_defaults
+from offloading.changes.checks import validate
 from offloading.changes.errors import ChangeRejected, Refusal
 from offloading.changes.merge import three_way
-from offloading.changes.requests import reapply, request_offload, request_unoffload, validate
+from offloading.changes.requests import reapply, request_offload, request_unoffload
 from offloading.choices import ChangeAction, ChangeState
 from offloading.cluster import twins
 from offloading.context import current_actor
