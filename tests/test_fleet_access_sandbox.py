@@ -19,7 +19,7 @@ from offloading.changes.bulk import request_bulk
 from offloading.changes.errors import ChangeRejected, Refusal
 from offloading.changes.requests import request_offload
 from offloading.choices import ChangeAction, ChangeState
-from offloading.cluster import twins
+from offloading.cluster import remote
 from offloading.models import ChangeRequest
 from offloading.snapshot import refresh as snapshot
 from sandbox.rbac import SERVICE_USER
@@ -166,13 +166,13 @@ def test_a_managed_provider_is_read_as_it_sees_the_user(two: Two) -> None:
     two.milan.impersonation_groups = MILAN_GROUPS
     two.milan.save()
     _reset(two)
-    (reading,) = twins.read_many([(two.milan, "orders")], identity_per_cluster("olga"), full=False)
+    (reading,) = remote.read_many([(two.milan, "orders")], identity_per_cluster("olga"), full=False)
     assert reading.exists, reading
     assert _acting(two, "milan") == {"liqo-dash:olga [milan:offloaders]": {"get namespaces": 1}}
     two.milan.impersonation = "off"
     two.milan.save()
     cache.clear()  # the readings are cached per reader: a new reader is asked again anyway
-    (reading,) = twins.read_many([(two.milan, "orders")], identity_per_cluster("olga"), full=False)
+    (reading,) = remote.read_many([(two.milan, "orders")], identity_per_cluster("olga"), full=False)
     assert reading.exists and two.calls("milan").get("get namespaces") == 2
     assert _acting(two, "milan") == {"liqo-dash:olga [milan:offloaders]": {"get namespaces": 1}}  # no new one
 

@@ -28,7 +28,7 @@ from access.models import Scope
 from offloading.audit.trail import verify
 from offloading.choices import AuditAction
 from offloading.cluster import managed as managedclient
-from offloading.cluster import twins
+from offloading.cluster import remote
 from offloading.models import AuditEvent, ClusterOffloading, ManagedCluster, Namespace, SnapshotState
 from offloading.models.managed import Credentials, ensure_configured
 from sandbox import Sandbox
@@ -429,7 +429,7 @@ def test_without_the_key_the_pages_say_so_and_do_not_fail(admin_client: Any, set
 
 # --- the dashboard's identity on a managed provider ------------------------------------------------
 
-# What the dashboard calls on a managed cluster other than through kube.py: the twins' reads (twins.py)
+# What the dashboard calls on a managed cluster other than through kube.py: the twins' reads (remote.py)
 # and the discovery (managed.py), each method with the permission it needs (namespaced: where).
 PROVIDER_CALLS = {
     "read_namespace": ("", "namespaces", "get", "*"),
@@ -444,11 +444,11 @@ NOT_GRANTED = {("", "secrets", "list", "*")}  # the twins' Secrets list: refused
 
 
 def provider_calls() -> set[tuple[str, str, str, str]]:
-    """The permissions the provider-side code needs, from the client methods twins.py and managed.py
+    """The permissions the provider-side code needs, from the client methods remote.py, twins.py and managed.py
     name (get_code is /version, which every authenticated identity may read)."""
     found = set()
-    for module in ("offloading/cluster/twins.py", "offloading/cluster/managed.py"):
-        # The calls of a Kubernetes client API: core.<method> (twins.py's CoreV1Api) or
+    for module in ("offloading/cluster/remote.py", "offloading/cluster/twins.py", "offloading/cluster/managed.py"):
+        # The calls of a Kubernetes client API: core.<method> (remote.py's CoreV1Api) or
         # client.<Kind>Api(api).<method>.
         for method in re.findall(
             r"(?:(?<![.\w\"'])core|\bclient\.\w+Api\([^()]*\))\.(\w+)", (ROOT / module).read_text()
@@ -527,13 +527,13 @@ def test_the_provider_role_is_enough_for_discovery_and_the_twins_and_no_more(key
             "v1.2.0",
             "",
         )
-        reading = twins.read_remote(cluster, "reports-rome")
+        reading = remote.read_remote(cluster, "reports-rome")
         assert (reading.state, reading.owner, reading.pods, reading.error) == ("Active", "rome", (), "")
         objects = {o.kind: o for o in reading.objects}
         assert (objects["configmaps"].names, objects["configmaps"].error) == (("settings",), "")
         assert objects["services"].error == ""
         assert objects["secrets"].names == () and "forbidden" in objects["secrets"].error  # refused on purpose
-        assert twins.read_remote(cluster, "absent").state == "missing"
+        assert remote.read_remote(cluster, "absent").state == "missing"
 
         # Nothing else: no write, no Secret, no impersonation.
         reader = k8s_client.CoreV1Api(managedclient.api_client_for(cluster))

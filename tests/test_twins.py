@@ -27,7 +27,7 @@ from liqo_rules import constants as c
 from offloading.changes.checks import refuse_remote_collisions
 from offloading.changes.errors import ChangeRejected
 from offloading.choices import Source
-from offloading.cluster import kube, twins
+from offloading.cluster import kube, remote, twins
 from offloading.cluster import managed as managedclient
 from offloading.context import Actor
 from offloading.models import ClusterOffloading, ManagedCluster, MappingEntry, Namespace, PeerNamespaceMap
@@ -194,7 +194,7 @@ def test_milan_down_shows_unreachable_while_the_page_answers_quickly(world: Worl
     row = _row(page, "milan")
     assert 'data-state="unreachable"' in row and ">unreachable<" in row
     assert "cart-1" not in row
-    assert elapsed < twins.DEADLINE
+    assert elapsed < remote.DEADLINE
     # rome keeps answering: the namespace page itself is unaffected.
     assert admin_client.get(reverse("offloading:namespace_detail", args=["shop"])).status_code == 200
 
@@ -203,8 +203,8 @@ def test_milan_down_shows_unreachable_while_the_page_answers_quickly(world: Worl
     cache.clear()
     page, elapsed = _section(admin_client, "shop")
     row = _row(page, "milan")
-    assert 'data-state="unreachable"' in row and f"no answer within {twins.DEADLINE:g} s" in row
-    assert twins.DEADLINE - 0.2 < elapsed < twins.DEADLINE + 1.5
+    assert 'data-state="unreachable"' in row and f"no answer within {remote.DEADLINE:g} s" in row
+    assert remote.DEADLINE - 0.2 < elapsed < remote.DEADLINE + 1.5
     # ... and the late answer is cached as unreachable: a reload at once does not wait again.
     page, elapsed = _section(admin_client, "shop")
     assert 'data-state="unreachable"' in _row(page, "milan") and elapsed < 1
@@ -294,18 +294,18 @@ def test_who_may_see_the_section_is_who_may_see_the_namespace_page(client: Any, 
 
 def test_whose_namespace_it_is_decides_the_verdict() -> None:
     milan = ManagedCluster(name="milan-eu", liqo_cluster_id="milan")
-    mine = twins.Reading("Active", owner="rome", managed_by="liqo-tenant-rome/milan", original_name="shop")
-    naples = twins.Reading("Active", owner="naples", managed_by="liqo-tenant-naples/milan", original_name="shop")
-    unmarked = twins.Reading("Active", owner="rome")  # labelled, but no NamespaceMap manages it
+    mine = remote.Reading("Active", owner="rome", managed_by="liqo-tenant-rome/milan", original_name="shop")
+    naples = remote.Reading("Active", owner="naples", managed_by="liqo-tenant-naples/milan", original_name="shop")
+    unmarked = remote.Reading("Active", owner="rome")  # labelled, but no NamespaceMap manages it
     verdicts = {
         name: twins._verdict("shop", "milan", milan, "shop", reading, "rome")
         for name, reading in {
             "mine": mine,
             "naples": naples,
             "unmarked": unmarked,
-            "gone": twins.Reading("missing"),
-            "down": twins.Reading("unreachable", error="no answer within 3 s"),
-            "refused": twins.Reading("refused", error="forbidden"),
+            "gone": remote.Reading("missing"),
+            "down": remote.Reading("unreachable", error="no answer within 3 s"),
+            "refused": remote.Reading("refused", error="forbidden"),
         }.items()
     }
     assert {k: v.verdict for k, v in verdicts.items()} == {
@@ -347,7 +347,7 @@ def test_hung_providers_are_asked_at_once_and_given_up_at_the_deadline(
     ClusterOffloading.objects.create(namespace=Namespace.objects.get(name="early"), cluster_id="milan", selected=True)
     try:
         page, elapsed = _section(admin_client, "catalog")
-        assert elapsed < twins.DEADLINE + 1.0, "three hung providers are waited for together, not one after another"
+        assert elapsed < remote.DEADLINE + 1.0, "three hung providers are waited for together, not one after another"
         for name in ("milan", "naples", "turin"):
             assert 'data-state="unreachable"' in _row(page, name)
         page, elapsed = _section(admin_client, "early")

@@ -22,7 +22,7 @@ from django.urls import reverse
 from offloading.changes.bulk import plan_bulk
 from offloading.changes.checks import refuse_remote_collisions
 from offloading.choices import Source
-from offloading.cluster import twins
+from offloading.cluster import remote
 from offloading.context import Actor
 from offloading.models import ChangeRequest, ManagedCluster, Namespace
 from offloading.models.managed import ensure_configured
@@ -65,17 +65,17 @@ def _reports_in_both(world: World) -> None:
 
 
 class Asked:
-    """Counts the reads of a managed provider's API (``twins.read_remote``)."""
+    """Counts the reads of a managed provider's API (``remote.read_remote``)."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.calls: list[str] = []
-        real = twins.read_remote
+        real = remote.read_remote
 
-        def counted(cluster: ManagedCluster, name: str, *args: Any, **kwargs: Any) -> twins.Reading:
+        def counted(cluster: ManagedCluster, name: str, *args: Any, **kwargs: Any) -> remote.Reading:
             self.calls.append(f"{cluster.name}/{name}")
             return real(cluster, name, *args, **kwargs)
 
-        monkeypatch.setattr(twins, "read_remote", counted)
+        monkeypatch.setattr(remote, "read_remote", counted)
 
 
 @pytest.mark.sandbox
@@ -161,7 +161,7 @@ def test_milan_down_is_a_note_within_the_deadline_and_refuses_nothing(
     (note,) = [line for line in page.splitlines() if "data-remote-unchecked" in line]
     assert 'class="muted small"' in note and "could not be checked: unreachable" in note and "milan-eu" in note
     assert "data-remote-taken" not in page and 'class="banner bad"' not in page
-    assert elapsed < twins.DEADLINE
+    assert elapsed < remote.DEADLINE
 
     # A milan that hangs: the preview gives up at the deadline, and says so.
     world.dom["milan"].faults.set(outage=False, timeout_rate=1.0, timeout_seconds=6.0)
@@ -173,8 +173,8 @@ def test_milan_down_is_a_note_within_the_deadline_and_refuses_nothing(
     assert (check["verdict"], check["fails"]) == ("unchecked", False)
     # The deadline says so; on a loaded machine the read's own timeout (1.5 s, sent again once by the
     # client) may run out first, at the same moment: either way it gave up at the deadline.
-    assert f"no answer within {twins.DEADLINE:g} s" in check["message"] or "Read timed out" in check["message"]
-    assert twins.DEADLINE - 0.2 < elapsed < twins.DEADLINE + 1.5
+    assert f"no answer within {remote.DEADLINE:g} s" in check["message"] or "Read timed out" in check["message"]
+    assert remote.DEADLINE - 0.2 < elapsed < remote.DEADLINE + 1.5
 
     # Unchecked never refuses: the submit (within the cached answer's seconds, so without waiting) is queued.
     started = time.monotonic()

@@ -25,7 +25,8 @@ from offloading.choices import ChangeAction
 from offloading.cluster.errors import KubeError
 from offloading.cluster.identity import acting_as
 from offloading.cluster.managed import talking_to
-from offloading.cluster.twins import managed_providers, remote_collisions
+from offloading.cluster.remote import managed_providers
+from offloading.cluster.twins import remote_collisions
 from offloading.context import Actor
 from offloading.gitops.managed import detection_of, who
 from offloading.models import ChangeRequest, Namespace
@@ -103,7 +104,7 @@ def refuse_remote_collisions(
     Liqo would fail there with CreationLoopBackOff), asked as the requester. Only an answer refuses: a
     provider that could not be asked in time (UNCHECKED) never does, the change goes on as without a
     managed provider. Skipped with one query when no managed cluster is known, with two when none is
-    among the selected peers; only then are the providers asked (at once, for ``twins.DEADLINE`` s at
+    among the selected peers; only then are the providers asked (at once, for ``remote.DEADLINE`` s at
     most, the preview's answers reused from the cache for a few seconds)."""
     if namespace.offloaded:
         return  # Liqo's webhook keeps an existing offloading's remote name

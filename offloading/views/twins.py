@@ -13,7 +13,7 @@ from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
 from access.impersonation import identity_per_cluster
-from offloading.cluster import twins
+from offloading.cluster import remote, twins
 from offloading.models import Namespace
 from offloading.models.fleet import current_managed
 
@@ -31,7 +31,7 @@ def namespace_twins(request: HttpRequest, name: str) -> HttpResponse:
     response = render(
         request,
         "offloading/_twins.html",
-        {"namespace": namespace, "across": across, "deadline": twins.DEADLINE, "cached": twins.CACHE_SECONDS},
+        {"namespace": namespace, "across": across, "deadline": remote.DEADLINE, "cached": remote.CACHE_SECONDS},
     )
     response["Cache-Control"] = "no-store"  # one user's reading of other clusters
     return response

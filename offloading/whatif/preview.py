@@ -20,7 +20,8 @@ from liqo_rules import webhook as liqo_webhook
 from liqo_rules.manifest import render_manifest
 from liqo_rules.spec import normalize_spec, remote_namespace_name
 from offloading.cluster import kube
-from offloading.cluster.twins import Readers, RemoteCheck, remote_collisions
+from offloading.cluster.remote import Readers
+from offloading.cluster.twins import RemoteCheck, remote_collisions
 from offloading.models import (
     Cluster,
     Namespace,
@@ -113,7 +114,7 @@ def preview(
     ``providers``: for a new offloading, also ask each selected peer that is a managed cluster whether
     the remote name is free there (``offloading.cluster.twins.remote_collisions``, as ``identity``: the
     requesting user as each provider sees them: its impersonation and groups). The only part that leaves the snapshot: one query for
-    the managed clusters, then their APIs at once, waited for at most ``twins.DEADLINE`` s (one that has
+    the managed clusters, then their APIs at once, waited for at most ``remote.DEADLINE`` s (one that has
     not answered is UNCHECKED, a note); no API is asked when no managed cluster is selected. An
     offloaded namespace is not checked: Liqo's webhook locks its remote name."""
     managed = namespace.managed_id  # None for a namespace the preview built: the default cluster
