@@ -49,7 +49,12 @@ def test_pods_of_offloaded_namespaces_are_kept_with_where_they_run(sandbox: Any,
     k8s.core.create_namespaced_pod("remote-app", pod)
     k8s.core.create_namespaced_pod("plain-app", pod)
     refresh()
-    wait_until(lambda: k8s.core.read_namespaced_pod("web", "remote-app").spec.node_name, 60, message="scheduled")
+    # Bound first, then Running (the scheduler's and the kubelet's writes): Running is the later of the two.
+    wait_until(
+        lambda: (k8s.core.read_namespaced_pod("web", "remote-app").status.phase or "") == "Running",
+        60,
+        message="scheduled and running",
+    )
     _sync("pods")
     kept = Pod.objects.get()
     assert (kept.namespace, kept.name) == ("remote-app", "web"), "only offloaded namespaces are followed"

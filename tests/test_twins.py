@@ -124,13 +124,13 @@ def _offload_shop_with_pods(world: World) -> None:
             "spec": {"containers": [{"name": "c", "image": "nginx"}]},
         }
         world.rome.create_namespaced_pod("shop", body)
-    eventually(
-        lambda: (
-            # a reflected pod is created without a status; milan's scheduler and kubelet write it after
-            {pod.status and pod.status.phase for pod in world.milan_pods("shop-rome").values()} == {"Running"}
-            and len(world.milan_pods("shop-rome")) == 2
-        )
-    )
+
+    def started() -> bool:
+        # A reflected pod is created unbound and without a status; milan's scheduler and kubelet write them.
+        pods = world.milan_pods("shop-rome").values()
+        return len(pods) == 2 and all(p.status and p.status.phase == "Running" and p.spec.node_name for p in pods)
+
+    eventually(started)
     # What Liqo's reflectors put in the twin besides pods (the sandbox reflects only pods).
     world.milan.create_namespaced_config_map("shop-rome", {"metadata": {"name": "cart-settings"}, "data": {"a": "b"}})
     refresh()
