@@ -10,18 +10,7 @@ import json
 import sys
 from pathlib import Path
 
-from bench import FLEETS
-
-
-def _fleet(text: str) -> tuple[int, int]:
-    try:
-        namespaces, clusters = (int(part) for part in text.lower().split("x"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected NAMESPACESxCLUSTERS, e.g. 1000x20, not {text!r}") from None
-    if namespaces < 1 or clusters < 1:
-        raise argparse.ArgumentTypeError("a fleet needs at least one namespace and one cluster")
-    return namespaces, clusters
-
+from bench import FLEETS, harness
 
 # The parts of a run --only can select ("pages": the fleets' refresh and pages, and the cold renders).
 RUNS = ("pages", "sync", "pods", "domain", "recovery", "throughput", "viewers")
@@ -39,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--fleet",
         action="append",
-        type=_fleet,
+        type=harness.fleet_size,
         metavar="NSxCLUSTERS",
         help="a fleet to measure (repeatable); default: " + ", ".join(f"{n}x{c}" for n, c in FLEETS),
     )
@@ -115,8 +104,6 @@ def main(argv: list[str] | None = None) -> int:
         for run in RUNS:
             setattr(args, run, run in args.only)
     fleets = args.fleet or (list(FLEETS[:2]) if args.quick else list(FLEETS))
-
-    from bench import harness
 
     scratch = harness.Run("liqo-dash-bench-")
     var_dir, log = scratch.var_dir, scratch.log

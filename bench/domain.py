@@ -336,17 +336,14 @@ def lines(figures: dict[str, Any]) -> list[str]:
     return out
 
 
-def _size(text: str) -> tuple[int, int]:
-    from bench.__main__ import _fleet
-
-    return _fleet(text)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.domain", description=__doc__.split("\n\n")[0])
     parser.add_argument("--clusters", type=int, help=f"managed clusters in the domain (default {FULL[0]})")
     parser.add_argument(
-        "--fleet", type=_size, metavar="NSxPEERS", help=f"each cluster's fleet (default {FULL[1]}x{FULL[2]})"
+        "--fleet",
+        type=harness.fleet_size,
+        metavar="NSxPEERS",
+        help=f"each cluster's fleet (default {FULL[1]}x{FULL[2]})",
     )
     parser.add_argument("--quick", action="store_true", help=f"{QUICK[0]} x {QUICK[1]}x{QUICK[2]}, short windows (CI)")
     parser.add_argument(

@@ -3,6 +3,7 @@ counters of Kubernetes API requests and SQL queries."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import os
@@ -27,6 +28,17 @@ ROOT = Path(__file__).resolve().parent.parent
 LISTED_KINDS = ("foreignclusters", "virtualnodes", "nodes", "namespaces", "namespaceoffloadings")
 
 T = TypeVar("T")
+
+
+def fleet_size(text: str) -> tuple[int, int]:
+    """An argparse type: "1000x20" as (namespaces, clusters), both at least one."""
+    try:
+        namespaces, clusters = (int(part) for part in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected NAMESPACESxCLUSTERS, e.g. 1000x20, not {text!r}") from None
+    if namespaces < 1 or clusters < 1:
+        raise argparse.ArgumentTypeError("a fleet needs at least one namespace and one cluster")
+    return namespaces, clusters
 
 
 def setup_django(var_dir: Path) -> None:

@@ -487,7 +487,9 @@ def lines(figures: dict[str, Any]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.viewers", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--fleet", default="1000x20", help="NAMESPACESxCLUSTERS (default 1000x20)")
+    parser.add_argument(
+        "--fleet", type=harness.fleet_size, default=(1000, 20), help="NAMESPACESxCLUSTERS (default 1000x20)"
+    )
     parser.add_argument("--viewers", type=int, action="append", help="viewer counts (repeatable); default 50, 200")
     parser.add_argument("--window", type=float, default=20.0, help="seconds of idle polling per count (default 20)")
     parser.add_argument("--no-bulk", dest="bulk", action="store_false", help="only the idle windows")
@@ -519,7 +521,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory (database, logs)")
     parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON to FILE ('-': stdout)")
     args = parser.parse_args(argv)
-    namespaces, clusters = (int(part) for part in args.fleet.lower().split("x"))
+    namespaces, clusters = args.fleet
     started = time.perf_counter()
 
     def log(message: str) -> None:
