@@ -18,7 +18,7 @@ from django.conf import settings
 from liqo_rules.admission import field_of_message as field_of_webhook_message
 from liqo_rules.admission import validate_spec
 from liqo_rules.constants import SCHEDULING_LABEL, SELECTED_NAME
-from liqo_rules.spec import normalize_spec
+from liqo_rules.spec import FIELD_MAPPING, FIELD_REMOTE_NAME, mapping_strategy, normalize_spec
 from offloading.changes import authorize
 from offloading.changes.errors import ChangeRejected, Refusal
 from offloading.choices import ChangeAction
@@ -125,9 +125,7 @@ def refuse_remote_collisions(
 
 def _name_taken(spec: dict[str, Any], messages: list[str]) -> ChangeRejected:
     """The refusal of a remote name already in use, on the field that chose it."""
-    field = (
-        "remoteNamespaceName" if spec.get("namespaceMappingStrategy") == SELECTED_NAME else "namespaceMappingStrategy"
-    )
+    field = FIELD_REMOTE_NAME if mapping_strategy(spec) == SELECTED_NAME else FIELD_MAPPING
     return ChangeRejected({field: [m[:1].upper() + m[1:] for m in messages]}, Refusal.CONFLICT)
 
 
