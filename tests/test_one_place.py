@@ -155,6 +155,7 @@ OWNED = [
     "offloading/forms.py",
     "offloading/api/serializers.py",
     "offloading/api/views.py",
+    "offloading/api/changes.py",
     "offloading/changes/bulk.py",
     "offloading/changes/requests.py",
     "offloading/changes/checks.py",

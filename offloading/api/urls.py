@@ -1,13 +1,13 @@
 from django.urls import URLPattern, URLResolver, include, path
 from rest_framework.routers import DefaultRouter
 
-from offloading.api import audit, views
+from offloading.api import audit, changes, views
 
 router = DefaultRouter()
 router.register("clusters", views.ClusterViewSet)
 router.register("namespaces", views.NamespaceViewSet)
-router.register("changes", views.ChangeRequestViewSet)
-router.register("bulk", views.BulkRequestViewSet)
+router.register("changes", changes.ChangeRequestViewSet)
+router.register("bulk", changes.BulkRequestViewSet)
 router.register("audit", audit.AuditEventViewSet)
 
 app_name = "api"
