@@ -1,5 +1,5 @@
-"""Plumbing shared by the benchmarks: the throwaway Django environment, the sandbox fleet, and the
-counters of Kubernetes API requests and SQL queries."""
+"""Plumbing shared by the benchmarks: the throwaway Django environment, the processes they start and the
+sandbox fleet (the counters of API requests, SQL queries and times: bench/counters.py)."""
 
 from __future__ import annotations
 
@@ -9,23 +9,18 @@ import math
 import os
 import re
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections import Counter
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
-from urllib.parse import urlsplit
+
+from bench import offloading_mix
 
 ROOT = Path(__file__).resolve().parent.parent
-
-# The resources the refresh lists, by the last segment of their collection URL.
-LISTED_KINDS = ("foreignclusters", "virtualnodes", "nodes", "namespaces", "namespaceoffloadings")
 
 T = TypeVar("T")
 
@@ -209,8 +204,6 @@ class Fleet:
 
         started = time.perf_counter()
         name = f"fleet-{self.namespaces}x{self.clusters}"
-        from bench import offloading_mix
-
         # The sandbox generates it (same seed); @F is the fraction of namespaces offloaded.
         scenario = f"generated:{self.namespaces}x{self.clusters}{offloading_mix(self.namespaces)}"
         if self.pods:
@@ -355,122 +348,3 @@ def _failing(obj: dict[str, Any]) -> bool:
 
 def _short(n: int) -> str:
     return f"{n // 1000}k" if n >= 1000 and n % 1000 == 0 else str(n)
-
-
-# --------------------------------------------------------------------------------------------------
-# Counters
-
-
-@dataclass
-class ApiCalls:
-    """The HTTP requests the dashboard's kube client sent, as (method, path, query)."""
-
-    calls: list[tuple[str, str, dict[str, str]]] = field(default_factory=list)
-    bytes: int = 0  # response bodies (Content-Length)
-
-    @property
-    def lists(self) -> Counter[str]:
-        """LIST requests (GET on a collection) per kind."""
-        out: Counter[str] = Counter()
-        for method, path, query in self.calls:
-            last = path.rstrip("/").rsplit("/", 1)[-1]
-            if method == "GET" and last in LISTED_KINDS and query.get("watch") not in ("true", "1"):
-                out[last] += 1
-        return out
-
-    @property
-    def others(self) -> int:
-        """Every request that is not a LIST (a GET of one object, a write ...)."""
-        return len(self.calls) - sum(self.lists.values())
-
-
-@contextmanager
-def api_calls() -> Iterator[ApiCalls]:
-    """Record every request of ``offloading.cluster.kube``'s client (wraps its urllib3 REST layer; the
-    application code is untouched)."""
-    from offloading.cluster import kube
-
-    record = ApiCalls()
-    rest = kube.api_client().rest_client
-    original = rest.request
-
-    def request(method: str, url: str, *args: Any, **kwargs: Any) -> Any:
-        query = {str(k): str(v) for k, v in (kwargs.get("query_params") or [])}
-        record.calls.append((method, urlsplit(url).path, query))
-        response = original(method, url, *args, **kwargs)
-        headers = getattr(response, "headers", None) or {}
-        record.bytes += int(headers.get("Content-Length") or 0)
-        return response
-
-    rest.request = request
-    try:
-        yield record
-    finally:
-        del rest.request  # the class method again
-
-
-@dataclass
-class Queries:
-    """The SQL statements run inside :func:`queries`, by their first keyword."""
-
-    statements: list[str] = field(default_factory=list)
-
-    @property
-    def count(self) -> int:
-        return len(self.statements)
-
-    @property
-    def by_kind(self) -> Counter[str]:
-        return Counter((sql.split(None, 1) or ["?"])[0].upper() for sql in self.statements)
-
-
-@contextmanager
-def queries(capture: bool = True) -> Iterator[Queries]:
-    """Count the SQL statements of the block (transaction COMMITs are not counted), with an execute
-    wrapper, and with Django's CaptureQueriesContext as a cross-check when ``capture``.
-
-    Why both: CaptureQueriesContext keeps at most ``queries_limit`` (9,000) entries in the
-    connection's query log and silently drops the older ones (a cold refresh of 10,000 namespaces
-    runs more), and on SQLite it re-quotes every parameter of every statement through extra
-    ``SELECT QUOTE(?)`` round trips, which inflates the time of write-heavy code by about 20 %. The
-    refresh is therefore counted with the wrapper only (``capture=False``)."""
-    from django.db import connection
-    from django.test.utils import CaptureQueriesContext
-
-    result = Queries()
-
-    def wrapper(execute: Callable[..., Any], sql: str, params: Any, many: bool, context: Any) -> Any:
-        result.statements.append(sql)
-        return execute(sql, params, many, context)
-
-    if not capture:
-        with connection.execute_wrapper(wrapper):
-            yield result
-        return
-    connection.queries_log.clear()
-    with CaptureQueriesContext(connection) as ctx, connection.execute_wrapper(wrapper):
-        yield result
-    captured = [q for q in ctx.captured_queries if q["sql"] not in ("COMMIT", "ROLLBACK")]
-    if len(ctx.captured_queries) < connection.queries_limit and len(captured) != len(result.statements):
-        raise AssertionError(
-            f"query counts disagree: CaptureQueriesContext {len(captured)}, execute wrapper {result.count}"
-        )
-
-
-@dataclass
-class Timing:
-    runs: list[float]
-
-    @property
-    def median(self) -> float:
-        return statistics.median(self.runs)
-
-
-def timed(fn: Callable[[], Any], repeat: int) -> tuple[Timing, Any]:
-    """Run ``fn`` ``repeat`` times; the times of every run and the last result."""
-    runs, result = [], None
-    for _ in range(repeat):
-        started = time.perf_counter()
-        result = fn()
-        runs.append(time.perf_counter() - started)
-    return Timing(runs), result

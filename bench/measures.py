@@ -9,7 +9,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from bench import harness
+from bench import cold, counters, harness, worker_rss
 from liqo_rules.selectors.liqoctl import cluster_selector
 from offloading.snapshot.refresh import refresh
 from offloading.whatif.preview import preview
@@ -112,7 +112,7 @@ def _refresh(name: str, expected: int, modified: int = 0, repeat: int = 1) -> Re
     times = []
     for _ in range(repeat):
         transitions_before = StatusTransition.objects.count()
-        with harness.api_calls() as calls, harness.queries(capture=False) as sql:
+        with counters.api_calls() as calls, counters.queries(capture=False) as sql:
             started = time.perf_counter()
             report = refresh()
             times.append(time.perf_counter() - started)
@@ -292,7 +292,7 @@ def measure_side_by_side(results: list[FleetResult], repeat: int) -> None:
             response = _request(client, page)  # warm-up: templates compiled, caches filled
             if response.status_code not in (200, 286):
                 raise RuntimeError(f"{page.method} {page.url} answered {response.status_code}, not a page to measure")
-            with harness.queries() as sql:
+            with counters.queries() as sql:
                 response = _request(client, page)
             page.queries, page.status, page.size = sql.count, response.status_code, len(response.content)
         namespace = Namespace.objects.get(name=result.target_namespace)
@@ -303,7 +303,7 @@ def measure_side_by_side(results: list[FleetResult], repeat: int) -> None:
             "podOffloadingStrategy": "LocalAndRemote",
             "clusterSelector": cluster_selector([PREVIEW_SELECTOR]),
         }
-        with harness.queries() as sql:
+        with counters.queries() as sql:
             found = preview(namespace, spec)
         result.preview = PreviewRun(
             clusters=Cluster.objects.count(), selected=len(found.selected), queries=sql.count, seconds=0.0
@@ -313,12 +313,12 @@ def measure_side_by_side(results: list[FleetResult], repeat: int) -> None:
         for fleet in staged if round_ % 2 == 0 else staged[::-1]:
             harness.use_database(fleet.result.database)
             for page in fleet.result.pages:
-                timing, _ = harness.timed(lambda page=page, client=fleet.client: _request(client, page), 1)
+                timing, _ = counters.timed(lambda page=page, client=fleet.client: _request(client, page), 1)
                 page.runs += timing.runs
             assert fleet.result.preview is not None
             # The function alone, its database connection open (the pages' requests close theirs).
             preview(fleet.namespace, fleet.spec)
-            timing, _ = harness.timed(lambda fleet=fleet: preview(fleet.namespace, fleet.spec), 1)
+            timing, _ = counters.timed(lambda fleet=fleet: preview(fleet.namespace, fleet.spec), 1)
             fleet.result.preview.runs += timing.runs
     for fleet in staged:
         for page in fleet.result.pages:
@@ -333,8 +333,6 @@ def measure_side_by_side(results: list[FleetResult], repeat: int) -> None:
 
 def measure_cold(pages: list[PageRun]) -> None:
     """Each page's first request in a new, warmed-up web process (see bench.cold)."""
-    from bench import cold
-
     timings = cold.measure([{"name": p.name, "method": p.method, "url": p.url, "data": p.data} for p in pages])
     for page in pages:
         page.cold_ms = timings.get(page.name)
@@ -354,8 +352,6 @@ def measure_fleet(
         )
         result.refreshes = measure_refreshes(fleet, mass_change, log)
         if cold:
-            from bench import worker_rss
-
             assert fleet.kubeconfig is not None
             result.worker_refresh = worker_rss.measure(fleet.kubeconfig)
             log(f"    worker cold refresh: peak RSS {result.worker_refresh['peak_mb']} MB")

@@ -39,6 +39,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from bench import harness
 from bench.recovery import _Pipeline, _wait, use_broker
 from bench.throughput_bulk import api_list_all, run_bulk
 from bench.throughput_procs import SandboxProcess, WatcherProcess
@@ -185,8 +186,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.size < 2:
         parser.error("--size must be at least 2 (half of it goes to each kubectl run)")
-    from bench import harness
-
     scratch = harness.Run("liqo-dash-bench-throughput-")
     var_dir, log = scratch.var_dir, scratch.log
     try:
