@@ -32,7 +32,7 @@ from access.models import Scope
 from liqo_dash.statusbody import status_data
 from offloading import context
 from offloading.models import livetriggers
-from offloading.views import freshness, live, liveaside
+from offloading.views import freshness, live, liveaside, livetags
 from offloading.views.livememory import ViewerMemory
 
 log = logging.getLogger(__name__)
@@ -106,7 +106,7 @@ class _Viewer:
     role: str
 
     @property
-    def who(self) -> str:  # as offloading.views.live.who_of
+    def who(self) -> str:  # as offloading.views.livetags.who_of
         return f"{self.pk}:{self.role}"
 
 
@@ -157,7 +157,7 @@ viewers = ViewerMemory(max_entries=10_000)
 
 def _viewer(request: HttpRequest, marks: tuple[int, ...]) -> tuple[_Viewer, str] | None:
     """Who sends this poll, as AuthenticationMiddleware and access.roles.role_of would find them, and
-    the shared key's access (as offloading.views.live._access_key); None: not recognised here, the whole
+    the shared key's access (as offloading.views.livetags.access_key); None: not recognised here, the whole
     chain decides. ``marks``: the identity counters (live.IDENTITY), read before anything else here."""
     key = request.COOKIES.get(settings.SESSION_COOKIE_NAME)
     if not key or settings.SESSION_ENGINE != _SESSION_ENGINE:
@@ -271,7 +271,7 @@ def _checked(session_data: str) -> _Viewer | None:
 
 
 def _access(viewer: _Viewer) -> str:
-    """The shared key's access, as offloading.views.live._access_key: the role, and an operator's scopes
+    """The shared key's access, as offloading.views.livetags.access_key: the role, and an operator's scopes
     (their own and their groups')."""
     if viewer.role != roles.OPERATOR:
         return viewer.role
@@ -281,7 +281,7 @@ def _access(viewer: _Viewer) -> str:
         f"(SELECT {names['member_group']} FROM {names['member']} WHERE {names['member_user']} = %s)",
         [viewer.pk, viewer.pk],
     )
-    return live.access_of(viewer.role, [(str(kind), str(value)) for kind, value in rows])
+    return livetags.access_of(viewer.role, [(str(kind), str(value)) for kind, value in rows])
 
 
 class LivePollMiddleware:
@@ -326,7 +326,7 @@ class LivePollMiddleware:
             request.resolver_match = match  # the request metrics count it by its view
             # What the chain behind would have added: the request id, Vary: Cookie (the session
             # middleware), X-Frame-Options (the clickjacking middleware); and no cache keeps it.
-            live.private(answer)
+            livetags.private(answer)
             answer.setdefault("X-Frame-Options", getattr(settings, "X_FRAME_OPTIONS", "DENY"))
             if answer.status_code != 304 and not answer.has_header("Content-Length"):
                 # As the common middleware would: a kept-alive connection then needs no chunked framing.

@@ -295,7 +295,7 @@ def test_a_poll_of_the_page_is_answered_304_while_nothing_changed(
     assert first.status_code == 200 and first["ETag"]
     assert admin_client.get(url, HTTP_IF_NONE_MATCH=first["ETag"], **poll).status_code == 304
     ClusterOffloading.objects.filter(cluster_id="naples").update(selected=True, state="NamespaceCreated")
-    later = live.now_ms() + 5000  # the page's next poll, 5 s on: its render held for more than live.HOLD_S
+    later = live.now_ms() + 5000  # the page's next poll, 5 s on: its render held for more than livetags.HOLD_S
     monkeypatch.setattr(live, "now_ms", lambda: later)
     again = admin_client.get(url, HTTP_IF_NONE_MATCH=first["ETag"], **poll)
     assert again.status_code == 200 and 'data-target="naples" data-namespaces="1"' in again.content.decode()

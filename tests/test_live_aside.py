@@ -25,7 +25,7 @@ from django.db import close_old_connections, connection
 from django.test import Client
 
 from offloading.models import Namespace
-from offloading.views import live, liveaside
+from offloading.views import live, liveaside, livetags
 from tests import webproc
 from tests.conftest import wait_until
 
@@ -92,7 +92,7 @@ class _Poller:
         while time.monotonic() < deadline:
             for value in (f"{phase}Pending", phase):
                 Namespace.objects.filter(name="shop").update(offloading_phase=value)
-                time.sleep(live.HOLD_S)
+                time.sleep(livetags.HOLD_S)
                 headers, body = self.until_changed()
             if headers.get("x-live-aside") == "1":
                 return headers, body
@@ -127,7 +127,7 @@ def test_the_web_process_renders_a_moved_region_in_its_renderer(
         # worker starts a renderer again, which renders the next change.
         os.kill(next(iter(first)), signal.SIGKILL)
         Namespace.objects.filter(name="shop").update(offloading_phase="AllFailed")
-        time.sleep(live.HOLD_S)
+        time.sleep(livetags.HOLD_S)
         headers, body = viewer.until_changed()
         assert "AllFailed" in body or "All failed" in body, body[:500]
         wait_until(lambda: set(_renderers(proc.pid)) - first, 60, message="a new live renderer")

@@ -47,7 +47,7 @@ _LATER_MS = [0]  # how far the live checks' clock runs ahead of the real one
 @pytest.fixture(autouse=True)
 def _live_clock(monkeypatch: Any) -> None:
     """The live checks' clock, moved on by ``_written``: the next poll comes 2 s after a write, when the
-    render a viewer holds is more than a second old (a holder is not rendered again within live.HOLD_S,
+    render a viewer holds is more than a second old (a holder is not rendered again within livetags.HOLD_S,
     so a 304 after it is the counters' answer)."""
     _LATER_MS[0] = 0
     monkeypatch.setattr(live, "now_ms", lambda: int(time.time() * 1000) + _LATER_MS[0])

@@ -29,7 +29,7 @@ from access import roles
 from access.models import Scope
 from offloading import middleware
 from offloading.models import Namespace, SnapshotState, livetriggers
-from offloading.views import live
+from offloading.views import live, livetags
 from tests import webproc
 from tests.browser import login
 from tests.conftest import wait_until
@@ -82,7 +82,7 @@ def _live_clock(monkeypatch: Any) -> None:
 
 def _phase(phase: str) -> None:
     """A write the overview shows; the viewers' next poll comes 2 s later, when the render they hold is
-    more than a second old (a holder is not rendered again within live.HOLD_S)."""
+    more than a second old (a holder is not rendered again within livetags.HOLD_S)."""
     Namespace.objects.filter(name="shop").update(offloading_phase=phase)
     _next_poll()
 
@@ -203,7 +203,7 @@ def test_the_early_role_and_access_are_those_of_access_roles(fleet: Any, django_
         found = middleware._viewer(request, (0, 0))
         assert found is not None and found[0].role == roles.role_of(user), user
         assert found[0].who == f"{user.pk}:{roles.role_of(user)}"
-        assert found[1] == middleware._access(found[0]) == live._access_key(request), user
+        assert found[1] == middleware._access(found[0]) == livetags.access_key(request), user
     assert json.loads(middleware._access(middleware._Viewer(operator.pk, roles.OPERATOR))) == [
         "operator",
         [["glob", "team-a-*"], ["selector", "team=b"]],
@@ -326,7 +326,7 @@ def test_an_anonymous_poll_gets_no_etag_and_never_a_304(fleet: Any) -> None:
     # What a poll with no session would have held before: the hash of the counters for nobody ("-").
     version = live.data_version(live.region_kinds("namespace_list"))
     request = first.wsgi_request
-    guessed = f'"{live._hash(version, request, "-")}.{live.now_ms():x}"'
+    guessed = f'"{livetags.digest(version, request, "-")}.{live.now_ms():x}"'
     answer = _poll(anonymous, LIST, guessed)
     assert answer.status_code == 302 and "ETag" not in answer and not _early(answer)
 
@@ -438,7 +438,7 @@ def test_scopes_shape_what_an_operator_poll_returns(fleet: Any, django_user_mode
     _next_poll()
     moved = _poll(ann, status, answer["ETag"])
     assert moved.status_code in (200, 286) and moved["ETag"] != answer["ETag"]
-    assert middleware._access(middleware._Viewer(ann_user.pk, roles.OPERATOR)) == live.access_of(
+    assert middleware._access(middleware._Viewer(ann_user.pk, roles.OPERATOR)) == livetags.access_of(
         roles.OPERATOR, [("glob", "pay*"), ("glob", "shop*")]
     )
 
@@ -446,13 +446,13 @@ def test_scopes_shape_what_an_operator_poll_returns(fleet: Any, django_user_mode
 def test_an_operator_access_is_unambiguous() -> None:
     """Scopes are kept apart in the shared key's access: no value can make two sets of scopes read as
     one (a glob with a separator in it, were it ever stored unvalidated)."""
-    one = live.access_of(roles.OPERATOR, [("glob", "a|glob=b")])
-    two = live.access_of(roles.OPERATOR, [("glob", "a"), ("glob", "b")])
+    one = livetags.access_of(roles.OPERATOR, [("glob", "a|glob=b")])
+    two = livetags.access_of(roles.OPERATOR, [("glob", "a"), ("glob", "b")])
     assert one != two
-    assert live.access_of(roles.OPERATOR, [("glob", "b"), ("glob", "a"), ("glob", "a")]) == two
-    assert live.access_of(roles.VIEWER, [("glob", "a")]) == roles.VIEWER
+    assert livetags.access_of(roles.OPERATOR, [("glob", "b"), ("glob", "a"), ("glob", "a")]) == two
+    assert livetags.access_of(roles.VIEWER, [("glob", "a")]) == roles.VIEWER
     # The parts of a shared key and of an ETag are kept apart too: the URL and HX-Request are the client's.
-    assert live.shared_key("home", "/?a", "true|admin", "viewer") != live.shared_key(
+    assert livetags.shared_key("home", "/?a", "true|admin", "viewer") != livetags.shared_key(
         "home", "/?a|true", "admin", "viewer"
     )
 

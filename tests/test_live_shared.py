@@ -16,7 +16,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from offloading.models import Namespace
-from offloading.views import live
+from offloading.views import live, livetags
 
 pytestmark = pytest.mark.django_db
 
@@ -143,7 +143,7 @@ def test_a_holder_is_not_rendered_again_within_a_second(fleet: Any, django_user_
     assert held.status_code == 304 and held["ETag"] == first["ETag"]
     assert not any("offloading_namespace" in q["sql"] for q in queries.captured_queries)  # nothing rendered
     assert _poll(bob, OVERVIEW, bobs["ETag"]).status_code == 304  # the same for any holder of that render
-    _later(monkeypatch, live.HOLD_S + 0.01)
+    _later(monkeypatch, livetags.HOLD_S + 0.01)
     moved = _poll(ann, OVERVIEW, first["ETag"])
     assert moved.status_code == 200 and "SomeFailed" in moved.content.decode()
     assert moved["X-Live"] == "rendered"
@@ -168,7 +168,7 @@ def test_another_viewer_gets_a_newer_render_only_within_its_reuse_window(
     # Within the window, bob gets ann's render (newer than what he holds: nothing), not the moved rows.
     assert _poll(bob, OVERVIEW).content == kept.content
     now = live.now_ms()
-    monkeypatch.setattr(live, "now_ms", lambda: now + int(live.REUSE_MAX_S * 1000) + 1)
+    monkeypatch.setattr(live, "now_ms", lambda: now + int(livetags.REUSE_MAX_S * 1000) + 1)
     assert "SomeFailed" in _poll(cid, OVERVIEW).content.decode()  # past the window: rendered again
 
 
@@ -176,7 +176,7 @@ def test_a_poll_never_goes_back_to_an_older_render_than_it_holds(
     fleet: Any, django_user_model: Any, monkeypatch: Any
 ) -> None:
     ann = _person(django_user_model, "ann", "viewer")
-    key = live.shared_key("home", OVERVIEW, "true", "viewer")
+    key = livetags.shared_key("home", OVERVIEW, "true", "viewer")
     first = _poll(ann, OVERVIEW)
     older = cache.get(key)
     assert older is not None and older.content == first.content
@@ -196,7 +196,7 @@ def test_while_another_viewer_renders_it_a_holder_keeps_what_it_has(
     fleet: Any, django_user_model: Any, monkeypatch: Any
 ) -> None:
     ann = _person(django_user_model, "ann", "viewer")
-    key = live.shared_key("home", OVERVIEW, "true", "viewer")
+    key = livetags.shared_key("home", OVERVIEW, "true", "viewer")
     first = _poll(ann, OVERVIEW)
     _phase("SomeFailed")
     _later(monkeypatch, 2.0)  # the holder's next poll, a render held for more than HOLD_S
@@ -214,7 +214,7 @@ def test_while_another_viewer_renders_it_the_answer_comes_before_the_session_mid
     LivePollMiddleware (no request.user set), as the view's own poll handling would answer them."""
     ann = _person(django_user_model, "ann", "viewer")
     bob = _person(django_user_model, "bob", "viewer")
-    key = live.shared_key("home", OVERVIEW, "true", "viewer")
+    key = livetags.shared_key("home", OVERVIEW, "true", "viewer")
     first = _poll(ann, OVERVIEW)
     held_by_bob = _poll(bob, OVERVIEW)
     _phase("SomeFailed")
@@ -273,7 +273,7 @@ def test_a_304_names_the_etag_that_matched(fleet: Any, django_user_model: Any) -
     ],
 )
 def test_region_of_finds_the_element_with_its_children(html: str, found: bool) -> None:
-    region = live.region_of(html, "live")
+    region = livetags.region_of(html, "live")
     if not found:
         assert region is None
         return

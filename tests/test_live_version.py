@@ -304,7 +304,7 @@ def test_a_live_region_answers_304_until_what_it_shows_changes(
     write, text = _shown_write(region, change)
     write()
     # The next poll comes one poll period later (static/js/liqo-dash.js): a holder of a shared region's
-    # render is not rendered again within a second (live.HOLD_S), shorter than every poll period.
+    # render is not rendered again within a second (livetags.HOLD_S), shorter than every poll period.
     now = live.now_ms()
     monkeypatch.setattr(live, "now_ms", lambda: now + POLL_EVERY_S[region] * 1000)
     started = time.monotonic()

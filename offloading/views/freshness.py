@@ -17,7 +17,7 @@ from django.views.decorators.http import require_GET
 
 from offloading.context_processors import freshness_context
 from offloading.models.fleet import ManagedRef, current_managed
-from offloading.views import live
+from offloading.views import livetags
 
 
 @login_required
@@ -25,11 +25,11 @@ from offloading.views import live
 def freshness(request: HttpRequest) -> HttpResponse:
     """The freshness badge alone (every page polls it; the browser ticks its age in between), of the
     page's managed cluster (its copy under /m/<name>/ is that cluster's)."""
-    return badge(request, live.who_of(request), current_managed(request))
+    return badge(request, livetags.who_of(request), current_managed(request))
 
 
 def badge(request: HttpRequest, who: str, managed: ManagedRef = None) -> HttpResponse:
-    """The badge's answer for the user ``who`` ("pk:role", as ``live.who_of``) of the managed cluster
+    """The badge's answer for the user ``who`` ("pk:role", as ``livetags.who_of``) of the managed cluster
     ``managed`` (None: the default one); LivePollMiddleware asks it directly for a poll whose session
     and role it checked.
 

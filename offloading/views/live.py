@@ -3,22 +3,15 @@ live regions' cheap "nothing changed" answer."""
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import hashlib
-import json
 import logging
-import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
 from django.core.cache import cache
 from django.http import HttpRequest, HttpResponse
-from django.utils.cache import patch_vary_headers
-from django.utils.http import parse_etags
 
 from access import roles
 from offloading.views import liveaside
@@ -41,8 +34,32 @@ from offloading.views.livekinds import (  # noqa: F401 - re-exported
     versions,
 )
 from offloading.views.livememory import RenderMemory
+from offloading.views.livetags import (
+    REUSE_COST_FACTOR,
+    REUSE_MAX_S,
+    REUSE_MIN_S,
+    Shared,
+    access_key,
+    digest,
+    etag,
+    held,
+    held_tag,
+    not_modified,
+    private,
+    region_id,
+    region_of,
+    reusable,
+    shared_key,
+    too_soon,
+    who_of,
+)
 
 log = logging.getLogger(__name__)
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
 
 # --------------------------------------------------------------------------------------------------
 # Live regions poll themselves (static/js/liqo-dash.js sends the ETag it holds, with the header
@@ -54,164 +71,17 @@ log = logging.getLogger(__name__)
 # docs/live-pages.md), so an idle open page costs the same at any fleet size.
 
 
-def who_of(request: HttpRequest) -> str:
-    """The user as the ETags name them: "pk:role" ("-" for nobody)."""
-    user: Any = request.user
-    return f"{user.pk}:{roles.role_of(user)}" if user.is_authenticated else "-"
-
-
-# --------------------------------------------------------------------------------------------------
-# The ETag of a poll: a hash of the region's counters, the full URL, the user and role and whether htmx
-# asked (opaque, never shared between users), then, after a dot, when the answer's counters were read
-# (milliseconds, hex): which of two answers is the newer, without saying what moved. The parts are
-# hashed as a JSON array: the URL and the HX-Request header are the client's, and a separator inside
-# them must not make one user's parts read as another's. Only a signed-in user with a role gets one,
-# and only on an answer with content (200, or htmx's 286): a refusal or a redirect never turns into a
-# 304 at the next poll.
-
-
-def _hash(version: str, request: HttpRequest, who: str) -> str:
-    key = json.dumps([version, request.get_full_path(), who, request.headers.get("HX-Request", "")])
-    return hashlib.sha256(key.encode()).hexdigest()[:32]
-
-
-def private(response: HttpResponse) -> HttpResponse:
-    """A poll's answer is one user's (and often a region of a page under the page's URL): no cache
-    keeps it, whatever answered it (the view, or LivePollMiddleware before the session middleware,
-    which would otherwise not add ``Vary: Cookie``)."""
-    response["Cache-Control"] = "no-store"
-    patch_vary_headers(response, ("Cookie",))
-    return response
-
-
-def _etag(digest: str, read_ms: int) -> str:
-    return f'"{digest}.{read_ms:x}"'
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
-
-
-def _held(request: HttpRequest) -> tuple[dict[str, str], str, int]:
-    """What the poll holds (If-None-Match): its ETags by hash, the newest of them and when it was read
-    (0: unknown)."""
-    tags, newest, newest_ms = {}, "", 0
-    for tag in parse_etags(request.headers.get("If-None-Match", "")):
-        digest, _, read_at = tag.removeprefix("W/").strip('"').partition(".")
-        tags[digest] = tag
-        with contextlib.suppress(ValueError):
-            if int(read_at, 16) > newest_ms:
-                newest, newest_ms = tag, int(read_at, 16)
-    return tags, newest or next(iter(tags.values()), ""), newest_ms
-
-
-def _not_modified(etag: str) -> HttpResponse:
-    response = HttpResponse(status=304)
-    response["ETag"] = etag
-    return response
-
-
-# --------------------------------------------------------------------------------------------------
-# Renders shared between viewers. While the counters move (a bulk applying), every poll of a region
-# would render it again, for every viewer: at 10,000 namespaces an overview costs ~0.2 s of CPU, and 500
-# viewers poll ~200 times a second. So the render of a region is kept (in the cache: Redis when deployed,
-# shared by every process and replica) by what decides its content: the URL, whether htmx asked, and the
-# viewer's access (role, and scopes for an operator: the regions below depend on the user only through
-# them); a poll of another viewer with the same access gets it when it is the current version, or when it
-# is newer than what that viewer holds and younger than its reuse window: 10 times what it cost to
-# render, at least 1 s, at most 10 s. A viewer who already holds the newest render and whose counters
-# moved renders again once that render is a second old (HOLD_S: shorter than any poll interval, so a
-# single viewer sees every change at its next poll); before that it keeps what it has (304). One render
-# per region and access at a time (a lease), the others keep what they have meanwhile. So a region is
-# rendered at most once a second per access, whatever the number of viewers.
-# Only the region travels to the other viewers (``id="live"`` of a page; a fragment whole), never the
-# page around it (its CSRF token, the user menu).
-
-SHARED: dict[str, str] = {  # URL name -> the id of the element the poll swaps ("": the whole answer)
-    "home": "live",
-    "fleet_matrix": "live",
-    "cluster_list": "live",
-    "cluster_detail": "live",
-    "audit_list": "live",
-    "domain_map": "live",
-    "namespace_status": "",
-}
-SHARED_HTMX: dict[str, str] = {"namespace_list": ""}  # shared only as the fragment htmx asks for
-REUSE_COST_FACTOR, REUSE_MIN_S, REUSE_MAX_S = 10.0, 1.0, 10.0
-HOLD_S = 1.0  # a holder of the newest render is not rendered again before it is this old (_too_soon)
 _KEPT_S = 30  # how long the cache keeps a render (it is reused for REUSE_MAX_S at most)
 _LEASE_S = 15  # a render that crashed without releasing its lease holds it this long at most
 _STAMP = ":at"  # beside a kept render, the shared cache keeps when its counters were read (ms)
 _LEASE = ":lease"  # beside it too, while one poll renders it: the lease of that render
 
 
-@dataclass(frozen=True)
-class Shared:
-    version: str
-    read_ms: int  # when its counters were read (ms since the epoch)
-    reuse_ms: int
-    status: int
-    content_type: str
-    vary: str
-    content: bytes
-
-
-def _region_id(request: HttpRequest, url_name: str) -> str | None:
-    if url_name in SHARED:
-        return SHARED[url_name]
-    if url_name in SHARED_HTMX and request.headers.get("HX-Request") == "true":
-        return SHARED_HTMX[url_name]
-    return None
-
-
-def access_of(role: str, scopes: list[tuple[str, str]]) -> str:
-    """The shared key's access: the role, and for an operator their scopes ((kind, value) pairs,
-    sorted) as a JSON array, so that no scope value can make one set of scopes read as another."""
-    if role != roles.OPERATOR:
-        return role
-    return json.dumps([role, sorted(set(scopes))])
-
-
-def _access_key(request: HttpRequest) -> str | None:
-    """What a shared region depends on of the user: the role, and an operator's scopes (None: no role)."""
-    user: Any = request.user
-    role = roles.role_of(user) if user.is_authenticated else None
-    if role is None:
-        return None
-    if role != roles.OPERATOR:
-        return role
-    return access_of(role, [(scope.kind, scope.value) for scope in roles.scopes_of(user)])
-
-
-_OPENING = re.compile(r"<([a-zA-Z][a-zA-Z0-9]*)\s(?:[^>]*?\s)?id=\"([^\"]+)\"[^>]*>")
-
-
-def region_of(html: str, element_id: str) -> str | None:
-    """The element ``id="element_id"`` of a rendered page, tags included (None when it is not there or
-    its tags do not balance). Templates escape every value, so a tag in the text is one of theirs."""
-    start = next((m for m in _OPENING.finditer(html) if m.group(2) == element_id), None)
-    if start is None:
-        return None
-    tag = start.group(1).lower()
-    tags = re.compile(rf"<(/?){tag}\b[^>]*>", re.IGNORECASE)
-    depth = 0
-    for found in tags.finditer(html, start.start()):
-        depth += -1 if found.group(1) else 1
-        if depth == 0:
-            return html[start.start() : found.end()]
-    return None
-
-
-def shared_key(url_name: str, full_path: str, hx: str, access: str) -> str:
-    """The cache key of a region's shared render."""
-    return "liqo-dash:live:" + hashlib.sha256(json.dumps([url_name, full_path, hx, access]).encode()).hexdigest()
-
-
 def _answer(shared: Shared, request: HttpRequest, who: str) -> HttpResponse:
     response = HttpResponse(shared.content, status=shared.status, content_type=shared.content_type)
     if shared.vary:
         response["Vary"] = shared.vary
-    response["ETag"] = _etag(_hash(shared.version, request, who), shared.read_ms)
+    response["ETag"] = etag(digest(shared.version, request, who), shared.read_ms)
     response["X-Live"] = "shared"  # what the poll cost: another viewer's render (bench/viewers.py counts them)
     return response
 
@@ -221,12 +91,12 @@ def _render(
 ) -> tuple[HttpResponse, Shared | None]:
     """The view's answer to the poll, and what other viewers may reuse of it (None: nothing)."""
     match = request.resolver_match
-    element = _region_id(request, (match.url_name if match else None) or "")
+    element = region_id(request, (match.url_name if match else None) or "")
     started = time.monotonic()
     response = view(request, *args, **kwargs)
     if response.status_code not in (200, 286):
         return response, None  # no ETag: a refusal or a redirect is never a 304 at the next poll
-    response["ETag"] = _etag(_hash(version, request, who_of(request)), read_ms)
+    response["ETag"] = etag(digest(version, request, who_of(request)), read_ms)
     response["X-Live"] = "rendered"
     if element is None or response.streaming:
         return response, None
@@ -252,29 +122,6 @@ def _cached(operation: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         return None
 
 
-def _reusable(kept: Shared | None, version: str, read_ms: int, held_ms: int) -> bool:
-    """Whether a poll (counters ``version`` read at ``read_ms``, holding a render read at ``held_ms``)
-    gets the kept render: it is the current version, or newer than what it holds and in its window."""
-    if kept is None:
-        return False
-    return kept.version == version or (kept.read_ms > held_ms and read_ms - kept.read_ms < kept.reuse_ms)
-
-
-def _too_soon(kept: Shared | None, read_ms: int, held: str | None) -> str | None:
-    """The ETag to keep (a 304) when the poll holds the kept render itself (``held``: its ETag of that
-    render for this user, None when it holds none) and that render is younger than HOLD_S: the region is
-    not rendered again for its access before, however many times its counters moved meanwhile (the first
-    poll after it does). Shorter than every region's poll interval, so a viewer alone on a page still
-    sees each change at its next poll. A poll holding another render (older, a newer one from another
-    replica, or one of another role or scopes) is not held back."""
-    return held if kept is not None and held and read_ms - kept.read_ms < HOLD_S * 1000 else None
-
-
-def _held_tag(tags: dict[str, str], kept: Shared | None, request: HttpRequest, who: str) -> str | None:
-    """The poll's ETag of ``kept`` for the user ``who``, when it holds that render."""
-    return None if kept is None else tags.get(_hash(kept.version, request, who))
-
-
 # This process's copies of the kept renders (offloading/views/livememory.py): a poll is answered from its
 # own copy when that copy decides it as the shared cache's would, without a round trip carrying the region.
 memory = RenderMemory(max_bytes=32 * 1024 * 1024, max_age_ms=_KEPT_S * 1000)
@@ -295,7 +142,7 @@ def _kept_render(
     version, read_ms, held_ms = when  # the counters, when they were read, and when the held render was
     local: Any = memory.get(key, read_ms)
     if local is not None and (
-        _reusable(local, version, read_ms, held_ms) or _too_soon(local, read_ms, _held_tag(tags, local, request, who))
+        reusable(local, version, read_ms, held_ms) or too_soon(local, read_ms, held_tag(tags, local, request, who))
     ):
         return key, local
     if local is not None:
@@ -323,27 +170,27 @@ def early(
     before the session, user and page middleware run: a 304 while nothing the region shows moved, or
     another viewer's render of the same access that this poll may reuse (as ``_poll`` decides them).
     ``who`` is the user's "pk:role" (as ``who_of``); ``access`` gives the shared key's access (as
-    ``_access_key``), asked only when a render is looked up; ``read``: the counters (of the region's
+    ``access_key``), asked only when a render is looked up; ``read``: the counters (of the region's
     kinds at least, as ``versions``) and when they were read (``now_ms`` just before); ``managed``: the
     cluster whose counters the region polls (as ``managed_of``; ``early_counters`` gives it). None: the
     view must run (the whole middleware chain, then ``_poll``)."""
     counters, read_ms = read
     version = version_of(counters, poll_kinds(url_name, managed))
-    tags, newest, held_ms = _held(request)
-    current = _hash(version, request, who)
+    tags, newest, held_ms = held(request)
+    current = digest(version, request, who)
     if current in tags:
-        return _not_modified(tags[current])
-    if _region_id(request, url_name) is None:
+        return not_modified(tags[current])
+    if region_id(request, url_name) is None:
         return None
     shared_access = access()
     if shared_access is None:
         return None
     key, kept = _kept_render(request, url_name, shared_access, (version, read_ms, held_ms), tags, who)
-    if kept is not None and _reusable(kept, version, read_ms, held_ms):
+    if kept is not None and reusable(kept, version, read_ms, held_ms):
         return _answer(kept, request, who)
-    keep = _too_soon(kept, read_ms, _held_tag(tags, kept, request, who))
+    keep = too_soon(kept, read_ms, held_tag(tags, kept, request, who))
     if keep:
-        return _not_modified(keep)
+        return not_modified(keep)
     # Another viewer's poll is rendering it (it holds the lease): what _poll answers then, without the
     # whole middleware chain first. While a bulk applies, that is most polls of a region whose counters
     # moved: each went through the session, the user and the page's middleware only to learn it.
@@ -357,7 +204,7 @@ def _in_flight(kept: Shared | None, held_ms: int, newest: str, request: HttpRequ
     it is newer than what the poll holds, else a 304 (the next poll gets the render being made)."""
     if kept is not None and kept.read_ms > held_ms:
         return _answer(kept, request, who)
-    return _not_modified(newest)
+    return not_modified(newest)
 
 
 def _signed_in_with_role(request: HttpRequest) -> bool:
@@ -374,20 +221,20 @@ def _poll(view: Callable[..., HttpResponse], request: HttpRequest, *args: Any, *
     url_name = match.url_name if match else None
     read_ms = now_ms()
     version = data_version(poll_kinds(url_name, managed_of(request, url_name)))
-    tags, newest, held_ms = _held(request)
+    tags, newest, held_ms = held(request)
     who = who_of(request)
-    current = _hash(version, request, who)
+    current = digest(version, request, who)
     if current in tags:
-        return _not_modified(tags[current])
-    access = _access_key(request) if _region_id(request, url_name or "") is not None else None
+        return not_modified(tags[current])
+    access = access_key(request) if region_id(request, url_name or "") is not None else None
     if access is None:
         return _render(view, request, args, kwargs, version, read_ms)[0]
     key, kept = _kept_render(request, url_name or "", access, (version, read_ms, held_ms), tags, who)
-    if kept is not None and _reusable(kept, version, read_ms, held_ms):
+    if kept is not None and reusable(kept, version, read_ms, held_ms):
         return _answer(kept, request, who)
-    keep = _too_soon(kept, read_ms, _held_tag(tags, kept, request, who))
+    keep = too_soon(kept, read_ms, held_tag(tags, kept, request, who))
     if keep:
-        return _not_modified(keep)
+        return not_modified(keep)
     leased = _cached(cache.add, key + _LEASE, 1, timeout=_LEASE_S)
     if leased is False:  # another viewer is rendering it now
         if newest:
@@ -446,9 +293,9 @@ def _aside(request: HttpRequest, key: str, when: tuple[str, int], newest: str) -
     try:
         answer = future.result(timeout=wait_ms / 1000)
     except TimeoutError:
-        return _not_modified(newest)  # keep what you have: the next poll gets that render
+        return not_modified(newest)  # keep what you have: the next poll gets that render
     if answer is None:
-        return _not_modified(newest)  # the renderer died with it (logged): the next poll renders
+        return not_modified(newest)  # the renderer died with it (logged): the next poll renders
     response = liveaside.response_of(answer)
     response["X-Live-Aside"] = "1"
     return response
