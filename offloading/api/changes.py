@@ -109,35 +109,21 @@ class BulkRequestViewSet(
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         spec = dict(data["spec"]) if "spec" in data else None
-        expected = data.get("expectedGenerations")
+        asked = (data["action"], data["namespaceSelector"], spec, current_actor())
+        options = {
+            "label_namespace": data["labelNamespace"],
+            "expected_generations": data.get("expectedGenerations"),
+            "gitops_override": data["gitopsOverride"],
+            "managed": current_managed(request),
+        }
         try:
             if data["dryRun"]:
-                plan = plan_bulk(
-                    data["action"],
-                    data["namespaceSelector"],
-                    spec,
-                    current_actor(),
-                    label_namespace=data["labelNamespace"],
-                    expected_generations=expected,
-                    ask_api_server=True,
-                    gitops_override=data["gitopsOverride"],
-                    managed=current_managed(request),
-                )
+                plan = plan_bulk(*asked, ask_api_server=True, **options)
                 return Response(
                     {"namespaces": plan.namespaces, "skipped": plan.skipped, **_bulk_impact(plan.changes)},
                     status=status.HTTP_200_OK,
                 )
-            bulk = request_bulk(
-                data["action"],
-                data["namespaceSelector"],
-                spec,
-                current_actor(),
-                label_namespace=data["labelNamespace"],
-                expected_generations=expected,
-                confirmed=data["confirm"],
-                gitops_override=data["gitopsOverride"],
-                managed=current_managed(request),
-            )
+            bulk = request_bulk(*asked, confirmed=data["confirm"], **options)
         except ChangeRejected as exc:
             return refusal_response(exc, kind="bulkrequests")
         return Response(BulkRequestSerializer(bulk).data, status=status.HTTP_201_CREATED)
