@@ -36,8 +36,11 @@ from offloading.models import SnapshotState
 from offloading.models.fleet import ManagedRef, is_default
 from offloading.models.managed import ManagedCluster
 
-READ_TIMEOUT = 1.5  # seconds per call to a provider (a page's read, like the dry-run's timeout)
 DEADLINE = 3.0  # seconds the page waits for all providers together
+# Seconds per call to a provider. The client retries a timed-out call once (cluster/client.py), so a
+# provider that hangs is given up after 2 x READ_TIMEOUT: well past the DEADLINE, so the deadline alone
+# decides a hung provider's answer (at 1.5 s the two ended together, and which one won was chance).
+READ_TIMEOUT = 2.0
 CACHE_SECONDS = 5  # how long one provider's answer is reused
 THREADS = 8  # providers asked at once
 POD_LIMIT = 100  # pods read from a twin
