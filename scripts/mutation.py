@@ -9,15 +9,22 @@ that cannot alter behaviour) are listed once, with the reason, in tests/liqo/equ
 keyed by module, function and the changed source text (not by mutmut's numbered name, which shifts when
 a function is edited); an entry whose function moved to another module still matches and is reported.
 
-Caching: mutmut keeps each verdict in mutants/ until the function's source changes. Tests are not part
-of that key, so when anything under tests/liqo (or the mutmut configuration) changes, the verdicts that
-were not kills are cleared and the test-to-function map is rebuilt; kills are kept (a new test cannot
-un-kill a mutant). After deleting or weakening a test, run with --fresh.
+Caching: mutmut keeps each verdict in mutants/ (git-ignored) until the function's source changes (it
+hashes every function it mutates). Tests are not part of that key, so when the tests that cover
+liqo_rules change (tests/liqo, pytest.ini or mutmut's configuration), the verdicts that were not kills
+are cleared and the test-to-function map is rebuilt; kills are kept (a new test cannot un-kill a
+mutant). After deleting or weakening a test, run with --fresh.
+
+The verdicts are kept in the repository too (``mutation/verdicts.json.gz``: every module's verdicts with
+its function hashes, mutmut's test map and the tests' fingerprint), written at the end of every run.
+A clone without mutants/ (CI) starts from them, so it runs only the mutants of the functions and tests
+that changed since, and still reports the score of every module.
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import hashlib
 import json
 import os
@@ -35,6 +42,8 @@ MUTANTS = ROOT / "mutants"
 EQUIVALENT_FILE = ROOT / "tests" / "liqo" / "equivalent_mutants.toml"
 CACHE_KEY_FILE = MUTANTS / "liqo-mutation-cache-key.json"
 RUN_LOG = MUTANTS / "mutmut-run.log"
+STATS_FILE = MUTANTS / "mutmut-stats.json"
+KEPT = ROOT / "mutation" / "verdicts.json.gz"
 SOURCE_ROOT = Path("liqo_rules")
 
 KILLED = {"killed", "timeout", "caught by type check", "segfault"}
@@ -61,16 +70,47 @@ class Equivalent:
 
 
 def tests_fingerprint() -> str:
-    """What the cached verdicts depend on besides the mutated source: the tests and the configuration."""
+    """What the cached verdicts depend on besides the mutated source: the tests that cover liqo_rules
+    (tests/liqo, the only tests mutmut runs), pytest's configuration and mutmut's."""
     h = hashlib.sha256()
     paths = sorted(p for p in (ROOT / "tests" / "liqo").rglob("*") if p.is_file() and "__pycache__" not in p.parts)
-    paths += [ROOT / "tests" / "conftest.py", ROOT / "pytest.ini", ROOT / "pyproject.toml"]
-    for p in paths:
+    for p in [*paths, ROOT / "pytest.ini"]:
         if p.name == EQUIVALENT_FILE.name:
             continue  # only read by the report
         h.update(str(p.relative_to(ROOT)).encode())
         h.update(p.read_bytes())
+    mutmut_config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mutmut"]
+    h.update(json.dumps(mutmut_config, sort_keys=True).encode())
     return h.hexdigest()
+
+
+def restore_kept_verdicts() -> None:
+    """Seed mutants/ with the verdicts kept in the repository when it has none of its own."""
+    if CACHE_KEY_FILE.exists() or not KEPT.exists():
+        return
+    kept = json.loads(gzip.decompress(KEPT.read_bytes()))
+    for relative, meta in kept["meta"].items():
+        path = MUTANTS / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(meta, indent=4))
+    STATS_FILE.write_text(json.dumps(kept["stats"], indent=4))
+    CACHE_KEY_FILE.write_text(json.dumps({"tests": kept["tests"]}))
+    verdicts = sum(len(meta["exit_code_by_key"]) for meta in kept["meta"].values())
+    print(f"started from {verdicts} verdicts of {len(kept['meta'])} modules kept in {KEPT.relative_to(ROOT)}")
+
+
+def keep_verdicts(key: str) -> None:
+    """Write this run's verdicts to the repository's copy (unchanged bytes when nothing changed)."""
+    kept = {
+        "tests": key,
+        "meta": {str(p.relative_to(MUTANTS)): json.loads(p.read_text()) for p in meta_files()},
+        "stats": json.loads(STATS_FILE.read_text()),
+    }
+    data = gzip.compress(json.dumps(kept, sort_keys=True, separators=(",", ":")).encode(), mtime=0)
+    if not KEPT.exists() or KEPT.read_bytes() != data:
+        KEPT.parent.mkdir(exist_ok=True)
+        KEPT.write_bytes(data)
+        print(f"verdicts kept in {KEPT.relative_to(ROOT)} (commit it)")
 
 
 def meta_files() -> list[Path]:
@@ -103,6 +143,7 @@ def save_cache_key(key: str) -> None:
 def run_mutmut() -> None:
     MUTANTS.mkdir(exist_ok=True)
     key = tests_fingerprint()  # of the tests this run copies, not of whatever is there when it ends
+    restore_kept_verdicts()
     invalidate_if_tests_changed(key)
     print(f"running mutmut on {SOURCE_ROOT} (log: {RUN_LOG.relative_to(ROOT)}) ...", flush=True)
     with RUN_LOG.open("w") as log:
@@ -111,6 +152,7 @@ def run_mutmut() -> None:
         tail = RUN_LOG.read_text(errors="replace")[-3000:]
         sys.exit(f"mutmut failed (exit {rc}); end of the log:\n{tail}")
     save_cache_key(key)
+    keep_verdicts(key)
 
 
 def changed_lines(diff: str) -> tuple[str, str]:
