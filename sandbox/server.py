@@ -44,13 +44,23 @@ class Sandbox:
         self.requested_port = int(port)
         self.state_file = Path(state_file) if state_file else None
         self.compaction_window = compaction_window
-        self.store = Store(log_size=log_size)
+        self._rbac = rbac
+        self._bookmark_interval = bookmark_interval
+        self._log_size = log_size
+        self._build()
+        self._http: ApiHTTPServer | None = None
+        self._http_thread: threading.Thread | None = None
+        self.started = False
+
+    def _build(self) -> None:
+        """The cluster's parts, empty: store, API server, faults, RBAC, controllers, simulated Liqo."""
+        self.store = Store(log_size=self._log_size)
         self.server = ApiServer(self.store)
         self.faults = Faults()
-        self.policy = Policy(rbac)
+        self.policy = Policy(self._rbac)
         self.controller = Controller()
         self.liqo = LiqoSimulation(self.server, self.controller, self.faults, "local", self.controller_delay)
-        self.api = Api(self.store, self.server, self.policy, self.faults, bookmark_interval=bookmark_interval)
+        self.api = Api(self.store, self.server, self.policy, self.faults, bookmark_interval=self._bookmark_interval)
         admin = AdminEndpoints(self.faults, self.controller, self.store, self.liqo, self.api.traffic)
         self.api.admin_hooks.update(admin.hooks())
         # an outage also ends the watches that are open
@@ -58,15 +68,10 @@ class Sandbox:
         self.state = (
             StateFile(self.state_file, self.store, self.liqo, self.controller) if self.state_file is not None else None
         )
-        self.housekeeping = Housekeeping(self.store, compaction_window, self.state)
-        self._http: ApiHTTPServer | None = None
-        self._http_thread: threading.Thread | None = None
-        self.started = False
+        self.housekeeping = Housekeeping(self.store, self.compaction_window, self.state)
 
-    # -- lifecycle ---------------------------------------------------------------------------------
-    def start(self) -> Sandbox:
-        if self.started:
-            return self
+    def _load(self) -> None:
+        """The state file's objects when there is one, else the scenario's, converged at once."""
         if self.state is not None and self.state.exists():
             self.state.load()
         else:
@@ -78,6 +83,12 @@ class Sandbox:
             self.controller.drain(horizon=1.0)
             self.liqo.controller_delay = delay
         self.store.reset_history()
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+    def start(self) -> Sandbox:
+        if self.started:
+            return self
+        self._load()
         self.controller.start()
         self._http = ApiHTTPServer((self.host, self.requested_port), self.api, Handler)
         self._http_thread = threading.Thread(
@@ -104,6 +115,25 @@ class Sandbox:
         if self.state is not None:
             self.state.save()
         self.started = False
+
+    def reset(self) -> Sandbox:
+        """Back to the scenario as ``start`` loaded it, on the same address and tokens, in milliseconds:
+        every object, fault, watch, controller queue and request count of before is dropped (open
+        connections are closed, so no client keeps talking to the old cluster) and the scenario loaded
+        again. A state file is not written (the state is thrown away, not stopped)."""
+        if not self.started or self._http is None:
+            raise RuntimeError("the sandbox is not started")
+        self.api.stopping.set()  # the old cluster's delayed answers and watches end now
+        self.housekeeping.stop()
+        self.controller.stop()
+        self.store.close_watchers()
+        self._http.close_connections()
+        self._build()
+        self._load()
+        self._http.api = self.api
+        self.controller.start()
+        self.housekeeping.start()
+        return self
 
     def __enter__(self) -> Sandbox:
         return self.start()
