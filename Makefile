@@ -4,9 +4,13 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-# The suite runs a second time on PostgreSQL (SQLite is the default), but for the Liqo rules' and the
-# sandbox's tests: they use no database, so a second run would prove nothing (POSTGRES_TESTS overrides it).
-POSTGRES_TESTS ?= --ignore=tests/liqo --ignore=tests/sandbox
+STAGE := bash scripts/stage.sh
+
+# pytest-xdist workers per run, chosen by measurement on two cores (bench/README.md, "The test suite").
+TEST_WORKERS ?= 3
+# The suite runs a second time on PostgreSQL (SQLite is the default): only the tests that touch the
+# database and prove something there (tests/lanes.py: marked `database`, not `browser`, not `once`).
+POSTGRES_LANE := database and not browser and not once
 
 .PHONY: run test test-fast lint check system-deps bench bench-quick clean mutation
 
@@ -35,20 +39,18 @@ node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund
 	touch $@
 
+# Each stage prints its duration (scripts/stage.sh). A whole lane's run fails when it collects more than
+# 1 % fewer tests than tests/budget.toml keeps (tests/budget.py).
 test: $(VENV)/.installed .venv-checkov/.installed system-deps node_modules/.installed
-	$(PY) -m ruff check .
-	$(PY) -m ruff format --check .
-	$(PY) -m mypy
-	$(VENV)/bin/lint-imports
-	$(PY) manage.py check
-	$(PY) manage.py makemigrations --check --dry-run
-	$(PY) -m pytest
-	bash scripts/with-postgres.sh $(PY) -m pytest -p no:cacheprovider -q $(POSTGRES_TESTS)
+	$(STAGE) lint $(MAKE) --no-print-directory lint
+	$(STAGE) django-checks sh -c '$(PY) manage.py check && $(PY) manage.py makemigrations --check --dry-run'
+	$(STAGE) pytest-sqlite $(PY) -m pytest -n $(TEST_WORKERS)
+	$(STAGE) pytest-postgres bash scripts/with-postgres.sh $(PY) -m pytest -p no:cacheprovider -q -n $(TEST_WORKERS) -m "$(POSTGRES_LANE)"
 
 # The fast lane (a few minutes): pytest -m "not slow"; tests/lanes.py marks what is slow from the
 # fixtures a test uses. `make test` still runs everything.
-test-fast: $(VENV)/.installed system-deps
-	$(PY) -m pytest -m "not slow"
+test-fast: $(VENV)/.installed .venv-checkov/.installed system-deps
+	$(PY) -m pytest -n $(TEST_WORKERS) -m "not slow"
 
 lint: $(VENV)/.installed
 	$(PY) -m ruff check .

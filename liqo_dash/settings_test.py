@@ -4,6 +4,12 @@ file-based SQLite test database (so worker processes started by end-to-end tests
 import os
 import tempfile
 
+# A pytest-xdist worker inherits the controller's environment, and so its directory: each worker takes its
+# own (the programs a worker's tests start inherit the worker's, as they inherit a lone run's).
+_worker = os.environ.get("PYTEST_XDIST_WORKER")
+if _worker and os.environ.get("LIQO_DASH_TEST_VAR_OWNER") != _worker:
+    os.environ["LIQO_DASH_VAR_DIR"] = os.path.join(tempfile.gettempdir(), f"liqo-dash-test-{os.getpid()}")
+    os.environ["LIQO_DASH_TEST_VAR_OWNER"] = _worker
 os.environ.setdefault("LIQO_DASH_VAR_DIR", os.path.join(tempfile.gettempdir(), f"liqo-dash-test-{os.getpid()}"))
 os.environ.setdefault("CELERY_TASK_ALWAYS_EAGER", "true")
 os.environ.setdefault("LIQO_DASH_LOCAL_CACHE", "true")

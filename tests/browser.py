@@ -1,6 +1,6 @@
 """Helpers of the browser tests (Debian's Chromium driven by Playwright): where Chromium is, where
 screenshots go, how long an ``expect`` waits, signing in, and waiting until htmx is idle. The
-``browser_page`` fixture that uses them is in tests/conftest.py."""
+``browser_page`` fixture that uses them is in tests/fixtures/browser.py."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import ADMIN_PASSWORD
+from tests.fixtures.personas import ADMIN_PASSWORD
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 SCREENSHOTS = Path(os.environ.get("LIQO_DASH_SCREENSHOTS", Path(__file__).resolve().parent.parent / "screenshots"))

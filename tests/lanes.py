@@ -11,6 +11,11 @@
 - ``browser``: Chromium (``browser_page``).
 - ``slow``: all of the above, a live HTTP server (``live_server``), and what ``SLOW_MODULES`` lists:
   tests that take seconds starting other programs (gunicorn, checkov, fresh interpreters, ...).
+- ``database``: the test touches the database: it asks for ``db``, ``transactional_db`` (or a fixture
+  that does), ``live_server`` or carries ``django_db``. pytest-django refuses any other test a
+  connection, so the rule is exact. The PostgreSQL run (``make test``) runs only these.
+- ``once``: what ``ONCE_MODULES`` lists: tests that prove the same on any database (lint, the rendered
+  manifests, the schema fuzzer), run in the SQLite run only.
 
 In the fast lane, the terminal summary lists the tests that took longer than ``FAST_LIMIT`` seconds: mark
 them slow (``pytestmark = pytest.mark.slow`` or ``SLOW_MODULES``) or make them fast.
@@ -32,9 +37,9 @@ from sandbox.server import Sandbox
 
 TESTS = Path(__file__).resolve().parent
 
-SANDBOX_FIXTURES = frozenset({"sandbox", "k8s", "kube", "rbac_sandbox", "pipeline"})
+SANDBOX_FIXTURES = frozenset({"sandbox", "sandboxes", "k8s", "kube", "rbac_sandbox", "pipeline"})
 E2E_FIXTURES = frozenset({"pipeline", "redis_url"})
-BROWSER_FIXTURES = frozenset({"browser_page"})
+BROWSER_FIXTURES = frozenset({"browser_page", "chromium"})
 SLOW_FIXTURES = frozenset({"live_server"})
 
 # Slow by what they start, not by a fixture: a module (its path under tests/) or one test of it
@@ -59,6 +64,22 @@ SLOW_MODULES: dict[str, str] = {
 NOT_COLLECTED_IN_FAST_LANE: dict[str, str] = {
     "test_api_fuzz.py": "schemathesis generates its coverage examples while collecting (minutes of CPU)",
 }
+
+# Tests that touch the database but prove nothing a second database would: left out of the PostgreSQL
+# run (``POSTGRES_LANE``), each with why. Browser tests are left out there too: they drive the same views
+# the page tests run on PostgreSQL, and Chromium renders the same HTML whichever database filled it.
+ONCE_MODULES: dict[str, str] = {
+    "test_api_fuzz.py": "schemathesis against the OpenAPI schema: the views' contract, not the database's",
+    "test_deploy.py": "the rendered manifests, checkov and manage.py check --deploy on their own database",
+    "test_env_example.py": "parses the source files",
+    "test_structure.py": "reads the source and the import graph",
+    "test_lanes.py": "the lanes themselves",
+}
+
+DATABASE_FIXTURES = frozenset(
+    {"db", "transactional_db", "django_db_reset_sequences", "django_db_serialized_rollback", "live_server"}
+)
+POSTGRES_LANE = "database and not browser and not once"
 
 FAST_LANE = "not slow"
 FAST_LIMIT = 5.0
@@ -116,11 +137,19 @@ def _fixture_functions(item: pytest.Item) -> Iterator[Any]:
 
 
 def _in_fast_lane(config: pytest.Config) -> bool:
-    return " ".join(config.getoption("markexpr", "").split()) == FAST_LANE
+    return _lane(config) == FAST_LANE
+
+
+def _lane(config: pytest.Config) -> str:
+    return " ".join(config.getoption("markexpr", "").split())
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
     if _in_fast_lane(config) and collection_path.name in NOT_COLLECTED_IN_FAST_LANE:
+        return True
+    # The PostgreSQL lane deselects the once-only modules: not collecting them saves the fuzzer's minutes.
+    once = collection_path.is_relative_to(TESTS) and collection_path.relative_to(TESTS).as_posix() in ONCE_MODULES
+    if _lane(config) == POSTGRES_LANE and once:
         return True
     return None
 
@@ -139,8 +168,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             markers.add("e2e")
         if names & BROWSER_FIXTURES:
             markers.add("browser")
+        if names & DATABASE_FIXTURES or item.get_closest_marker("django_db") is not None:
+            markers.add("database")
+        if relative in ONCE_MODULES:
+            markers.add("once")
         if (
-            markers
+            markers - {"database", "once"}
             or names & SLOW_FIXTURES
             or relative in SLOW_MODULES
             or f"{relative}::{getattr(item, 'originalname', item.name)}" in SLOW_MODULES

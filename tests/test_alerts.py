@@ -25,7 +25,7 @@ from offloading.choices import AlertState, ChangeState, Source
 from offloading.context import Actor
 from offloading.models import Alert, ChangeRequest, Cluster, Namespace, SnapshotState
 from offloading.snapshot.refresh import refresh
-from tests.conftest import free_port, wait_until
+from tests.fixtures.waits import free_port, wait_until
 
 DASHBOARD = "https://dash.example.com"
 

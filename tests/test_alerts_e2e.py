@@ -11,7 +11,8 @@ import pytest
 
 from offloading.choices import AlertState
 from offloading.models import Alert
-from tests.conftest import Processes, wait_until
+from tests.fixtures.celery import Processes
+from tests.fixtures.waits import wait_until
 from tests.test_alerts import Receiver
 
 pytestmark = pytest.mark.e2e

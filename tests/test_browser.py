@@ -10,7 +10,7 @@ import pytest
 from offloading.changes import requests as change_requests
 from offloading.models import ChangeRequest, Namespace
 from tests.browser import SCREENSHOTS, htmx_idle, login
-from tests.conftest import wait_until
+from tests.fixtures.waits import wait_until
 from tests.test_e2e import _free_namespace
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

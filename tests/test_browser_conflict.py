@@ -7,8 +7,6 @@ desired spec, the next generation), written when the change is enqueued."""
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +16,7 @@ from playwright.sync_api import expect
 from offloading.changes import requests as change_requests
 from offloading.choices import ChangeState
 from offloading.models import ChangeRequest, Namespace
-from tests.browser import CHROMIUM, EXPECT_TIMEOUT_MS, TRACK_INPUT, htmx_idle, login
+from tests.browser import TRACK_INPUT, htmx_idle, login
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -36,23 +34,11 @@ def _applied_when_enqueued(change_id: int, countdown: int = 0) -> None:
 
 
 @pytest.fixture
-def context() -> Iterator[Any]:
+def context(chromium: Any) -> Any:
     """One browser context (one session, like two tabs of one window)."""
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(
-            executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync"]
-        )
-        expect.set_options(timeout=EXPECT_TIMEOUT_MS)
-        ctx = browser.new_context(viewport={"width": 1440, "height": 900})
-        ctx.add_init_script(TRACK_INPUT)
-        try:
-            yield ctx
-        finally:
-            browser.close()
-    os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+    ctx = chromium.new_context(viewport={"width": 1440, "height": 900})
+    ctx.add_init_script(TRACK_INPUT)
+    return ctx
 
 
 def _two_tabs(context: Any, live_server: Any) -> tuple[Any, Any]:

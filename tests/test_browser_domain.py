@@ -1,6 +1,6 @@
 """The domain map of a real three-cluster domain in Chromium (issue 28): rome, milan and naples, all three
 managed, served by ``python -m sandbox serve --scenario domain:rome,milan,naples``, their rows written by
-a watcher process (tests/fleet_e2e.py). The whole domain's map (``/domain/``) draws the three as three
+a watcher process (tests/fixtures/domain.py). The whole domain's map (``/domain/``) draws the three as three
 managed nodes (none again as a peer), an arrow consumer -> provider for each direction of each peering
 of the mesh, once, and each arrow's count is what the provider's own API server holds: the twin
 namespaces that the consumer's offloadings made there (``kubectl get namespaces -l
@@ -23,7 +23,7 @@ from liqo_rules.constants import REMOTE_CLUSTER_ID_LABEL, TENANT_NAMESPACE_PREFI
 from offloading.choices import ChangeState
 from offloading.models import ChangeRequest, Cluster, Namespace
 from tests.browser import htmx_idle, login
-from tests.fleet_e2e import Fleet
+from tests.fixtures.domain import Fleet
 
 DOCS_SCREENSHOTS = Path(__file__).resolve().parent.parent / "docs" / "screenshots"
 CLUSTERS = ["rome", "milan", "naples"]

@@ -18,7 +18,8 @@ from offloading.snapshot import informer
 from offloading.snapshot import inventory as _inventory  # noqa: F401 - registers events
 from offloading.snapshot.refresh import refresh
 from tests.browser import htmx_idle, login
-from tests.conftest import READY_SPEC, wait_until
+from tests.fixtures.snapshot import READY_SPEC
+from tests.fixtures.waits import wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,9 +24,9 @@ from offloading.cluster import kube
 from offloading.models import ChangeRequest, Namespace, Pod
 from offloading.snapshot import informer
 from offloading.snapshot import inventory as _inventory  # noqa: F401 - registers pods
-from sandbox import Sandbox
 from tests.browser import TRACK_INPUT
-from tests.conftest import ROOT, wait_until
+from tests.fixtures.cluster import Sandboxes, point_at
+from tests.fixtures.waits import ROOT, wait_until
 from tests.test_e2e import _get_offloading
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e]
@@ -37,14 +36,11 @@ SHOTS = ROOT / "docs" / "screenshots"
 
 
 @pytest.fixture
-def sandbox(tmp_path: Path, settings: Any) -> Iterator[Any]:
-    """The demo fleet (conftest's sandbox runs the minimal one): namespaces offloaded, pods on peers."""
-    with Sandbox(scenario="demo", controller_delay=0.0, port=0) as sb:
-        kubeconfig = sb.write_kubeconfig(tmp_path / "kubeconfig")
-        settings.LIQO_DASH = {**settings.LIQO_DASH, "KUBECONFIG": str(kubeconfig), "KUBE_CONFIG_MODE": "kubeconfig"}
-        kube.reset_client()
-        sb.kubeconfig_path = kubeconfig  # type: ignore[attr-defined]  # what the k8s and pipeline fixtures read
-        yield sb
+def sandbox(sandboxes: Sandboxes, settings: Any) -> Iterator[Any]:
+    """The demo fleet (the shared sandbox runs the minimal one): namespaces offloaded, pods on peers."""
+    sb = sandboxes.get("demo")
+    point_at(sb.kubeconfig_path, settings)  # type: ignore[attr-defined]  # what the k8s and pipeline fixtures read
+    yield sb
     kube.reset_client()
 
 

@@ -18,7 +18,7 @@ from offloading.snapshot import informer
 from offloading.snapshot import inventory as _inventory  # noqa: F401 - registers pods
 from offloading.snapshot.refresh import refresh
 from tests.browser import SCREENSHOTS, htmx_idle, login
-from tests.conftest import wait_until
+from tests.fixtures.waits import wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

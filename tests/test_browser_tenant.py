@@ -19,7 +19,7 @@ from offloading.models import Cluster, Namespace
 from sandbox import Sandbox, tenants
 from sandbox.kinds import CONFIG_MAPS, NAMESPACES
 from tests.browser import SCREENSHOTS, login
-from tests.conftest import wait_until
+from tests.fixtures.waits import wait_until
 from tests.test_sync import Informer, _point_at
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

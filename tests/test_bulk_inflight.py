@@ -14,7 +14,7 @@ from offloading.choices import ChangeAction, ChangeState, Source
 from offloading.context import Actor
 from offloading.models import ChangeRequest
 from offloading.snapshot.refresh import refresh
-from tests.conftest import wait_until
+from tests.fixtures.waits import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 

@@ -29,7 +29,7 @@ from offloading.context import Actor
 from offloading.models import BulkRequest, ChangeRequest, Namespace
 from offloading.snapshot.engine import KindWatcher
 from offloading.snapshot.refresh import informer_alive, refresh
-from tests.conftest import wait_until
+from tests.fixtures.waits import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

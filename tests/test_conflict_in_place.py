@@ -13,7 +13,7 @@ import pytest
 from django.urls import reverse
 
 from offloading.models import ChangeRequest, Namespace
-from tests.conftest import READY_SPEC
+from tests.fixtures.snapshot import READY_SPEC
 
 pytestmark = pytest.mark.django_db
 

@@ -25,7 +25,7 @@ from offloading.models import Namespace
 from offloading.models.inventory import Pod
 from offloading.snapshot import informer
 from offloading.snapshot import inventory as _inventory  # noqa: F401 - registers pods and events
-from tests.conftest import wait_until
+from tests.fixtures.waits import wait_until
 
 pytestmark = pytest.mark.django_db
 

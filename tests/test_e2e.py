@@ -11,7 +11,7 @@ from kubernetes.client.rest import ApiException
 
 from offloading.choices import AuditAction, ChangeState
 from offloading.models import AuditEvent, ChangeRequest, Namespace
-from tests.conftest import wait_until
+from tests.fixtures.waits import wait_until
 
 pytestmark = pytest.mark.e2e
 

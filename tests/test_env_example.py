@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.fixtures.waits import ROOT
 
 SOURCES = ("access", "offloading", "liqo_dash", "sandbox", "deploy/gunicorn.conf.py", "manage.py")
 NOT_PRODUCT = ("liqo_dash/settings_test.py",)

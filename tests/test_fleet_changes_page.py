@@ -13,7 +13,7 @@ from django.urls import reverse
 
 from offloading.choices import ChangeAction, ChangeState
 from offloading.models import ChangeRequest, ManagedCluster
-from tests.conftest import viewer_client
+from tests.fixtures.personas import viewer_client
 from tests.fleet_snapshot import write_turin
 
 URL = reverse("offloading:fleet_changes")

@@ -1,4 +1,4 @@
-"""Issue 28 end to end, with every part real and in its own process (tests/fleet_e2e.py): a sandbox
+"""Issue 28 end to end, with every part real and in its own process (tests/fixtures/domain.py): a sandbox
 domain served by ``python -m sandbox serve``, Redis, a Celery worker and beat, ``manage.py
 watch_cluster`` replicas, and this process as the web, driven by Chromium or the API client.
 
@@ -26,7 +26,7 @@ from offloading.choices import AuditAction, ChangeState
 from offloading.cluster import breaker as apihealth
 from offloading.models import AuditEvent, ChangeRequest, Namespace
 from tests.browser import login
-from tests.fleet_e2e import LEASE_SECONDS, Fleet
+from tests.fixtures.domain import LEASE_SECONDS, Fleet
 
 NAMESPACE = "orders"  # made in every cluster: the same name, a different namespace in each
 ANNOTATION = "liqo-dash.io/change-id"

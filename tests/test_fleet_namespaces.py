@@ -17,7 +17,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from offloading.models import ManagedCluster, SnapshotState
-from tests.conftest import viewer_client
+from tests.fixtures.personas import viewer_client
 from tests.fleet_snapshot import write_turin
 
 URL = reverse("offloading:fleet_namespaces")

@@ -1,4 +1,4 @@
-"""Scopes by cluster end to end (issue 28), on the whole installation of tests/fleet_e2e.py: an operator
+"""Scopes by cluster end to end (issue 28), on the whole installation of tests/fixtures/domain.py: an operator
 scoped ``milan/team-*`` sees milan's team namespaces as hers to change and changes them, in Chromium and
 through the API, and the worker writes them to milan's API server; everything of rome's (even a
 ``team-a`` of the same name) and milan's other namespaces are read only in the pages and refused

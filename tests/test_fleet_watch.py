@@ -21,7 +21,7 @@ from offloading.models import ManagedCluster, Namespace
 from offloading.models.managed import Credentials, ensure_configured
 from offloading.snapshot.engine import KindWatcher, SnapshotWriter
 from sandbox.domain import Domain
-from tests.conftest import free_port
+from tests.fixtures.waits import free_port
 
 
 @pytest.fixture

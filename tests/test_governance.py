@@ -22,7 +22,7 @@ from offloading.context import Actor
 from offloading.governance import approvals, beat, clock, decisions, facts, policy, windows
 from offloading.models import Alert, Approval, ApprovalDecision, AuditEvent, ChangeRequest, Namespace, Schedule
 from offloading.models.managed import ensure_configured
-from tests.conftest import READY_SPEC
+from tests.fixtures.snapshot import READY_SPEC
 from tests.test_alerts import Receiver
 
 # Real commits: what is sent to the worker is sent once the transaction that records it commits.

@@ -33,7 +33,7 @@ from offloading.models import (
     Namespace,
     Schedule,
 )
-from tests.conftest import READY_SPEC
+from tests.fixtures.snapshot import READY_SPEC
 from tests.fleet_snapshot import write_turin
 from tests.test_governance import actor, govern, person
 

@@ -16,7 +16,7 @@ from access.models import Scope
 from offloading.audit.trail import verify
 from offloading.choices import AuditAction, ChangeState
 from offloading.models import Approval, ApprovalDecision, AuditEvent, ChangeRequest, Namespace
-from tests.conftest import wait_until
+from tests.fixtures.waits import wait_until
 from tests.test_e2e import _free_namespace, _get_offloading
 
 pytestmark = pytest.mark.e2e

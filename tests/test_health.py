@@ -18,7 +18,7 @@ from django.utils import timezone
 from liqo_dash import logs
 from offloading.choices import ChangeAction, ChangeState
 from offloading.models import ChangeRequest, SnapshotState
-from tests.conftest import free_port
+from tests.fixtures.waits import free_port
 
 SECRET = "s3cret-password-in-the-url"
 

@@ -14,7 +14,7 @@ from offloading.models.inventory import KubeEvent, Pod
 from offloading.snapshot import informer
 from offloading.snapshot import inventory as _inventory  # noqa: F401 - registers pods and events
 from offloading.snapshot.refresh import refresh
-from tests.conftest import wait_until
+from tests.fixtures.waits import wait_until
 
 pytestmark = pytest.mark.django_db
 

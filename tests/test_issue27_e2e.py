@@ -19,7 +19,7 @@ from offloading.snapshot import inventory as _inventory  # noqa: F401 - register
 from offloading.snapshot import liqo_resources as _liqoresources  # noqa: F401 - slices, tenants, quotas, version
 from offloading.snapshot import resources as resourcesinfo
 from sandbox import Sandbox
-from tests.conftest import wait_until
+from tests.fixtures.waits import wait_until
 from tests.test_diagnosis_scenarios import sync_snapshot as relist
 
 pytestmark = pytest.mark.django_db

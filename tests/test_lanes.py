@@ -11,7 +11,7 @@ import pytest
 
 from sandbox import server
 from tests import lanes
-from tests.conftest import ROOT
+from tests.fixtures.waits import ROOT
 
 
 def _starts_one() -> None:
@@ -77,7 +77,7 @@ def test_the_lanes_split_as_documented() -> None:
 
 
 def test_every_slow_module_named_exists() -> None:
-    for key in (*lanes.SLOW_MODULES, *lanes.NOT_COLLECTED_IN_FAST_LANE):
+    for key in (*lanes.SLOW_MODULES, *lanes.NOT_COLLECTED_IN_FAST_LANE, *lanes.ONCE_MODULES):
         path = lanes.TESTS / key.split("::")[0]
         assert path.is_file(), f"{key} in tests/lanes.py names no test module"
         if "::" in key:

@@ -5,9 +5,7 @@ critical accessibility violation. Screenshots go to ``screenshots/layout-*.png``
 from __future__ import annotations
 
 import json
-import os
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +13,8 @@ import pytest
 
 from offloading.choices import AuditAction, ChangeAction, ChangeState
 from offloading.models import AuditEvent, BulkRequest, ChangeRequest, ManagedCluster, Namespace
-from tests.browser import CHROMIUM, SCREENSHOTS, TRACK_INPUT, htmx_idle
-from tests.conftest import ADMIN_PASSWORD
+from tests.browser import SCREENSHOTS, TRACK_INPUT, htmx_idle
+from tests.fixtures.personas import ADMIN_PASSWORD
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -27,20 +25,11 @@ LONG_NAMESPACE = "payments-" + "n" * 54  # 63 characters
 
 
 @pytest.fixture
-def context() -> Iterator[Any]:
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
-        # axe is injected as a script; the pages' CSP would (rightly) refuse it.
-        ctx = browser.new_context(bypass_csp=True)
-        ctx.add_init_script(TRACK_INPUT)
-        try:
-            yield ctx
-        finally:
-            browser.close()
-    os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+def context(chromium: Any) -> Any:
+    # axe is injected as a script; the pages' CSP would (rightly) refuse it.
+    ctx = chromium.new_context(bypass_csp=True)
+    ctx.add_init_script(TRACK_INPUT)
+    return ctx
 
 
 def _data(admin_user: Any) -> dict[str, Any]:

@@ -19,7 +19,8 @@ from offloading.cluster import kube
 from offloading.cluster.leader import LeaderElector
 from offloading.models import Namespace
 from offloading.snapshot.refresh import refresh
-from tests.conftest import ROOT, database_url, wait_until
+from tests.fixtures.celery import database_url
+from tests.fixtures.waits import ROOT, wait_until
 
 GROUP, VERSION, PLURAL = "offloading.liqo.io", "v1beta1", "namespaceoffloadings"
 

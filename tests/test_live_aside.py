@@ -27,7 +27,7 @@ from django.test import Client
 from offloading.models import Namespace
 from offloading.views import live, liveaside, livetags
 from tests import webproc
-from tests.conftest import wait_until
+from tests.fixtures.waits import wait_until
 
 POLL = {"X-Live-Poll": "1", "HX-Request": "true"}
 OVERVIEW = "/"

@@ -31,9 +31,9 @@ from offloading.models import (
 from offloading.models.fleet import default_managed_pk
 from offloading.models.inventory import Pod
 from offloading.views import live
-from tests.conftest import viewer_client
+from tests.fixtures.personas import viewer_client
 
-# The live counters' bumps visible inside the test's transaction (tests/conftest.py).
+# The live counters' bumps visible inside the test's transaction (tests/fixtures/snapshot.py).
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("immediate_bumps")]
 
 POLL: dict[str, Any] = {"HTTP_X_LIVE_POLL": "1", "HTTP_HX_REQUEST": "true"}

@@ -32,7 +32,7 @@ from offloading.models import Namespace, SnapshotState, livetriggers
 from offloading.views import live, livetags
 from tests import webproc
 from tests.browser import login
-from tests.conftest import wait_until
+from tests.fixtures.waits import wait_until
 
 pytestmark = pytest.mark.django_db
 

@@ -32,7 +32,7 @@ from offloading.models.inventory import KubeEvent, Pod
 from offloading.snapshot import informer
 from offloading.views import live
 
-# The live counters' bumps visible inside the test's transaction (tests/conftest.py).
+# The live counters' bumps visible inside the test's transaction (tests/fixtures/snapshot.py).
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("immediate_bumps")]
 
 POLL = {"HTTP_X_LIVE_POLL": "1", "HTTP_HX_REQUEST": "true"}

@@ -17,7 +17,7 @@ import yaml
 from offloading.management.commands import run_demo
 from sandbox import domain
 from tests import lanes
-from tests.conftest import ROOT
+from tests.fixtures.waits import ROOT
 
 
 def test_the_runner_finds_the_clusters_of_a_domain_and_none_for_a_single_cluster() -> None:

@@ -35,9 +35,9 @@ from offloading.models.managed import (
     rotate_credentials,
 )
 from sandbox.rbac import ADMIN_TOKEN
-from tests.conftest import free_port
+from tests.fixtures.waits import free_port
 
-pytestmark = pytest.mark.usefixtures("fresh_clients")  # tests/managed_fixtures.py
+pytestmark = pytest.mark.usefixtures("fresh_clients")  # tests/fixtures/managed.py
 
 REGISTER = "offloading:managed_cluster_register"
 LIST = "offloading:managed_cluster_list"

@@ -34,12 +34,13 @@ from offloading.models.managed import Credentials, ensure_configured
 from sandbox import Sandbox
 from sandbox.rbac import ADMIN_TOKEN, ADMIN_USER
 from tests.browser import login
-from tests.conftest import ADMIN_PASSWORD, free_port
+from tests.fixtures.personas import ADMIN_PASSWORD
+from tests.fixtures.waits import free_port
 from tests.test_deploy import KUBECTL, KUBERNETES_VERSION, by_kind, checkov, needs_kubectl, render
 from tests.test_layout import _axe, context  # noqa: F401 - context: the fixture of a CSP-free browser context (axe)
 from tests.test_managed_clusters import _client_pair
 
-pytestmark = pytest.mark.usefixtures("fresh_clients")  # tests/managed_fixtures.py
+pytestmark = pytest.mark.usefixtures("fresh_clients")  # tests/fixtures/managed.py
 
 LIST = "offloading:managed_cluster_list"
 REGISTER = "offloading:managed_cluster_register"

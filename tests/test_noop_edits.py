@@ -20,7 +20,7 @@ from offloading.changes.requests import ChangeInput, build_change
 from offloading.choices import ChangeAction, Source
 from offloading.context import Actor
 from offloading.models import AuditEvent, ChangeRequest, Namespace
-from tests.conftest import READY_SPEC
+from tests.fixtures.snapshot import READY_SPEC
 
 pytestmark = pytest.mark.django_db
 

@@ -10,7 +10,7 @@ from django.urls import reverse
 
 from offloading.choices import ChangeState
 from offloading.models import ChangeRequest, Cluster, ClusterOffloading, Namespace, VirtualNode
-from tests.conftest import READY_SPEC
+from tests.fixtures.snapshot import READY_SPEC
 
 pytestmark = pytest.mark.django_db
 

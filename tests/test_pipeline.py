@@ -17,7 +17,7 @@ from offloading.cluster import breaker as apihealth
 from offloading.context import Actor
 from offloading.models import AuditEvent, ChangeRequest, Cluster, Namespace, SnapshotState, VirtualNode
 from offloading.snapshot.refresh import refresh
-from tests.conftest import wait_until
+from tests.fixtures.waits import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -417,17 +417,18 @@ def test_a_broker_failure_after_commit_loses_nothing_and_does_not_fail_the_reque
     sandbox: Any, k8s: Any, settings: Any
 ) -> None:
     from liqo_dash.celery import app
-    from tests.conftest import _reset_producers, free_port
+    from tests.fixtures.celery import reset_producers
+    from tests.fixtures.waits import free_port
 
     _make_namespace(k8s, "nobroker")
     saved = (app.conf.task_always_eager, app.conf.broker_url, app.conf.broker_connection_max_retries)
     app.conf.update(task_always_eager=False, broker_url=f"redis://127.0.0.1:{free_port()}/0")
-    _reset_producers(app)
+    reset_producers(app)
     try:
         change = request_offload("nobroker", _spec(), ALICE)
     finally:
         app.conf.update(task_always_eager=saved[0], broker_url=saved[1])
-        _reset_producers(app)
+        reset_producers(app)
     change.refresh_from_db()
     assert change.state == ChangeState.QUEUED
     assert AuditEvent.objects.filter(change=change, action=AuditAction.REQUESTED).count() == 1

@@ -12,10 +12,8 @@ fixed seed so a CI run is reproducible.
 from __future__ import annotations
 
 import itertools
-import os
 import re
 import traceback
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,8 +29,7 @@ from offloading.snapshot import informer
 from offloading.snapshot import inventory as _inventory  # noqa: F401 - registers pods and events
 from offloading.snapshot.refresh import refresh
 from sandbox.crds import NAMESPACE_OFFLOADING_SPEC, SELECTOR_OPERATORS, Schema
-from tests.browser import CHROMIUM
-from tests.conftest import ADMIN_PASSWORD
+from tests.fixtures.personas import ADMIN_PASSWORD
 
 pytestmark = [pytest.mark.e2e]
 
@@ -401,18 +398,7 @@ def test_generated_offloadings_never_break_a_page(admin_client: Any, sandbox: An
 
 
 # -- the browser: no page wider than the window, cluster data bidi-isolated -------------------------
-@pytest.fixture
-def chromium() -> Iterator[Any]:
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
-        try:
-            yield browser
-        finally:
-            browser.close()
-    os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+# (``chromium``: the session's, tests/fixtures/browser.py)
 
 
 # Text nodes that hold a bidi control whose element is not isolated: the element showing the value must

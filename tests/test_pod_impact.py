@@ -16,7 +16,7 @@ from offloading.models import Cluster, Namespace, VirtualNode
 from offloading.models.inventory import Pod
 from offloading.whatif.pods import LOCAL, pod_impact, stricter
 from offloading.whatif.preview import preview
-from tests.conftest import READY_SPEC
+from tests.fixtures.snapshot import READY_SPEC
 
 REMOTE = {**READY_SPEC, "podOffloadingStrategy": "Remote"}
 LOCAL_ONLY = {**READY_SPEC, "podOffloadingStrategy": "Local"}

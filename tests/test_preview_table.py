@@ -18,7 +18,7 @@ from offloading.models import Cluster, Namespace, VirtualNode
 from offloading.views.previewhtml import SHOWN_IDS, cluster_table, room_html
 from offloading.whatif.capacity import Room, quota_of, room_of
 from offloading.whatif.preview import labels_of, preview
-from tests.conftest import READY_SPEC
+from tests.fixtures.snapshot import READY_SPEC
 
 pytestmark = pytest.mark.django_db
 

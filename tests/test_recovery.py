@@ -20,7 +20,7 @@ from offloading.choices import ChangeState
 from offloading.models import ChangeRequest, Namespace
 from offloading.snapshot.refresh import refresh
 from tests import test_reliability as reliability
-from tests.conftest import wait_until
+from tests.fixtures.waits import wait_until
 from tests.test_reliability import ALICE, _all_terminal, _assert_all_applied_once, _report, _spec
 
 # The reliability suite's fixtures: a restartable Redis and the pipeline with fast-recovery knobs.

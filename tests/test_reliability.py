@@ -42,7 +42,7 @@ from offloading.context import Actor
 from offloading.models import AuditEvent, ChangeRequest, Namespace, SnapshotState
 from offloading.queue import enqueue_apply
 from offloading.snapshot.refresh import refresh
-from tests.conftest import wait_until
+from tests.fixtures.waits import wait_until
 
 pytestmark = pytest.mark.e2e
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from offloading.management.commands.run_demo import Program, start_supervisord, stop_supervisord, supervisor_config
-from tests.conftest import ROOT, free_port, wait_until
+from tests.fixtures.waits import ROOT, free_port, wait_until
 
 
 class Sink:

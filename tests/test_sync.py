@@ -19,7 +19,7 @@ from offloading.snapshot.engine import KindWatcher, SnapshotWriter, all_synced
 from offloading.snapshot.refresh import informer_alive, trigger_refresh
 from sandbox import Sandbox
 from sandbox.kinds import FOREIGN_CLUSTERS, NAMESPACE_OFFLOADINGS, NAMESPACES, VIRTUAL_NODES
-from tests.conftest import free_port, wait_until
+from tests.fixtures.waits import free_port, wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 GROUP, VERSION, PLURAL = "offloading.liqo.io", "v1beta1", "namespaceoffloadings"

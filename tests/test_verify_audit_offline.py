@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, free_port
+from tests.fixtures.waits import ROOT, free_port
 
 MAKE_TRAIL = """
 from offloading.choices import AuditAction, Source

@@ -13,7 +13,7 @@ from offloading.choices import AuditAction, Source
 from offloading.models import AuditEvent, Namespace
 from offloading.snapshot.engine import KindWatcher
 from offloading.snapshot.refresh import refresh
-from tests.conftest import wait_until
+from tests.fixtures.waits import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 GROUP, VERSION, PLURAL = "offloading.liqo.io", "v1beta1", "namespaceoffloadings"

@@ -22,7 +22,8 @@ from offloading.cluster import kube
 from offloading.cluster.leader import LeaderElector
 from offloading.cluster.shares import ClusterShares, cluster_lease_name, member_lease_name
 from sandbox.domain import Domain
-from tests.conftest import ROOT, database_url
+from tests.fixtures.celery import database_url
+from tests.fixtures.waits import ROOT
 
 NAMESPACE = "default"
 BASE = "watcher"

@@ -12,7 +12,8 @@ from pathlib import Path
 
 from django.conf import settings
 
-from tests.conftest import ROOT, database_url, free_port
+from tests.fixtures.celery import database_url
+from tests.fixtures.waits import ROOT, free_port
 
 
 def web(tmp_path: Path, name: str, **extra: str) -> tuple[subprocess.Popen[bytes], int, Path]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,6 +10,7 @@ import pytest
 from access import roles
 from access.models import Scope
 from offloading.cluster import kube
+from tests.fixtures.cluster import Sandboxes, point_at
 
 
 @pytest.fixture(autouse=True)
@@ -55,12 +55,11 @@ def offloading_body(namespace: str) -> dict[str, Any]:
 
 
 @pytest.fixture
-def rbac_sandbox(tmp_path: Path, settings: Any) -> Iterator[Any]:
+def rbac_sandbox(sandboxes: Sandboxes, settings: Any) -> Iterator[Any]:
     """A sandbox whose policy lets operators change only namespaces alpha and beta, and in delta write
     the offloading but not label the namespace (the dashboard's
     scopes may allow more: the cluster has the last word), with the dashboard connected as its own
     service identity ``liqo-dash`` (which may impersonate), not as the sandbox admin."""
-    from sandbox import Sandbox
     from sandbox.rbac import DEFAULT_POLICY
 
     rules = [
@@ -95,9 +94,7 @@ def rbac_sandbox(tmp_path: Path, settings: Any) -> Iterator[Any]:
         },
     ]
     policy = {**DEFAULT_POLICY, "rules": rules}
-    with Sandbox(scenario="minimal", controller_delay=0.0, port=0, rbac=policy) as sb:
-        kubeconfig = sb.write_kubeconfig(tmp_path / "kubeconfig", user="liqo-dash")
-        settings.LIQO_DASH = {**settings.LIQO_DASH, "KUBECONFIG": str(kubeconfig), "KUBE_CONFIG_MODE": "kubeconfig"}
-        kube.reset_client()
-        yield sb
+    sb = sandboxes.get("minimal", name="rbac-operators-alpha-beta", rbac=policy, user="liqo-dash")
+    point_at(sb.kubeconfig_path, settings)  # type: ignore[attr-defined]
+    yield sb
     kube.reset_client()

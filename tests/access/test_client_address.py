@@ -23,7 +23,8 @@ from access.clientip import client_address, client_network
 from access.models import ApiToken
 from access.throttles import AnonymousThrottle, TokenFailureThrottle
 from tests.access.test_api_auth import URL, assert_401, assert_429, bearer
-from tests.conftest import ROOT, database_url, free_port, wait_until
+from tests.fixtures.celery import database_url
+from tests.fixtures.waits import ROOT, free_port, wait_until
 
 LOGIN = "/accounts/login/"
 

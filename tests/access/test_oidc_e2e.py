@@ -31,7 +31,9 @@ from django.db import connections
 
 from access import roles
 from access.models import ApiToken, OidcIdentity, Scope
-from tests.conftest import ADMIN_PASSWORD, ROOT, database_url, free_port, wait_until
+from tests.fixtures.celery import database_url
+from tests.fixtures.personas import ADMIN_PASSWORD
+from tests.fixtures.waits import ROOT, free_port, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -235,25 +237,16 @@ def sso(stack: Stack) -> tuple[Provider, Dashboard]:
 
 
 @pytest.fixture
-def browser() -> Iterator[Any]:
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"  # the test's own ORM calls, beside Playwright's loop
-    from playwright.sync_api import expect, sync_playwright
+def browser(chromium: Any) -> Iterator[Any]:
+    """The session's Chromium (tests/fixtures/browser.py), with this module's longer waits."""
+    from playwright.sync_api import expect
 
+    expect.set_options(timeout=TIMEOUT_MS)
     try:
-        with sync_playwright() as pw:
-            chromium = pw.chromium.launch(
-                executable_path=CHROMIUM,
-                args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"],
-            )
-            expect.set_options(timeout=TIMEOUT_MS)
-            try:
-                yield chromium
-            finally:
-                chromium.close()
-                # The test's ORM calls ran beside Playwright's loop, on a connection of that context.
-                connections.close_all()
+        yield chromium
     finally:
-        os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+        # The test's ORM calls ran beside Playwright's loop, on a connection of that context.
+        connections.close_all()
 
 
 def new_page(browser: Any) -> Any:

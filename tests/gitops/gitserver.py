@@ -15,7 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import free_port
+from tests.fixtures.waits import free_port
 
 
 def git(*args: str, cwd: Path | None = None, stdin: str | None = None) -> str:

@@ -22,7 +22,7 @@ from offloading.audit.trail import verify
 from offloading.choices import AuditAction, ChangeAction
 from offloading.gitops.detect import facts
 from offloading.models import Approval, ApprovalDecision, AuditEvent, BulkRequest, ChangeRequest, Namespace
-from tests.conftest import free_port
+from tests.fixtures.waits import free_port
 from tests.gitops.conftest import HTTP_PASSWORD, HTTP_USER
 from tests.gitops.gitserver import GitDaemon, GitHttpServer, git
 from tests.gitops.test_override import WHO, _flux

@@ -12,7 +12,7 @@ from django.contrib.auth.models import Group
 
 from offloading.choices import AuditAction
 from offloading.models import AuditEvent, BulkRequest, ChangeRequest, Namespace
-from tests.conftest import free_port
+from tests.fixtures.waits import free_port
 from tests.gitops.gitserver import GitDaemon, git
 from tests.gitops.test_handoff import SPEC, configure
 

@@ -14,7 +14,7 @@ from django.test.utils import CaptureQueriesContext
 from offloading.gitops.detect import facts
 from offloading.models import Namespace
 from offloading.views import rows
-from tests.conftest import READY_SPEC
+from tests.fixtures.snapshot import READY_SPEC
 from tests.gitops.test_override import WHO, _flux
 
 pytestmark = pytest.mark.django_db

@@ -11,7 +11,7 @@ import pytest
 
 from offloading.gitops import repo as r
 from offloading.gitops.files import FileChange, change_files
-from tests.conftest import free_port
+from tests.fixtures.waits import free_port
 from tests.gitops.conftest import HTTP_PASSWORD, HTTP_USER
 from tests.gitops.gitserver import GitDaemon, GitHttpServer, git
 

@@ -13,7 +13,7 @@ from offloading.gitops.detect import ARGOCD, FLUX, detect
 from offloading.models import Namespace
 from offloading.snapshot.engine import KindWatcher
 from offloading.snapshot.refresh import refresh
-from tests.conftest import wait_until
+from tests.fixtures.waits import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -10,6 +10,7 @@ import pytest
 from kubernetes import client, config
 
 from sandbox import Sandbox
+from tests.fixtures.cluster import Sandboxes
 
 GROUP, VERSION = "offloading.liqo.io", "v1beta1"
 NSOFF = "namespaceoffloadings"
@@ -47,9 +48,9 @@ class Clients:
 
 
 @pytest.fixture
-def sandbox(tmp_path: Path) -> Iterator[Sandbox]:
-    with Sandbox(scenario="minimal", controller_delay=0.0, port=0) as sb:
-        yield sb
+def sandbox(sandboxes: Sandboxes) -> Sandbox:
+    """The session's minimal sandbox, reset (tests/fixtures/cluster.py)."""
+    return sandboxes.get("minimal")
 
 
 @pytest.fixture

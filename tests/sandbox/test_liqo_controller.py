@@ -10,7 +10,7 @@ from kubernetes.client.rest import ApiException
 
 from sandbox import Sandbox
 from sandbox.kinds import NAMESPACE_MAPS
-from tests.conftest import wait_until
+from tests.fixtures.waits import wait_until
 from tests.sandbox.conftest import GROUP, NSOFF, VERSION, Clients, expr, selector
 
 EU_SOUTH = selector([expr("topology.kubernetes.io/region", "In", "eu-south-1")])

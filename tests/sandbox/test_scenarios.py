@@ -84,7 +84,7 @@ def test_stop_ends_every_thread_and_open_connection(tmp_path: Path) -> None:
     from kubernetes import client, config, watch
     from urllib3.exceptions import ProtocolError
 
-    from tests.conftest import wait_until
+    from tests.fixtures.waits import wait_until
 
     before = set(threading.enumerate())
     with Sandbox(scenario="minimal") as sb:
