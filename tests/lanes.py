@@ -60,11 +60,6 @@ SLOW_MODULES: dict[str, str] = {
     "test_lanes.py::test_the_lanes_split_as_documented": "collects tests in another pytest (10 s)",
 }
 
-# Slow modules that are not even collected in the fast lane: collecting them costs minutes.
-NOT_COLLECTED_IN_FAST_LANE: dict[str, str] = {
-    "test_api_fuzz.py": "schemathesis generates its coverage examples while collecting (minutes of CPU)",
-}
-
 # Tests that touch the database but prove nothing a second database would: left out of the PostgreSQL
 # run (``POSTGRES_LANE``), each with why. Browser tests are left out there too: they drive the same views
 # the page tests run on PostgreSQL, and Chromium renders the same HTML whichever database filled it.
@@ -144,16 +139,6 @@ def _lane(config: pytest.Config) -> str:
     return " ".join(config.getoption("markexpr", "").split())
 
 
-def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
-    if _in_fast_lane(config) and collection_path.name in NOT_COLLECTED_IN_FAST_LANE:
-        return True
-    # The PostgreSQL lane deselects the once-only modules: not collecting them saves the fuzzer's minutes.
-    once = collection_path.is_relative_to(TESTS) and collection_path.relative_to(TESTS).as_posix() in ONCE_MODULES
-    if _lane(config) == POSTGRES_LANE and once:
-        return True
-    return None
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         names = set(getattr(item, "fixturenames", ()))
@@ -177,7 +162,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             or names & SLOW_FIXTURES
             or relative in SLOW_MODULES
             or f"{relative}::{getattr(item, 'originalname', item.name)}" in SLOW_MODULES
-            or relative in NOT_COLLECTED_IN_FAST_LANE
             or any(item.get_closest_marker(name) is not None for name in ("sandbox", "e2e", "browser"))
         ):
             markers.add("slow")
