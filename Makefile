@@ -6,8 +6,11 @@ PY := $(VENV)/bin/python
 
 STAGE := bash scripts/stage.sh
 
-# pytest-xdist workers per run, chosen by measurement on two cores (bench/README.md, "The test suite").
+# pytest-xdist workers per run, chosen by measurement on two cores (README, "The test suite's budget").
+# Two tests at a time to each worker, in the order tests/lanes.py collects them (the longest modules
+# first): a worker that is free takes the next, so no long test starts last and runs alone.
 TEST_WORKERS ?= 3
+XDIST = -n $(TEST_WORKERS) --maxschedchunk 2
 # The suite runs a second time on PostgreSQL (SQLite is the default): only the tests that touch the
 # database and prove something there (tests/lanes.py: marked `database`, not `browser`, not `once`).
 POSTGRES_LANE := database and not browser and not once
@@ -44,13 +47,13 @@ node_modules/.installed: package.json package-lock.json
 test: $(VENV)/.installed .venv-checkov/.installed system-deps node_modules/.installed
 	$(STAGE) lint $(MAKE) --no-print-directory lint
 	$(STAGE) django-checks sh -c '$(PY) manage.py check && $(PY) manage.py makemigrations --check --dry-run'
-	$(STAGE) pytest-sqlite $(PY) -m pytest -n $(TEST_WORKERS)
-	$(STAGE) pytest-postgres bash scripts/with-postgres.sh $(PY) -m pytest -p no:cacheprovider -q -n $(TEST_WORKERS) -m "$(POSTGRES_LANE)"
+	$(STAGE) pytest-sqlite $(PY) -m pytest $(XDIST)
+	$(STAGE) pytest-postgres bash scripts/with-postgres.sh $(PY) -m pytest -p no:cacheprovider -q $(XDIST) -m "$(POSTGRES_LANE)"
 
 # The fast lane (a few minutes): pytest -m "not slow"; tests/lanes.py marks what is slow from the
 # fixtures a test uses. `make test` still runs everything.
 test-fast: $(VENV)/.installed .venv-checkov/.installed system-deps
-	$(PY) -m pytest -n $(TEST_WORKERS) -m "not slow"
+	$(PY) -m pytest $(XDIST) -m "not slow"
 
 lint: $(VENV)/.installed
 	$(PY) -m ruff check .
