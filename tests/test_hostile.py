@@ -7,7 +7,6 @@ import json
 from typing import Any
 
 import pytest
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from liqo_rules import limits
@@ -16,12 +15,7 @@ from offloading.models import ChangeRequest
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def api(admin_user: Any) -> APIClient:
-    client = APIClient()
-    token = Token.objects.create(user=admin_user)
-    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
-    return client
+# ``api``: the admin's token client (tests/fixtures/personas.py).
 
 
 def _status(response: Any, code: int) -> dict[str, Any]:

