@@ -6,11 +6,9 @@ PY := $(VENV)/bin/python
 
 STAGE := bash scripts/stage.sh
 
-# pytest-xdist workers per run, chosen by measurement on two cores (README, "The test suite's budget").
-# Two tests at a time to each worker, in the order tests/lanes.py collects them (the longest modules
-# first): a worker that is free takes the next, so no long test starts last and runs alone.
+# pytest-xdist workers per run (README, "The test suite's budget": measured on two cores).
 TEST_WORKERS ?= 3
-XDIST = -n $(TEST_WORKERS) --maxschedchunk 2
+XDIST = -n $(TEST_WORKERS)
 # The suite runs a second time on PostgreSQL (SQLite is the default): only the tests that touch the
 # database and prove something there (tests/lanes.py: marked `database`, not `browser`, not `once`).
 POSTGRES_LANE := database and not browser and not once

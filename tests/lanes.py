@@ -76,25 +76,6 @@ DATABASE_FIXTURES = frozenset(
 )
 POSTGRES_LANE = "database and not browser and not once"
 
-# Modules whose tests run for tens of seconds to minutes (the fuzzer's seeds, the outage and restart
-# suites, the planted corpus, ...): they are collected first, so pytest-xdist (two tests at a time to a
-# free worker: the Makefile's --maxschedchunk 2) hands them out at the start and the short tests fill in
-# around them, instead of one of them starting last and running alone.
-FIRST = (
-    "test_api_fuzz.py",
-    "test_planted_objects.py",
-    "test_reliability.py",
-    "test_recovery.py",
-    "access/test_oidc_e2e.py",
-    "test_fleet_e2e.py",
-    "test_live.py",
-    "test_live_cost.py",
-    "test_lanes.py",
-    "test_verify_audit_offline.py",
-    "test_layout.py",
-    "test_browser_domain_map.py",
-)
-
 FAST_LANE = "not slow"
 FAST_LIMIT = 5.0
 
@@ -158,13 +139,7 @@ def _lane(config: pytest.Config) -> str:
     return " ".join(config.getoption("markexpr", "").split())
 
 
-def _relative(item: pytest.Item) -> str:
-    return item.path.relative_to(TESTS).as_posix() if item.path.is_relative_to(TESTS) else ""
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    first = {name: rank for rank, name in enumerate(FIRST)}
-    items.sort(key=lambda item: first.get(_relative(item), len(first)))  # stable: the rest keep their order
     for item in items:
         names = set(getattr(item, "fixturenames", ()))
         relative = item.path.relative_to(TESTS).as_posix() if item.path.is_relative_to(TESTS) else ""

@@ -77,7 +77,7 @@ def test_the_lanes_split_as_documented() -> None:
 
 
 def test_every_slow_module_named_exists() -> None:
-    for key in (*lanes.SLOW_MODULES, *lanes.ONCE_MODULES, *lanes.FIRST):
+    for key in (*lanes.SLOW_MODULES, *lanes.ONCE_MODULES):
         path = lanes.TESTS / key.split("::")[0]
         assert path.is_file(), f"{key} in tests/lanes.py names no test module"
         if "::" in key:
