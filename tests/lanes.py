@@ -46,6 +46,7 @@ SLOW_FIXTURES = frozenset({"live_server"})
 # ("path::name", every parametrization), with what makes it slow. Seconds measured on two busy cores.
 SLOW_MODULES: dict[str, str] = {
     "test_deploy.py": "kubectl kustomize, checkov and manage.py check --deploy in other processes (100 s)",
+    "test_api_fuzz.py": "schemathesis over every operation on a live server; its lazy schema hides the fixture (4 min)",
     "test_supervisor.py": "starts, kills and restarts child processes, waiting out their back-off (20 s)",
     "test_warmup.py": "imports the WSGI entry point in fresh interpreters (15 s)",
     "test_env_example.py": "parses every source file with ast, once per test (30 s)",
